@@ -1,0 +1,78 @@
+"""Multi-head self-attention whose per-head W_Q and W_K are frames on St(d_model, d_head)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .manifold import random_frame
+from .optim import FrameParameter
+
+__all__ = ["SelfAttention"]
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention; ``stiefel`` switches the geometry of W_Q and W_K.
+
+    ``W_Q`` and ``W_K`` are banks of shape ``(n_heads, d_model, d_head)``: head h computes
+    ``q = x W_Q[h]``. With ``stiefel=True`` they are :class:`FrameParameter` s (orthonormal
+    columns, trained by ``StiefelAdam``); with ``stiefel=False`` plain parameters, initialised
+    at the same orthonormal frames, so two arms built with one seed start from the same point
+    and differ only in geometry and optimizer. W_V and W_O are always Euclidean ``nn.Linear``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_head: int | None = None,
+        *,
+        stiefel: bool = True,
+        causal: bool = False,
+        bias: bool = False,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        d_head = d_model // n_heads if d_head is None else d_head
+        if n_heads < 1 or d_head < 1:
+            raise ValueError(f"n_heads ({n_heads}) and d_head ({d_head}) must be positive")
+        if d_head > d_model:
+            raise ValueError(f"d_head ({d_head}) > d_model ({d_model}): a frame in St(d_model, d_head) needs d_head <= d_model")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_head
+        self.stiefel, self.causal, self.dropout = stiefel, causal, dropout
+        make = FrameParameter if stiefel else nn.Parameter
+        self.W_Q = make(random_frame(d_model, d_head, n_heads))
+        self.W_K = make(random_frame(d_model, d_head, n_heads))
+        self.W_V = nn.Linear(d_model, n_heads * d_head, bias=bias)
+        self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
+
+    def extra_repr(self) -> str:
+        geometry = "Stiefel" if self.stiefel else "Euclidean"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, {geometry}, causal={self.causal}"
+
+    def _heads(self, x: Tensor, W: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        W_flat = W.transpose(0, 1).reshape(self.d_model, self.n_heads * self.d_head)  # (D, H r)
+        return (x @ W_flat).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
+
+    def attention_weights(self, x: Tensor) -> Tensor:
+        """The attention pattern ``softmax(q kᵀ / √r)`` of shape ``(B, H, T, T)``, for plots."""
+        q, k = self._heads(x, self.W_Q), self._heads(x, self.W_K)
+        logits = q @ k.transpose(-2, -1) / self.d_head**0.5  # (B, H, T, T)
+        if self.causal:
+            T = x.shape[1]
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            logits = logits.masked_fill(mask, float("-inf"))
+        return logits.softmax(-1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"expected input of shape (batch, tokens, {self.d_model}), got {tuple(x.shape)}")
+        B, T, _ = x.shape
+        q, k = self._heads(x, self.W_Q), self._heads(x, self.W_K)  # (B, H, T, r)
+        v = self.W_V(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=self.causal, dropout_p=self.dropout if self.training else 0.0
+        )  # (B, H, T, r)
+        return self.W_O(y.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))

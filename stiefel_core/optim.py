@@ -1,0 +1,462 @@
+"""``StiefelAdam``: Riemannian Adam with one scalar second moment per frame, a trust region and
+a polar retraction; and the helpers that give a model's frames to it and the rest to AdamW."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Iterable
+
+import torch
+from torch import Tensor, nn
+from torch.optim import Optimizer
+
+from .manifold import (
+    check_frame_shape,
+    compute_dtype,
+    full_precision_matmul,
+    orthonormality_error,
+    project_tangent,
+    retract_polar,
+    sym,
+)
+
+__all__ = [
+    "FrameParameter",
+    "is_frame",
+    "StiefelAdam",
+    "NonFiniteGradientError",
+    "CombinedOptimizer",
+    "split_frames",
+    "configure_optimizer",
+    "reference_update",
+]
+
+STEP_RULES = ("scale_free", "fixed")
+SECOND_MOMENTS = ("frame", "entry")
+PROJECTORS = ("tangent", "euclidean")
+ORTHONORMALITY_TOLERANCE = 1e-4
+
+
+class FrameParameter(nn.Parameter):
+    """An ``nn.Parameter`` whose trailing ``(d, r)`` matrices are frames on St(d, r).
+
+    The tag is what :func:`split_frames` routes to :class:`StiefelAdam`. A bank of frames of
+    one shape is one parameter of shape ``(n_frames, d, r)``: it is stepped in one kernel.
+    """
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is not None:
+            check_frame_shape(data.shape, "FrameParameter")
+        return super().__new__(cls, data, requires_grad)
+
+    def __repr__(self) -> str:
+        return "FrameParameter containing:\n" + super().__repr__().split("\n", 1)[-1]
+
+
+def is_frame(p: Tensor) -> bool:
+    """True for parameters created as :class:`FrameParameter`."""
+    return isinstance(p, FrameParameter)
+
+
+class NonFiniteGradientError(FloatingPointError):
+    """A frame's gradient holds inf or nan; nothing was updated."""
+
+
+def _param_name(group: dict, index: int, p: Tensor, group_index: int) -> str:
+    names = group.get("param_names")
+    if names:
+        return f"'{names[index]}'"
+    return f"param_groups[{group_index}]['params'][{index}] of shape {tuple(p.shape)}"
+
+
+class StiefelAdam(Optimizer):
+    r"""Riemannian Adam on St(d, r) with one scalar second moment per frame.
+
+    For every frame ``W`` (the trailing ``(d, r)`` matrices of each parameter) with Euclidean
+    gradient ``G``, at step ``t``::
+
+        g  = P_W(G) = G - W sym(WᵀG)                      Riemannian gradient
+        m  ← β1 P_W(m) + (1 - β1) g  = P_W(β1 m + (1 - β1) G)   moment, transported by projection
+        v  ← β2 v + (1 - β2) ‖g‖²_F / (d r)                one scalar per frame
+        ξ  = -lr m̂ / (√v̂ + ε),  m̂ = m / (1 - β1^t),  v̂ = v / (1 - β2^t)
+        ξ  ← ξ · min(1, Δ / ‖ξ‖_F)                         trust region of radius Δ
+        W  ← (W + ξ)(I + ξᵀξ)^(-1/2)                        polar retraction
+
+    Scaling the loss by any c > 0 scales ``m`` by c and ``√v`` by c, so (with ε = 0) ``ξ`` does
+    not change: the step is scale free. Weight decay is accepted for API parity and does
+    nothing: its Riemannian gradient ``P_W(λW)`` is identically zero on St(d, r).
+
+    Args:
+        params: frames of shape ``(..., d, r)`` on the manifold (error at most 1e-4), or param
+            groups; named parameters (``model.named_parameters()``) give named errors.
+        lr: per-entry step size, as in AdamW (``v`` is a mean square).
+        betas: decay rates of the first and second moments.
+        eps: added to ``√v̂``; 0 makes the step exactly scale free.
+        weight_decay: accepted and ignored (Proposition 5).
+        trust_radius: Δ, a cap on ``‖ξ‖_F`` per frame; ``None`` for no cap.
+        step_rule: ``"scale_free"`` (above) or ``"fixed"``, ``ξ = -lr m̂``: degree one in the
+            gradient (with ``betas[0] = 0`` exactly ``ξ = -lr g``).
+        second_moment: ``"frame"`` (one scalar) or ``"entry"`` (Adam's per-entry ``v``; the
+            preconditioned step is projected back to the tangent space). ``"entry"`` breaks
+            O(d) equivariance.
+        projector: ``"tangent"`` (above) or ``"euclidean"``: no projection of ``g`` or ``m``; the
+            Euclidean step is re-orthonormalised by the same polar factor.
+        check_finite: raise :class:`NonFiniteGradientError` before touching anything when a
+            gradient holds inf or nan (one host synchronisation per step).
+    """
+
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        trust_radius: float | None = 0.5,
+        *,
+        step_rule: str = "scale_free",
+        second_moment: str = "frame",
+        projector: str = "tangent",
+        check_finite: bool = True,
+    ):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if trust_radius is not None and not trust_radius > 0.0:
+            raise ValueError(f"Invalid trust_radius: {trust_radius} (use a positive number, or None for no cap)")
+        for option, value, allowed in (
+            ("step_rule", step_rule, STEP_RULES),
+            ("second_moment", second_moment, SECOND_MOMENTS),
+            ("projector", projector, PROJECTORS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"Invalid {option}: {value!r}; choose one of {allowed}")
+        defaults = dict(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            trust_radius=trust_radius,
+            step_rule=step_rule,
+            second_moment=second_moment,
+            projector=projector,
+        )
+        super().__init__(params, defaults)
+        self.check_finite = check_finite
+
+    def add_param_group(self, param_group: dict) -> None:
+        super().add_param_group(param_group)
+        group_index = len(self.param_groups) - 1
+        group = self.param_groups[-1]
+        for i, p in enumerate(group["params"]):
+            name = _param_name(group, i, p, group_index)
+            if not p.is_floating_point():
+                raise ValueError(f"StiefelAdam: parameter {name} has dtype {p.dtype}; frames must be floating point.")
+            check_frame_shape(p.shape, f"StiefelAdam parameter {name}")
+            error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
+            if not error <= ORTHONORMALITY_TOLERANCE:
+                raise ValueError(
+                    f"StiefelAdam: parameter {name} is not on the Stiefel manifold "
+                    f"(max ‖WᵀW - I‖_F = {error:.3g} > {ORTHONORMALITY_TOLERANCE:g}). Orthonormalise it first: "
+                    "`with torch.no_grad(): p.copy_(stiefel_core.manifold.orthonormalize(p))`."
+                )
+
+    def _init_state(self, p: Tensor, group: dict) -> dict:
+        state = self.state[p]
+        if not state:
+            batch = p.shape[:-2]
+            state["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            v_shape = p.shape if group["second_moment"] == "entry" else batch
+            state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """As ``Optimizer.load_state_dict``, but ``exp_avg_sq`` and ``step`` keep their own
+        dtype (torch casts every state tensor to the parameter's dtype), so a resumed run is
+        bit-identical to an uninterrupted one, for low-precision frames too."""
+        super().load_state_dict(state_dict)
+        saved_ids = [i for g in state_dict["param_groups"] for i in g["params"]]
+        params = [p for g in self.param_groups for p in g["params"]]
+        for saved_id, p in zip(saved_ids, params):
+            saved = state_dict["state"].get(saved_id)
+            if saved is None:
+                continue
+            for key in ("exp_avg_sq", "step"):
+                self.state[p][key] = saved[key].to(device=p.device, copy=True)
+
+    def _grads_are_finite(self, grads: list[Tensor]) -> bool:
+        if not grads:
+            return True
+        sums = torch.stack([g.float().sum() if g.device == grads[0].device else g.float().sum().to(grads[0].device) for g in grads])
+        return bool(torch.isfinite(sums).all())
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Tensor] | None = None):
+        """Perform one optimisation step; ``closure`` re-evaluates the model and returns the loss."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+
+        work = []  # (group, [params with grads])
+        for group_index, group in enumerate(self.param_groups):
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
+                if p.grad.is_sparse:
+                    raise RuntimeError("StiefelAdam does not support sparse gradients")
+            work.append((group_index, group, params))
+
+        if self.check_finite:
+            all_grads = [p.grad for _, _, ps in work for p in ps]
+            if not self._grads_are_finite(all_grads):
+                for group_index, group, params in work:
+                    for p in params:
+                        if not torch.isfinite(p.grad).all():
+                            i = next(j for j, q in enumerate(group["params"]) if q is p)
+                            raise NonFiniteGradientError(
+                                f"StiefelAdam: the gradient of frame {_param_name(group, i, p, group_index)} "
+                                "holds inf or nan; no parameter or optimizer state was changed. Lower the "
+                                "learning rate, check the loss for overflow, or clip gradients upstream."
+                            )
+
+        for _, group, params in work:
+            buckets: dict[tuple, list[Tensor]] = defaultdict(list)
+            for p in params:
+                self._init_state(p, group)
+                buckets[(p.shape[-2:], p.dtype, p.device)].append(p)
+            for bucket in buckets.values():
+                self._step_bucket(bucket, group)
+        return loss
+
+    def _step_bucket(self, params: list[Tensor], group: dict) -> None:
+        """Step every frame of ``params`` (same ``(d, r)``, dtype, device) as one bank."""
+        d, r = params[0].shape[-2:]
+        states = [self.state[p] for p in params]
+        for s in states:
+            s["step"] += 1
+        entry = group["second_moment"] == "entry"
+        W, G, m, v = (
+            _bank([p for p in params], d, r),
+            _bank([p.grad for p in params], d, r),
+            _bank([s["exp_avg"] for s in states], d, r),
+            _bank([s["exp_avg_sq"] for s in states], d, r) if entry else _bank_scalars([s["exp_avg_sq"] for s in states]),
+        )
+        t = torch.cat([s["step"].to(W.device).expand(_n_frames(p)) for s, p in zip(states, params)])  # (F,)
+        W_new, m_new, v_new = bank_update(W, G, m, v, t, group)
+        _unbank(W_new, params)
+        _unbank(m_new, [s["exp_avg"] for s in states])
+        _unbank(v_new, [s["exp_avg_sq"] for s in states])
+
+
+def _n_frames(p: Tensor) -> int:
+    return p.numel() // (p.shape[-1] * p.shape[-2]) if p.numel() else 0
+
+
+def _bank(tensors: list[Tensor], d: int, r: int) -> Tensor:
+    """One ``(F, d, r)`` view (a single contiguous tensor) or copy (several) of ``tensors``."""
+    if len(tensors) == 1:
+        return tensors[0].reshape(-1, d, r)
+    return torch.cat([x.reshape(-1, d, r) for x in tensors])
+
+
+def _bank_scalars(tensors: list[Tensor]) -> Tensor:
+    return torch.cat([x.reshape(-1) for x in tensors])
+
+
+def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
+    """Copy a bank's rows back into the tensors it was made from."""
+    offset = 0
+    for x in targets:
+        n = x.numel()
+        x.copy_(bank.reshape(-1)[offset : offset + n].view_as(x))
+        offset += n
+
+
+def bank_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict) -> tuple[Tensor, Tensor, Tensor]:
+    """The batched update of a bank: ``W, G, m`` of shape ``(F, d, r)``, ``v`` of shape ``(F,)``
+    (or ``(F, d, r)`` per entry), ``t`` the step per frame. Returns new ``W, m, v``; touches nothing."""
+    out_dtype = W.dtype
+    dt = compute_dtype(W.dtype)
+    W, G, m = W.to(dt), G.to(dt), m.to(dt)
+    beta1, beta2 = hp["betas"]
+    lr, eps, radius = hp["lr"], hp["eps"], hp["trust_radius"]
+    F, d, r = W.shape
+    tangent = hp["projector"] == "tangent"
+    per_entry = hp["second_moment"] == "entry"
+    t = t.to(dt)
+    bias1 = 1 - torch.pow(beta1, t)  # (F,)
+    bias2 = 1 - torch.pow(beta2, t)  # (F,)
+
+    with full_precision_matmul(W.device):
+        B = torch.lerp(G, m, beta1)  # (F, d, r)  β1 m + (1 - β1) G
+        if tangent:
+            S_G = sym(W.mT @ G)  # (F, r, r)
+            m = B - W @ sym(W.mT @ B)  # (F, d, r)  P_W(B): moment transported and updated
+            if per_entry:
+                g = G - W @ S_G
+                g_sq = g.square()
+            else:  # ‖P_W G‖² = ‖G‖² - ‖sym(WᵀG)‖² when WᵀW = I: no (d, r) product needed
+                g_sq = (G.square().sum((-2, -1)) - S_G.square().sum((-2, -1))).clamp_min(0)
+        else:
+            m = B
+            g_sq = G.square() if per_entry else G.square().sum((-2, -1))
+
+        if per_entry:
+            v = torch.lerp(g_sq, v.to(dt), beta2)  # (F, d, r)
+        else:
+            v = torch.lerp(g_sq / (d * r), v.to(dt), beta2)  # (F,)
+
+        if hp["step_rule"] == "fixed":
+            xi = m * (-lr / bias1)[:, None, None]
+        elif per_entry:
+            denom = (v / bias2[:, None, None]).sqrt() + eps
+            xi = torch.where(denom > 0, m / denom, torch.zeros_like(m)) * (-lr / bias1)[:, None, None]
+            if tangent:
+                xi = xi - W @ sym(W.mT @ xi)
+        else:
+            denom = (v / bias2).sqrt() + eps  # (F,)
+            scale = torch.where(denom > 0, (lr / bias1) / denom, torch.zeros_like(denom))
+            xi = m * (-scale)[:, None, None]
+
+        if radius is not None:
+            norm = torch.linalg.matrix_norm(xi)  # (F,)
+            xi = xi * torch.clamp(radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)[:, None, None]
+
+        W_new = retract_polar(W, xi, step_bound=radius, tangent=tangent)
+    return W_new.to(out_dtype), m, v
+
+
+def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dict) -> tuple[Tensor, Tensor, Tensor]:
+    """The update of one frame ``W`` of shape ``(d, r)``, written plainly (slow, float64-friendly).
+
+    Tests hold :meth:`StiefelAdam.step` equal to this applied to every frame in turn."""
+    beta1, beta2 = hp["betas"]
+    lr, eps, radius = hp["lr"], hp["eps"], hp["trust_radius"]
+    d, r = W.shape
+    tangent = hp["projector"] == "tangent"
+    project = (lambda X: project_tangent(W, X)) if tangent else (lambda X: X)
+    g = project(G)
+    m = beta1 * project(m) + (1 - beta1) * g
+    if hp["second_moment"] == "entry":
+        v = beta2 * v + (1 - beta2) * g * g
+    else:
+        v = beta2 * v + (1 - beta2) * (g * g).sum() / (d * r)
+    m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
+    if hp["step_rule"] == "fixed":
+        xi = -lr * m_hat
+    else:
+        denom = v_hat.sqrt() + eps
+        xi = -lr * torch.where(denom > 0, m_hat / denom, torch.zeros_like(m_hat))
+        if hp["second_moment"] == "entry":
+            xi = project(xi)
+    if radius is not None and torch.linalg.matrix_norm(xi) > radius:
+        xi = xi * (radius / torch.linalg.matrix_norm(xi))
+    return retract_polar(W, xi), m, v
+
+
+class CombinedOptimizer(Optimizer):
+    """Several optimizers behind one ``step()``, ``zero_grad()`` and ``state_dict()``.
+
+    ``param_groups`` is the concatenation of the inner optimizers' groups (the same dicts), so
+    torch LR schedulers scale every group. A closure is evaluated once per step.
+    """
+
+    def __init__(self, *optimizers: Optimizer):
+        if not optimizers:
+            raise ValueError("CombinedOptimizer needs at least one optimizer")
+        self.optimizers = list(optimizers)
+        self.defaults = {}
+        self._optimizer_step_pre_hooks = {}
+        self._optimizer_step_post_hooks = {}
+        self._optimizer_state_dict_pre_hooks = {}
+        self._optimizer_state_dict_post_hooks = {}
+        self._optimizer_load_state_dict_pre_hooks = {}
+        self._optimizer_load_state_dict_post_hooks = {}
+        self._zero_grad_profile_name = "Optimizer.zero_grad#CombinedOptimizer.zero_grad"
+
+    @property
+    def param_groups(self) -> list[dict]:
+        return [g for opt in self.optimizers for g in opt.param_groups]
+
+    @property
+    def state(self) -> dict:
+        return {p: s for opt in self.optimizers for p, s in opt.state.items()}
+
+    def __getstate__(self):
+        return {"optimizers": self.optimizers}
+
+    def __repr__(self) -> str:
+        inner = ",\n".join("  " + repr(opt).replace("\n", "\n  ") for opt in self.optimizers)
+        return f"CombinedOptimizer(\n{inner}\n)"
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Tensor] | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for opt in self.optimizers:
+            opt.step()
+        return loss
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> dict:
+        return {"optimizers": [opt.state_dict() for opt in self.optimizers]}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        saved = state_dict["optimizers"]
+        if len(saved) != len(self.optimizers):
+            raise ValueError(f"state_dict holds {len(saved)} optimizers; this CombinedOptimizer has {len(self.optimizers)}")
+        for opt, s in zip(self.optimizers, saved):
+            opt.load_state_dict(s)
+
+    def add_param_group(self, param_group: dict) -> None:
+        raise TypeError("Add param groups to one of CombinedOptimizer.optimizers instead.")
+
+
+def split_frames(model: nn.Module) -> tuple[list[tuple[str, nn.Parameter]], list[tuple[str, nn.Parameter]]]:
+    """``(frames, rest)``: the model's trainable named parameters, frames first."""
+    frames, rest = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (frames if is_frame(p) else rest).append((name, p))
+    return frames, rest
+
+
+def configure_optimizer(
+    model: nn.Module,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+    *,
+    frame_lr: float | None = None,
+    **stiefel_options,
+) -> Optimizer:
+    """One optimizer for a whole model: :class:`FrameParameter` s to :class:`StiefelAdam`, every
+    other trainable parameter to ``AdamW`` with decoupled ``weight_decay``.
+
+    ``frame_lr`` (default ``lr``) and ``stiefel_options`` (``trust_radius``, ``step_rule``, ...)
+    go to ``StiefelAdam``. Frozen parameters (``requires_grad=False``) are left out. With no
+    frames this is plain ``AdamW``; with no other parameters, plain ``StiefelAdam``.
+    """
+    frames, rest = split_frames(model)
+    optimizers: list[Optimizer] = []
+    if frames:
+        optimizers.append(StiefelAdam(frames, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options))
+    if rest:
+        optimizers.append(torch.optim.AdamW(rest, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+    if not optimizers:
+        raise ValueError("configure_optimizer: the model has no trainable parameters")
+    return optimizers[0] if len(optimizers) == 1 else CombinedOptimizer(*optimizers)
