@@ -95,8 +95,7 @@ def orthonormalize(W: Tensor) -> Tensor:
     Use it to put a parameter on the manifold: ``p.data.copy_(orthonormalize(p.data))``.
     """
     check_frame_shape(W.shape, "W")
-    U, _, Vh = torch.linalg.svd(W.to(compute_dtype(W.dtype)), full_matrices=False)
-    return (U @ Vh).to(W.dtype)
+    return polar_factor(W.to(compute_dtype(W.dtype))).to(W.dtype)
 
 
 def random_frame(
@@ -142,32 +141,23 @@ def inverse_sqrt_newton_schulz(A: Tensor, scale: Tensor, steps: int) -> Tensor:
     return Z / scale.sqrt()
 
 
-def inverse_sqrt_eigh(A: Tensor) -> Tensor:
-    """``A^(-1/2)`` for SPD ``A`` by an eigendecomposition: exact for any conditioning."""
-    lam, V = torch.linalg.eigh(A)
-    return (V * lam.clamp_min(torch.finfo(A.dtype).tiny).rsqrt().unsqueeze(-2)) @ V.mT
-
-
-def polar_factor(Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None, polish: bool = True) -> Tensor:
+def polar_factor(Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None) -> Tensor:
     """The orthonormal polar factor ``Y (YᵀY)^(-1/2)`` of full-rank ``Y`` (computed dtype).
 
     ``spectrum = (upper, worst)`` states what is known of ``YᵀY``: its eigenvalues lie in
     ``[worst * upper, upper]`` (``upper`` per frame, ``worst`` a number in (0, 1]). Then the
-    inverse square root is a fixed number of Newton-Schulz steps: matrix products only, no
-    host synchronisation. Without it, an ``eigh`` of the r x r Gram matrix, exact for any
-    conditioning, followed (``polish``) by a second pass that removes the rounding that an
-    ill-conditioned Gram matrix leaves.
+    inverse square root of the r x r Gram matrix is a fixed number of Newton-Schulz steps:
+    matrix products only, no host synchronisation. Without it, ``U Vᵀ`` from a thin SVD of
+    ``Y``: backward stable for any conditioning, and slower.
     """
     with full_precision_matmul(Y.device):
+        if spectrum is None:
+            U, _, Vh = torch.linalg.svd(Y, full_matrices=False)
+            return U @ Vh
+        upper, worst = spectrum
+        steps = newton_schulz_steps(float(worst), Y.dtype)
         A = Y.mT @ Y  # (..., r, r)
-        if spectrum is not None:
-            upper, worst = spectrum
-            steps = newton_schulz_steps(float(worst), Y.dtype)
-            return Y @ inverse_sqrt_newton_schulz(A, upper[..., None, None], steps)
-        Q = Y @ inverse_sqrt_eigh(A)
-        if polish:
-            Q = Q @ inverse_sqrt_eigh(Q.mT @ Q)
-        return Q
+        return Y @ inverse_sqrt_newton_schulz(A, upper[..., None, None], steps)
 
 
 def retract_polar(W: Tensor, xi: Tensor, *, step_bound: float | None = None, tangent: bool = True) -> Tensor:
@@ -176,7 +166,7 @@ def retract_polar(W: Tensor, xi: Tensor, *, step_bound: float | None = None, tan
     It forms the actual Gram matrix of ``W + ξ``, so rounding drift of ``W`` is corrected at
     every call. ``step_bound`` is a bound on every ``‖ξ‖_F`` (a trust radius): with it, and
     ``ξ`` tangent (or any ``ξ`` with ``step_bound < 1`` when ``tangent=False``), the retraction
-    is matrix products only; without it, any step is retracted exactly through ``eigh``.
+    is matrix products only; without it, any step is retracted through an SVD.
     """
     check_frame_shape(W.shape, "W")
     if xi.shape != W.shape:

@@ -161,10 +161,11 @@ class StiefelAdam(Optimizer):
                 raise ValueError(f"StiefelAdam: parameter {name} has dtype {p.dtype}; frames must be floating point.")
             check_frame_shape(p.shape, f"StiefelAdam parameter {name}")
             error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
-            if not error <= ORTHONORMALITY_TOLERANCE:
+            tolerance = max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * p.shape[-1])  # bf16 holds 8 bits
+            if not error <= tolerance:
                 raise ValueError(
                     f"StiefelAdam: parameter {name} is not on the Stiefel manifold "
-                    f"(max ‖WᵀW - I‖_F = {error:.3g} > {ORTHONORMALITY_TOLERANCE:g}). Orthonormalise it first: "
+                    f"(max ‖WᵀW - I‖_F = {error:.3g} > {tolerance:g}). Orthonormalise it first: "
                     "`with torch.no_grad(): p.copy_(stiefel_core.manifold.orthonormalize(p))`."
                 )
 
