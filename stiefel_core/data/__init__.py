@@ -1,0 +1,18 @@
+"""Data for the experiments: modular arithmetic (grokking) and CIFAR-10."""
+
+from .cifar10 import (
+    CLASSES,
+    CIFAR10Data,
+    DataError,
+    NormalizedCIFAR10,
+    channel_stats,
+    load_cifar10,
+    normalize,
+    normalize_images,
+)
+from .modular import OPS, ModularData, modular_data
+
+__all__ = [
+    "CLASSES", "CIFAR10Data", "DataError", "NormalizedCIFAR10", "channel_stats",
+    "load_cifar10", "normalize", "normalize_images", "OPS", "ModularData", "modular_data",
+]
