@@ -113,7 +113,7 @@ def random_frame(
     Q, R = torch.linalg.qr(X)
     signs = torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))  # (*batch, r)
     signs = torch.where(signs == 0, torch.ones_like(signs), signs)
-    return (Q * signs.unsqueeze(-2)).to(dtype)
+    return (Q * signs.unsqueeze(-2)).to(dtype).contiguous()
 
 
 @functools.lru_cache(maxsize=None)
@@ -141,23 +141,37 @@ def inverse_sqrt_newton_schulz(A: Tensor, scale: Tensor, steps: int) -> Tensor:
     return Z / scale.sqrt()
 
 
-def polar_factor(Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None) -> Tensor:
+def polar_factor(
+    Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None, out: Tensor | None = None
+) -> Tensor:
     """The orthonormal polar factor ``Y (YᵀY)^(-1/2)`` of full-rank ``Y`` (computed dtype).
 
     ``spectrum = (upper, worst)`` states what is known of ``YᵀY``: its eigenvalues lie in
     ``[worst * upper, upper]`` (``upper`` per frame, ``worst`` a number in (0, 1]). Then the
     inverse square root of the r x r Gram matrix is a fixed number of Newton-Schulz steps:
     matrix products only, no host synchronisation. Without it, ``U Vᵀ`` from a thin SVD of
-    ``Y``: backward stable for any conditioning, and slower.
+    ``Y``: backward stable for any conditioning, and slower. ``out`` receives the result.
     """
     with full_precision_matmul(Y.device):
         if spectrum is None:
             U, _, Vh = torch.linalg.svd(Y, full_matrices=False)
-            return U @ Vh
+            return torch.matmul(U, Vh, out=out)
         upper, worst = spectrum
         steps = newton_schulz_steps(float(worst), Y.dtype)
         A = Y.mT @ Y  # (..., r, r)
-        return Y @ inverse_sqrt_newton_schulz(A, upper[..., None, None], steps)
+        return torch.matmul(Y, inverse_sqrt_newton_schulz(A, upper[..., None, None], steps), out=out)
+
+
+def gram_spectrum(step_norm: Tensor, step_bound: float | None, tangent: bool) -> tuple[Tensor, float] | None:
+    """What ``W + ξ`` with ``‖ξ‖_F = step_norm <= step_bound`` tells of the spectrum of its Gram
+    matrix (see :func:`polar_factor`); ``None`` when nothing useful is known."""
+    if step_bound is None:
+        return None
+    if tangent:  # (W + ξ)ᵀ(W + ξ) = I + ξᵀξ: eigenvalues in [1, 1 + ‖ξ‖²]
+        return 1.0 + step_norm * step_norm, 1.0 / (1.0 + step_bound**2)
+    if step_bound < 1.0:  # singular values of W + ξ in [1 - ‖ξ‖, 1 + ‖ξ‖]
+        return (1.0 + step_norm) ** 2, ((1.0 - step_bound) / (1.0 + step_bound)) ** 2
+    return None
 
 
 def retract_polar(W: Tensor, xi: Tensor, *, step_bound: float | None = None, tangent: bool = True) -> Tensor:
@@ -172,12 +186,6 @@ def retract_polar(W: Tensor, xi: Tensor, *, step_bound: float | None = None, tan
     if xi.shape != W.shape:
         raise ValueError(f"xi has shape {tuple(xi.shape)} but W has {tuple(W.shape)}: they must match.")
     dtype = compute_dtype(W.dtype)
-    Y = W.to(dtype) + xi.to(dtype)  # (..., d, r)
-    spectrum = None
-    if step_bound is not None:
-        n = torch.linalg.matrix_norm(xi.to(dtype))  # (...,) the per-frame ‖ξ‖_F
-        if tangent:  # YᵀY = I + ξᵀξ: eigenvalues in [1, 1 + ‖ξ‖²]
-            spectrum = (1.0 + n * n, 1.0 / (1.0 + step_bound**2))
-        elif step_bound < 1.0:  # singular values of W + ξ in [1 - ‖ξ‖, 1 + ‖ξ‖]
-            spectrum = ((1.0 + n) ** 2, ((1.0 - step_bound) / (1.0 + step_bound)) ** 2)
-    return polar_factor(Y, spectrum=spectrum).to(W.dtype)
+    xi = xi.to(dtype)
+    spectrum = gram_spectrum(torch.linalg.matrix_norm(xi), step_bound, tangent)
+    return polar_factor(W.to(dtype) + xi, spectrum=spectrum).to(W.dtype)

@@ -14,7 +14,9 @@ from .manifold import (
     check_frame_shape,
     compute_dtype,
     full_precision_matmul,
+    gram_spectrum,
     orthonormality_error,
+    polar_factor,
     project_tangent,
     retract_polar,
     sym,
@@ -174,7 +176,7 @@ class StiefelAdam(Optimizer):
         if not state:
             batch = p.shape[:-2]
             state["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
-            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg"] = torch.zeros(p.shape, dtype=p.dtype, device=p.device)  # contiguous: a bank
             v_shape = p.shape if group["second_moment"] == "entry" else batch
             state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
         return state
@@ -196,7 +198,7 @@ class StiefelAdam(Optimizer):
     def _grads_are_finite(self, grads: list[Tensor]) -> bool:
         if not grads:
             return True
-        sums = torch.stack([g.float().sum() if g.device == grads[0].device else g.float().sum().to(grads[0].device) for g in grads])
+        sums = torch.stack([g.sum(dtype=torch.float32).to(grads[0].device) for g in grads])  # inf or nan propagate
         return bool(torch.isfinite(sums).all())
 
     @torch.no_grad()
@@ -238,23 +240,28 @@ class StiefelAdam(Optimizer):
         return loss
 
     def _step_bucket(self, params: list[Tensor], group: dict) -> None:
-        """Step every frame of ``params`` (same ``(d, r)``, dtype, device) as one bank."""
+        """Step every frame of ``params`` (same ``(d, r)``, dtype, device) in batched kernels.
+
+        A large contiguous parameter is a bank already: it is stepped in place, with no copy.
+        The small ones are concatenated into one bank, stepped, and copied back.
+        """
         d, r = params[0].shape[-2:]
-        states = [self.state[p] for p in params]
-        for s in states:
-            s["step"] += 1
-        entry = group["second_moment"] == "entry"
-        W, G, m, v = (
-            _bank([p for p in params], d, r),
-            _bank([p.grad for p in params], d, r),
-            _bank([s["exp_avg"] for s in states], d, r),
-            _bank([s["exp_avg_sq"] for s in states], d, r) if entry else _bank_scalars([s["exp_avg_sq"] for s in states]),
-        )
-        t = torch.cat([s["step"].to(W.device).expand(_n_frames(p)) for s, p in zip(states, params)])  # (F,)
-        W_new, m_new, v_new = bank_update(W, G, m, v, t, group)
-        _unbank(W_new, params)
-        _unbank(m_new, [s["exp_avg"] for s in states])
-        _unbank(v_new, [s["exp_avg_sq"] for s in states])
+        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and p.is_contiguous()]
+        small = [p for p in params if not any(p is q for q in in_place)]
+        for chunk in [[p] for p in in_place] + ([small] if small else []):
+            states = [self.state[p] for p in chunk]
+            for s in states:
+                s["step"] += 1
+            tensors = [chunk, [p.grad for p in chunk], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]]
+            W, G, m = (_bank(x, d, r) for x in tensors[:3])
+            v = _bank(tensors[3], d, r) if group["second_moment"] == "entry" else _bank_scalars(tensors[3])
+            t = torch.cat([s["step"].to(W.device).expand(_n_frames(p)) for s, p in zip(states, chunk)])  # (F,)
+            bank_update_(W, G, m, v, t, group)
+            for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3])):
+                _unbank(bank, targets)
+
+
+IN_PLACE_NUMEL = 2**18  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
 
 
 def _n_frames(p: Tensor) -> int:
@@ -262,77 +269,78 @@ def _n_frames(p: Tensor) -> int:
 
 
 def _bank(tensors: list[Tensor], d: int, r: int) -> Tensor:
-    """One ``(F, d, r)`` view (a single contiguous tensor) or copy (several) of ``tensors``."""
-    if len(tensors) == 1:
-        return tensors[0].reshape(-1, d, r)
+    """A ``(F, d, r)`` view of one contiguous tensor, or a concatenated copy of several."""
+    if len(tensors) == 1 and tensors[0].is_contiguous():
+        return tensors[0].view(-1, d, r)
     return torch.cat([x.reshape(-1, d, r) for x in tensors])
 
 
 def _bank_scalars(tensors: list[Tensor]) -> Tensor:
+    if len(tensors) == 1 and tensors[0].is_contiguous():
+        return tensors[0].view(-1)
     return torch.cat([x.reshape(-1) for x in tensors])
 
 
 def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
-    """Copy a bank's rows back into the tensors it was made from."""
+    """Copy a bank's rows back into the tensors it was made from, unless it is a view of them."""
+    if len(targets) == 1 and bank.data_ptr() == targets[0].data_ptr():
+        return
     offset = 0
+    flat = bank.reshape(-1)
     for x in targets:
         n = x.numel()
-        x.copy_(bank.reshape(-1)[offset : offset + n].view_as(x))
+        x.copy_(flat[offset : offset + n].view_as(x))
         offset += n
 
 
-def bank_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict) -> tuple[Tensor, Tensor, Tensor]:
-    """The batched update of a bank: ``W, G, m`` of shape ``(F, d, r)``, ``v`` of shape ``(F,)``
-    (or ``(F, d, r)`` per entry), ``t`` the step per frame. Returns new ``W, m, v``; touches nothing."""
-    out_dtype = W.dtype
+def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict) -> None:
+    """The update of a bank, in place on ``W``, ``m``, ``v``: ``W, G, m`` of shape ``(F, d, r)``;
+    ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t`` the step count per frame."""
     dt = compute_dtype(W.dtype)
-    W, G, m = W.to(dt), G.to(dt), m.to(dt)
+    if W.dtype != dt:  # low precision: compute on float32 copies, then round once
+        W32, m32 = W.to(dt), m.to(dt)
+        bank_update_(W32, G.to(dt), m32, v, t, hp)
+        W.copy_(W32)
+        m.copy_(m32)
+        return
+    G = G.to(dt)
     beta1, beta2 = hp["betas"]
     lr, eps, radius = hp["lr"], hp["eps"], hp["trust_radius"]
     F, d, r = W.shape
-    tangent = hp["projector"] == "tangent"
-    per_entry = hp["second_moment"] == "entry"
+    tangent, per_entry = hp["projector"] == "tangent", hp["second_moment"] == "entry"
     t = t.to(dt)
-    bias1 = 1 - torch.pow(beta1, t)  # (F,)
-    bias2 = 1 - torch.pow(beta2, t)  # (F,)
+    bias1, bias2 = 1 - torch.pow(beta1, t), 1 - torch.pow(beta2, t)  # (F,)
 
     with full_precision_matmul(W.device):
-        B = torch.lerp(G, m, beta1)  # (F, d, r)  β1 m + (1 - β1) G
+        m.lerp_(G, 1 - beta1)  # β1 m + (1 - β1) G
         if tangent:
             S_G = sym(W.mT @ G)  # (F, r, r)
-            m = B - W @ sym(W.mT @ B)  # (F, d, r)  P_W(B): moment transported and updated
+            m.baddbmm_(W, sym(W.mT @ m), alpha=-1)  # P_W(β1 m + (1 - β1) G): transported and updated
             if per_entry:
-                g = G - W @ S_G
-                g_sq = g.square()
+                g = torch.baddbmm(G, W, S_G, alpha=-1)  # (F, d, r)
+                g_sq = g * g
             else:  # ‖P_W G‖² = ‖G‖² - ‖sym(WᵀG)‖² when WᵀW = I: no (d, r) product needed
-                g_sq = (G.square().sum((-2, -1)) - S_G.square().sum((-2, -1))).clamp_min(0)
+                g_sq = (torch.linalg.matrix_norm(G) ** 2 - S_G.square().sum((-2, -1))).clamp_min(0)
         else:
-            m = B
-            g_sq = G.square() if per_entry else G.square().sum((-2, -1))
+            g_sq = G * G if per_entry else torch.linalg.matrix_norm(G) ** 2
+        v.lerp_(g_sq if per_entry else g_sq / (d * r), 1 - beta2)
 
-        if per_entry:
-            v = torch.lerp(g_sq, v.to(dt), beta2)  # (F, d, r)
-        else:
-            v = torch.lerp(g_sq / (d * r), v.to(dt), beta2)  # (F,)
-
-        if hp["step_rule"] == "fixed":
-            xi = m * (-lr / bias1)[:, None, None]
-        elif per_entry:
-            denom = (v / bias2[:, None, None]).sqrt() + eps
-            xi = torch.where(denom > 0, m / denom, torch.zeros_like(m)) * (-lr / bias1)[:, None, None]
-            if tangent:
-                xi = xi - W @ sym(W.mT @ xi)
-        else:
-            denom = (v / bias2).sqrt() + eps  # (F,)
-            scale = torch.where(denom > 0, (lr / bias1) / denom, torch.zeros_like(denom))
-            xi = m * (-scale)[:, None, None]
-
+        direction, scale = m, lr / bias1  # ξ = -scale · direction
+        if hp["step_rule"] == "scale_free":
+            if per_entry:
+                denom = (v / bias2[:, None, None]).sqrt() + eps  # (F, d, r)
+                direction = torch.where(denom > 0, m / denom, torch.zeros_like(m))
+                if tangent:
+                    direction = direction.baddbmm(W, sym(W.mT @ direction), alpha=-1)
+            else:
+                denom = (v / bias2).sqrt() + eps  # (F,)
+                scale = torch.where(denom > 0, scale / denom, torch.zeros_like(denom))
+        norm = scale * torch.linalg.matrix_norm(direction)  # (F,) ‖ξ‖_F
         if radius is not None:
-            norm = torch.linalg.matrix_norm(xi)  # (F,)
-            xi = xi * torch.clamp(radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)[:, None, None]
-
-        W_new = retract_polar(W, xi, step_bound=radius, tangent=tangent)
-    return W_new.to(out_dtype), m, v
+            cap = torch.clamp(radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)
+            scale, norm = scale * cap, norm * cap
+        Y = torch.addcmul(W, direction, -scale[:, None, None])  # W + ξ
+        polar_factor(Y, spectrum=gram_spectrum(norm, radius, tangent), out=W)
 
 
 def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dict) -> tuple[Tensor, Tensor, Tensor]:
