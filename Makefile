@@ -1,0 +1,78 @@
+# Stiefel Attention, the interactive textbook.
+#   make book      build the HTML book from the stored notebook outputs (_build/html)
+#   make test      unit tests, jupytext pairing, nbval on every chapter, strict book build
+#   make lab       JupyterLab; saving book/NAME.ipynb also writes twins/NAME.md
+#   make results   every experiment at paper scale into book/results/ (wants a GPU)
+#   make bench     optimizer step timings
+#   make sync      repair notebook/twin pairs
+#   make execute   rerun notebooks as nbval does and store their outputs (NB=book/x.ipynb: one)
+# Every target first brings .venv in step with pyproject.toml and requirements.txt (make venv).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BASE_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+STAMP := $(VENV)/.installed
+NOTEBOOKS = $(wildcard book/*.ipynb)
+NB ?= $(NOTEBOOKS)
+# Extra JupyterLab options, e.g. make lab LAB_ARGS="--no-browser --allow-root" in a container.
+LAB_ARGS ?=
+
+export MPLBACKEND := Agg
+# Notebook kernels keep Jupyter's inline figures (under Agg they would store none).
+INLINE := MPLBACKEND=module://matplotlib_inline.backend_inline
+# How notebooks run under nbval and `make execute`: fixed hashing, no progress bars, CI-sized runs.
+NB_ENV := $(INLINE) PYTHONHASHSEED=0 TQDM_DISABLE=1 STIEFEL_PROFILE=ci
+NBVAL := $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
+         --nbval-sanitize-with book/nbval_sanitize.cfg --nbval-cell-timeout=600
+BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
+
+.PHONY: help venv book test lab results bench sync execute clean
+
+help:
+	@sed -n '2,9s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml requirements.txt
+	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -c requirements.txt -e '.[book,dev]'
+	touch $@
+
+book: $(STAMP)
+	$(BUILD_BOOK)
+	@echo "book: open _build/html/index.html"
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+	tools/check_pairing.sh $(PY)
+	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
+	else $(NB_ENV) $(NBVAL) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
+	$(BUILD_BOOK) --all
+
+lab: $(STAMP)
+	$(INLINE) $(PY) -m jupyterlab $(LAB_ARGS)
+
+results: $(STAMP)
+	@if [ -f stiefel_core/__main__.py ]; then $(PY) -m stiefel_core run-all --profile full; \
+	else echo "results: stiefel_core has no command line yet (stiefel_core/__main__.py); nothing was run" >&2; exit 1; fi
+
+bench: $(STAMP)
+	$(PY) benchmarks/step_time.py
+
+# Twice: a pass that rewrites the twin makes it the newer file, and the second pass settles.
+sync: $(STAMP)
+	@if [ -n "$(NOTEBOOKS)$(wildcard twins/*.md)" ]; then \
+	for pass in 1 2; do $(PY) -m jupytext --quiet --sync $(NOTEBOOKS) $(wildcard twins/*.md); done; fi
+
+execute: $(STAMP)
+	$(NB_ENV) $(PY) -m nbconvert --to notebook --execute --inplace \
+	  --ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.record_timing=False $(NB)
+	$(MAKE) sync
+
+clean:
+	rm -rf _build
