@@ -1,0 +1,131 @@
+"""Shared figure conventions, so every chapter's figures look alike.
+
+- :data:`COLORS` and :func:`arm_color`: one colour per arm of a comparison, from the
+  colour-blind-safe Okabe-Ito palette. The Stiefel arm is always blue, the Euclidean/AdamW
+  arm always vermilion.
+- :data:`RC`, :func:`style` and :func:`use_style`: matplotlib settings (size, fonts, grid).
+- :func:`figsize`: the size of a figure of ``nrows x ncols`` panels.
+- :func:`grid_figure`: a small grid of a widget's settings, one panel each, so the static
+  book shows what the widget explores.
+
+Chapter-specific figures live in ``stiefel_core.plots.<chapter>`` (for example
+``stiefel_core.plots.primer``); this package imports none of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = ["COLORS", "RC", "PANEL_SIZE", "arm_color", "style", "use_style", "figsize", "grid_figure", "setting_label"]
+
+# Okabe and Ito's colour-blind-safe palette.
+COLORS = {
+    "stiefel": "#0072B2",  # blue: the Stiefel arm (frames, StiefelAdam, retracted points)
+    "euclidean": "#D55E00",  # vermilion: the Euclidean arm (AdamW, unconstrained steps)
+    "tangent": "#009E73",  # bluish green: tangent vectors and tangent spaces
+    "normal": "#CC79A7",  # reddish purple: normal directions
+    "reference": "#555555",  # grey: reference lines, slopes, the manifold itself
+    "highlight": "#E69F00",  # orange: the point a widget moves
+}
+
+# Names under which chapters refer to the two arms of a comparison.
+_ARMS = {
+    "stiefel": "stiefel",
+    "stiefeladam": "stiefel",
+    "riemannian": "stiefel",
+    "euclidean": "euclidean",
+    "adamw": "euclidean",
+    "adam": "euclidean",
+    "baseline": "euclidean",
+}
+
+PANEL_SIZE = (3.4, 3.0)  # inches per panel: four across fit the book's text column
+RC = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.constrained_layout.use": True,
+}
+
+
+def arm_color(name: str) -> str:
+    """The colour of an arm: ``"stiefel"`` (also StiefelAdam) or ``"euclidean"`` (also AdamW)."""
+    key = _ARMS.get(name.replace("-", "").replace("_", "").replace(" ", "").lower())
+    if key is None:
+        raise ValueError(f"unknown arm {name!r}: use one of {sorted(_ARMS)}")
+    return COLORS[key]
+
+
+def style():
+    """A context manager applying :data:`RC`: ``with style(): fig, ax = plt.subplots()``."""
+    return mpl.rc_context(RC)
+
+
+def use_style() -> None:
+    """Apply :data:`RC` for the rest of the session (a notebook's first cell)."""
+    mpl.rcParams.update(RC)
+
+
+def figsize(nrows: int = 1, ncols: int = 1, panel: tuple[float, float] = PANEL_SIZE) -> tuple[float, float]:
+    """The size in inches of a figure of ``nrows x ncols`` panels of size ``panel``."""
+    return (panel[0] * ncols, panel[1] * nrows)
+
+
+def setting_label(setting: Any) -> str:
+    """A panel title for one setting: ``"t = 0.5, r = 2"`` for a dict, ``str(setting)`` otherwise."""
+    if isinstance(setting, dict):
+        return ", ".join(f"{key} = {value:g}" if isinstance(value, float) else f"{key} = {value}" for key, value in setting.items())
+    return f"{setting:g}" if isinstance(setting, float) else str(setting)
+
+
+def grid_figure(
+    draw: Callable[..., Any],
+    settings: Iterable[Any],
+    *,
+    ncols: int | None = None,
+    panel: tuple[float, float] = PANEL_SIZE,
+    subplot_kw: dict | None = None,
+    title: str | None = None,
+    label: Callable[[Any], str] | None = setting_label,
+) -> Figure:
+    """One panel per setting: ``draw(ax, **setting)`` for a dict, ``draw(ax, setting)`` otherwise.
+
+    This is the static counterpart of a widget: pass the widget's drawing function for one
+    panel and a few of its settings, and the page shows them side by side. Panels are filled
+    row by row (``ncols`` per row, default all in one row up to four); unused panels are
+    hidden. Each panel is titled by ``label(setting)`` (``None`` leaves the title to ``draw``).
+    Use ``subplot_kw={"projection": "3d"}`` for 3-D panels. Returns the (pyplot) figure.
+    """
+    settings = list(settings)
+    if not settings:
+        raise ValueError("grid_figure needs at least one setting")
+    ncols = min(len(settings), 4) if ncols is None else ncols
+    nrows = -(-len(settings) // ncols)
+    with style():
+        fig, axes = plt.subplots(nrows, ncols, figsize=figsize(nrows, ncols, panel), squeeze=False, subplot_kw=subplot_kw)
+        flat: list[Axes] = list(axes.flat)
+        for ax, setting in zip(flat, settings):
+            if isinstance(setting, dict):
+                draw(ax, **setting)
+            else:
+                draw(ax, setting)
+            if label is not None:
+                ax.set_title(label(setting))
+        for ax in flat[len(settings):]:
+            ax.set_visible(False)
+        if title:
+            fig.suptitle(title)
+    return fig

@@ -1,0 +1,131 @@
+"""The shared pattern of the book's explorers: controls bound to a plain drawing function.
+
+A chapter writes one function ``draw(**values)`` that returns a matplotlib figure, a
+text readout, or a ``(figure, text)`` pair, and wraps it::
+
+    from stiefel_core.widgets import explorer, slider
+    ex = explorer(draw, t=slider(0.0, 2.0, 0.05, 0.5), r=[1, 2])
+    ex  # the last expression of a cell shows the controls and the output
+
+Every change of a control calls ``draw`` with all current values and replaces what the
+output shows. Nothing depends on a kernel frontend: the figure is rendered to PNG and stored
+in the ``Output`` widget's ``outputs``, the readout too, so a test drives an explorer by
+setting a control's value and reading :attr:`Explorer.figure`, :attr:`Explorer.text` or
+``ex.output.outputs``::
+
+    ex.controls["t"].value = 1.0   # or ex.set(t=1.0)
+    assert "t = 1" in ex.text
+
+Chapter-specific explorers live in ``stiefel_core.widgets.<chapter>``; this package imports
+none of them. In the static book (no kernel) controls do nothing: put a
+:func:`stiefel_core.plots.grid_figure` of a few settings beside each explorer.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Callable, Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import Image
+from matplotlib.figure import Figure
+
+__all__ = ["Explorer", "explorer", "slider", "log_slider"]
+
+
+def slider(min: float, max: float, step: float, value: float, description: str | None = None, readout_format: str = ".3g") -> widgets.FloatSlider:
+    """A ``FloatSlider`` that calls back on release (not on every pixel of a drag)."""
+    return widgets.FloatSlider(
+        min=min, max=max, step=step, value=value, description=description or "",
+        readout_format=readout_format, continuous_update=False,
+    )
+
+
+def log_slider(min_exponent: float, max_exponent: float, value: float, description: str | None = None, step: float = 0.25) -> widgets.FloatLogSlider:
+    """A base-10 ``FloatLogSlider`` from ``10**min_exponent`` to ``10**max_exponent``."""
+    return widgets.FloatLogSlider(
+        min=min_exponent, max=max_exponent, step=step, value=value, base=10, description=description or "",
+        readout_format=".2g", continuous_update=False,
+    )
+
+
+def _control(name: str, spec: Any) -> widgets.ValueWidget:
+    """A control from a spec: a widget as is, ``(min, max, step, value)`` a slider, a list a dropdown."""
+    if isinstance(spec, widgets.ValueWidget):
+        control = spec
+    elif isinstance(spec, tuple) and len(spec) == 4:
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in spec):
+            control = widgets.IntSlider(min=spec[0], max=spec[1], step=spec[2], value=spec[3], continuous_update=False)
+        else:
+            control = slider(*spec)
+    elif isinstance(spec, (list, dict)):
+        control = widgets.Dropdown(options=spec)
+    else:
+        raise TypeError(f"control {name!r}: give a widget, a (min, max, step, value) tuple or a list of options, not {spec!r}")
+    if not control.description:
+        control.description = name
+    return control
+
+
+class Explorer(widgets.VBox):
+    """Controls above an ``Output``; every change calls ``draw(**values)`` and shows the result.
+
+    Attributes: ``controls`` (name -> widget), ``output`` (the ``Output`` widget), ``figure``
+    (the last figure drawn, closed, its artists still readable), ``text`` (the last readout),
+    ``result`` (what ``draw`` last returned), ``calls`` (how many times ``draw`` ran).
+    """
+
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, widgets.ValueWidget], *, dpi: int = 100):
+        self.draw = draw
+        self.controls = dict(controls)
+        self.output = widgets.Output()
+        self.dpi = dpi
+        self.figure: Figure | None = None
+        self.text = ""
+        self.result: Any = None
+        self.calls = 0
+        super().__init__([widgets.HBox(list(self.controls.values())), self.output])
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        self.update()
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The current value of every control, by name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def set(self, **values: Any) -> "Explorer":
+        """Set controls by name, as a reader would; each change redraws. Returns ``self``."""
+        for name, value in values.items():
+            self.controls[name].value = value
+        return self
+
+    def _changed(self, change: dict) -> None:
+        self.update()
+
+    def update(self) -> None:
+        """Call ``draw`` with the current values and replace the output with what it returned."""
+        result = self.draw(**self.values)
+        self.result, self.calls = result, self.calls + 1
+        parts: Sequence[Any] = result if isinstance(result, tuple) else (result,)
+        figure = next((p for p in parts if isinstance(p, Figure)), None)
+        text = "\n".join(p for p in parts if isinstance(p, str))
+        self.output.outputs = ()
+        if figure is not None:
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=self.dpi)
+            plt.close(figure)  # shown once, through the Output, never again by the inline backend
+            self.output.append_display_data(Image(data=buffer.getvalue(), format="png"))
+        if text:
+            self.output.append_stdout(text + "\n")
+        self.figure, self.text = figure, text
+
+
+def explorer(draw: Callable[..., Any], **controls: Any) -> Explorer:
+    """An :class:`Explorer` of ``draw``; each keyword names one argument of ``draw`` and gives
+    its control: a widget, a ``(min, max, step, value)`` tuple (a slider that calls back on
+    release) or a list of options (a dropdown)."""
+    if not controls:
+        raise ValueError("explorer needs at least one control")
+    return Explorer(draw, {name: _control(name, spec) for name, spec in controls.items()})
