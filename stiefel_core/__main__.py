@@ -1,0 +1,47 @@
+"""Command line: ``python -m stiefel_core run NAME --profile full`` and friends."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
+from .experiments.results import results_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stiefel_core", description="Run the book's experiments into book/results/.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list experiments and their results files")
+    run = sub.add_parser("run", help="run one experiment (resumes; skips finished runs)")
+    run.add_argument("name", choices=sorted(EXPERIMENTS))
+    run_all = sub.add_parser("run-all", help="run every experiment")
+    for p in (run, run_all):
+        p.add_argument("--profile", choices=PROFILES, default=None, help="default: $STIEFEL_PROFILE, else full with CUDA, ci without")
+        p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: cuda if available)")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--arms", nargs="+", default=None, help="a subset of the arms")
+    run.add_argument("--seeds", nargs="+", type=int, default=None, help="a subset of the seeds (a shard)")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for name, experiment in EXPERIMENTS.items():
+            print(f"{name:12s} {experiment.description}; arms {', '.join(experiment.arms)}")
+            for profile in PROFILES:
+                path = results_path(name, profile)
+                print(f"    {profile:5s} {path} {'(exists)' if path.exists() else '(not run)'}")
+        return 0
+    profile = args.profile or default_profile()
+    names = [args.name] if args.command == "run" else list(EXPERIMENTS)
+    for name in names:
+        results = run_experiment(
+            name, profile,
+            arms=getattr(args, "arms", None), seeds=getattr(args, "seeds", None),
+            device=args.device, progress=not args.no_progress,
+        )
+        print(f"{name} ({profile}): {len(results['runs'])} runs in {results_path(name, profile)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Named experiments, each with a ``ci`` and a ``full`` profile, run into results files.
+
+    python -m stiefel_core run grokking --profile full            # every arm and seed, resumable
+    python -m stiefel_core run grokking --arms stiefel --seeds 3   # one shard of the sweep
+
+``STIEFEL_PROFILE`` picks the profile when none is given: unset, ``full`` where CUDA is
+available and ``ci`` elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..train import pick_device
+from . import grokking
+from .results import PACKAGE_ROOT, load_results, provenance, results_dir, results_path, write_results
+
+__all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
+
+PROFILES = ("ci", "full")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    profiles: dict  # profile name -> config dataclass (with a ``seeds`` field)
+    arms: tuple[str, ...]
+    run: Callable  # (config, arm, seed, device, checkpoint, progress) -> dict
+    description: str
+
+
+EXPERIMENTS = {
+    "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs"),
+}
+
+
+def default_profile() -> str:
+    """``$STIEFEL_PROFILE``; unset, ``full`` with CUDA and ``ci`` without."""
+    profile = os.environ.get("STIEFEL_PROFILE") or ("full" if torch.cuda.is_available() else "ci")
+    if profile not in PROFILES:
+        raise ValueError(f"STIEFEL_PROFILE={profile!r}: choose one of {PROFILES}")
+    return profile
+
+
+def _experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+    return EXPERIMENTS[name]
+
+
+def get_config(name: str, profile: str | None = None, **overrides):
+    """The configuration of experiment ``name`` under ``profile``, with ``overrides`` applied."""
+    profile = profile or default_profile()
+    experiment = _experiment(name)
+    if profile not in experiment.profiles:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+    return dataclasses.replace(experiment.profiles[profile], **overrides)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock beside ``path``: shards of one sweep write one file in turn."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _as_json(config) -> dict:
+    return json_safe(dataclasses.asdict(config))
+
+
+def json_safe(value):
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def run_experiment(
+    name: str,
+    profile: str | None = None,
+    *,
+    arms: list[str] | None = None,
+    seeds: list[int] | None = None,
+    device: str | None = None,
+    directory: Path | None = None,
+    progress: bool = True,
+    config=None,
+) -> dict:
+    """Run every (arm, seed) of an experiment that its results file does not hold yet.
+
+    After each finished run the file is rewritten (under a lock, atomically), so an interrupted
+    sweep loses no finished run; an unfinished one resumes from its checkpoint.
+    """
+    experiment = _experiment(name)
+    profile = profile or default_profile()
+    config = config or get_config(name, profile)
+    arms = list(arms or experiment.arms)
+    seeds = list(config.seeds if seeds is None else seeds)
+    for arm in arms:
+        if arm not in experiment.arms:
+            raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms}")
+    path = results_path(name, profile, directory)
+    header = {"experiment": name, "profile": profile, "config": _as_json(config)}
+    existing = load_results(name, profile, directory)
+    if existing is not None and existing.get("config") != header["config"]:
+        raise ValueError(
+            f"{path} holds runs of another configuration; move it away (or pass another directory) "
+            "before running this one, so that results of two configurations never mix."
+        )
+    dev = pick_device(device)
+    checkpoints = Path(os.environ.get("STIEFEL_CHECKPOINTS", PACKAGE_ROOT / "checkpoints")) / f"{name}-{profile}"
+    for seed in seeds:
+        for arm in arms:
+            key = f"{arm}/{seed}"
+            done = load_results(name, profile, directory)
+            if done is not None and key in done["runs"]:
+                continue
+            start = time.perf_counter()
+            outcome = experiment.run(config, arm, seed, dev, checkpoints / f"{arm}-{seed}.pt", progress)
+            outcome["provenance"] = provenance(dev, time.perf_counter() - start)
+            with _locked(path):
+                results = load_results(name, profile, directory) or {**header, "runs": {}}
+                results["runs"][key] = outcome
+                write_results(results, path)
+    return load_results(name, profile, directory)

@@ -1,0 +1,103 @@
+"""The two models of the paper's experiments, each with a Stiefel and a Euclidean arm.
+
+Both build their attention from :class:`stiefel_core.attention.SelfAttention`, so the arms
+differ only in the geometry of W_Q, W_K (and so in which optimizer trains them). Built under
+one torch seed, the two arms start from identical weights.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .attention import SelfAttention
+
+__all__ = ["ModularTransformer", "PatchTransformer"]
+
+
+class ModularTransformer(nn.Module):
+    """One-layer transformer for ``a op b mod p`` in the style of Nanda et al. (2023).
+
+    Token and position embeddings, one attention block and one ReLU MLP, both residual and
+    without LayerNorm, and an unembedding read at the last ("=") position.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_classes: int,
+        d_model: int = 128,
+        n_heads: int = 4,
+        d_mlp: int = 512,
+        n_ctx: int = 3,
+        *,
+        stiefel: bool = True,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Parameter(torch.randn(n_ctx, d_model) / d_model**0.5)
+        self.attn = SelfAttention(d_model, n_heads, stiefel=stiefel, causal=True)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_model))
+        self.unembed = nn.Linear(d_model, n_classes, bias=False)
+        nn.init.normal_(self.embed.weight, std=d_model**-0.5)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        h = self.embed(tokens) + self.pos[: tokens.shape[1]]  # (B, T, D)
+        h = h + self.attn(h)
+        h = h + self.mlp(h)
+        return self.unembed(h[:, -1])  # (B, n_classes)
+
+
+class PatchTransformer(nn.Module):
+    """A small vision transformer on image patches: patch embedding, a class token, ``depth``
+    pre-LayerNorm blocks of attention and MLP, and a linear classifier on the class token."""
+
+    def __init__(
+        self,
+        image_size: int = 32,
+        patch_size: int = 4,
+        channels: int = 3,
+        n_classes: int = 10,
+        d_model: int = 64,
+        n_heads: int = 4,
+        depth: int = 2,
+        mlp_ratio: int = 2,
+        *,
+        stiefel: bool = True,
+    ):
+        super().__init__()
+        if image_size % patch_size:
+            raise ValueError(f"image_size {image_size} is not a multiple of patch_size {patch_size}")
+        n_patches = (image_size // patch_size) ** 2
+        self.patch_size = patch_size
+        self.patch_embed = nn.Linear(channels * patch_size**2, d_model)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d_model))
+        self.pos = nn.Parameter(torch.randn(1, n_patches + 1, d_model) * 0.02)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict(
+                {
+                    "norm1": nn.LayerNorm(d_model),
+                    "attn": SelfAttention(d_model, n_heads, stiefel=stiefel),
+                    "norm2": nn.LayerNorm(d_model),
+                    "mlp": nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)),
+                }
+            )
+            for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+
+    def patches(self, images: Tensor) -> Tensor:
+        """``(B, C, H, W)`` images to ``(B, n_patches, C p p)`` flattened patches."""
+        p = self.patch_size
+        B, C, H, W = images.shape
+        x = images.unfold(2, p, p).unfold(3, p, p)  # (B, C, H/p, W/p, p, p)
+        return x.permute(0, 2, 3, 1, 4, 5).reshape(B, (H // p) * (W // p), C * p * p)
+
+    def forward(self, images: Tensor) -> Tensor:
+        x = self.patch_embed(self.patches(images))  # (B, N, D)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos  # (B, N + 1, D)
+        for block in self.blocks:
+            x = x + block["attn"](block["norm1"](x))
+            x = x + block["mlp"](block["norm2"](x))
+        return self.head(self.norm(x[:, 0]))

@@ -1,0 +1,100 @@
+"""One training loop for every experiment: progress bar, metric history, checkpoint and resume."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+__all__ = ["fit", "pick_device", "save_atomically"]
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` if given, else CUDA when available, else the CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def save_atomically(obj, path: Path) -> None:
+    """``torch.save`` to a temporary file, then rename: a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def fit(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_step: Callable[[int, bool], dict | None],
+    evaluate: Callable[[], dict],
+    *,
+    epochs: int,
+    log_every: int,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    checkpoint: Path | None = None,
+    checkpoint_every: int = 1000,
+    extra_state: dict | None = None,
+    description: str = "",
+    progress: bool = True,
+) -> list[dict]:
+    """Train for ``epochs`` epochs and return the metric history.
+
+    ``train_step(epoch, logging)`` trains one epoch; on logging epochs it may return metrics
+    of the step itself (displacements, say). ``evaluate()`` returns metrics of the model.
+    Every ``log_every`` epochs (and at the end) one record ``{"epoch": ..., **metrics}`` is
+    appended to the history. With ``checkpoint``, model, optimizer, scheduler, history and
+    ``extra_state`` (tensors such as a data-order generator's state, restored in place) are
+    saved every ``checkpoint_every`` epochs, and a later call resumes from the file (loaded
+    with ``weights_only=True``). The file is removed when training finishes.
+    """
+    if log_every < 1 or epochs < 0:
+        raise ValueError(f"need epochs >= 0 and log_every >= 1, got {epochs} and {log_every}")
+    start, history = 0, []
+    if checkpoint is not None and Path(checkpoint).exists():
+        state = torch.load(checkpoint, weights_only=True, map_location="cpu")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(state["scheduler"])
+        for key, tensor in (extra_state or {}).items():
+            tensor.copy_(state["extra"][key])
+        start, history = state["epoch"], state["history"]
+
+    def save(epoch: int) -> None:
+        save_atomically(
+            {
+                "epoch": epoch,
+                "history": history,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict() if scheduler is not None else None,
+                "extra": {k: v.clone() for k, v in (extra_state or {}).items()},
+            },
+            checkpoint,
+        )
+
+    bar = tqdm(range(start, epochs), initial=start, total=epochs, desc=description, disable=not progress, leave=False)
+    for epoch in bar:
+        logging = (epoch + 1) % log_every == 0 or epoch + 1 == epochs
+        model.train()
+        step_metrics = train_step(epoch, logging)
+        if scheduler is not None:
+            scheduler.step()
+        if logging:
+            model.eval()
+            with torch.no_grad():
+                record = {"epoch": epoch + 1, **(step_metrics or {}), **evaluate()}
+            history.append(record)
+            bar.set_postfix({k: f"{v:.3f}" for k, v in record.items() if k in ("train_acc", "val_acc", "test_acc")})
+        if checkpoint is not None and (epoch + 1) % checkpoint_every == 0 and epoch + 1 < epochs:
+            save(epoch + 1)
+    if checkpoint is not None and Path(checkpoint).exists():
+        Path(checkpoint).unlink()
+    return history

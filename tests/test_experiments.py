@@ -1,0 +1,108 @@
+"""The training loop's resume, the results files, and the command line."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import stiefel_core.experiments as experiments
+from stiefel_core.__main__ import main
+from stiefel_core.experiments import get_config, grokking, run_experiment
+from stiefel_core.experiments.metrics import principal_angles
+from stiefel_core.manifold import random_frame
+from stiefel_core.train import fit
+
+TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0, 1))
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    return tmp_path
+
+
+def test_an_interrupted_run_resumes_bit_identically(isolated):
+    config = get_config("grokking", "ci", **TINY)
+    whole = grokking.run(config, "stiefel", 0, torch.device("cpu"), None, progress=False)
+    checkpoint = isolated / "run.pt"
+    calls = {"n": 0}
+    real_fit = grokking.fit
+
+    def interrupted_fit(*args, **kwargs):  # stop after the first checkpoint, as a killed process would
+        step = args[2]
+
+        def failing_step(epoch, logging):
+            if epoch == 15:
+                raise KeyboardInterrupt
+            return step(epoch, logging)
+
+        calls["n"] += 1
+        return real_fit(args[0], args[1], failing_step, *args[3:], **kwargs)
+
+    grokking.fit = interrupted_fit
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            grokking.run(config, "stiefel", 0, torch.device("cpu"), checkpoint, progress=False)
+    finally:
+        grokking.fit = real_fit
+    assert checkpoint.exists()
+    resumed = grokking.run(config, "stiefel", 0, torch.device("cpu"), checkpoint, progress=False)
+    assert resumed["history"] == whole["history"]
+    assert not checkpoint.exists()
+
+
+def test_the_two_arms_start_from_the_same_weights():
+    config = get_config("grokking", "ci", **{**TINY, "epochs": 1, "log_every": 1})
+    a = grokking.run(config, "baseline", 3, torch.device("cpu"), progress=False)["history"][0]
+    b = grokking.run(config, "stiefel", 3, torch.device("cpu"), progress=False)["history"][0]
+    assert a["norm/embed.weight"] == b["norm/embed.weight"]
+
+
+def test_results_are_written_per_run_and_a_rerun_skips_finished_runs(isolated, monkeypatch):
+    config = get_config("grokking", "ci", **TINY)
+    results = run_experiment("grokking", "ci", config=config, progress=False)
+    assert sorted(results["runs"]) == ["baseline/0", "baseline/1", "stiefel/0", "stiefel/1"]
+    run = results["runs"]["stiefel/0"]
+    assert [r["epoch"] for r in run["history"]] == [10, 20, 30]
+    assert {"git_commit", "torch", "device", "date", "wall_seconds"} <= set(run["provenance"])
+    assert run["history"][-1]["angle_max/W_Q"] >= 0 and run["history"][-1]["step/W_K"] > 0
+
+    calls = []
+    monkeypatch.setitem(experiments.EXPERIMENTS, "grokking", dataclasses.replace(experiments.EXPERIMENTS["grokking"], run=lambda *a: calls.append(a)))
+    run_experiment("grokking", "ci", config=config, progress=False)
+    assert calls == []
+    with pytest.raises(ValueError, match="another configuration"):
+        run_experiment("grokking", "ci", config=dataclasses.replace(config, lr=0.5), progress=False)
+
+
+def test_unknown_names_are_refused_clearly(isolated, monkeypatch):
+    with pytest.raises(ValueError, match="unknown experiment"):
+        run_experiment("nope", "ci")
+    with pytest.raises(ValueError, match="unknown arm"):
+        run_experiment("grokking", "ci", arms=["sgd"])
+    monkeypatch.setenv("STIEFEL_PROFILE", "huge")
+    with pytest.raises(ValueError, match="STIEFEL_PROFILE"):
+        experiments.default_profile()
+
+
+def test_the_command_line_runs_a_shard(isolated, monkeypatch, capsys):
+    monkeypatch.setitem(experiments.grokking.PROFILES, "ci", get_config("grokking", "ci", **TINY))
+    assert main(["run", "grokking", "--profile", "ci", "--arms", "stiefel", "--seeds", "1", "--no-progress"]) == 0
+    data = json.loads((isolated / "results" / "grokking-ci.json").read_text())
+    assert list(data["runs"]) == ["stiefel/1"]
+    assert main(["list"]) == 0
+    assert "grokking" in capsys.readouterr().out
+
+
+def test_principal_angles_of_a_subspace_with_itself_and_its_complement():
+    W = random_frame(6, 2, dtype=torch.float64)
+    assert principal_angles(W, W @ torch.tensor([[0.0, 2.0], [3.0, 0.0]], dtype=torch.float64)).abs().max() < 1e-6
+    Q = torch.linalg.qr(torch.cat([W, torch.randn(6, 2, dtype=torch.float64)], 1))[0]
+    assert torch.allclose(principal_angles(W, Q[:, 2:]), torch.full((2,), torch.pi / 2, dtype=torch.float64), atol=1e-6)
+
+
+def test_fit_rejects_a_bad_schedule():
+    with pytest.raises(ValueError):
+        fit(torch.nn.Linear(1, 1), None, None, None, epochs=3, log_every=0)
