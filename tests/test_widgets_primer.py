@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from stiefel_core.manifold import orthonormality_error, retract_polar  # noqa: E402
-from stiefel_core.plots import COLORS, arm_color, figsize, grid_figure, setting_label  # noqa: E402
+from stiefel_core.plots import COLORS, RC, arm_color, figsize, grid_figure, setting_label, style  # noqa: E402
 from stiefel_core.plots import primer as primer_plots  # noqa: E402
 from stiefel_core.widgets import Explorer, explorer, log_slider, slider  # noqa: E402
 from stiefel_core.widgets.primer import T_MAX, draw_retraction, retraction_explorer  # noqa: E402
@@ -45,6 +45,20 @@ def test_arm_colors_are_fixed_and_distinct():
     assert COLORS["stiefel"] != COLORS["euclidean"]
     with pytest.raises(ValueError, match="unknown arm"):
         arm_color("sgd")
+
+
+def test_style_restores_only_its_own_settings():
+    font_size, interactive = matplotlib.rcParams["font.size"], matplotlib.is_interactive()
+    matplotlib.rcParams["font.size"] = RC["font.size"] + 3
+    try:
+        with style():
+            assert matplotlib.rcParams["font.size"] == RC["font.size"]
+            matplotlib.interactive(not interactive)  # as an inline backend set up inside the block does
+        assert matplotlib.rcParams["font.size"] == RC["font.size"] + 3
+        assert matplotlib.is_interactive() == (not interactive)  # kept: rc_context would undo it
+    finally:
+        matplotlib.rcParams["font.size"] = font_size
+        matplotlib.interactive(interactive)
 
 
 def test_grid_figure_draws_one_panel_per_setting_and_hides_the_rest():
@@ -183,4 +197,6 @@ def test_primer_figures_build():
     grid = primer_plots.retraction_grid(ts=(0.5, 1.0), rs=(1, 2))
     assert len(grid.axes) == 4 and grid.axes[3].get_title().startswith("St(3, 2), $t = 1$")
     assert len(primer_plots.first_order_figure().axes[0].get_lines()) == 3
+    W, xi = primer_plots.example(2)
+    assert len(primer_plots.first_order_figure({"again": (W, 2 * xi)}).axes[0].get_lines()) == 4
     assert primer_plots.step_figure(1.0, 2).axes[0].name == "3d"

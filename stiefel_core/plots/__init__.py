@@ -14,6 +14,7 @@ Chapter-specific figures live in ``stiefel_core.plots.<chapter>`` (for example
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterable
 
 import matplotlib as mpl
@@ -69,9 +70,21 @@ def arm_color(name: str) -> str:
     return COLORS[key]
 
 
+@contextlib.contextmanager
 def style():
-    """A context manager applying :data:`RC`: ``with style(): fig, ax = plt.subplots()``."""
-    return mpl.rc_context(RC)
+    """A context manager applying :data:`RC`: ``with style(): fig, ax = plt.subplots()``.
+
+    It restores only the keys of :data:`RC`, unlike ``matplotlib.rc_context``, which restores
+    every setting: a notebook's inline backend, set up lazily by the first figure drawn inside
+    the block, would otherwise be switched off again (``interactive`` reset) and later figures
+    would not show.
+    """
+    saved = {key: mpl.rcParams[key] for key in RC}
+    mpl.rcParams.update(RC)
+    try:
+        yield
+    finally:
+        mpl.rcParams.update(saved)
 
 
 def use_style() -> None:

@@ -220,18 +220,21 @@ def retraction_grid(ts=(0.25, 0.5, 1.0, 1.5), rs=(1, 2)) -> Figure:
     return fig
 
 
-def first_order_figure(ts=None, rs=(1, 2)) -> Figure:
-    """Log-log plot of ``‖R_W(t ξ) − (W + t ξ)‖_F`` against ``t`` for the examples, beside ``t²``.
+def first_order_figure(examples: dict[str, tuple[Tensor, Tensor]] | None = None, ts=None) -> Figure:
+    """Log-log plot of ``‖R_W(t ξ) − (W + t ξ)‖_F`` against ``t``, beside ``t²/2``, for the frames
+    ``examples`` (label -> ``(W, ξ)``) and the primer's St(3, 1) and St(3, 2) examples.
 
     The retraction agrees with the straight step to first order: the gap falls like ``t²``.
     """
     ts = np.logspace(-5, 0, 26) if ts is None else np.asarray(ts, dtype=np.float64)
+    curves = dict(examples or {})
+    curves.update({f"St(3, {r})": example(r) for r in (1, 2)})
+    colors = [COLORS["stiefel"], COLORS["tangent"], COLORS["normal"], COLORS["highlight"]]
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.6)))
-        for r, marker in zip(rs, "os"):
-            W, xi = example(r)
-            ax.loglog(ts, retraction_gap(W, xi, ts), marker=marker, markersize=3.5, linewidth=1.2,
-                      color=COLORS["stiefel"] if r == 1 else COLORS["normal"], label=f"St(3, {r})")
+        for i, (label, (W, xi)) in enumerate(curves.items()):
+            ax.loglog(ts, retraction_gap(W, xi, ts), marker="osd^v"[i % 5], markersize=3.5, linewidth=1.2,
+                      color=colors[i % len(colors)], label=label)
         ax.loglog(ts, 0.5 * ts**2, color=COLORS["reference"], linestyle="--", label=r"$t^2/2$ (slope 2)")
         ax.set_xlabel("step size $t$")
         ax.set_ylabel(r"$\|R_W(t\xi) - (W + t\xi)\|_F$")
