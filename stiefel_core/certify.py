@@ -199,6 +199,7 @@ def _stiefel_options(options: dict) -> dict:
     return {**defaults, **options}
 
 
+@_single_threaded
 def run_trajectory(
     W0: Tensor,
     gradient: Callable[[Tensor, int], Tensor],
