@@ -80,7 +80,8 @@ def fit(
             checkpoint,
         )
 
-    bar = tqdm(range(start, epochs), initial=start, total=epochs, desc=description, disable=not progress, leave=False)
+    quiet = not progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")  # tqdm ignores it when disable is given
+    bar = tqdm(range(start, epochs), initial=start, total=epochs, desc=description, disable=quiet, leave=False)
     for epoch in bar:
         logging = (epoch + 1) % log_every == 0 or epoch + 1 == epochs
         model.train()
