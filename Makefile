@@ -3,7 +3,7 @@
 #   make test      unit tests, jupytext pairing, nbval on every chapter, strict book build
 #   make lab       JupyterLab; saving book/NAME.ipynb also writes twins/NAME.md
 #   make results   every experiment at paper scale into book/results/ (wants a GPU)
-#   make bench     optimizer step timings
+#   make bench     optimizer step and grokking epoch timings, as ratios against peers
 #   make sync      repair notebook/twin pairs
 #   make execute   rerun notebooks as nbval does and store their outputs (NB=book/x.ipynb: one)
 # Every target first brings .venv in step with pyproject.toml and requirements.txt (make venv).
@@ -63,6 +63,7 @@ results: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/step_time.py
+	$(PY) benchmarks/grokking_epoch.py
 
 # Twice: a pass that rewrites the twin makes it the newer file, and the second pass settles.
 sync: $(STAMP)
