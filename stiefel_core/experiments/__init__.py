@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import grokking
+from . import cifar10, grokking
 from .results import PACKAGE_ROOT, load_results, provenance, results_dir, results_path, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
@@ -40,6 +40,8 @@ class Experiment:
 
 EXPERIMENTS = {
     "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs"),
+    "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts"),
+    "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
 }
 
 

@@ -1,0 +1,384 @@
+"""CIFAR-10 patches: a small vision transformer whose arms differ only in the geometry and the
+optimizer of the attention's W_Q, W_K.
+
+Arms (every other parameter is trained by AdamW in every arm):
+
+- ``baseline``: W_Q, W_K are plain matrices, trained by AdamW with weight decay;
+- ``stiefel``: W_Q, W_K are frames on St(d_model, d_head), trained by ``StiefelAdam``;
+- ``fixed_step``: frames, trained by ``StiefelAdam(step_rule="fixed")``: ``ξ = -lr m̂``,
+  degree one in the gradient (the preprint's "fixed-step Riemannian update");
+- ``frozen``: frames, orthonormal at initialisation and never updated.
+
+Pairing: start ``s`` seeds the model's initialisation (``torch.manual_seed(s)``, identical for
+every arm: the baseline's plain W_Q, W_K start at the same frames) and the data order (a
+``torch.Generator`` seeded from ``s``, whose state is checkpointed with the run). Each run
+records a fingerprint of its initial weights and a checksum of the order it saw, so a results
+file shows its own pairing.
+
+Two experiments: ``cifar10`` (the four arms on the full training set) and ``cifar10_sweep``
+(baseline and Stiefel on nested, class-balanced subsets of 10 %, 20 %, 40 % and 100 % of it,
+each trained for the same number of steps).
+
+The preprint fixes none of the settings below except the arms, 12 paired starts and the
+optimizer of the frames. Every default says why it was chosen.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..data import channel_stats, load_cifar10, normalize_images
+from ..manifold import orthonormality_error
+from ..models import PatchTransformer
+from ..optim import configure_optimizer
+from ..stats import mean_and_spread, paired_comparison
+from ..train import fit
+from .metrics import principal_angles
+
+__all__ = [
+    "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
+    "prepared_data", "build_model", "build_optimizer", "train", "run", "run_sweep",
+    "paired_gain", "movement_ratios", "sweep_gains", "finished_starts",
+]
+
+ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
+SWEEP_ARMS = ("baseline", "stiefel")
+SWEEP_FRACTIONS = (0.1, 0.2, 0.4, 1.0)  # of the training pool: 5k, 10k, 20k, 50k images at full scale
+SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for arm in SWEEP_ARMS)
+
+
+@dataclass(frozen=True)
+class CIFAR10Config:
+    # data
+    train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
+    test_size: int = 10_000  # the whole test set: test accuracy is the reported number
+    subset_seed: int = 0  # which class-balanced subset; fixed, so starts differ only in init and order
+    hflip: bool = True  # random horizontal flips, the one augmentation that costs nothing on the CPU
+    # model: the PatchTransformer defaults, with 8x8 patches
+    patch_size: int = 8  # 16 tokens: 3.5x cheaper per image than 4x4 patches on the CPU (measured)
+    d_model: int = 64  # small enough for 48 runs in the CPU budget; d_head = 16
+    n_heads: int = 4
+    depth: int = 2
+    mlp_ratio: int = 2
+    # optimisation
+    epochs: int = 2  # 30-40 s an epoch of 50k images on one shared core: 48 runs in ~1 h (sweep: epochs at 100 %)
+    batch_size: int = 128  # 780 steps in 2 epochs; as fast per image as 256 on one core (measured)
+    lr: float = 1e-3  # AdamW's usual ViT rate at this batch size; frames get the same per-entry rate
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's defaults, shared by StiefelAdam
+    weight_decay: float = 0.05  # DeiT's decoupled decay, on every non-frame parameter (baseline: W_Q, W_K too)
+    warmup_fraction: float = 0.05  # linear warm-up over the first 5 % of steps, then cosine to zero
+    trust_radius: float = 0.5  # StiefelAdam's default; never binds at lr 1e-3 (a step is ~0.03)
+    # bookkeeping
+    log_every: int = 1  # one record per epoch (the sweep: per 100 %-pool-sized chunk of steps)
+    checkpoint_every: int = 1  # at most one epoch (~20 s) lost to an interruption
+    seeds: tuple[int, ...] = tuple(range(12))  # the preprint's 12 paired starts
+
+
+PROFILES = {
+    "full": CIFAR10Config(),
+    # The chapter's live run: 2,000 training and 1,000 test images, two starts, seconds a run.
+    "ci": CIFAR10Config(train_size=2_000, test_size=1_000, batch_size=64, epochs=2, checkpoint_every=1_000, seeds=(0, 1)),
+}
+SWEEP_PROFILES = {
+    "full": replace(PROFILES["full"], seeds=tuple(range(4))),  # 4 starts x 8 runs: ~40 min on one core
+    "ci": replace(PROFILES["ci"], seeds=(0, 1)),
+}
+
+
+# --- data -------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=2)
+def _cifar10(source: str | None):
+    return load_cifar10(source, progress=False)
+
+
+def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
+    """A permutation of the indices whose every prefix of 10 k is class balanced: class order
+    within each round, a seeded shuffle within each class. Prefixes are nested subsets."""
+    rng = np.random.default_rng(seed)
+    per_class = [rng.permutation(np.flatnonzero(labels == c)) for c in range(10)]
+    rounds = min(len(p) for p in per_class)
+    head = np.stack([p[:rounds] for p in per_class], axis=1).reshape(-1)  # (10 rounds,)
+    tail = np.concatenate([p[rounds:] for p in per_class])
+    return np.concatenate([head, rng.permutation(tail)])
+
+
+@functools.lru_cache(maxsize=4)
+def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: int, device: str):
+    data = _cifar10(source)
+    train_idx = _balanced_order(data.train_labels, subset_seed)[:train_size]
+    test_idx = _balanced_order(data.test_labels, subset_seed + 1)[:test_size]
+    if len(train_idx) < train_size or len(test_idx) < test_size:
+        raise ValueError(f"asked for {train_size} training and {test_size} test images; the data has "
+                         f"{len(data.train_labels)} and {len(data.test_labels)}")
+    mean, std = channel_stats(data.train_images[train_idx])  # statistics of the pool the runs draw from
+    to = dict(device=device)
+    return (
+        normalize_images(data.train_images[train_idx], mean, std).to(**to),
+        torch.from_numpy(data.train_labels[train_idx]).to(**to),
+        normalize_images(data.test_images[test_idx], mean, std).to(**to),
+        torch.from_numpy(data.test_labels[test_idx]).to(**to),
+        data.provenance(),
+    )
+
+
+def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None):
+    """``(train_x, train_y, test_x, test_y, provenance)``: the configured class-balanced subsets,
+    standardised with the training pool's channel statistics, as tensors on ``device``; decoded
+    and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``."""
+    source = source or os.environ.get("STIEFEL_CIFAR10") or None
+    return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device))
+
+
+# --- model and optimizer ------------------------------------------------------------------
+
+def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
+    """The model of ``arm`` from start ``seed``: identical initial weights in every arm."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}")
+    torch.manual_seed(seed)
+    model = PatchTransformer(
+        patch_size=config.patch_size, d_model=config.d_model, n_heads=config.n_heads,
+        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=arm != "baseline",
+    )
+    if arm == "frozen":
+        for block in model.blocks:
+            block["attn"].W_Q.requires_grad_(False)
+            block["attn"].W_K.requires_grad_(False)
+    return model
+
+
+def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str) -> torch.optim.Optimizer:
+    """AdamW for every non-frame parameter; the frames' rule depends on the arm."""
+    common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
+    if arm in ("baseline", "frozen"):  # no trainable frames: plain AdamW
+        opt = configure_optimizer(model, **common)
+    else:
+        rule = "fixed" if arm == "fixed_step" else "scale_free"
+        opt = configure_optimizer(model, **common, trust_radius=config.trust_radius, step_rule=rule)
+    for group in opt.param_groups:
+        group.setdefault("initial_lr", group["lr"])
+    return opt
+
+
+def _projections(model: PatchTransformer) -> dict[str, torch.Tensor]:
+    """``blocks.i.W_Q`` and ``blocks.i.W_K`` of every block, each of shape (H, d, r)."""
+    return {f"blocks.{i}.{name}": getattr(block["attn"], name) for i, block in enumerate(model.blocks) for name in ("W_Q", "W_K")}
+
+
+def _fingerprint(model: PatchTransformer) -> str:
+    digest = hashlib.sha256()
+    for name, p in model.named_parameters():
+        digest.update(name.encode())
+        digest.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+_CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
+
+
+# --- one run ------------------------------------------------------------------------------
+
+def train(
+    config: CIFAR10Config,
+    arm: str,
+    seed: int,
+    device: torch.device | str = "cpu",
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    train_size: int | None = None,
+    epochs: int | None = None,
+    log_every: int | None = None,
+    checkpoint_every: int | None = None,
+    description: str | None = None,
+) -> dict:
+    """Train ``arm`` from start ``seed`` on the first ``train_size`` images of the pool (default
+    all of it) for ``epochs`` epochs; return ``{"history", "final", "data"}``.
+
+    Each logging epoch records the running training loss and accuracy over that epoch, the mean
+    per-step displacement ``‖ΔW‖_F`` of every block's W_Q and W_K bank over that epoch
+    (``step/blocks.i.W_Q``), their distance from initialisation, the mean principal angle
+    (degrees) between each head's subspace now and at the start, the largest orthonormality
+    error ``‖WᵀW - I‖_F``, and the test loss and accuracy.
+    """
+    device = torch.device(device)
+    train_x, train_y, test_x, test_y, provenance = prepared_data(config, device)
+    n = len(train_x) if train_size is None else train_size
+    if not 0 < n <= len(train_x):
+        raise ValueError(f"train_size must lie in [1, {len(train_x)}], got {n}")
+    train_x, train_y = train_x[:n], train_y[:n]  # a prefix of the balanced order: nested, balanced
+    epochs = config.epochs if epochs is None else epochs
+    batch = min(config.batch_size, n)
+    steps_per_epoch = n // batch  # the last partial batch is dropped: every step sees `batch` images
+    total_steps = epochs * steps_per_epoch
+    warmup = max(1, round(config.warmup_fraction * total_steps))
+
+    model = build_model(config, arm, seed).to(device)
+    init_fingerprint = _fingerprint(model)
+    opt = build_optimizer(model, config, arm)
+    initial = {k: W.detach().clone() for k, W in _projections(model).items()}
+    generator = torch.Generator().manual_seed(10_000 + seed)  # the data order of start `seed`
+    order_state = generator.get_state()  # the tensor fit checkpoints and restores in place
+    checksum = torch.zeros((), dtype=torch.int64)
+
+    def lr_factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
+
+    def train_step(epoch: int, logging: bool) -> dict | None:
+        generator.set_state(order_state)
+        perm = torch.randperm(n, generator=generator)  # (n,)
+        flips = torch.rand(n, generator=generator) < 0.5 if config.hflip else None  # (n,)
+        order_state.copy_(generator.get_state())
+        weights = torch.arange(1, n + 1, dtype=torch.int64)
+        signature = (perm * weights).sum()
+        if flips is not None:
+            signature = signature + 7 * (flips.long() * weights).sum()
+        checksum.copy_((checksum * 1_000_003 + signature % _CHECKSUM_MOD) % _CHECKSUM_MOD)
+        perm = perm.to(device)
+        sums = {"loss": 0.0, "correct": 0.0, "seen": 0}
+        moved = {k: 0.0 for k in initial}
+        for i in range(steps_per_epoch):
+            for group in opt.param_groups:
+                group["lr"] = group["initial_lr"] * lr_factor(epoch * steps_per_epoch + i)
+            idx = perm[i * batch:(i + 1) * batch]
+            x, y = train_x[idx], train_y[idx]  # (B, 3, 32, 32), (B,)
+            if flips is not None:
+                flip = flips[i * batch:(i + 1) * batch].to(device)
+                x = torch.where(flip[:, None, None, None], x.flip(-1), x)
+            logits = model(x)  # (B, 10)
+            loss = F.cross_entropy(logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if logging:
+                before = {k: W.detach().clone() for k, W in _projections(model).items()}
+            opt.step()
+            if logging:
+                with torch.no_grad():
+                    for k, W in _projections(model).items():
+                        moved[k] += (W.detach() - before[k]).norm().item()
+                    sums["loss"] += loss.item() * len(y)
+                    sums["correct"] += (logits.argmax(-1) == y).sum().item()
+                    sums["seen"] += len(y)
+        if not logging:
+            return None
+        metrics = {"train_loss": sums["loss"] / sums["seen"], "train_acc": sums["correct"] / sums["seen"],
+                   "lr": opt.param_groups[0]["lr"], "steps_done": (epoch + 1) * steps_per_epoch}
+        with torch.no_grad():
+            for k, W in _projections(model).items():
+                W = W.detach()
+                metrics[f"step/{k}"] = moved[k] / steps_per_epoch
+                metrics[f"dist/{k}"] = (W - initial[k]).norm().item()
+                metrics[f"angle_mean/{k}"] = torch.rad2deg(principal_angles(initial[k], W)).mean().item()
+                metrics[f"orth_error/{k}"] = orthonormality_error(W.double()).max().item()
+        return metrics
+
+    def evaluate() -> dict:
+        loss, correct = 0.0, 0
+        for start in range(0, len(test_x), 1000):
+            logits = model(test_x[start:start + 1000])
+            y = test_y[start:start + 1000]
+            loss += F.cross_entropy(logits, y, reduction="sum").item()
+            correct += (logits.argmax(-1) == y).sum().item()
+        return {"test_loss": loss / len(test_x), "test_acc": correct / len(test_x)}
+
+    history = fit(
+        model, opt, train_step, evaluate,
+        epochs=epochs, log_every=config.log_every if log_every is None else log_every,
+        checkpoint=checkpoint, checkpoint_every=config.checkpoint_every if checkpoint_every is None else checkpoint_every,
+        extra_state={"order": order_state, "checksum": checksum},
+        description=description or f"cifar10 {arm} start {seed}", progress=progress,
+    )
+    final = {**history[-1], "train_size": n, "epochs": epochs, "steps": total_steps,
+             "init_fingerprint": init_fingerprint, "order_checksum": int(checksum)}
+    return {"history": history, "final": final, "data": provenance}
+
+
+def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
+    """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}")
+    return train(config, arm, seed, device, checkpoint, progress)
+
+
+def sweep_arm(name: str) -> tuple[str, float]:
+    """``"stiefel@20%"`` -> ``("stiefel", 0.2)``."""
+    if name not in SWEEP_ARM_NAMES:
+        raise ValueError(f"unknown arm {name!r}; cifar10_sweep has {SWEEP_ARM_NAMES}")
+    arm, percent = name.split("@")
+    return arm, int(percent.rstrip("%")) / 100
+
+
+def run_sweep(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
+    """One run of ``cifar10_sweep``: ``arm`` is ``"<arm>@<percent>%"``. A fraction f of the pool
+    trains for ``epochs / f`` epochs, so every size takes the same number of steps (and logs and
+    checkpoints after the same numbers of steps)."""
+    base, fraction = sweep_arm(arm)
+    return train(
+        config, base, seed, device, checkpoint, progress,
+        train_size=round(config.train_size * fraction),
+        epochs=round(config.epochs / fraction),
+        log_every=max(1, round(config.log_every / fraction)),
+        checkpoint_every=max(1, round(config.checkpoint_every / fraction)),
+        description=f"cifar10 sweep {arm} start {seed}",
+    )
+
+
+# --- reading results ----------------------------------------------------------------------
+
+def finished_starts(results: dict | None, arms) -> list[int]:
+    """Starts for which every arm of ``arms`` has finished, in order."""
+    if not results:
+        return []
+    runs = results["runs"]
+    seeds = sorted({int(key.rsplit("/", 1)[1]) for key in runs})
+    return [s for s in seeds if all(f"{arm}/{s}" in runs for arm in arms)]
+
+
+def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc"):
+    """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
+    ``arm`` and ``against`` over the starts both finished, and their paired comparison."""
+    starts = finished_starts(results, (arm, against))
+    scale = 100.0 if metric.endswith("acc") else 1.0
+    a = np.array([results["runs"][f"{arm}/{s}"]["final"][metric] * scale for s in starts])
+    b = np.array([results["runs"][f"{against}/{s}"]["final"][metric] * scale for s in starts])
+    return starts, a, b, (paired_comparison(a, b) if len(starts) >= 2 else None)
+
+
+def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
+    """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
+    mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
+    averaged over the run's logged epochs."""
+    starts = finished_starts(results, (arm, against))
+    names = [k[len("step/"):] for k in results["runs"][f"{arm}/{starts[0]}"]["history"][0] if k.startswith("step/")] if starts else []
+
+    def mean_step(key: str, name: str) -> float:
+        return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
+
+    return {name: np.array([mean_step(f"{against}/{s}", name) / mean_step(f"{arm}/{s}", name) for s in starts]) for name in names}
+
+
+def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
+    """One row per size of the sweep: size, starts, mean accuracy of both arms and the paired
+    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts)."""
+    rows = []
+    for fraction in SWEEP_FRACTIONS:
+        pct = round(100 * fraction)
+        arms = (f"stiefel@{pct}%", f"baseline@{pct}%")
+        starts, a, b, comparison = paired_gain(results, *arms, metric=metric)
+        size = round(results["config"]["train_size"] * fraction)
+        rows.append({"fraction": fraction, "train_size": size, "starts": starts,
+                     "stiefel": mean_and_spread(a) if len(a) else None,
+                     "baseline": mean_and_spread(b) if len(b) else None, "comparison": comparison})
+    return rows
