@@ -931,7 +931,7 @@ class ProjectedRunCertificate(Certificate):
 def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str, Tensor]:
     """Per step, between a run with ``remove`` (see :func:`projected_run`) and the plain run: the
     largest parameter deviation ``params`` and the loss deviation ``loss`` (``steps + 1`` entries
-    each); with the projected run's ``removed`` and the plain run's ``loss`` and
+    each); the projected run's ``removed`` and ``projected_loss``, the plain run's ``plain_loss`` and
     ``update_component``."""
     plain, projected = projected_run(stiefel, remove="none", **kw), projected_run(stiefel, remove=remove, **kw)
     return {
@@ -939,6 +939,7 @@ def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str,
         "loss": (projected["loss"] - plain["loss"]).abs(),
         "removed": projected["removed"],
         "plain_loss": plain["loss"],
+        "projected_loss": projected["loss"],
         "update_component": plain["update_component"],
     }
 
