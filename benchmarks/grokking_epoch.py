@@ -16,6 +16,7 @@ import statistics
 import time
 
 import torch
+from record import Recorder
 
 from stiefel_core.experiments import get_config, grokking
 
@@ -46,11 +47,13 @@ def main(argv=None) -> dict:
         for arm in grokking.ARMS:
             times[arm].append(seconds_per_epoch(arm, config, device))
     medians = {arm: statistics.median(t) for arm, t in times.items()}
-    print(f"grokking ({args.profile} model, p = {config.p}), {device}, {torch.get_num_threads()} threads, median of {args.blocks} blocks of {args.epochs} epochs")
+    out = Recorder(f"grokking_epoch-{args.profile}-{device.type}")
+    out.say(f"grokking ({args.profile} model, p = {config.p}), {device}, {torch.get_num_threads()} threads, median of {args.blocks} blocks of {args.epochs} epochs")
     for arm, value in medians.items():
-        print(f"  {arm:9s} {1e3 * value:8.1f} ms/epoch")
+        out.say(f"  {arm:9s} {1e3 * value:8.1f} ms/epoch")
     ratio = medians["stiefel"] / medians["baseline"]
-    print(f"ratio stiefel / baseline: {ratio:.2f} (target <= 1.2)")
+    out.say(f"ratio stiefel / baseline: {ratio:.2f} (target <= 1.2)")
+    out.save(f"{device}, {torch.get_num_threads()} threads")
     return {"seconds_per_epoch": medians, "ratio": ratio}
 
 

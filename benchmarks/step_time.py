@@ -17,6 +17,7 @@ import statistics
 import time
 
 import torch
+from record import Recorder
 
 from stiefel_core.manifold import random_frame
 from stiefel_core.optim import FrameParameter, StiefelAdam
@@ -94,7 +95,8 @@ def main(argv=None) -> dict:
     layers, heads, d_model, d_head = MODELS[args.model]
     shapes = [(heads, d_model, d_head)] * (2 * layers)  # Q and K of every layer
     n_frames = 2 * layers * heads
-    print(f"{args.model}: {n_frames} frames of {d_model} x {d_head} in {len(shapes)} banks, {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    out = Recorder(f"step_time-{args.model}-{device.type}")
+    out.say(f"{args.model}: {n_frames} frames of {d_model} x {d_head} in {len(shapes)} banks, {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
 
     names = ["StiefelAdam", "AdamW (foreach)"]
     if device.type == "cuda":
@@ -108,7 +110,7 @@ def main(argv=None) -> dict:
         seconds[name] = time_steps(opt, device, repeats, warmup=1 if name.startswith("geoopt") else 2)
         frame_bytes = sum(p.numel() * p.element_size() for p in params)
         memory[name] = state_bytes(opt) / frame_bytes
-        print(f"  {name:24s} {1e3 * seconds[name]:9.1f} ms/step   state {memory[name]:.3f}x the frames")
+        out.say(f"  {name:24s} {1e3 * seconds[name]:9.1f} ms/step   state {memory[name]:.3f}x the frames")
         del opt, params
 
     base = "AdamW (fused)" if device.type == "cuda" else "AdamW (foreach)"
@@ -116,8 +118,9 @@ def main(argv=None) -> dict:
     if "geoopt RiemannianAdam" in seconds:
         ratios["geoopt / StiefelAdam"] = seconds["geoopt RiemannianAdam"] / seconds["StiefelAdam"]
     for key, value in ratios.items():
-        print(f"ratio {key}: {value:.2f}")
-    print(f"state StiefelAdam: {memory['StiefelAdam']:.4f}x frames; AdamW: {memory[base]:.2f}x")
+        out.say(f"ratio {key}: {value:.2f}")
+    out.say(f"state StiefelAdam: {memory['StiefelAdam']:.4f}x frames; AdamW: {memory[base]:.2f}x")
+    out.save(str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads"))
     return {"seconds": seconds, "ratios": ratios, "state": memory}
 
 

@@ -13,6 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stiefel_core", description="Run the book's experiments into book/results/.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and their results files")
+    claims = sub.add_parser("claims", help="the preprint's claims beside our measurements")
+    claims.add_argument("--write-readme", action="store_true", help="rewrite the README's claims table")
     run = sub.add_parser("run", help="run one experiment (resumes; skips finished runs)")
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
@@ -30,6 +32,14 @@ def main(argv: list[str] | None = None) -> int:
             for profile in PROFILES:
                 path = results_path(name, profile)
                 print(f"    {profile:5s} {path} {'(exists)' if path.exists() else '(not run)'}")
+        return 0
+    if args.command == "claims":
+        from .claims import claims_table, write_readme
+
+        if args.write_readme:
+            print("README.md " + ("updated" if write_readme() else "already up to date"))
+        else:
+            print(repr(claims_table()))
         return 0
     profile = args.profile or default_profile()
     names = [args.name] if args.command == "run" else list(EXPERIMENTS)

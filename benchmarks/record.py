@@ -1,0 +1,34 @@
+"""Benchmarks print what they measure and keep it in ``benchmarks/results/NAME.json``, from
+which the README's benchmark section is generated (``python -m stiefel_core claims --write-readme``)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class Recorder:
+    """``say(line)`` prints a line and keeps it; ``save(device)`` writes them all."""
+
+    def __init__(self, name: str):
+        self.name, self.lines = name, []
+
+    def say(self, line: str) -> None:
+        print(line)
+        self.lines.append(line.strip())
+
+    def save(self, device: str) -> Path:
+        RESULTS.mkdir(exist_ok=True)
+        path = RESULTS / f"{self.name}.json"
+        record = {
+            "command": "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name, *sys.argv[1:]]),
+            "date": datetime.date.today().isoformat(),
+            "device": device,
+            "lines": self.lines,
+        }
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        return path

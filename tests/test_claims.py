@@ -1,0 +1,27 @@
+"""The claims table and the README's generated blocks."""
+
+import json
+
+from stiefel_core import claims
+from stiefel_core.experiments.results import PACKAGE_ROOT
+
+
+def test_the_readme_is_what_the_results_and_certificates_say():
+    readme = (PACKAGE_ROOT / "README.md").read_text()
+    assert claims.render_readme(readme) == readme, "README is stale: run `python -m stiefel_core claims --write-readme`"
+
+
+def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))  # no results files at all
+    table = claims.claims_table()
+    assert len(table.rows) == len(claims.CLAIMS)
+    for claim, preprint, measured, chapter in table.rows:
+        assert measured.startswith(("certified", "not yet measured")), (claim, measured)
+    assert "| Claim |" in table._repr_markdown_()
+
+
+def test_the_benchmark_block_lists_recorded_measurements(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"command": "python benchmarks/x.py", "date": "2026-11-29", "device": "cpu", "lines": ["ratio a / b: 2.00"]}))
+    block = claims.bench_block(tmp_path)
+    assert "ratio a / b: 2.00" in block and "python benchmarks/x.py" in block
+    assert "No benchmark" in claims.bench_block(tmp_path / "empty")
