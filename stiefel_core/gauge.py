@@ -67,6 +67,7 @@ __all__ = [
     "project_onto_span",
     "gauge_component",
     "direction_cosines",
+    "frame_normalized_component",
     "product_kernel",
     "GaugeProblem",
     "attention_modules",
@@ -247,6 +248,16 @@ def gauge_component(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: s
     P_Q, P_K = project_gauge(W_Q, W_K, G_Q, G_K, group)
     norm = _pair_norm(G_Q.to(DTYPE), G_K.to(DTYPE))
     return torch.where(norm > 0, _pair_norm(P_Q, P_K) / norm.clamp_min(torch.finfo(DTYPE).tiny), torch.zeros_like(norm))
+
+
+def frame_normalized_component(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str) -> Tensor:
+    """:func:`gauge_component` of ``(G_Q / ‖G_Q‖, G_K / ‖G_K‖)``: the pair after each factor is
+    scaled on its own, as a per-frame scale-free step (StiefelAdam's first step) scales it. A
+    gauge-free pair stays gauge free only when ``‖G_Q‖ = ‖G_K‖``: each factor alone has a gauge
+    component, and only the pair's cancel."""
+    n_Q = torch.linalg.matrix_norm(G_Q.to(DTYPE))[..., None, None]
+    n_K = torch.linalg.matrix_norm(G_K.to(DTYPE))[..., None, None]
+    return gauge_component(W_Q, W_K, G_Q.to(DTYPE) / n_Q, G_K.to(DTYPE) / n_K, group)
 
 
 def direction_cosines(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str) -> Tensor:
