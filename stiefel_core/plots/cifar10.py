@@ -1,0 +1,158 @@
+"""Figures of the CIFAR-10 patches chapter, drawn from results files (or live runs in the same
+format: ``{"runs": {"<arm>/<start>": {"history": [...], "final": {...}}}}``)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..experiments import cifar10
+from . import COLORS, figsize, style
+
+__all__ = ["ARM_COLORS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
+
+ARM_COLORS = {"baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"]}
+ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames"}
+
+
+def draw_curves(ax: Axes, runs: dict, arms=cifar10.ARMS, metric: str = "test_acc") -> None:
+    """``metric`` (in %) against the step count, one thin line per start and arm."""
+    for arm in arms:
+        keys = [k for k in runs if k.split("/")[0] == arm]
+        for i, key in enumerate(sorted(keys)):
+            history = runs[key]["history"]
+            ax.plot([r["steps_done"] for r in history], [100 * r[metric] for r in history], "o-", ms=3, lw=1,
+                    color=ARM_COLORS[arm], alpha=0.7, label=ARM_LABELS[arm] if i == 0 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+
+
+def curves_figure(runs: dict, title: str = "") -> Figure:
+    """Test and running training accuracy of every run, by step."""
+    with style():
+        fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        draw_curves(axes[0], runs, metric="test_acc")
+        draw_curves(axes[1], runs, metric="train_acc")
+        axes[0].legend()
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def gains_figure(results: dict, preprint_gain: float | None = None, title: str = "") -> Figure:
+    """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (points),
+    the mean with its 95 % interval and, dashed, the preprint's gain."""
+    starts, a, b, comparison = cifar10.paired_gain(results)
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        for s, x, y in zip(starts, b, a):
+            left.plot([0, 1], [x, y], "-", color=COLORS["reference"], lw=0.8, alpha=0.6)
+        left.scatter(np.zeros(len(b)), b, color=ARM_COLORS["baseline"], zorder=3, label=ARM_LABELS["baseline"])
+        left.scatter(np.ones(len(a)), a, color=ARM_COLORS["stiefel"], zorder=3, label=ARM_LABELS["stiefel"])
+        left.set_xticks([0, 1], ["baseline", "Stiefel"])
+        left.set_xlim(-0.4, 1.4)
+        left.set_ylabel("test accuracy (%)")
+        gains = a - b
+        right.bar(range(len(starts)), gains, color=[ARM_COLORS["stiefel"] if g > 0 else ARM_COLORS["baseline"] for g in gains])
+        right.set_xticks(range(len(starts)), [str(s) for s in starts])
+        right.axhline(0, color="black", lw=0.8)
+        if comparison is not None:
+            right.axhline(comparison.mean_difference, color=COLORS["stiefel"], lw=1.2, label=f"mean {comparison.mean_difference:+.2f} pp")
+            right.axhspan(comparison.ci_low, comparison.ci_high, color=COLORS["stiefel"], alpha=0.15, label="95% CI")
+        if preprint_gain is not None:
+            right.axhline(preprint_gain, color=COLORS["highlight"], ls="--", lw=1.2, label=f"preprint {preprint_gain:+.2f} pp")
+        right.set_xlabel("start")
+        right.set_ylabel("Stiefel − baseline (pp)")
+        right.legend(fontsize=8)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def arms_figure(results: dict, title: str = "") -> Figure:
+    """Final test accuracy of every arm, one line per start across the arms."""
+    starts = cifar10.finished_starts(results, cifar10.ARMS)
+    with style():
+        fig, ax = plt.subplots(figsize=(6.0, 3.4))
+        for s in starts:
+            ax.plot(range(len(cifar10.ARMS)), [100 * results["runs"][f"{arm}/{s}"]["final"]["test_acc"] for arm in cifar10.ARMS],
+                    "-", color=COLORS["reference"], lw=0.8, alpha=0.5)
+        for i, arm in enumerate(cifar10.ARMS):
+            ax.scatter([i] * len(starts), [100 * results["runs"][f"{arm}/{s}"]["final"]["test_acc"] for s in starts], color=ARM_COLORS[arm], zorder=3)
+        ax.set_xticks(range(len(cifar10.ARMS)), [ARM_LABELS[a] for a in cifar10.ARMS], fontsize=8)
+        ax.set_ylabel("test accuracy (%)")
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widens with data", title: str = "") -> Figure:
+    """Left: test accuracy of both arms against the training-set size (mean ± sd over starts).
+    Right: the paired gain with its 95 % interval, per size."""
+    rows = [r for r in rows if r["stiefel"] is not None and r["baseline"] is not None]
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        sizes = [r["train_size"] for r in rows]
+        for arm in ("baseline", "stiefel"):
+            left.errorbar(sizes, [r[arm].mean for r in rows], yerr=[0 if np.isnan(r[arm].std) else r[arm].std for r in rows],
+                          fmt="o-", color=ARM_COLORS[arm], capsize=3, label=ARM_LABELS[arm])
+        left.set_xscale("log")
+        left.set_xlabel("training images")
+        left.set_ylabel("test accuracy (%)")
+        left.legend()
+        paired = [r for r in rows if r["comparison"] is not None]
+        if paired:
+            means = np.array([r["comparison"].mean_difference for r in paired])
+            low = means - np.array([r["comparison"].ci_low for r in paired])
+            high = np.array([r["comparison"].ci_high for r in paired]) - means
+            right.errorbar([r["train_size"] for r in paired], means, yerr=[low, high], fmt="o-", color=COLORS["stiefel"], capsize=3,
+                           label="Stiefel − baseline, 95% CI")
+        right.axhline(0, color="black", lw=0.8)
+        right.set_xscale("log")
+        right.set_xlabel("training images")
+        right.set_ylabel("gain (pp)")
+        right.set_title(preprint_note, fontsize=9)
+        right.legend(fontsize=8)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.0), title: str = "") -> Figure:
+    """Left: mean per-step ``‖ΔW‖_F`` of W_Q and W_K (every block) by step, per arm (log scale).
+    Right: how many times less than the baseline's identically shaped matrices each arm's frames
+    move a step, per projection and start; shaded, the preprint's range."""
+    runs = results["runs"]
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        for arm in ("baseline", "stiefel", "fixed_step"):
+            keys = sorted(k for k in runs if k.split("/")[0] == arm)
+            for i, key in enumerate(keys):
+                history = runs[key]["history"]
+                names = [k for k in history[0] if k.startswith("step/")]
+                steps = [r["steps_done"] for r in history]
+                mean = [np.mean([r[n] for n in names]) for r in history]
+                left.plot(steps, mean, "o-", ms=3, lw=1, color=ARM_COLORS[arm], alpha=0.7, label=ARM_LABELS[arm] if i == 0 else None)
+        left.set_yscale("log")
+        left.set_xlabel("step")
+        left.set_ylabel("mean ‖ΔW‖_F per step")
+        left.legend(fontsize=8)
+        for j, arm in enumerate(("stiefel", "fixed_step")):
+            ratios = cifar10.movement_ratios(results, arm)
+            values = np.concatenate(list(ratios.values())) if ratios else np.array([])
+            if len(values):
+                jitter = np.linspace(-0.15, 0.15, len(values))
+                right.scatter(j + jitter, values, s=12, color=ARM_COLORS[arm], alpha=0.8)
+        if band is not None:
+            right.axhspan(*band, color=COLORS["highlight"], alpha=0.2, label=f"preprint: {band[0]:g}–{band[1]:g}x (fixed step)")
+            right.legend(fontsize=8)
+        right.axhline(1, color="black", lw=0.8)
+        right.set_yscale("log")
+        right.set_xticks([0, 1], ["Stiefel", "fixed step"])
+        right.set_xlim(-0.6, 1.6)
+        right.set_ylabel("baseline step / arm step")
+        if title:
+            fig.suptitle(title)
+    return fig
