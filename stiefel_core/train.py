@@ -14,10 +14,13 @@ __all__ = ["fit", "pick_device", "save_atomically"]
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
-    """``device`` if given, else CUDA when available, else the CPU."""
+    """``device`` if given, else CUDA when available (``cuda:$LOCAL_RANK`` under torchrun),
+    else the CPU."""
     if device is not None:
         return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        return torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) % torch.cuda.device_count()}")
+    return torch.device("cpu")
 
 
 def save_atomically(obj, path: Path) -> None:

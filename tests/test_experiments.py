@@ -106,3 +106,11 @@ def test_principal_angles_of_a_subspace_with_itself_and_its_complement():
 def test_fit_rejects_a_bad_schedule():
     with pytest.raises(ValueError):
         fit(torch.nn.Linear(1, 1), None, None, None, epochs=3, log_every=0)
+
+
+def test_under_torchrun_each_process_takes_its_share_of_the_seeds(isolated, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    config = get_config("grokking", "ci", **{**TINY, "epochs": 10, "seeds": (0, 1, 2)})
+    results = run_experiment("grokking", "ci", arms=["stiefel"], config=config, progress=False)
+    assert sorted(results["runs"]) == ["stiefel/1"]

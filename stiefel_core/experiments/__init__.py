@@ -2,6 +2,9 @@
 
     python -m stiefel_core run grokking --profile full            # every arm and seed, resumable
     python -m stiefel_core run grokking --arms stiefel --seeds 3   # one shard of the sweep
+    torchrun --nproc-per-node 4 -m stiefel_core run grokking --profile full   # seeds shared out
+
+Shards write one results file in turn (under a file lock), so they merge as they finish.
 
 ``STIEFEL_PROFILE`` picks the profile when none is given: unset, ``full`` where CUDA is
 available and ``ci`` elsewhere.
@@ -112,7 +115,9 @@ def run_experiment(
     profile = profile or default_profile()
     config = config or get_config(name, profile)
     arms = list(arms or experiment.arms)
-    seeds = list(config.seeds if seeds is None else seeds)
+    if seeds is None:  # under torchrun, each process takes its share of the seeds
+        world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
+        seeds = list(config.seeds)[rank::world]
     for arm in arms:
         if arm not in experiment.arms:
             raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms}")
