@@ -175,7 +175,7 @@ class StiefelAdam(Optimizer):
         state = self.state[p]
         if not state:
             batch = p.shape[:-2]
-            state["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
+            state["step"] = torch.zeros((), dtype=torch.float32)  # on the CPU, as torch's Adam: bias corrections are host floats
             state["exp_avg"] = torch.zeros(p.shape, dtype=p.dtype, device=p.device)  # contiguous: a bank
             v_shape = p.shape if group["second_moment"] == "entry" else batch
             state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
@@ -255,7 +255,11 @@ class StiefelAdam(Optimizer):
             tensors = [chunk, [p.grad for p in chunk], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]]
             W, G, m = (_bank(x, d, r) for x in tensors[:3])
             v = _bank(tensors[3], d, r) if group["second_moment"] == "entry" else _bank_scalars(tensors[3])
-            t = torch.cat([s["step"].to(W.device).expand(_n_frames(p)) for s, p in zip(states, chunk)])  # (F,)
+            steps = {float(s["step"]) for s in states}
+            if len(steps) == 1:
+                t = steps.pop()
+            else:  # parameters added to the group later have taken fewer steps
+                t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(W.device)
             bank_update_(W, G, m, v, t, group)
             for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3])):
                 _unbank(bank, targets)
@@ -293,9 +297,10 @@ def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
         offset += n
 
 
-def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict) -> None:
+def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, hp: dict) -> None:
     """The update of a bank, in place on ``W``, ``m``, ``v``: ``W, G, m`` of shape ``(F, d, r)``;
-    ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t`` the step count per frame."""
+    ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t`` the step count (one number, or
+    one per frame)."""
     dt = compute_dtype(W.dtype)
     if W.dtype != dt:  # low precision: compute on float32 copies, then round once
         W32, m32 = W.to(dt), m.to(dt)
@@ -308,8 +313,12 @@ def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict
     lr, eps, radius = hp["lr"], hp["eps"], hp["trust_radius"]
     F, d, r = W.shape
     tangent, per_entry = hp["projector"] == "tangent", hp["second_moment"] == "entry"
-    t = t.to(dt)
-    bias1, bias2 = 1 - torch.pow(beta1, t), 1 - torch.pow(beta2, t)  # (F,)
+    if isinstance(t, Tensor):
+        t = t.to(dt)
+        bias1, bias2 = 1 - torch.pow(beta1, t), 1 - torch.pow(beta2, t)  # (F,)
+    else:
+        bias1 = torch.full((F,), 1 - beta1**t, dtype=dt, device=W.device)
+        bias2 = torch.full((F,), 1 - beta2**t, dtype=dt, device=W.device)
 
     with full_precision_matmul(W.device):
         m.lerp_(G, 1 - beta1)  # β1 m + (1 - β1) G
@@ -320,9 +329,9 @@ def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: Tensor, hp: dict
                 g = torch.baddbmm(G, W, S_G, alpha=-1)  # (F, d, r)
                 g_sq = g * g
             else:  # ‖P_W G‖² = ‖G‖² - ‖sym(WᵀG)‖² when WᵀW = I: no (d, r) product needed
-                g_sq = (torch.linalg.matrix_norm(G) ** 2 - S_G.square().sum((-2, -1))).clamp_min(0)
+                g_sq = (torch.linalg.matrix_norm(G).square_() - torch.linalg.matrix_norm(S_G).square_()).clamp_min_(0)
         else:
-            g_sq = G * G if per_entry else torch.linalg.matrix_norm(G) ** 2
+            g_sq = G * G if per_entry else torch.linalg.matrix_norm(G).square_()
         v.lerp_(g_sq if per_entry else g_sq / (d * r), 1 - beta2)
 
         direction, scale = m, lr / bias1  # ξ = -scale · direction
