@@ -27,7 +27,6 @@ optimizer actually took.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from .manifold import (
     retract_polar,
 )
 from .optim import FrameParameter, StiefelAdam, configure_optimizer, is_frame
+from .train import one_thread
 
 __all__ = [
     "TOLERANCE",
@@ -81,18 +81,6 @@ __all__ = [
 
 DTYPE = torch.float64
 TOLERANCE = 1e-12  # every "exact" claim is checked to this, in float64 (unit roundoff 1.1e-16)
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one CPU thread inside the block. The certificates' matrices are tiny: extra
-    threads only add synchronisation, and on a shared two-core machine they slow runs ~10x."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 def _single_threaded(fn):

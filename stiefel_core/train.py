@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Callable
@@ -10,7 +11,25 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-__all__ = ["fit", "pick_device", "save_atomically"]
+__all__ = ["fit", "pick_device", "save_atomically", "one_thread", "threads"]
+
+
+@contextlib.contextmanager
+def threads(n: int | None):
+    """Run torch on ``n`` CPU threads inside the block (``None``: leave the setting alone)."""
+    saved = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def one_thread():
+    """One CPU thread inside the block. For tiny matrices extra threads only add
+    synchronisation, and on a shared two-core machine they slow runs ~10x."""
+    return threads(1)
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from ..data import modular_data
 from ..models import ModularTransformer
 from ..optim import configure_optimizer
-from ..train import fit
+from ..train import fit, threads
 from .metrics import frame_geometry, weight_norms
 
 ARMS = ("baseline", "stiefel")
@@ -35,6 +35,7 @@ class GrokkingConfig:
     log_every: int = 20  # 1,000 records a run: fine enough to see a collapse cycle
     checkpoint_every: int = 1_000  # at most ~1.5 minutes lost to an interruption on the CPU
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # the preprint had one run; we want a spread
+    cpu_threads: int | None = None  # torch's default; tiny models run faster on one thread
 
 
 PROFILES = {
@@ -42,13 +43,18 @@ PROFILES = {
     # Small enough for two arms in about a minute on two cores; a larger train fraction and lr
     # bring generalisation within 1,500 epochs, so the page still shows the phenomenon.
     "ci": GrokkingConfig(
-        p=31, train_fraction=0.6, d_model=64, n_heads=4, d_mlp=256, lr=3e-3, epochs=1500, log_every=25, seeds=(0,)
+        p=31, train_fraction=0.6, d_model=64, n_heads=4, d_mlp=256, lr=3e-3, epochs=1500, log_every=25, seeds=(0,), cpu_threads=1
     ),
 }
 
 
 def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True) -> dict:
     """Train one arm from one seed; return its history and final metrics."""
+    with threads(config.cpu_threads if device.type == "cpu" else None):
+        return _run(config, arm, seed, device, checkpoint, progress)
+
+
+def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool) -> dict:
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}")
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
@@ -103,7 +109,7 @@ def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, di
 
 def explore(lr_baseline: float, lr_stiefel: float, epochs: int = 200, seed: int = 0) -> dict[str, list[dict]]:
     """Both arms on a problem small enough for a widget (seconds): histories by arm."""
-    base = GrokkingConfig(p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=epochs, log_every=10, seeds=(seed,))
+    base = GrokkingConfig(p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=epochs, log_every=10, seeds=(seed,), cpu_threads=1)
     cpu = torch.device("cpu")
     return {
         "baseline": run(dataclasses.replace(base, lr=lr_baseline), "baseline", seed, cpu, progress=False)["history"],
