@@ -379,10 +379,12 @@ def task_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(model(x), y)
 
 
+@functools.lru_cache(maxsize=None)
 def query_penalty(seed: int = 0, weight: float = 0.1) -> Callable[[nn.Module, Tensor, Tensor], Tensor]:
     """A deliberately *non*-invariant loss: :func:`task_loss` plus ``weight · ⟨B, W_Q⟩`` for a fixed
     random ``B``, a term in ``W_Q`` alone. Its gradient has a gauge component, for both groups:
-    certificates must fail on it."""
+    certificates must fail on it. (One function object per ``(seed, weight)``, so results computed
+    with it can be remembered.)"""
 
     def loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
         total = task_loss(model, x, y)
@@ -622,7 +624,8 @@ def _cached_projected_run(stiefel: bool, remove: str, steps: int, seed: int, lr:
                 removed.append(float(remove_gauge_from_grads_(model, group=group).max()))
             before = [(attn.W_Q.detach().to(DTYPE).clone(), attn.W_K.detach().to(DTYPE).clone()) for _, attn in attention_modules(model)]
             opt.step()
-            update_component.append(update_gauge_components(model, before, group))
+            if remove != "gradient":  # the steps' own gauge part (the gradient run matches the plain one)
+                update_component.append(update_gauge_components(model, before, group))
             if remove == "update":
                 _remove_gauge_from_step_(model, before, group)
             params.append(_flat_parameters(model))
@@ -632,7 +635,7 @@ def _cached_projected_run(stiefel: bool, remove: str, steps: int, seed: int, lr:
         "params": torch.stack(params),  # (steps + 1, n_params)
         "loss": torch.tensor(losses, dtype=DTYPE),  # (steps + 1,)
         "removed": torch.tensor(removed, dtype=DTYPE),  # (steps,), or empty
-        "update_component": torch.tensor(update_component, dtype=DTYPE),  # (steps,)
+        "update_component": torch.tensor(update_component, dtype=DTYPE),  # (steps,), or empty
     }
 
 
@@ -647,9 +650,9 @@ def projected_run(
     gradients, before the optimizer sees them: :func:`remove_gauge_from_grads_`), ``"update"`` (the
     step the optimizer took, afterwards; its state is left alone) or ``"none"``. Returns ``params``
     (all parameters, the start first, then after each step), ``loss`` (before each step, then at
-    the end), ``removed`` (the relative gauge component removed from each gradient) and
-    ``update_component`` (the gauge component of each step the optimizer took, relative to the
-    step). Deterministic and remembered: a second call with the same arguments is free.
+    the end), ``removed`` (the relative gauge component removed from each gradient) and, unless
+    ``remove="gradient"``, ``update_component`` (the gauge component of each step the optimizer
+    took, relative to the step). Deterministic and remembered: a second call with the same arguments is free.
     """
     if remove not in REMOVE_MODES:
         raise ValueError(f"remove={remove!r}: choose one of {REMOVE_MODES}")
@@ -823,7 +826,6 @@ class GaugeGradientCertificate(Certificate):
         }
 
 
-@_single_threaded
 def gauge_components_by_point(
     *, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0, problem: GaugeProblem = GaugeProblem(),
     loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
@@ -831,7 +833,15 @@ def gauge_components_by_point(
     """Relative gauge components of the gradient, one row per point, one column per head:
     ``"stiefel_random"``, ``"stiefel_run"`` (O(r), Riemannian gradient), ``"stiefel_gl"`` (the Stiefel
     model's Euclidean gradient against GL(r)), ``"euclidean_random"``, ``"euclidean_run"`` (GL(r)),
-    ``"cosine"`` (largest single-direction cosine per point), ``"steps"`` (the run's checkpoints)."""
+    ``"cosine"`` (largest single-direction cosine per point), ``"steps"`` (the run's checkpoints).
+    Deterministic and remembered (per ``loss_fn`` object): a second call is free."""
+    found = _cached_components(int(n_random_points), int(steps), int(every), int(seed), problem, loss_fn)
+    return {k: v.clone() for k, v in found.items()}
+
+
+@functools.lru_cache(maxsize=8)
+@_single_threaded
+def _cached_components(n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn) -> dict[str, Tensor]:
     data = problem.data()
     out: dict[str, list] = {k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")}
 
@@ -904,6 +914,8 @@ class ProjectedRunCertificate(Certificate):
     euclidean_update_component: float  # the same for AdamW's steps
     stiefel_update_removed_deviation: float  # max |θ - θ_plain| when the *steps* lose their gauge part
     euclidean_update_removed_deviation: float
+    stiefel_update_removed_loss_deviation: float  # max |L - L_plain| when the steps lose their gauge part
+    euclidean_update_removed_loss_deviation: float
     tolerance: float = RUN_TOLERANCE
 
     def checks(self) -> dict[str, bool]:
@@ -936,6 +948,8 @@ class ProjectedRunCertificate(Certificate):
             "AdamW steps: max gauge component (relative)": _sig(self.euclidean_update_component, 2),
             "steps projected instead, Stiefel: max |θ − θ_plain|": _sig(self.stiefel_update_removed_deviation, 2),
             "steps projected instead, Euclidean: max |θ − θ_plain|": _sig(self.euclidean_update_removed_deviation, 2),
+            "steps projected instead, Stiefel: max |L − L_plain|": _sig(self.stiefel_update_removed_loss_deviation, 2),
+            "steps projected instead, Euclidean: max |L − L_plain|": _sig(self.euclidean_update_removed_loss_deviation, 2),
         }
 
 
@@ -987,4 +1001,6 @@ def certify_projected_run(
         euclidean_update_component=float(e["update_component"].max()),
         stiefel_update_removed_deviation=float(s_update["params"].max()),
         euclidean_update_removed_deviation=float(e_update["params"].max()),
+        stiefel_update_removed_loss_deviation=float(s_update["loss"].max()),
+        euclidean_update_removed_loss_deviation=float(e_update["loss"].max()),
     )
