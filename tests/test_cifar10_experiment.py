@@ -246,3 +246,40 @@ def test_unknown_arms_are_refused(isolated):
         cifar10.build_model(tiny(), "adam", 0)
     with pytest.raises(ValueError, match="train_size"):
         cifar10.train(tiny(), "stiefel", 0, "cpu", train_size=10_000)
+
+
+def _fake(acc: float, step: float) -> dict:
+    return {"final": {"test_acc": acc}, "history": [{"step/blocks.0.W_Q": step}]}
+
+
+def test_verdicts_follow_their_rules(monkeypatch):
+    gains = [0.089, 0.090, 0.091]  # around the preprint's +8.98 pp
+    main = {"config": {"train_size": 100}, "runs": {}}
+    for s, g in enumerate(gains):
+        main["runs"].update({f"baseline/{s}": _fake(0.50, 0.03), f"stiefel/{s}": _fake(0.50 + g, 0.03),
+                             f"fixed_step/{s}": _fake(0.503 + 0.001 * s, 0.001), f"frozen/{s}": _fake(0.50, 0.0)})
+    sweep = {"config": {"train_size": 50_000}, "runs": {}}
+    for s in range(3):
+        for f, g in zip(cifar10.SWEEP_FRACTIONS, (0.01, 0.02, 0.03, 0.05 + 0.001 * s)):
+            pct = round(100 * f)
+            sweep["runs"].update({f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)})
+    rows = {claim: verdict for claim, _, _, verdict in cifar10.verdicts(main, sweep)}
+    assert rows == {"Stiefel gain": "reproduced", "gap widens with data": "reproduced",
+                    "fixed step barely moves": "reproduced", "freezing the frames costs little": "reproduced"}
+
+    for s in range(3):  # no gain, a narrowing gap, frames that move as much as AdamW's
+        main["runs"][f"stiefel/{s}"] = _fake(0.50 + (-0.001, 0.0, 0.002)[s], 0.03)
+        main["runs"][f"fixed_step/{s}"] = _fake(0.50, 0.03)
+        for pct, g in ((10, 0.05), (100, 0.01 + 0.001 * s)):
+            sweep["runs"][f"stiefel@{pct}%/{s}"] = _fake(0.4 + g, 0.03)
+    rows = {claim: verdict for claim, _, _, verdict in cifar10.verdicts(main, sweep)}
+    assert rows["Stiefel gain"] == "not reproduced: no significant difference"
+    assert rows["gap widens with data"] == "not reproduced: the gap narrows"
+    assert rows["fixed step barely moves"] == "not reproduced: it moves more"
+    assert all(v == "not measured" for _, _, _, v in cifar10.verdicts(None, None))
+
+    monkeypatch.setattr("stiefel_core.experiments.results.load_results", lambda *a, **k: sweep)
+    main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
+    line = cifar10.claim_gain(main)
+    assert "over 3 paired starts" in line and "50,000 +1.10" in line and line.endswith("(jpeg copy of CIFAR-10)")
+    assert cifar10.claim_movement(main).startswith("fixed step moves 1-1x less")

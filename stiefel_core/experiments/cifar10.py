@@ -99,8 +99,8 @@ SWEEP_PROFILES = {
 # --- data -------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=2)
-def _cifar10(source: str | None):
-    return load_cifar10(source, progress=False)
+def _cifar10(source: str | None, download: bool = False):
+    return load_cifar10(source, download=download, progress=False)
 
 
 def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
@@ -115,8 +115,8 @@ def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: int, device: str):
-    data = _cifar10(source)
+def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: int, device: str, download: bool = False):
+    data = _cifar10(source, download)
     train_idx = _balanced_order(data.train_labels, subset_seed)[:train_size]
     test_idx = _balanced_order(data.test_labels, subset_seed + 1)[:test_size]
     if len(train_idx) < train_size or len(test_idx) < test_size:
@@ -133,15 +133,17 @@ def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: 
     )
 
 
-def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None):
+def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None, *, download: bool = False):
     """``(train_x, train_y, test_x, test_y, provenance)``: the configured class-balanced subsets,
     standardised with the training pool's channel statistics, as tensors on ``device``; decoded
     and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``; a relative path
-    that does not exist from the working directory is read from the repository's root."""
+    that does not exist from the working directory is read from the repository's root.
+    ``download=True`` fetches (and checks) the official archive when no source holds the data;
+    later calls find it in the cache without asking."""
     source = source or os.environ.get("STIEFEL_CIFAR10") or None
     if source and not Path(source).is_absolute() and not Path(source).exists() and (PACKAGE_ROOT / source).exists():
         source = str(PACKAGE_ROOT / source)  # relative to the repository root: notebooks run in book/
-    return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device))
+    return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device), download)
 
 
 # --- model and optimizer ------------------------------------------------------------------
@@ -407,9 +409,10 @@ def claim_gain(results: dict) -> str:
     sweep = load_results("cifar10_sweep", "full")
     rows = [r for r in sweep_gains(sweep) if r["comparison"] is not None] if sweep else []
     if rows:
-        line += "; by training-set size: " + ", ".join(
-            f"{r['train_size'] // 1000}k {r['comparison'].mean_difference:+.2f}" for r in rows)
-    return line + " (JPEG copy of CIFAR-10)"
+        line += "; gain by training-set size: " + ", ".join(
+            f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows)
+    kinds = sorted({run["data"]["source_kind"] for run in results["runs"].values() if "data" in run})
+    return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "")
 
 
 def claim_movement(results: dict) -> str:
