@@ -111,6 +111,9 @@ def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widen
                            label="Stiefel − baseline, 95% CI")
         right.axhline(0, color="black", lw=0.8)
         right.set_xscale("log")
+        for ax in (left, right):
+            ax.set_xticks(sizes, [f"{n // 1000:g}k" if n >= 1000 else str(n) for n in sizes])
+            ax.minorticks_off()
         right.set_xlabel("training images")
         right.set_ylabel("gain (pp)")
         right.set_title(preprint_note, fontsize=9)
