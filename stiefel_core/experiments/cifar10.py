@@ -72,7 +72,7 @@ class CIFAR10Config:
     depth: int = 2
     mlp_ratio: int = 2
     # optimisation
-    epochs: int = 2  # 30-40 s an epoch of 50k images on one shared core: 48 runs in ~1 h (sweep: epochs at 100 %)
+    epochs: int = 2  # ~40 s of CPU a run on one core (measured): 48 runs in ~35 CPU-min (sweep: epochs at 100 %)
     batch_size: int = 128  # 780 steps in 2 epochs; as fast per image as 256 on one core (measured)
     lr: float = 1e-3  # AdamW's usual ViT rate at this batch size; frames get the same per-entry rate
     betas: tuple[float, float] = (0.9, 0.999)  # AdamW's defaults, shared by StiefelAdam
