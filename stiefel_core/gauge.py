@@ -42,7 +42,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import SelfAttention
-from .certify import TOLERANCE, Certificate, _at_most, _sig, inverse_retract_polar, one_thread
+from .certify import TOLERANCE, Certificate, _at_most, _sig, inverse_retract_polar
+from .train import one_thread
 from .data.modular import ModularData, modular_data
 from .manifold import orthonormalize, project_tangent, retract_polar
 from .models import ModularTransformer
