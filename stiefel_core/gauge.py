@@ -45,7 +45,7 @@ from .attention import SelfAttention
 from .certify import TOLERANCE, Certificate, _at_most, _sig, inverse_retract_polar
 from .train import one_thread
 from .data.modular import ModularData, modular_data
-from .manifold import orthonormalize, project_tangent, retract_polar
+from .manifold import orthonormalize, project_tangent, random_frame, retract_polar
 from .models import ModularTransformer
 from .optim import configure_optimizer, is_frame
 
@@ -93,6 +93,9 @@ __all__ = [
     "certify_symmetry",
     "certify_gauge_gradients",
     "certify_projected_run",
+    "moved_start_deviation",
+    "GaugeEquivarianceCertificate",
+    "certify_gauge_equivariance",
 ]
 
 DTYPE = torch.float64
@@ -1004,4 +1007,126 @@ def certify_projected_run(
         euclidean_update_removed_deviation=float(e_update["params"].max()),
         stiefel_update_removed_loss_deviation=float(s_update["loss"].max()),
         euclidean_update_removed_loss_deviation=float(e_update["loss"].max()),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Does the optimizer care where on the orbit it starts?
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem) -> dict:
+    with one_thread():
+        model = make_model(stiefel, seed, problem)
+        data = problem.data()
+        attn = attention_modules(model)[0][1]
+        H, r = attn.W_Q.shape[0], attn.W_Q.shape[-1]
+        g = torch.Generator().manual_seed(seed + 500 + draw)
+        if kind == "orthogonal":
+            A = random_frame(r, r, H, generator=g, dtype=DTYPE)  # Haar-random R in O(r), one per head
+        else:
+            A = torch.linalg.matrix_exp(torch.randn(H, r, r, generator=g, dtype=DTYPE) / math.sqrt(r))  # in GL(r)
+        if kind != "none":
+            with torch.no_grad():
+                W_Q, W_K = gl_action(attn.W_Q.detach(), attn.W_K.detach(), A)
+                attn.W_Q.copy_(W_Q)
+                attn.W_K.copy_(W_K)
+        opt = _optimizer(model, lr, weight_decay)
+        losses, frames, rest = [], [], []
+        for step in range(steps + 1):
+            loss = task_loss(model, data.train_x, data.train_y)
+            losses.append(loss.item())
+            frames.append(torch.stack([attn.W_Q.detach().clone(), attn.W_K.detach().clone()]))
+            rest.append(torch.cat([p.detach().reshape(-1) for name, p in model.named_parameters() if not name.endswith(("W_Q", "W_K"))]))
+            if step == steps:
+                break
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return {
+        "A": A if kind != "none" else torch.eye(r, dtype=DTYPE).expand(H, r, r).clone(),
+        "loss": torch.tensor(losses, dtype=DTYPE),  # (steps + 1,)
+        "frames": torch.stack(frames),  # (steps + 1, 2, H, d, r)
+        "rest": torch.stack(rest),  # (steps + 1, n_rest)
+    }
+
+
+def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int = 0, steps: int = 120, seed: int = 0,
+                          lr: float = DEFAULT_LR, weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem()) -> dict[str, Tensor]:
+    """Train from a point moved along its gauge orbit, ``(W_Q A, W_K A⁻ᵀ)`` with a random ``A`` per
+    head (``kind="orthogonal"``: Haar ``R`` in O(r), so frames stay frames; ``"gl"``: ``exp(X)``),
+    and from the point itself; the same optimizer, data and seed. Per step (``steps + 1``): ``loss``,
+    the loss deviation; ``frames``, the largest ``|W'_t - W_t A|`` and ``|W'_t - W_t A⁻ᵀ|`` entry (the
+    moved run is the original one moved, when the optimizer is gauge-equivariant); ``rest``, the
+    largest deviation of every other parameter. Remembered."""
+    if kind not in GROUPS:
+        raise ValueError(f"kind={kind!r}: choose one of {GROUPS}")
+    key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
+    plain = _cached_moved_start_run(bool(stiefel), "none", 0, *key)
+    moved = _cached_moved_start_run(bool(stiefel), kind, int(draw), *key)
+    A = moved["A"]
+    W_Q, W_K = gl_action(plain["frames"][:, 0], plain["frames"][:, 1], A)  # the plain run, moved
+    frames = torch.maximum((moved["frames"][:, 0] - W_Q).abs().amax((-3, -2, -1)), (moved["frames"][:, 1] - W_K).abs().amax((-3, -2, -1)))
+    return {
+        "loss": (moved["loss"] - plain["loss"]).abs(),
+        "frames": frames,
+        "rest": (moved["rest"] - plain["rest"]).abs().amax(-1),
+    }
+
+
+@dataclass(frozen=True)
+class GaugeEquivarianceCertificate(Certificate):
+    steps: int
+    n_draws: int
+    stiefel_loss_deviation: float  # max over R, t of |L'_t - L_t|, StiefelAdam from (W_Q R, W_K R)
+    stiefel_frame_deviation: float  # max |W'_t - W_t R|
+    stiefel_rest_deviation: float  # max deviation of every other parameter
+    euclidean_orthogonal_loss_deviation: float  # AdamW from (W_Q R, W_K R)
+    euclidean_gl_loss_deviation: float  # AdamW from (W_Q A, W_K A⁻ᵀ)
+    tolerance: float = RUN_TOLERANCE
+
+    def checks(self) -> dict[str, bool]:
+        return {
+            "StiefelAdam: same losses from a rotated gauge": self.stiefel_loss_deviation <= self.tolerance,
+            "StiefelAdam: frames are the rotated frames": self.stiefel_frame_deviation <= self.tolerance,
+            "StiefelAdam: other parameters identical": self.stiefel_rest_deviation <= self.tolerance,
+            "AdamW from a rotated gauge: visibly different losses (> 1e-6)": self.euclidean_orthogonal_loss_deviation > 1e-6,
+        }
+
+    def summary(self) -> dict[str, object]:
+        t = self.tolerance
+        return {
+            "training runs": f"{self.steps} steps from each of {self.n_draws} moved starts, float64",
+            "StiefelAdam from (W_Q R, W_K R): max |L' − L|": _at_most(self.stiefel_loss_deviation, t),
+            "StiefelAdam: max |W'_t − W_t R|": _at_most(self.stiefel_frame_deviation, t),
+            "StiefelAdam: max deviation of the other parameters": _at_most(self.stiefel_rest_deviation, t),
+            "AdamW from (W_Q R, W_K R): max |L' − L|": _sig(self.euclidean_orthogonal_loss_deviation, 2),
+            "AdamW from (W_Q A, W_K A⁻ᵀ): max |L' − L|": _sig(self.euclidean_gl_loss_deviation, 2),
+        }
+
+
+def certify_gauge_equivariance(*, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
+                               weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem()) -> GaugeEquivarianceCertificate:
+    """Where on its orbit a run starts does not matter to StiefelAdam, and does matter to AdamW.
+
+    ``P_{WR}(GR) = P_W(G) R``, ``‖gR‖ = ‖g‖`` and ``R_{WR}(ξR) = R_W(ξ) R`` for ``R`` in O(r): a run
+    from ``(W_Q R, W_K R)`` is the original run with every frame multiplied by ``R``, and computes
+    the same function at every step. AdamW's per-entry second moment is not invariant under
+    ``W → W R``, so its run from a rotated (or GL-moved) start computes a different function.
+    ``n_draws`` random ``R`` (and ``A``) per head, ``steps`` steps each (:func:`moved_start_deviation`).
+    """
+    kw = dict(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+    s = [moved_start_deviation(True, "orthogonal", draw=k, **kw) for k in range(n_draws)]
+    e = [moved_start_deviation(False, "orthogonal", draw=k, **kw) for k in range(n_draws)]
+    e_gl = [moved_start_deviation(False, "gl", draw=k, **kw) for k in range(n_draws)]
+    worst = lambda runs, key: max(float(run[key].max()) for run in runs)  # noqa: E731
+    return GaugeEquivarianceCertificate(
+        steps=steps,
+        n_draws=n_draws,
+        stiefel_loss_deviation=worst(s, "loss"),
+        stiefel_frame_deviation=worst(s, "frames"),
+        stiefel_rest_deviation=worst(s, "rest"),
+        euclidean_orthogonal_loss_deviation=worst(e, "loss"),
+        euclidean_gl_loss_deviation=worst(e_gl, "loss"),
     )

@@ -358,3 +358,19 @@ def test_orbit_explorer_moves_along_the_orbit_without_a_kernel():
     assert ex.result[2]["group"] == "gl" and ex.result[2]["change_gauge"] <= TOLERANCE
     images = [o for o in ex.output.outputs if o["output_type"] == "display_data"]
     assert len(images) == 1
+
+
+def test_stiefeladam_is_gauge_equivariant_and_adamw_is_not():
+    cert = gauge.certify_gauge_equivariance(n_draws=1, steps=40)
+    assert cert.passed, str(cert)
+    assert cert.stiefel_loss_deviation <= RUN_TOLERANCE and cert.stiefel_frame_deviation <= RUN_TOLERANCE
+    assert cert.euclidean_orthogonal_loss_deviation > 1e-4 and cert.euclidean_gl_loss_deviation > 1e-4
+    with pytest.raises(ValueError, match="kind="):
+        gauge.moved_start_deviation(True, "so")
+
+
+def test_moved_start_figure_draws():
+    from stiefel_core.plots import gauge as plots
+
+    fig = plots.moved_start_figure(steps=20, draws=1)
+    assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 4

@@ -30,6 +30,7 @@ __all__ = [
     "gauge_components_figure",
     "projected_run_figure",
     "update_projection_figure",
+    "moved_start_figure",
 ]
 
 FLOOR = 1e-18  # exact zeros are drawn here on log axes
@@ -207,4 +208,28 @@ def update_projection_figure(steps: int = 120) -> Figure:
         b.set_ylabel(r"$|L - L^{\mathrm{plain}}|$")
         b.set_ylim(FLOOR / 3, 1)
         b.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def moved_start_figure(steps: int = 120, draws: int = 2) -> Figure:
+    """Per step, the loss deviation between a run started from a point moved along its gauge orbit
+    and the run from the point itself (exact zeros at :data:`FLOOR`): StiefelAdam from
+    ``(W_Q R, W_K R)``, AdamW from ``(W_Q R, W_K R)`` and from ``(W_Q A, W_K A⁻ᵀ)``; one line per random
+    draw."""
+    cases = [
+        (True, "orthogonal", "stiefel", "-", "StiefelAdam from $(W_Q R, W_K R)$"),
+        (False, "orthogonal", "euclidean", "-", "AdamW from $(W_Q R, W_K R)$"),
+        (False, "gl", "euclidean", ":", r"AdamW from $(W_Q A, W_K A^{-\top})$"),
+    ]
+    with style():
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        for stiefel, kind, arm, line, label in cases:
+            for k in range(draws):
+                run = gauge.moved_start_deviation(stiefel, kind, draw=k, steps=steps)
+                ax.semilogy(np.arange(steps + 1), _floor(run["loss"].numpy()), line, color=arm_color(arm), label=label if k == 0 else None)
+        ax.axhline(gauge.RUN_TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-10")
+        ax.set_ylim(FLOOR / 3, 1)
+        ax.set_xlabel("step")
+        ax.set_ylabel(r"$|L'_t - L_t|$, moved start vs. original")
+        ax.legend(fontsize=8, loc="center right")
     return fig
