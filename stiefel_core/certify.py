@@ -48,7 +48,7 @@ from .manifold import (
     retract_polar,
 )
 from .optim import FrameParameter, StiefelAdam, configure_optimizer, is_frame
-from .train import one_thread
+from .train import one_thread, single_threaded
 
 __all__ = [
     "TOLERANCE",
@@ -81,15 +81,6 @@ __all__ = [
 
 DTYPE = torch.float64
 TOLERANCE = 1e-12  # every "exact" claim is checked to this, in float64 (unit roundoff 1.1e-16)
-
-
-def _single_threaded(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with one_thread():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,7 +178,7 @@ def _stiefel_options(options: dict) -> dict:
     return {**defaults, **options}
 
 
-@_single_threaded
+@single_threaded
 def run_trajectory(
     W0: Tensor,
     gradient: Callable[[Tensor, int], Tensor],
@@ -291,7 +282,7 @@ class SteepestDescentCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_steepest_descent(
     shapes: Iterable[tuple[int, int]] = P1_SHAPES,
     *,
@@ -360,7 +351,7 @@ def certify_steepest_descent(
 P2_SCALES = tuple(10.0**k for k in range(-8, 9))
 
 
-@_single_threaded
+@single_threaded
 def displacement_by_scale(
     scales: Iterable[float] = P2_SCALES, *, steps: int = 1, seed: int = 0, d: int = 16, r: int = 4, n_frames: int = 4, **options
 ) -> tuple[Tensor, Tensor]:
@@ -415,7 +406,7 @@ class ScaleInvarianceCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_scale_invariance(
     scales: Iterable[float] = P2_SCALES,
     *,
@@ -478,7 +469,7 @@ def retraction_condition(xi: Tensor) -> Tensor:
     return (1 + s[..., 0] ** 2) / (1 + s[..., -1] ** 2)
 
 
-@_single_threaded
+@single_threaded
 def condition_history(
     lr: float, trust_radius: float | None, *, steps: int = 30, d: int = 16, r: int = 4, n_frames: int = 4, seed: int = 0, scale: float = 1.0, **options
 ) -> dict[str, Tensor]:
@@ -531,7 +522,7 @@ class ConditioningCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_conditioning(
     trust_radius: float | None = 0.5, *, lr: float = 1.0, steps: int = 40, seed: int = 0, bound_radius: float | None = None, **options
 ) -> ConditioningCertificate:
@@ -572,7 +563,7 @@ def haar_orthogonal(d: int, *batch: int, generator: torch.Generator | None = Non
     return random_frame(d, d, *batch, generator=generator, dtype=DTYPE)
 
 
-@_single_threaded
+@single_threaded
 def equivariance_deviation(
     Q: Tensor, *, steps: int = 50, d: int = 16, r: int = 4, n_frames: int = 4, seed: int = 0,
     make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None, **options,
@@ -611,7 +602,7 @@ class EquivarianceCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_equivariance(
     n_rotations: int = 5, *, steps: int = 50, seed: int = 0,
     make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None, **options,
@@ -680,7 +671,7 @@ def weight_decay_training_run(
 
 
 @functools.lru_cache(maxsize=32)
-@_single_threaded
+@single_threaded
 def _cached_training_run(
     stiefel: bool, weight_decay: float, lr: float, steps: int, seed: int, teacher_sharpness: float,
     d_model: int, n_heads: int, d_head: int, tokens: int, batch: int,
@@ -766,7 +757,7 @@ class WeightDecayCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_weight_decay(
     *, weight_decay: float = 1.0, lr: float = 1e-2, steps: int = 300, frames_per_shape: int = 64, seed: int = 0, **options
 ) -> WeightDecayCertificate:

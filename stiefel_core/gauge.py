@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from .attention import SelfAttention
 from .certify import TOLERANCE, Certificate, _at_most, _sig, inverse_retract_polar
-from .train import one_thread
+from .train import one_thread, single_threaded
 from .data.modular import ModularData, modular_data
 from .manifold import orthonormalize, project_tangent, random_frame, retract_polar
 from .models import ModularTransformer
@@ -101,15 +101,6 @@ __all__ = [
 DTYPE = torch.float64
 RUN_TOLERANCE = 1e-10  # projected and plain runs agree to this over >= 100 steps (rounding compounds)
 GROUPS = ("orthogonal", "gl")  # O(r) on St x St; GL(r) on R^(d x r) x R^(d x r)
-
-
-def _single_threaded(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with one_thread():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _check_group(group: str) -> str:
@@ -713,7 +704,7 @@ class SymmetryCertificate(Certificate):
         }
 
 
-@_single_threaded
+@single_threaded
 def certify_symmetry(
     *, n_curves: int = 4, ts: tuple[float, ...] = (-2.0, -0.5, 0.3, 1.0, 3.0), seed: int = 0, trained_steps: int = 40,
     problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
@@ -844,7 +835,7 @@ def gauge_components_by_point(
 
 
 @functools.lru_cache(maxsize=8)
-@_single_threaded
+@single_threaded
 def _cached_components(n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn) -> dict[str, Tensor]:
     data = problem.data()
     out: dict[str, list] = {k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")}

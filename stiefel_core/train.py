@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Callable
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-__all__ = ["fit", "pick_device", "save_atomically", "one_thread", "threads"]
+__all__ = ["fit", "pick_device", "save_atomically", "one_thread", "single_threaded", "threads"]
 
 
 @contextlib.contextmanager
@@ -30,6 +31,17 @@ def one_thread():
     """One CPU thread inside the block. For tiny matrices extra threads only add
     synchronisation, and on a shared two-core machine they slow runs ~10x."""
     return threads(1)
+
+
+def single_threaded(fn):
+    """Decorator: ``fn`` runs under :func:`one_thread`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with one_thread():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:

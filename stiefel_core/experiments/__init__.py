@@ -25,7 +25,7 @@ import torch
 
 from ..train import pick_device
 from . import cifar10, grokking
-from .results import PACKAGE_ROOT, load_results, provenance, results_dir, results_path, write_results
+from .results import PACKAGE_ROOT, load_results, provenance, results_path, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
 
