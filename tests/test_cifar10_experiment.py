@@ -276,6 +276,7 @@ def test_verdicts_follow_their_rules(monkeypatch):
     assert rows["Stiefel gain"] == "not reproduced: no significant difference"
     assert rows["gap widens with data"] == "not reproduced: the gap narrows"
     assert rows["fixed step barely moves"] == "not reproduced: it moves more"
+    assert rows["freezing the frames costs little"] == "qualitatively reproduced: it costs even less"  # fixed step = frozen
     assert all(v == "not measured" for _, _, _, v in cifar10.verdicts(None, None))
 
     monkeypatch.setattr("stiefel_core.experiments.results.load_results", lambda *a, **k: sweep)
