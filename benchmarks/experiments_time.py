@@ -11,6 +11,7 @@ script prints each measured time beside its target.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tempfile
 import time
@@ -36,7 +37,7 @@ def main(argv=None) -> dict:
         for name in args.only:
             config = get_config(name, "full")
             if name == "grokking":  # the target is stated for one seed
-                config = type(config)(**{**config.__dict__, "seeds": config.seeds[:1]})
+                config = dataclasses.replace(config, seeds=config.seeds[:1])
             start = time.perf_counter()
             run_experiment(name, "full", device=args.device, directory=Path(tmp), config=config, progress=False)
             seconds[name] = time.perf_counter() - start
