@@ -23,7 +23,7 @@ LAB_ARGS ?=
 
 export MPLBACKEND := Agg
 # CIFAR-10: the project's shared JPEG copy beside the checkout, unless the caller names one.
-export STIEFEL_CIFAR10 ?= $(firstword $(wildcard ../shared/data/cifar10-jpeg.tar.xz))
+export STIEFEL_CIFAR10 ?= $(firstword $(wildcard $(abspath ../shared/data/cifar10-jpeg.tar.xz)))
 # Notebook kernels keep Jupyter's inline figures (under Agg they would store none).
 INLINE := MPLBACKEND=module://matplotlib_inline.backend_inline
 # How notebooks run under nbval and `make execute`: fixed hashing, no progress bars, CI-sized runs.
