@@ -129,9 +129,16 @@ class ClaimsTable:
     def __init__(self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str]):
         self.rows, self.link = rows, link
 
+    def _chapter(self, chapter: str) -> str:
+        """A link to the chapter where its notebook exists, else its name (not yet written)."""
+        name = Path(chapter).name
+        if not (PACKAGE_ROOT / f"{chapter}.ipynb").exists():
+            return f"{name} (to come)"
+        return f"[{name}]({self.link(chapter)})"
+
     def _repr_markdown_(self) -> str:
         lines = ["| Claim | The preprint reports | We measure | Chapter |", "| --- | --- | --- | --- |"]
-        lines += [f"| {c} | {p} | {m} | [{Path(ch).name}]({self.link(ch)}) |" for c, p, m, ch in self.rows]
+        lines += [f"| {c} | {p} | {m} | {self._chapter(ch)} |" for c, p, m, ch in self.rows]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
