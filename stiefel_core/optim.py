@@ -64,6 +64,14 @@ class NonFiniteGradientError(FloatingPointError):
     """A frame's gradient holds inf or nan; nothing was updated."""
 
 
+def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
+    """The loss from ``closure`` (evaluated with gradients on, as torch's optimizers do), or None."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 def _param_name(group: dict, index: int, p: Tensor, group_index: int) -> str:
     names = group.get("param_names")
     if names:
@@ -204,10 +212,7 @@ class StiefelAdam(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
         """Perform one optimisation step; ``closure`` re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
 
         work = []  # (group, [params with grads])
         for group_index, group in enumerate(self.param_groups):
@@ -417,10 +422,7 @@ class CombinedOptimizer(Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
         for opt in self.optimizers:
             opt.step()
         return loss
