@@ -66,13 +66,38 @@ class SelfAttention(nn.Module):
             logits = logits.masked_fill(mask, float("-inf"))
         return logits.softmax(-1)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
+        """Attend over ``x`` of shape ``(B, T, d_model)``; ``last_only`` computes the output at
+        the last position alone, ``(B, 1, d_model)``, for models that read only that position
+        (the same values as ``forward(x)[:, -1:]`` at a third of the query cost)."""
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"expected input of shape (batch, tokens, {self.d_model}), got {tuple(x.shape)}")
         B, T, _ = x.shape
-        q, k = self._heads(x, self.W_Q), self._heads(x, self.W_K)  # (B, H, T, r)
+        queries = x[:, -1:] if last_only else x
+        q, k = self._heads(queries, self.W_Q), self._heads(x, self.W_K)  # (B, H, T_q, r), (B, H, T, r)
         v = self.W_V(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
-        y = F.scaled_dot_product_attention(
-            q, k, v, is_causal=self.causal, dropout_p=self.dropout if self.training else 0.0
-        )  # (B, H, T, r)
-        return self.W_O(y.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head))
+        y = F.scaled_dot_product_attention(  # the last query sees every key, causal or not
+            q, k, v, is_causal=self.causal and not last_only, dropout_p=self.dropout if self.training else 0.0
+        )  # (B, H, T_q, r)
+        return self.W_O(y.transpose(1, 2).reshape(B, queries.shape[1], self.n_heads * self.d_head))
+
+    def forward_table(self, table: Tensor, tokens: Tensor) -> Tensor:
+        """``forward(x, last_only=True)`` for ``x = table[arange(T), tokens]``, computed on the table.
+
+        ``table`` of shape ``(T, V, d_model)`` holds the input row of token v at position t, and
+        ``tokens`` of shape ``(B, T)`` picks them. Queries, keys and values are linear in the input,
+        so they are projected once per table row (T·V rows) and gathered, not once per batch row
+        (B·T): the same output, far fewer products when the batch is much larger than V.
+        """
+        T, V, _ = table.shape
+        if tokens.ndim != 2 or tokens.shape[1] != T:
+            raise ValueError(f"tokens must have shape (batch, {T}) to match the table, got {tuple(tokens.shape)}")
+        position = torch.arange(T, device=tokens.device)
+        q = self._heads(table[-1:], self.W_Q)[0][:, tokens[:, -1]].unsqueeze(2).transpose(0, 1)  # (B, H, 1, r)
+        k = self._heads(table, self.W_K).transpose(1, 2)[position, tokens].transpose(1, 2)  # (B, H, T, r)
+        v = self.W_V(table).view(T, V, self.n_heads, self.d_head)[position, tokens].transpose(1, 2)  # (B, H, T, r)
+        # One query over a few keys: elementwise products beat a fused kernel made for long sequences.
+        weights = ((q * k).sum(-1, keepdim=True) / self.d_head**0.5).softmax(2)  # (B, H, T, 1)
+        weights = F.dropout(weights, self.dropout, self.training)
+        y = (weights * v).sum(2)  # (B, H, r)
+        return self.W_O(y.reshape(tokens.shape[0], 1, self.n_heads * self.d_head))

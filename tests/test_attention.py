@@ -54,3 +54,35 @@ def test_bad_configuration_and_input_are_refused():
         SelfAttention(8, 1, d_head=16)
     with pytest.raises(ValueError, match="expected input"):
         build(True)(torch.randn(2, 5, 23))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_last_position_shortcuts_match_the_full_output(causal):
+    layer = build(True, causal=causal, bias=True).double()
+    table = torch.randn(3, 11, 24, dtype=torch.float64)  # (T, V, D): token v at position t
+    tokens = torch.randint(0, 11, (40, 3))
+    x = table[torch.arange(3), tokens]  # (B, T, D)
+    full = layer(x)[:, -1:]
+    assert torch.allclose(layer(x, last_only=True), full, atol=1e-12)
+    assert torch.allclose(layer.forward_table(table, tokens), full, atol=1e-12)
+    # and the gradients reach the table as they reach x
+    table.requires_grad_(True)
+    layer.forward_table(table, tokens).square().sum().backward()
+    x = table.detach()[torch.arange(3), tokens].requires_grad_(True)
+    layer(x)[:, -1:].square().sum().backward()
+    expected = torch.zeros_like(table).index_put_((torch.arange(3).expand(40, 3), tokens), x.grad, accumulate=True)
+    assert torch.allclose(table.grad, expected, atol=1e-10)
+    with pytest.raises(ValueError, match="tokens must have shape"):
+        layer.forward_table(table, tokens[:, :2])
+
+
+def test_the_modular_model_reads_the_last_position_as_a_full_pass_would():
+    from stiefel_core.models import ModularTransformer
+
+    torch.manual_seed(0)
+    model = ModularTransformer(14, 13, 24, 3, 48).double()
+    tokens = torch.cat([torch.randint(0, 13, (30, 2)), torch.full((30, 1), 13)], 1)
+    h = model.embed(tokens) + model.pos[:3]
+    h = h + model.attn(h)  # every position, as a model with more layers would need
+    expected = model.unembed((h + model.mlp(h))[:, -1])
+    assert torch.allclose(model(tokens), expected, atol=1e-12)
