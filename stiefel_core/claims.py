@@ -118,7 +118,7 @@ CLAIMS = [
     Claim("Grokking: the frames survive weight decay's collapse cycles", "one run: 97.0% vs the baseline's 61.1% at epoch 20,000 (unstable endpoint)", "book/grokking", _grokking),
     Claim("CIFAR-10 patches: the Stiefel rule gains", "+8.98 pp over 12 paired starts (t = 60.6, 12/12); the gap widens with data", "book/cifar10_patches", _from_module("cifar10", "claim_gain", "cifar10")),
     Claim("A fixed-step Riemannian update barely moves", "24-40x less per step than AdamW; freezing the frames costs 0.28 pp", "book/cifar10_patches", _from_module("cifar10", "claim_movement", "cifar10")),
-    Claim("The gain comes from the scale-free step", "the whole gain; nothing measurable from the projector or equivariance", "book/ablation", _from_module("ablation", "claim", "ablation")),
+    Claim("The gain comes from the scale-free step", "the whole gain; nothing measurable from the projector or equivariance", "book/ablation", _from_module("ablation", "claim", "cifar10_ablation")),
     Claim("Gauge removal cannot motivate the method", "a direction along which the loss is invariant carries no gradient", "book/gauge", _gauge),
 ]
 

@@ -24,8 +24,9 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import cifar10, grokking
-from .results import PACKAGE_ROOT, load_results, provenance, results_path, write_results
+from . import ablation, cifar10, grokking
+from .variants import ABLATION_ARMS
+from .results import PACKAGE_ROOT, git_commit, load_results, provenance, results_path, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
 
@@ -45,6 +46,8 @@ EXPERIMENTS = {
     "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs"),
     "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts"),
     "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
+    "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
+    "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ABLATION_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants, 5 seeds"),
 }
 
 
@@ -137,9 +140,9 @@ def run_experiment(
             done = load_results(name, profile, directory)
             if done is not None and key in done["runs"]:
                 continue
-            start = time.perf_counter()
+            start, commit = time.perf_counter(), git_commit()
             outcome = experiment.run(config, arm, seed, dev, checkpoints / f"{arm}-{seed}.pt", progress)
-            outcome["provenance"] = provenance(dev, time.perf_counter() - start)
+            outcome["provenance"] = provenance(dev, time.perf_counter() - start, commit)
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 results["runs"][key] = outcome

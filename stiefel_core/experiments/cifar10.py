@@ -44,6 +44,7 @@ from ..stats import mean_and_spread, paired_comparison
 from ..train import fit
 from .metrics import principal_angles
 from .results import PACKAGE_ROOT
+from .variants import ABLATION_ARMS, VARIANTS, frame_options
 
 __all__ = [
     "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
@@ -149,9 +150,10 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
 # --- model and optimizer ------------------------------------------------------------------
 
 def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
-    """The model of ``arm`` from start ``seed``: identical initial weights in every arm."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}")
+    """The model of ``arm`` (of ``cifar10`` or of the ablation) from start ``seed``: identical
+    initial weights in every arm."""
+    if arm not in ARMS and arm not in ABLATION_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}")
     torch.manual_seed(seed)
     model = PatchTransformer(
         patch_size=config.patch_size, d_model=config.d_model, n_heads=config.n_heads,
@@ -170,8 +172,7 @@ def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str) ->
     if arm in ("baseline", "frozen"):  # no trainable frames: plain AdamW
         opt = configure_optimizer(model, **common)
     else:
-        rule = "fixed" if arm == "fixed_step" else "scale_free"
-        opt = configure_optimizer(model, **common, trust_radius=config.trust_radius, step_rule=rule)
+        opt = configure_optimizer(model, **common, **frame_options(arm, config.trust_radius))
     for group in opt.param_groups:
         group.setdefault("initial_lr", group["lr"])
     return opt

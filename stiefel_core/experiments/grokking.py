@@ -15,6 +15,7 @@ from ..models import ModularTransformer
 from ..optim import configure_optimizer
 from ..train import fit, threads
 from .metrics import frame_geometry, weight_norms
+from .variants import ABLATION_ARMS, frame_options
 
 ARMS = ("baseline", "stiefel")
 
@@ -55,16 +56,15 @@ def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, check
 
 
 def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool) -> dict:
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}")
+    if arm not in ABLATION_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}")
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
     torch.manual_seed(seed)  # the same seed gives both arms the same initial weights
     model = ModularTransformer(
-        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=arm == "stiefel"
+        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=arm != "baseline"
     ).to(device)
-    opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas, trust_radius=config.trust_radius) if arm == "stiefel" else configure_optimizer(
-        model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas
-    )
+    frames = frame_options(arm, config.trust_radius) if arm != "baseline" else {}
+    opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas, **frames)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: model.attn.get_parameter(name).detach().clone() for name in ("W_Q", "W_K")}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance"]
+__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,8 @@ def write_results(results: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _git_commit() -> str:
+def git_commit() -> str:
+    """The checkout's HEAD, with ``-dirty`` when tracked files have changed."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
@@ -58,11 +59,13 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def provenance(device: torch.device, wall_seconds: float) -> dict:
-    """Where and how a run was made: commit, versions, device, date, wall time."""
+def provenance(device: torch.device, wall_seconds: float, commit: str | None = None) -> dict:
+    """Where and how a run was made: commit, versions, device, date, wall time. ``commit``
+    is the commit the run started from (read when the run began: the checkout may move on
+    while a long run trains); ``None`` reads it now."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {
-        "git_commit": _git_commit(),
+        "git_commit": commit or git_commit(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": f"{device.type}: {name}",
