@@ -50,10 +50,11 @@ def write_results(results: dict, path: Path) -> None:
 
 
 def git_commit() -> str:
-    """The checkout's HEAD, with ``-dirty`` when tracked files have changed."""
+    """The checkout's HEAD, with ``-dirty`` when the library's tracked files (the code a run
+    executes) differ from it."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
