@@ -1,12 +1,13 @@
 # Stiefel Attention, the interactive textbook.
 #   make book      build the HTML book from the stored notebook outputs (_build/html)
-#   make test      unit tests, jupytext pairing, nbval on every chapter, strict book build
+#   make test      unit tests, jupytext pairing, nbval, strict book build, reader tests
 #   make lab       JupyterLab; saving book/NAME.ipynb also writes twins/NAME.md
 #   make results   every experiment at paper scale into book/results/ (wants a GPU)
 #   make bench     optimizer step and grokking epoch timings, as ratios against peers
 #   make sync      repair notebook/twin pairs
 #   make execute   rerun notebooks as nbval does and store their outputs (NB=book/x.ipynb: one)
-# Every target first brings .venv in step with pyproject.toml and requirements.txt (make venv).
+# Every target first brings .venv in step with pyproject.toml and requirements.txt (make venv),
+# and node_modules/ with package-lock.json (npm ci: MathJax for the book, axe-core for its test).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -16,6 +17,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BASE_PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
 NOTEBOOKS = $(wildcard book/*.ipynb)
 NB ?= $(NOTEBOOKS)
 # Extra JupyterLab options, e.g. make lab LAB_ARGS="--no-browser --allow-root" in a container.
@@ -31,11 +33,13 @@ NB_ENV := $(INLINE) PYTHONHASHSEED=0 TQDM_DISABLE=1 STIEFEL_PROFILE=ci
 NBVAL := $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
          --nbval-sanitize-with book/nbval_sanitize.cfg --nbval-cell-timeout=600
 BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
+# Tests of what a reader gets: the built book in Chromium, every chapter in a Jupyter server.
+READER_MARKS := browser or lab
 
-.PHONY: help venv book test lab results bench sync execute clean
+.PHONY: help venv node book test lab results bench sync execute clean
 
 help:
-	@sed -n '2,9s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '2,10s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml requirements.txt
@@ -45,16 +49,23 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PY) -m pip install -q -c requirements.txt -e '.[book,dev]'
 	touch $@
 
-book: $(STAMP)
+node: $(NODE_STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+book: $(STAMP) $(NODE_STAMP)
 	$(BUILD_BOOK)
 	@echo "book: open _build/html/index.html"
 
-test: $(STAMP)
-	$(PY) -m pytest -q tests
+test: $(STAMP) $(NODE_STAMP)
+	$(PY) -m pytest -q tests -m "not ($(READER_MARKS))"
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
 	else $(NB_ENV) $(NBVAL) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
 	$(BUILD_BOOK) --all
+	tools/ensure_chromium.sh
+	$(PY) -m pytest -q -p no:cacheprovider tests -m browser
 
 lab: $(STAMP)
 	$(INLINE) $(PY) -m jupyterlab $(LAB_ARGS)

@@ -1,0 +1,313 @@
+"""The built book as a reader's browser shows it: every page of the table of contents in headless
+Chromium, served from _build/html on localhost.
+
+Per page: nothing loaded from outside the book (it must work offline), no failed request, no
+console error or uncaught exception, no Python traceback, no serious or critical axe-core
+violation, every image decoded, MathJax typeset every formula without a TeX error, no sideways
+scrolling on a phone, the previous/next links reach the neighbouring chapters in TOC order, and
+a note in place of each widget. Then the search page finds a word known to be in a chapter.
+Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
+
+Run after the book build (`make test` does): `.venv/bin/python -m pytest -m browser tests/browser`.
+Needs Debian's Chromium at /usr/bin/chromium (`tools/ensure_chromium.sh` installs it) and
+node_modules/axe-core (`npm ci`). Playwright drives that Chromium; it never downloads its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import threading
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+LAUNCH_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+# axe-core rules not enforced, each with the reason. Keep this short: fix what is ours instead.
+AXE_EXCLUDED: dict[str, str] = {}
+
+# A word the search must find, and a page it must list (both checked against the source below).
+SEARCH_WORD, SEARCH_PAGE = "retraction", "book/primer"
+
+
+def toc_pages() -> list[str]:
+    """Every document of _toc.yml in reading order, as paths without suffix (book/intro, ...)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+            for part in entry.get("parts", []) if isinstance(entry, dict) else []:
+                walk(part.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    return pages
+
+
+PAGES = toc_pages()
+
+
+def source_text(page: str) -> str:
+    """The Markdown cells of a chapter (book/NAME.ipynb), or the text of book/NAME.md."""
+    path = ROOT / f"{page}.ipynb"
+    if path.exists():
+        cells = json.loads(path.read_text())["cells"]
+        return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return (ROOT / f"{page}.md").read_text()
+
+
+def has_math(page: str) -> bool:
+    text = source_text(page)
+    return bool(re.search(r"\$[^$\s]", text) or "```{math}" in text or "\\begin{" in text)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output to the test's own messages
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail(f"{SITE / 'index.html'} is missing: build the book first (make book)")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(SITE)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (tools/ensure_chromium.sh, which make test runs)")
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `npm ci` in the repository root (make test does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """One page load in a fresh context, with everything that went wrong on the way recorded."""
+
+    def __init__(self, browser, base_url: str, viewport: dict, **context_options):
+        self.base_url = base_url
+        self.context = browser.new_context(viewport=viewport, **context_options)
+        # Anything from outside the served book is recorded and refused, so the result does not
+        # depend on whether this machine happens to reach a CDN.
+        self.external: list[str] = []
+        self.context.route(lambda url: not url.startswith(base_url) and not url.startswith(("data:", "blob:")), self._refuse)
+        self.page = self.context.new_page()
+        self.console_errors: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(f"{m.text} ({m.location.get('url')})"))
+        self.page.on("pageerror", lambda e: self.console_errors.append(f"uncaught: {e}"))
+        self.page.on("requestfailed", lambda r: r.url not in self.external and self.failed.append(f"{r.url}: {r.failure}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url}: HTTP {r.status}"))
+
+    def _refuse(self, route):
+        self.external.append(route.request.url)
+        route.abort()
+
+    def goto(self, path: str):
+        response = self.page.goto(self.base_url + path, wait_until="load")
+        assert response is not None and response.ok, f"{path}: {response and response.status}"
+        # MathJax starts after load; wait until it has typeset the page (or is absent).
+        self.page.wait_for_function("() => !window.MathJax || (window.MathJax.startup && window.MathJax.startup.promise)")
+        self.page.evaluate("() => window.MathJax ? window.MathJax.startup.promise : null")
+        # Images load lazily only when scrolled to: ask for all of them now and wait.
+        self.page.evaluate(
+            """() => Promise.all(Array.from(document.images, img => {
+                   img.loading = 'eager';
+                   return img.decode().catch(() => null);
+               }))"""
+        )
+        return self
+
+    def close(self):
+        self.context.close()
+
+
+def page_url_to_doc(url: str, base_url: str) -> str:
+    path = urlsplit(url).path.lstrip("/")
+    return re.sub(r"\.html$", "", path)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page(browser, base_url, page):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    index = PAGES.index(page)
+    visit = Visit(browser, base_url, DESKTOP).goto(f"{page}.html")
+    p = visit.page
+    try:
+        # Text: no traceback, no error output of a cell.
+        body = p.inner_text("body")
+        if "Traceback (most recent call last)" in body:
+            problems.append("the page shows a Python traceback")
+        if p.locator(".output.traceback, .output.error").count():
+            problems.append("a cell output is an error")
+
+        # Math: every formula typeset, none with a TeX error.
+        math = p.evaluate(
+            """() => {
+                const nodes = Array.from(document.querySelectorAll('.math'));
+                return {
+                    formulas: nodes.length,
+                    untypeset: nodes.filter(n => !n.querySelector('mjx-container')).map(n => n.textContent.slice(0, 80)),
+                    containers: document.querySelectorAll('mjx-container').length,
+                    errors: Array.from(document.querySelectorAll('mjx-merror'), n => n.getAttribute('data-mjx-error') || n.textContent),
+                };
+            }"""
+        )
+        if has_math(page) and math["containers"] == 0:
+            problems.append("the source has math but MathJax typeset none (no mjx-container)")
+        if math["untypeset"]:
+            problems.append(f"{len(math['untypeset'])} of {math['formulas']} formulas not typeset, e.g. {math['untypeset'][:3]}")
+        if math["errors"]:
+            problems.append(f"TeX errors: {math['errors'][:5]}")
+
+        # Images: every one decoded to a real picture.
+        broken = p.evaluate("() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        if broken:
+            problems.append(f"images that did not load: {broken}")
+
+        # Widgets: the static page says where each one runs, instead of an empty output.
+        views = p.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        notes = p.locator(".widget-static-note").count()
+        if views != notes:
+            problems.append(f"{views} widget outputs but {notes} notes in their place")
+
+        # Previous / next: the neighbours in TOC order, and nothing past either end.
+        for selector, neighbour in (("a.left-prev", index - 1), ("a.right-next", index + 1)):
+            links = p.locator(f".prev-next-area {selector}")
+            expected = PAGES[neighbour] if 0 <= neighbour < len(PAGES) else None
+            found = page_url_to_doc(urljoin(p.url, links.first.get_attribute("href")), base_url) if links.count() else None
+            if found != expected:
+                problems.append(f"{selector} leads to {found}, expected {expected}")
+
+        # Accessibility: axe-core, serious and critical violations.
+        p.add_script_tag(path=str(AXE))
+        results = p.evaluate(
+            """(disabled) => axe.run(document, {
+                   resultTypes: ['violations'],
+                   rules: Object.fromEntries(disabled.map(id => [id, {enabled: false}])),
+               })""",
+            list(AXE_EXCLUDED),
+        )
+        for violation in results["violations"]:
+            if violation["impact"] in ("serious", "critical"):
+                targets = [" ".join(map(str, n["target"])) for n in violation["nodes"][:3]]
+                problems.append(f"axe {violation['impact']} {violation['id']} ({violation['help']}) on {len(violation['nodes'])} node(s), e.g. {targets}")
+
+        p.screenshot(path=str(SCREENSHOTS / f"{page.replace('/', '_')}-1280.png"), full_page=True)
+    finally:
+        visit.close()
+
+    # The same page on a phone: readable without scrolling sideways.
+    phone = Visit(browser, base_url, PHONE, is_mobile=True, has_touch=True, device_scale_factor=2).goto(f"{page}.html")
+    try:
+        # A page wider than the screen makes a mobile browser zoom out (the layout viewport
+        # grows with it), so compare with the device's width, not with window.innerWidth.
+        width = phone.page.evaluate("() => document.documentElement.scrollWidth")
+        if width > PHONE["width"] + 1:
+            wide = phone.page.evaluate(
+                """(limit) => {
+                    const clipped = e => {
+                        for (let a = e.parentElement; a; a = a.parentElement)
+                            if (getComputedStyle(a).overflowX !== 'visible') return true;
+                        return false;
+                    };
+                    return Array.from(document.querySelectorAll('main *'))
+                        .filter(e => e.getBoundingClientRect().right > limit + 1 && !clipped(e))
+                        .slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.textContent.slice(0, 60)}`);
+                }""",
+                PHONE["width"],
+            )
+            problems.append(f"on a {PHONE['width']} px phone the page is {width} px wide, e.g. {wide}")
+        phone.page.screenshot(path=str(SCREENSHOTS / f"{page.replace('/', '_')}-phone.png"), full_page=True)
+        for v in (visit, phone):
+            if v.external:
+                problems.append(f"loaded from outside the book: {sorted(set(v.external))[:5]}")
+            if v.failed:
+                problems.append(f"failed requests: {v.failed[:5]}")
+            if v.console_errors:
+                problems.append(f"console errors: {v.console_errors[:5]}")
+    finally:
+        phone.close()
+
+    assert not problems, f"{page}:\n  " + "\n  ".join(dict.fromkeys(problems))
+
+
+def test_index_redirects_to_the_first_page(browser, base_url):
+    visit = Visit(browser, base_url, DESKTOP)
+    try:
+        visit.page.goto(base_url, wait_until="load")
+        visit.page.wait_for_url(f"**/{PAGES[0]}.html")
+        assert not visit.external and not visit.failed and not visit.console_errors
+    finally:
+        visit.close()
+
+
+def test_next_links_walk_the_book_in_toc_order(browser, base_url):
+    """Click 'next' from the first page to the last, as a reader would, then 'previous' back."""
+    visit = Visit(browser, base_url, DESKTOP).goto(f"{PAGES[0]}.html")
+    p = visit.page
+    try:
+        seen = [page_url_to_doc(p.url, base_url)]
+        while p.locator(".prev-next-area a.right-next").count() and len(seen) <= len(PAGES):
+            p.locator(".prev-next-area a.right-next").first.click()
+            p.wait_for_load_state("load")
+            seen.append(page_url_to_doc(p.url, base_url))
+        assert seen == PAGES
+        back = [seen[-1]]
+        while p.locator(".prev-next-area a.left-prev").count() and len(back) <= len(PAGES):
+            p.locator(".prev-next-area a.left-prev").first.click()
+            p.wait_for_load_state("load")
+            back.append(page_url_to_doc(p.url, base_url))
+        assert back == PAGES[::-1]
+    finally:
+        visit.close()
+
+
+def test_search_finds_a_word_of_a_chapter(browser, base_url):
+    assert SEARCH_PAGE in PAGES
+    assert SEARCH_WORD in source_text(SEARCH_PAGE).lower(), f"pick another search word: {SEARCH_WORD!r} is no longer in {SEARCH_PAGE}"
+    visit = Visit(browser, base_url, DESKTOP).goto(f"search.html?q={SEARCH_WORD}")
+    p = visit.page
+    try:
+        p.wait_for_function("() => /found \\d+ page|did not match any/i.test(document.querySelector('#search-results')?.innerText || '')", timeout=30_000)
+        hits = [page_url_to_doc(urljoin(p.url, a.get_attribute("href")), base_url).split("#")[0]
+                for a in p.locator("#search-results ul.search li a").all()]
+        assert SEARCH_PAGE in hits, f"search for {SEARCH_WORD!r} listed {hits}"
+        p.screenshot(path=str(SCREENSHOTS / "search-1280.png"))
+        assert not visit.external and not visit.failed and not visit.console_errors, (visit.external, visit.failed, visit.console_errors)
+    finally:
+        visit.close()
