@@ -107,14 +107,15 @@ def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, di
     return table
 
 
-def explore(lr_baseline: float, lr_stiefel: float, epochs: int = 200, seed: int = 0) -> dict[str, list[dict]]:
-    """Both arms on a problem small enough for a widget (seconds): histories by arm."""
-    base = GrokkingConfig(p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=epochs, log_every=10, seeds=(seed,), cpu_threads=1)
+EXPLORE = GrokkingConfig(p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=200, log_every=10, seeds=(0,), cpu_threads=1)
+
+
+def explore(lr_baseline: float, lr_stiefel: float, epochs: int = 200, seed: int = 0, *, arms: tuple[str, str] = ("baseline", "stiefel")) -> dict[str, list[dict]]:
+    """Two arms (default the baseline and the Stiefel rule; any of the ablation's) on a problem
+    small enough for a widget (seconds), at their own learning rates: histories by arm."""
+    base = dataclasses.replace(EXPLORE, epochs=epochs, seeds=(seed,))
     cpu = torch.device("cpu")
-    return {
-        "baseline": run(dataclasses.replace(base, lr=lr_baseline), "baseline", seed, cpu, progress=False)["history"],
-        "stiefel": run(dataclasses.replace(base, lr=lr_stiefel), "stiefel", seed, cpu, progress=False)["history"],
-    }
+    return {arm: run(dataclasses.replace(base, lr=lr), arm, seed, cpu, progress=False)["history"] for arm, lr in zip(arms, (lr_baseline, lr_stiefel))}
 
 
 PREPRINT = {"stiefel": 0.970, "baseline": 0.611, "epoch": 20_000}  # the preprint's single run, as its abstract reports

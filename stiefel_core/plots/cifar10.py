@@ -13,8 +13,10 @@ from . import COLORS, figsize, style
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
 
-ARM_COLORS = {"baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"]}
-ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames"}
+ARM_COLORS = {"baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"],
+              "no_projector": COLORS["normal"], "per_entry": COLORS["highlight"], "no_trust_region": "#56B4E9"}  # the last: Okabe-Ito sky blue
+ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames",
+              "no_projector": "no projector", "per_entry": "per-entry v", "no_trust_region": "no trust region"}
 
 
 def draw_curves(ax: Axes, runs: dict, arms=cifar10.ARMS, metric: str = "test_acc") -> None:
@@ -71,18 +73,18 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
     return fig
 
 
-def arms_figure(results: dict, title: str = "") -> Figure:
-    """Final test accuracy of every arm, one line per start across the arms."""
-    starts = cifar10.finished_starts(results, cifar10.ARMS)
+def arms_figure(results: dict, title: str = "", arms=cifar10.ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
+    """Final ``metric`` of every arm, one line per start across the arms."""
+    starts = cifar10.finished_starts(results, arms)
     with style():
-        fig, ax = plt.subplots(figsize=(6.0, 3.4))
+        fig, ax = plt.subplots(figsize=(1.0 + 1.25 * len(arms), 3.4))
         for s in starts:
-            ax.plot(range(len(cifar10.ARMS)), [100 * results["runs"][f"{arm}/{s}"]["final"]["test_acc"] for arm in cifar10.ARMS],
+            ax.plot(range(len(arms)), [100 * results["runs"][f"{arm}/{s}"]["final"][metric] for arm in arms],
                     "-", color=COLORS["reference"], lw=0.8, alpha=0.5)
-        for i, arm in enumerate(cifar10.ARMS):
-            ax.scatter([i] * len(starts), [100 * results["runs"][f"{arm}/{s}"]["final"]["test_acc"] for s in starts], color=ARM_COLORS[arm], zorder=3)
-        ax.set_xticks(range(len(cifar10.ARMS)), [ARM_LABELS[a] for a in cifar10.ARMS], fontsize=8)
-        ax.set_ylabel("test accuracy (%)")
+        for i, arm in enumerate(arms):
+            ax.scatter([i] * len(starts), [100 * results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts], color=ARM_COLORS[arm], zorder=3)
+        ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=8)
+        ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)
     return fig
