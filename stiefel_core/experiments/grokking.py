@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -153,3 +154,61 @@ def largest_spike(history: list[dict], key: str = "train_loss") -> int:
         if jump > best:
             best, at = jump, now["epoch"]
     return at
+
+
+def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float = 10.0) -> dict:
+    """What one run's log says about grokking and collapse: the first epoch at which validation
+    accuracy reaches ``threshold`` (``None`` if never), the number of logged training-loss spikes
+    (a record at least ``spike_factor`` times the one before), and over the last quarter of
+    training the lowest validation accuracy and the share of records at or above ``threshold``."""
+    last = [r for r in history if r["epoch"] >= 0.75 * history[-1]["epoch"]]
+    return {
+        "grokked_at": next((r["epoch"] for r in history if r["val_acc"] >= threshold), None),
+        "spikes": sum(b["train_loss"] >= spike_factor * a["train_loss"] for a, b in zip(history, history[1:])),
+        "final_val_acc": history[-1]["val_acc"],
+        "last_quarter_min": min(r["val_acc"] for r in last),
+        "last_quarter_held": sum(r["val_acc"] >= threshold for r in last) / len(last),
+    }
+
+
+def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
+    """``(question, preprint, we measure, verdict)`` by fixed rules over the seeds that both arms
+    finished: an arm ends higher when the 95 % interval of the paired difference at ``epoch``
+    excludes zero; grokking is "earlier" likewise on the paired first epochs at 90 %."""
+    from ..stats import mean_and_spread, paired_comparison
+
+    table = endpoint_accuracies(results, epoch) if results else {}
+    seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
+    if len(seeds) < 2:
+        return [("accuracy at epoch 20,000", "Stiefel 97.0%, baseline 61.1% (one run)", f"{len(seeds)} paired seed(s) finished", "not measured")]
+    rows = []
+    s, b = ([100 * table[arm][k] for k in seeds] for arm in ("stiefel", "baseline"))
+    c = paired_comparison(s, b)
+    ours = (f"Stiefel {mean_and_spread(s).mean:.1f}%, baseline {mean_and_spread(b).mean:.1f}% (n = {c.n}); "
+            f"difference {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}]")
+    if c.ci_low > 0:
+        verdict = "reproduced: Stiefel ends higher"
+    elif c.ci_high < 0:
+        verdict = "not reproduced: the baseline ends higher"
+    elif min(s + b) >= 90:
+        verdict = "not reproduced: both arms generalise in every seed, no difference"
+    else:
+        verdict = "not reproduced: no significant difference"
+    rows.append(("accuracy at epoch 20,000", "Stiefel 97.0%, baseline 61.1% (one run)", ours, verdict))
+    summaries = {arm: [run_summary(results["runs"][f"{arm}/{k}"]["history"]) for k in seeds] for arm in ("stiefel", "baseline")}
+    held = {arm: min(x["last_quarter_min"] for x in summaries[arm]) * 100 for arm in summaries}
+    rows.append(("the endpoint is unstable", "unstable (the preprint's caution)",
+                 f"lowest validation accuracy over the last 5,000 epochs, any seed: Stiefel {held['stiefel']:.1f}%, baseline {held['baseline']:.1f}%",
+                 "stable in our runs" if min(held.values()) >= 90 else "unstable in our runs"))
+    spikes = {arm: [x["spikes"] for x in summaries[arm]] for arm in summaries}
+    rows.append(("collapse cycles (training-loss spikes of 10x or more)", "drive the baseline's instability",
+                 f"Stiefel {np.mean(spikes['stiefel']):.1f}, baseline {np.mean(spikes['baseline']):.1f} a run",
+                 "both arms cycle" if min(map(min, spikes.values())) > 0 else "only one arm cycles" if max(map(min, spikes.values())) > 0 else "no cycles"))
+    grok = {arm: [x["grokked_at"] for x in summaries[arm]] for arm in summaries}
+    if all(v is not None for v in grok["stiefel"] + grok["baseline"]):
+        g = paired_comparison(grok["baseline"], grok["stiefel"])
+        rows.append(("epoch at which validation accuracy first reaches 90%", "(not reported)",
+                     f"Stiefel {np.mean(grok['stiefel']):,.0f}, baseline {np.mean(grok['baseline']):,.0f}; baseline − Stiefel "
+                     f"{g.mean_difference:+,.0f}, 95% CI [{g.ci_low:+,.0f}, {g.ci_high:+,.0f}]",
+                     "Stiefel groks earlier" if g.ci_low > 0 else "the baseline groks earlier" if g.ci_high < 0 else "no significant difference"))
+    return rows
