@@ -43,4 +43,5 @@ def draw_variant(ax: Axes, histories: dict[str, list[dict]]) -> None:
         ax.plot(epochs, [r["train_acc"] for r in history], color=ARM_COLORS[arm], ls="--", alpha=0.6)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("epoch")
-    ax.set_ylabel("accuracy")
+    ax.set_ylabel("accuracy (solid: validation, dashed: train)", fontsize=8)
+    ax.legend(loc="lower right", fontsize=8)

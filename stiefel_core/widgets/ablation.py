@@ -20,7 +20,6 @@ def compare_variant(variant: str, lr: float):
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_variant(ax, histories)
-        ax.legend(loc="lower right")
     text = "final validation accuracy: " + ", ".join(f"{arm} {h[-1]['val_acc']:.2f}" for arm, h in histories.items())
     return fig, text
 
