@@ -66,6 +66,7 @@ test: $(STAMP) $(NODE_STAMP)
 	$(BUILD_BOOK) --all
 	tools/ensure_chromium.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests -m browser
+	$(PY) -m pytest -q -p no:cacheprovider tests -m lab
 
 lab: $(STAMP)
 	$(INLINE) $(PY) -m jupyterlab $(LAB_ARGS)
