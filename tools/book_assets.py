@@ -17,6 +17,9 @@ sphinx-thebe (which Jupyter Book always loads) registers its inline configuratio
 (`const THEBE_JS_URL = ...`) with the application and the builder alike, once with the filename
 None and once with '', so every page carried it twice, and the second copy threw "Identifier 'THEBE_JS_URL' has already been declared".
 Pages now list each script once.
+
+Without ipywidgets JavaScript (`nb_ipywidgets_js: {}` in _config.yml) nothing reads the widget
+state that myst-nb embeds in each page with widgets (40-100 kB of JSON a page): it is left out.
 """
 
 from __future__ import annotations
@@ -57,13 +60,19 @@ def copy(app: Sphinx, exception: Exception | None) -> None:
     shutil.copy2(source.parent / "LICENSE", target / "LICENSE")
 
 
-def unique_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def tidy_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     scripts = context.get("script_files")
     if not scripts:
         return
+    widgets_rendered = bool(getattr(app.config, "nb_ipywidgets_js", None))
     seen, unique = set(), []
     for script in scripts:
         attributes = getattr(script, "attributes", {})
+        if attributes.get("type") == WIDGET_STATE and not widgets_rendered:
+            continue
         # A script registered with filename None comes back as '' from the registry: one script.
         key = (str(getattr(script, "filename", script) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
         if key not in seen:
@@ -74,6 +83,6 @@ def unique_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check)
-    app.connect("html-page-context", unique_scripts)
+    app.connect("html-page-context", tidy_scripts)
     app.connect("build-finished", copy)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,7 +8,8 @@ Also checked: the server writes a notebook's text twin when a notebook is saved 
 jupytext.toml), and the kernel is the project's Python.
 
 The kernels run with STIEFEL_PROFILE=ci TQDM_DISABLE=1 PYTHONHASHSEED=0 and the inline
-matplotlib backend, as nbval runs the chapters. Minutes of CPU: `make test` runs it last,
+matplotlib backend, as nbval runs the chapters, and with one thread each: two chapters run at
+once (LAB_TEST_KERNELS), one kernel a core. Minutes of CPU: `make test` runs it last,
 `.venv/bin/python -m pytest -m lab tests/lab` alone.
 """
 
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,9 @@ KERNEL_ENV = {
     "TQDM_DISABLE": "1",
     "PYTHONHASHSEED": "0",
     "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    "OMP_NUM_THREADS": "1",  # one thread a kernel, and KERNELS kernels at once
 }
+KERNELS = int(os.environ.get("LAB_TEST_KERNELS", "2"))  # chapters run at the same time
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -85,8 +89,7 @@ class Lab:
     def __init__(self, tmp: Path):
         self.port, self.token = free_port(), uuid.uuid4().hex
         self.url = f"http://127.0.0.1:{self.port}"
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = f"token {self.token}"
+        self.headers = {"Authorization": f"token {self.token}"}  # no shared Session: kernels run in threads
         env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
         env.update(KERNEL_ENV)
         # The server's own files in a temporary folder, away from the user's settings and kernels.
@@ -106,7 +109,7 @@ class Lab:
             if self.process.poll() is not None:
                 raise RuntimeError(f"`make lab` exited with {self.process.returncode}:\n{self.log_path.read_text()[-3000:]}")
             try:
-                if self.http.get(f"{self.url}/api/status", timeout=5).ok:
+                if requests.get(f"{self.url}/api/status", headers=self.headers, timeout=5).ok:
                     break
             except requests.ConnectionError:
                 pass
@@ -115,7 +118,7 @@ class Lab:
             time.sleep(0.5)
 
     def api(self, method: str, path: str, **kwargs):
-        response = self.http.request(method, f"{self.url}/api/{path}", timeout=120, **kwargs)
+        response = requests.request(method, f"{self.url}/api/{path}", headers=self.headers, timeout=120, **kwargs)
         assert response.ok, f"{method} /api/{path}: HTTP {response.status_code} {response.text[:500]}"
         return response.json() if response.content else None
 
@@ -258,7 +261,7 @@ def lab(tmp_path_factory):
 
 
 def test_lab_serves_jupyterlab_with_the_project_python(lab):
-    page = lab.http.get(f"{lab.url}/lab", timeout=60)
+    page = requests.get(f"{lab.url}/lab", headers=lab.headers, timeout=60)
     assert page.ok and "JupyterLab" in page.text, page.status_code
     kernel = Kernel(lab, "book/intro.ipynb")
     try:
@@ -299,8 +302,8 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
             path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_and_its_widgets_respond(lab, chapter):
+def run_chapter(lab: Lab, chapter: str) -> None:
+    """Run one chapter in its own kernel and move every control of its widgets; raise on a failure."""
     model = lab.api("GET", f"contents/{chapter}.ipynb")  # through jupytext's contents manager
     cells = [c for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
     assert cells, f"{chapter} has no code cells"
@@ -313,7 +316,7 @@ def test_chapter_runs_and_its_widgets_respond(lab, chapter):
             errors = [o for o in outputs if o["output_type"] == "error"]
             if reply["status"] != "ok" or errors:
                 trace = ANSI.sub("", "\n".join("\n".join(e.get("traceback", [])) or e.get("evalue", "") for e in errors or [reply]))
-                pytest.fail(f"{chapter}, code cell {number} failed in the lab's kernel:\n{cell['source'][:400]}\n---\n{trace[-3000:]}")
+                raise AssertionError(f"{chapter}, code cell {number} failed in the lab's kernel:\n{cell['source'][:400]}\n---\n{trace[-3000:]}")
             views += [o["data"][WIDGET_VIEW]["model_id"] for o in outputs if WIDGET_VIEW in o.get("data", {})]
         cpu = "import json as _j, resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_j.dumps(_u.ru_utime + _u.ru_stime))"
         TIMINGS[chapter] = {"cells_wall_s": round(time.monotonic() - started, 1), "cells_kernel_cpu_s": round(kernel.evaluate(cpu), 1)}
@@ -350,3 +353,17 @@ def test_chapter_runs_and_its_widgets_respond(lab, chapter):
         TIMINGS[chapter]["total_wall_s"] = round(time.monotonic() - started, 1)
     finally:
         kernel.close()
+
+
+@pytest.fixture(scope="module")
+def chapter_failures(lab) -> dict[str, BaseException | None]:
+    """Every chapter run, KERNELS at a time (the longest, late in the book, first)."""
+    with ThreadPoolExecutor(max_workers=KERNELS) as pool:
+        futures = {chapter: pool.submit(run_chapter, lab, chapter) for chapter in reversed(CHAPTERS)}
+        return {chapter: future.exception() for chapter, future in futures.items()}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_runs_and_its_widgets_respond(chapter_failures, chapter):
+    if chapter_failures[chapter] is not None:
+        raise chapter_failures[chapter]
