@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-import yaml
+from toc import toc_pages  # tests/toc.py (tests/ is on sys.path through its conftest)
 
 pytestmark = pytest.mark.browser
 
@@ -45,25 +45,6 @@ AXE_EXCLUDED: dict[str, str] = {}
 
 # A word the search must find, and a page it must list (both checked against the source below).
 SEARCH_WORD, SEARCH_PAGE = "retraction", "book/primer"
-
-
-def toc_pages() -> list[str]:
-    """Every document of _toc.yml in reading order, as paths without suffix (book/intro, ...)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections"))
-            for part in entry.get("parts", []) if isinstance(entry, dict) else []:
-                walk(part.get("chapters"))
-
-    walk(toc.get("chapters"))
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return pages
 
 
 PAGES = toc_pages()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import requests
 import websocket
-import yaml
+from toc import toc_pages  # tests/toc.py (tests/ is on sys.path through its conftest)
 
 pytestmark = pytest.mark.lab
 
@@ -53,19 +53,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def toc_chapters() -> list[str]:
     """The notebooks of _toc.yml in reading order (book/NAME, for each book/NAME.ipynb)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-
-    walk(toc.get("chapters"))
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return [f for f in files if (ROOT / f"{f}.ipynb").exists()]
+    return [f for f in toc_pages() if (ROOT / f"{f}.ipynb").exists()]
 
 
 CHAPTERS = toc_chapters()
