@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from .experiments.results import PACKAGE_ROOT, load_results
+from .tables import markdown_table
 
 __all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table", "write_readme"]
 
@@ -137,9 +138,8 @@ class ClaimsTable:
         return f"[{name}]({self.link(chapter)})"
 
     def _repr_markdown_(self) -> str:
-        lines = ["| Claim | The preprint reports | We measure | Chapter |", "| --- | --- | --- | --- |"]
-        lines += [f"| {c} | {p} | {m} | {self._chapter(ch)} |" for c, p, m, ch in self.rows]
-        return "\n".join(lines)
+        return markdown_table(["Claim", "The preprint reports", "We measure", "Chapter"],
+                              [(c, p, m, self._chapter(ch)) for c, p, m, ch in self.rows])
 
     def __repr__(self) -> str:
         return "\n".join(f"{c}\n    preprint: {p}\n    we measure: {m}" for c, p, m, _ in self.rows)

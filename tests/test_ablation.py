@@ -111,3 +111,16 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
             opt.step()
             opt.zero_grad()
         assert orthonormality_error(model.attn.W_Q.detach().double()).max() < 1e-5, arm
+
+
+def test_no_verdict_from_fewer_than_three_starts():
+    """Two equal differences give a zero-width interval; the table must not call that significant."""
+    two = {"arm": "fixed_step", "removes": "scale-free step", "accuracy": None,
+           "full_minus_arm": paired_comparison([50.2, 50.4], [50.0, 50.2])}
+    assert two["full_minus_arm"].ci_low > 0  # what a verdict from n = 2 would have read
+    assert ablation.verdicts([two])[0][2] == "too few starts for a verdict (n = 2 < 3)"
+    three = {**two, "full_minus_arm": paired_comparison([50.2, 50.4, 50.3], [50.0, 50.2, 50.0])}
+    assert ablation.verdicts([three])[0][2] == "removing it costs accuracy"
+    table = ablation.table([two, three])
+    assert [row[-1] for row in table.rows] == ["too few starts for a verdict (n = 2 < 3)", "removing it costs accuracy"]
+    assert table.rows[1][3:6] == ["+0.23", f"[{three['full_minus_arm'].ci_low:+.2f}, {three['full_minus_arm'].ci_high:+.2f}]", "3/3"]

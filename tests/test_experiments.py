@@ -77,6 +77,36 @@ def test_results_are_written_per_run_and_a_rerun_skips_finished_runs(isolated, m
         run_experiment("grokking", "ci", config=dataclasses.replace(config, lr=0.5), progress=False)
 
 
+def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monkeypatch):
+    """A sweep outlives commits: its runs record the commit the process imported, not HEAD at
+    the time; a resumed run records the epoch it resumed from (its wall time is that segment's)."""
+    from stiefel_core.experiments import results as results_module
+
+    imported = results_module.code_commit()
+    monkeypatch.setattr(results_module, "git_commit", lambda: "a-later-commit")
+    config = get_config("grokking", "ci", **{**TINY, "seeds": (0,)})
+    checkpoint = isolated / "checkpoints" / "grokking-ci" / "stiefel-0.pt"
+    original_fit = grokking.fit
+
+    def stop_after_first_checkpoint(*args, **kwargs):
+        step = args[2]
+
+        def failing_step(epoch, logging):
+            if epoch == 15:
+                raise KeyboardInterrupt
+            return step(epoch, logging)
+        return original_fit(args[0], args[1], failing_step, *args[3:], **kwargs)
+
+    monkeypatch.setattr(grokking, "fit", stop_after_first_checkpoint)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)
+    assert checkpoint.exists()
+    monkeypatch.setattr(grokking, "fit", original_fit)
+    run = run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)["runs"]["stiefel/0"]
+    assert run["provenance"]["git_commit"] == imported != "a-later-commit"
+    assert run["provenance"]["resumed_from_epoch"] == 10
+
+
 def test_unknown_names_are_refused_clearly(isolated, monkeypatch):
     with pytest.raises(ValueError, match="unknown experiment"):
         run_experiment("nope", "ci")

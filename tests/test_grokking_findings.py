@@ -43,3 +43,18 @@ def test_findings_follow_their_rules():
     assert rows["accuracy at epoch 20,000"] == "reproduced: Stiefel ends higher"
     assert rows["the endpoint is unstable"] == "unstable: 3 run(s) fell below 50% after grokking"
     assert rows["collapse cycles (training-loss spikes of 10x or more)"] == "no cycles"
+
+
+def test_a_run_that_never_groks_is_counted_not_dropped():
+    runs = {f"stiefel/{s}": history(4000) for s in range(3)}
+    runs |= {"baseline/0": history(7000), "baseline/1": history(10**9, final=0.05), "baseline/2": history(3000)}
+    rows = {question: (ours, verdict) for question, _, ours, verdict in grokking.findings(results(runs))}
+    ours, verdict = rows["epoch at which validation accuracy first reaches 90%"]
+    assert verdict == "no interval: a run that never groks has no epoch to average"
+    assert ours == "baseline never reached 90% in seed(s) 1; Stiefel first in 2 of 3 seeds, the baseline in 1"
+
+
+def test_runs_table_has_a_row_per_run():
+    table = grokking.runs_table(results({"baseline/0": history(10**9, final=0.05), "stiefel/0": history(4000, spikes_at=(6000,))}))
+    assert [row[:4] for row in table.rows] == [["baseline/0", "never", "-", 0], ["stiefel/0", "4,000", "100.0", 1]]
+    assert len(grokking.runs_table(None)) == 0

@@ -26,9 +26,11 @@ import torch
 from ..train import pick_device
 from . import ablation, cifar10, grokking
 from .variants import ABLATION_ARMS
-from .results import PACKAGE_ROOT, git_commit, load_results, provenance, results_path, write_results
+from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
+
+code_commit()  # the commit of the code this process imported, for every run's provenance
 
 PROFILES = ("ci", "full")
 
@@ -98,6 +100,11 @@ def json_safe(value):
     return value
 
 
+def _checkpoint_epoch(path: Path) -> int:
+    """The epoch a run will resume from (0 without a checkpoint)."""
+    return int(torch.load(path, weights_only=True, map_location="cpu")["epoch"]) if path.exists() else 0
+
+
 def run_experiment(
     name: str,
     profile: str | None = None,
@@ -140,9 +147,10 @@ def run_experiment(
             done = load_results(name, profile, directory)
             if done is not None and key in done["runs"]:
                 continue
-            start, commit = time.perf_counter(), git_commit()
-            outcome = experiment.run(config, arm, seed, dev, checkpoints / f"{arm}-{seed}.pt", progress)
-            outcome["provenance"] = provenance(dev, time.perf_counter() - start, commit)
+            checkpoint = checkpoints / f"{arm}-{seed}.pt"
+            resumed, start = _checkpoint_epoch(checkpoint), time.perf_counter()
+            outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
+            outcome["provenance"] = provenance(dev, time.perf_counter() - start, resumed_from_epoch=resumed)
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 results["runs"][key] = outcome

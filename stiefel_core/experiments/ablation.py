@@ -22,13 +22,14 @@ from dataclasses import replace
 import numpy as np
 
 from ..stats import mean_and_spread, paired_comparison
+from ..tables import Table
 from . import cifar10, grokking
 from .results import load_results
 from .variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 
 __all__ = [
     "CIFAR10_PROFILES", "GROKKING_PROFILES", "run_cifar10", "run_grokking", "merged_results",
-    "ablation_rows", "shares", "verdicts", "claim", "PREPRINT",
+    "ablation_rows", "shares", "verdicts", "table", "claim", "PREPRINT", "MIN_STARTS_FOR_VERDICT",
 ]
 
 CIFAR10_PROFILES = {
@@ -40,6 +41,7 @@ GROKKING_PROFILES = {
     "ci": replace(grokking.PROFILES["ci"], epochs=600, seeds=(0,)),
 }
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
+MIN_STARTS_FOR_VERDICT = 3
 PREPRINT = "the scale-free step carries the whole gain; nothing measurable from the projector or equivariance"
 
 
@@ -124,7 +126,9 @@ def shares(rows: list[dict]) -> dict[str, float] | None:
 
 def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
     """``(component, we measure, verdict)``: a component carries a measurable part of the result
-    when removing it changes accuracy with a 95 % interval that excludes zero."""
+    when removing it changes accuracy with a 95 % interval that excludes zero. No verdict from
+    fewer than ``MIN_STARTS_FOR_VERDICT`` starts: two equal differences give a t interval of
+    zero width, which would read as significant."""
     out = []
     for r in rows:
         c = r["full_minus_arm"]
@@ -132,7 +136,9 @@ def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
             out.append((r["removes"], "fewer than 2 finished starts", "not measured"))
             continue
         measured = f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n} wins"
-        if c.ci_low > 0:
+        if c.n < MIN_STARTS_FOR_VERDICT:
+            verdict = f"too few starts for a verdict (n = {c.n} < {MIN_STARTS_FOR_VERDICT})"
+        elif c.ci_low > 0:
             verdict = "removing it costs accuracy"
         elif c.ci_high < 0:
             verdict = "removing it helps"
@@ -140,6 +146,17 @@ def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
             verdict = "no measurable effect"
         out.append((r["removes"], measured, verdict))
     return out
+
+
+def table(rows: list[dict], unit: str = "test accuracy") -> Table:
+    """The rows of :func:`ablation_rows` with their verdicts, one line per arm."""
+    out = []
+    for r, (component, _, verdict) in zip(rows, verdicts(rows)):
+        c, acc = r["full_minus_arm"], r["accuracy"]
+        out.append([r["arm"], component, f"{acc.mean:.2f} ± {acc.std:.2f}" if acc else "-",
+                    f"{c.mean_difference:+.2f}" if c else "-", f"[{c.ci_low:+.2f}, {c.ci_high:+.2f}]" if c else "-",
+                    f"{c.wins}/{c.n}" if c else "-", verdict])
+    return Table(["arm", "removes", f"{unit} (%)", "full − arm (pp)", "95% CI", "wins", "verdict"], out, "llrrrrl")
 
 
 def claim(results: dict) -> str:

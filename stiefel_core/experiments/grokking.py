@@ -15,6 +15,7 @@ from ..data import modular_data
 from ..models import ModularTransformer
 from ..optim import configure_optimizer
 from ..train import fit, threads
+from ..tables import Table
 from .metrics import frame_geometry, weight_norms
 from .variants import ABLATION_ARMS, frame_options
 
@@ -174,6 +175,20 @@ def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float
     }
 
 
+def runs_table(results: dict | None) -> Table:
+    """One row per run of a results file: :func:`run_summary` of its log, in percent."""
+    rows = []
+    for key, run in sorted((results or {}).get("runs", {}).items()):
+        x = run_summary(run["history"])
+        rows.append([key, f"{x['grokked_at']:,}" if x["grokked_at"] is not None else "never",
+                     f"{100 * x['after_grokking_min']:.1f}" if x["after_grokking_min"] is not None else "-",
+                     x["spikes"], f"{100 * x['final_val_acc']:.1f}", f"{100 * x['last_quarter_min']:.1f}",
+                     f"{100 * x['last_quarter_held']:.0f}"])
+    headers = ["run", "90 % at epoch", "lowest after (%)", "loss spikes", "final val. acc. (%)",
+               "lowest, last quarter (%)", "last quarter ≥ 90 % (% of records)"]
+    return Table(headers, rows, "lrrrrrr")
+
+
 def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
     """``(question, preprint, we measure, verdict)`` by fixed rules over the seeds that both arms
     finished: an arm ends higher when the 95 % interval of the paired difference at ``epoch``
@@ -210,10 +225,20 @@ def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, 
                  f"Stiefel {np.mean(spikes['stiefel']):.1f}, baseline {np.mean(spikes['baseline']):.1f} a run",
                  "both arms cycle" if min(map(min, spikes.values())) > 0 else "only one arm cycles" if max(map(min, spikes.values())) > 0 else "no cycles"))
     grok = {arm: [x["grokked_at"] for x in summaries[arm]] for arm in summaries}
+    question = "epoch at which validation accuracy first reaches 90%"
     if all(v is not None for v in grok["stiefel"] + grok["baseline"]):
         g = paired_comparison(grok["baseline"], grok["stiefel"])
-        rows.append(("epoch at which validation accuracy first reaches 90%", "(not reported)",
+        rows.append((question, "(not reported)",
                      f"Stiefel {np.mean(grok['stiefel']):,.0f}, baseline {np.mean(grok['baseline']):,.0f}; baseline − Stiefel "
                      f"{g.mean_difference:+,.0f}, 95% CI [{g.ci_low:+,.0f}, {g.ci_high:+,.0f}]",
                      "Stiefel groks earlier" if g.ci_low > 0 else "the baseline groks earlier" if g.ci_high < 0 else "no significant difference"))
+    else:  # a run that never groks has no epoch: count, per seed, which arm got there first
+        never = {arm: [k for k, v in zip(seeds, grok[arm]) if v is None] for arm in grok}
+        inf = float("inf")
+        first = {arm: [inf if v is None else v for v in grok[arm]] for arm in grok}
+        earlier = sum(s_ < b_ for s_, b_ in zip(first["stiefel"], first["baseline"]))
+        later = sum(s_ > b_ for s_, b_ in zip(first["stiefel"], first["baseline"]))
+        ours = "; ".join(f"{arm} never reached 90% in seed(s) {', '.join(map(str, v))}" for arm, v in never.items() if v)
+        rows.append((question, "(not reported)", f"{ours}; Stiefel first in {earlier} of {len(seeds)} seeds, the baseline in {later}",
+                     "no interval: a run that never groks has no epoch to average"))
     return rows

@@ -4,6 +4,7 @@ every finished run so that an interrupted sweep loses nothing and a rerun resume
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit"]
+__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit", "code_commit"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,17 +61,26 @@ def git_commit() -> str:
         return "unknown"
 
 
-def provenance(device: torch.device, wall_seconds: float, commit: str | None = None) -> dict:
+@functools.cache
+def code_commit() -> str:
+    """:func:`git_commit` as it was when this process first asked, which the experiments package
+    does on import: the code a process runs is the code it imported, however the checkout
+    moves on while a long sweep trains."""
+    return git_commit()
+
+
+def provenance(device: torch.device, wall_seconds: float, commit: str | None = None, resumed_from_epoch: int = 0) -> dict:
     """Where and how a run was made: commit, versions, device, date, wall time. ``commit``
-    is the commit the run started from (read when the run began: the checkout may move on
-    while a long run trains); ``None`` reads it now."""
+    is the commit of the code that ran (``None``: :func:`code_commit`). A run resumed from a
+    checkpoint records the epoch it resumed from; its wall time is that of the last segment."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {
-        "git_commit": commit or git_commit(),
+        "git_commit": commit or code_commit(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "device": f"{device.type}: {name}",
         "threads": torch.get_num_threads(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": round(wall_seconds, 1),
+        "resumed_from_epoch": resumed_from_epoch,
     }
