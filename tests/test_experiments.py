@@ -107,6 +107,15 @@ def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monke
     assert run["provenance"]["resumed_from_epoch"] == 10
 
 
+def test_a_profile_may_ask_for_more_seeds_without_mixing_configurations(isolated):
+    config = get_config("grokking", "ci", **{**TINY, "seeds": (0,)})
+    run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)
+    grown = run_experiment("grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1)), arms=["stiefel"], progress=False)
+    assert sorted(grown["runs"]) == ["stiefel/0", "stiefel/1"] and grown["config"]["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="another configuration"):
+        run_experiment("grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1, 2), epochs=40), progress=False)
+
+
 def test_unknown_names_are_refused_clearly(isolated, monkeypatch):
     with pytest.raises(ValueError, match="unknown experiment"):
         run_experiment("nope", "ci")

@@ -26,7 +26,7 @@ import torch
 from ..train import pick_device
 from . import ablation, cifar10, grokking
 from .variants import ABLATION_ARMS
-from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, write_results
+from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
 
@@ -134,7 +134,7 @@ def run_experiment(
     path = results_path(name, profile, directory)
     header = {"experiment": name, "profile": profile, "config": _as_json(config)}
     existing = load_results(name, profile, directory)
-    if existing is not None and existing.get("config") != header["config"]:
+    if existing is not None and without_seeds(existing.get("config", {})) != without_seeds(header["config"]):
         raise ValueError(
             f"{path} holds runs of another configuration; move it away (or pass another directory) "
             "before running this one, so that results of two configurations never mix."
@@ -153,6 +153,8 @@ def run_experiment(
             outcome["provenance"] = provenance(dev, time.perf_counter() - start, resumed_from_epoch=resumed)
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
+                seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))
+                results["config"] = {**header["config"], "seeds": sorted(seeds_asked)}  # a grown profile
                 results["runs"][key] = outcome
                 write_results(results, path)
     return load_results(name, profile, directory)

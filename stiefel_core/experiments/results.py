@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit", "code_commit"]
+__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit", "code_commit", "without_seeds"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +38,12 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def without_seeds(config: dict) -> dict:
+    """A configuration without its list of seeds: what every run of a file must share. The seed
+    list only says which runs a profile asks for, so it may grow without mixing configurations."""
+    return {k: v for k, v in config.items() if k != "seeds"}
 
 
 def write_results(results: dict, path: Path) -> None:
