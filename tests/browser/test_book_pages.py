@@ -3,7 +3,8 @@ Chromium, served from _build/html on localhost.
 
 Per page: nothing loaded from outside the book (it must work offline), no failed request, no
 console error or uncaught exception, no Python traceback, no serious or critical axe-core
-violation, every image decoded, MathJax typeset every formula without a TeX error, no sideways
+violation, every image decoded, an alt text that says what it shows on every figure a cell
+drew (not a file name), MathJax typeset every formula without a TeX error, no sideways
 scrolling on a phone, the previous/next links reach the neighbouring chapters in TOC order, and
 a note in place of each widget. Then the search page finds a word known to be in a chapter.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
@@ -179,6 +180,23 @@ def test_page(browser, base_url, page):
         broken = p.evaluate("() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
         if broken:
             problems.append(f"images that did not load: {broken}")
+
+        # Alt text: a figure a cell drew says what it shows. Without the cell's
+        # `mystnb: image: alt:` metadata, myst-nb writes the image's path (a hash) as its alt.
+        figures = p.evaluate(
+            """() => Array.from(document.querySelectorAll('article .cell_output img'), img => ({
+                   src: img.getAttribute('src') || '',
+                   alt: (img.getAttribute('alt') || '').trim(),
+                   code: (img.closest('.cell')?.querySelector('.cell_input pre')?.textContent || '').split('\\n'),
+               })).map(f => ({...f, cell: f.code.find(l => /\\bfig\\b/.test(l)) || f.code.find(l => l.trim() && !l.startsWith('#')) || ''}))"""
+        )
+        for number, figure in enumerate(figures, 1):
+            alt = figure["alt"]
+            if not alt or " " not in alt or re.search(r"\.(png|svg|jpe?g|gif|webp)$", alt, re.I) or alt in figure["src"]:
+                problems.append(
+                    f"figure {number} of {len(figures)} ({figure['src'].rsplit('/', 1)[-1][:16]}..., cell `{figure['cell'].strip()[:70]}`) "
+                    f"has no alt text saying what it shows (alt={alt[:100]!r}): give its cell `mystnb: image: alt:` metadata"
+                )
 
         # Widgets: the static page says where each one runs, instead of an empty output.
         views = p.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
