@@ -41,6 +41,8 @@ def test_findings_follow_their_rules():
                              **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s, dip=(17000, 0.4)) for s in range(3)}})
     rows = {question: verdict for question, _, _, verdict in grokking.findings(like_preprint)}
     assert rows["accuracy at epoch 20,000"] == "reproduced: Stiefel ends higher"
+    ours = {question: measured for question, _, measured, _ in grokking.findings(like_preprint)}
+    assert ours["accuracy at epoch 20,000"].endswith("at or above 90% in 3/3 Stiefel and 0/3 baseline seeds")
     assert rows["the endpoint is unstable"] == "unstable: 3 run(s) fell below 50% after grokking"
     assert rows["collapse cycles (training-loss spikes of 10x or more)"] == "no cycles"
 

@@ -203,7 +203,8 @@ def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, 
     s, b = ([100 * table[arm][k] for k in seeds] for arm in ("stiefel", "baseline"))
     c = paired_comparison(s, b)
     ours = (f"Stiefel {mean_and_spread(s).mean:.1f}%, baseline {mean_and_spread(b).mean:.1f}% (n = {c.n}); "
-            f"difference {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}]")
+            f"difference {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}]; "
+            f"at or above 90% in {sum(v >= 90 for v in s)}/{c.n} Stiefel and {sum(v >= 90 for v in b)}/{c.n} baseline seeds")
     if c.ci_low > 0:
         verdict = "reproduced: Stiefel ends higher"
     elif c.ci_high < 0:
