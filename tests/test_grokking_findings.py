@@ -60,3 +60,11 @@ def test_runs_table_has_a_row_per_run():
     table = grokking.runs_table(results({"baseline/0": history(10**9, final=0.05), "stiefel/0": history(4000, spikes_at=(6000,))}))
     assert [row[:4] for row in table.rows] == [["baseline/0", "never", "-", 0], ["stiefel/0", "4,000", "100.0", 1]]
     assert len(grokking.runs_table(None)) == 0
+
+
+def test_frame_table_reads_norm_range_and_final_angles():
+    def run(norms, angle):
+        return {"history": [{"norm/attn.W_Q": n, "norm/attn.W_K": n, "angle_mean/W_Q": angle, "angle_mean/W_K": 2 * angle} for n in norms]}
+    table = grokking.frame_table({"runs": {"baseline/0": run([3.0, 1.0, 2.0], 60.0), "stiefel/0": run([2.0, 2.0], 3.0), "stiefel/1": run([2.0], 5.0)}})
+    assert table.rows == [["baseline (1 seed)", "W_Q", "1.000", "3.000", "60.0", "60.0"], ["baseline (1 seed)", "W_K", "1.000", "3.000", "120.0", "120.0"],
+                          ["stiefel (2 seeds)", "W_Q", "2.000", "2.000", "4.0", "5.0"], ["stiefel (2 seeds)", "W_K", "2.000", "2.000", "8.0", "10.0"]]

@@ -189,6 +189,23 @@ def runs_table(results: dict | None) -> Table:
     return Table(headers, rows, "lrrrrrr")
 
 
+def frame_table(results: dict | None) -> Table:
+    """What happened to W_Q and W_K in each arm, over every seed of a results file: the range of
+    their Frobenius norms over the whole log, and their mean principal angle to initialisation at
+    the end (mean and largest over seeds). Proposition 5 predicts a constant norm for frames."""
+    rows = []
+    for arm in ARMS:
+        runs = [run["history"] for key, run in sorted((results or {}).get("runs", {}).items()) if key.startswith(arm + "/")]
+        if not runs:
+            continue
+        for w in ("W_Q", "W_K"):
+            norms = [r[f"norm/attn.{w}"] for h in runs for r in h]
+            angles = [h[-1][f"angle_mean/{w}"] for h in runs]
+            rows.append([f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})", w, f"{min(norms):.3f}", f"{max(norms):.3f}",
+                         f"{np.mean(angles):.1f}", f"{max(angles):.1f}"])
+    return Table(["arm", "frame", "‖W‖_F lowest", "‖W‖_F highest", "angle to init at the end (deg), mean", "largest"], rows, "llrrrr")
+
+
 def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
     """``(question, preprint, we measure, verdict)`` by fixed rules over the seeds that both arms
     finished: an arm ends higher when the 95 % interval of the paired difference at ``epoch``
