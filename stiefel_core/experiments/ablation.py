@@ -29,7 +29,7 @@ from .variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 
 __all__ = [
     "CIFAR10_PROFILES", "GROKKING_PROFILES", "run_cifar10", "run_grokking", "merged_results",
-    "ablation_rows", "shares", "verdicts", "table", "claim", "PREPRINT", "MIN_STARTS_FOR_VERDICT",
+    "ablation_rows", "shares", "share_line", "verdicts", "table", "claim", "PREPRINT", "MIN_STARTS_FOR_VERDICT",
 ]
 
 CIFAR10_PROFILES = {
@@ -118,6 +118,15 @@ def shares(rows: list[dict]) -> dict[str, float] | None:
     if gain is None or gain.ci_low <= 0:
         return None
     return {r["removes"]: r["full_minus_arm"].mean_difference / gain.mean_difference for r in rows if r["arm"] in VARIANTS}
+
+
+def share_line(rows: list[dict]) -> str:
+    """:func:`shares` in words, or why they are not defined."""
+    share = shares(rows)
+    if share is None:
+        return ("share of the gain over AdamW: not defined, the full rule does not beat AdamW here "
+                "(its interval is not above zero), so there is no gain to apportion")
+    return "share of the gain over AdamW carried by each component: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items())
 
 
 def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
