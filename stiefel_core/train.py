@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -84,13 +85,13 @@ def fit(
     of the step itself (displacements, say). ``evaluate()`` returns metrics of the model.
     Every ``log_every`` epochs (and at the end) one record ``{"epoch": ..., **metrics}`` is
     appended to the history. With ``checkpoint``, model, optimizer, scheduler, history and
-    ``extra_state`` (tensors such as a data-order generator's state, restored in place) are
-    saved every ``checkpoint_every`` epochs, and a later call resumes from the file (loaded
+    ``extra_state`` (tensors such as a data-order generator's state, restored in place) and the
+    seconds trained so far (``elapsed``, summed over resumed segments) are saved every ``checkpoint_every`` epochs, and a later call resumes from the file (loaded
     with ``weights_only=True``). The file is removed when training finishes.
     """
     if log_every < 1 or epochs < 0:
         raise ValueError(f"need epochs >= 0 and log_every >= 1, got {epochs} and {log_every}")
-    start, history = 0, []
+    start, history, elapsed_before, clock = 0, [], 0.0, time.perf_counter()
     if checkpoint is not None and Path(checkpoint).exists():
         state = torch.load(checkpoint, weights_only=True, map_location="cpu")
         model.load_state_dict(state["model"])
@@ -100,6 +101,7 @@ def fit(
         for key, tensor in (extra_state or {}).items():
             tensor.copy_(state["extra"][key])
         start, history = state["epoch"], state["history"]
+        elapsed_before = float(state.get("elapsed", 0.0))
 
     def save(epoch: int) -> None:
         save_atomically(
@@ -110,6 +112,7 @@ def fit(
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict() if scheduler is not None else None,
                 "extra": {k: v.clone() for k, v in (extra_state or {}).items()},
+                "elapsed": elapsed_before + time.perf_counter() - clock,  # seconds of training, over all segments
             },
             checkpoint,
         )

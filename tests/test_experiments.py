@@ -101,10 +101,13 @@ def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monke
     with pytest.raises(KeyboardInterrupt):
         run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)
     assert checkpoint.exists()
+    trained_before = torch.load(checkpoint, weights_only=True)["elapsed"]
+    assert trained_before > 0
     monkeypatch.setattr(grokking, "fit", original_fit)
     run = run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)["runs"]["stiefel/0"]
     assert run["provenance"]["git_commit"] == imported != "a-later-commit"
     assert run["provenance"]["resumed_from_epoch"] == 10
+    assert run["provenance"]["wall_seconds"] >= round(trained_before, 1)  # both segments, not only the last
 
 
 def test_a_profile_may_ask_for_more_seeds_without_mixing_configurations(isolated):

@@ -100,9 +100,13 @@ def json_safe(value):
     return value
 
 
-def _checkpoint_epoch(path: Path) -> int:
-    """The epoch a run will resume from (0 without a checkpoint)."""
-    return int(torch.load(path, weights_only=True, map_location="cpu")["epoch"]) if path.exists() else 0
+def _checkpoint_progress(path: Path) -> tuple[int, float]:
+    """The epoch a run will resume from and the seconds it has trained so far (0, 0 without a
+    checkpoint)."""
+    if not path.exists():
+        return 0, 0.0
+    state = torch.load(path, weights_only=True, map_location="cpu")
+    return int(state["epoch"]), float(state.get("elapsed", 0.0))
 
 
 def run_experiment(
@@ -148,9 +152,9 @@ def run_experiment(
             if done is not None and key in done["runs"]:
                 continue
             checkpoint = checkpoints / f"{arm}-{seed}.pt"
-            resumed, start = _checkpoint_epoch(checkpoint), time.perf_counter()
+            (resumed, trained), start = _checkpoint_progress(checkpoint), time.perf_counter()
             outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
-            outcome["provenance"] = provenance(dev, time.perf_counter() - start, resumed_from_epoch=resumed)
+            outcome["provenance"] = provenance(dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed)
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))

@@ -78,7 +78,8 @@ def code_commit() -> str:
 def provenance(device: torch.device, wall_seconds: float, commit: str | None = None, resumed_from_epoch: int = 0) -> dict:
     """Where and how a run was made: commit, versions, device, date, wall time. ``commit``
     is the commit of the code that ran (``None``: :func:`code_commit`). A run resumed from a
-    checkpoint records the epoch it resumed from; its wall time is that of the last segment."""
+    checkpoint records the epoch it resumed from; its wall time adds the seconds its checkpoint
+    had trained to those of the last segment (time lost after a checkpoint is not counted)."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {
         "git_commit": commit or code_commit(),
