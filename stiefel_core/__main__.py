@@ -28,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "list":
         for name, experiment in EXPERIMENTS.items():
-            print(f"{name:12s} {experiment.description}; arms {', '.join(experiment.arms)}")
+            extra = f" (on request: {', '.join(experiment.optional_arms)})" if experiment.optional_arms else ""
+            print(f"{name:12s} {experiment.description}; arms {', '.join(experiment.arms)}{extra}")
             for profile in PROFILES:
                 path = results_path(name, profile)
                 print(f"    {profile:5s} {path} {'(exists)' if path.exists() else '(not run)'}")

@@ -462,21 +462,33 @@ def configure_optimizer(
     eps: float = 1e-8,
     *,
     frame_lr: float | None = None,
+    no_decay: Iterable[str] = (),
     **stiefel_options,
 ) -> Optimizer:
     """One optimizer for a whole model: :class:`FrameParameter` s to :class:`StiefelAdam`, every
     other trainable parameter to ``AdamW`` with decoupled ``weight_decay``.
 
     ``frame_lr`` (default ``lr``) and ``stiefel_options`` (``trust_radius``, ``step_rule``, ...)
-    go to ``StiefelAdam``. Frozen parameters (``requires_grad=False``) are left out. With no
-    frames this is plain ``AdamW``; with no other parameters, plain ``StiefelAdam``.
+    go to ``StiefelAdam``. ``no_decay`` names non-frame parameters (as ``named_parameters``
+    spells them) that AdamW trains without weight decay, in a group of their own. Frozen
+    parameters (``requires_grad=False``) are left out. With no frames this is plain ``AdamW``;
+    with no other parameters, plain ``StiefelAdam``.
     """
     frames, rest = split_frames(model)
+    exempt = set(no_decay)
+    unknown = exempt - {name for name, _ in rest}
+    if unknown:
+        raise ValueError(f"configure_optimizer: no_decay names {sorted(unknown)}, which are not trainable non-frame "
+                         f"parameters of the model; choose among {[name for name, _ in rest]}")
     optimizers: list[Optimizer] = []
     if frames:
         optimizers.append(StiefelAdam(frames, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options))
     if rest:
-        optimizers.append(torch.optim.AdamW(rest, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        decayed = [(name, p) for name, p in rest if name not in exempt]
+        groups = [{"params": decayed, "weight_decay": weight_decay}] if decayed else []
+        if exempt:
+            groups.append({"params": [(name, p) for name, p in rest if name in exempt], "weight_decay": 0.0})
+        optimizers.append(torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
     if not optimizers:
         raise ValueError("configure_optimizer: the model has no trainable parameters")
     return optimizers[0] if len(optimizers) == 1 else CombinedOptimizer(*optimizers)

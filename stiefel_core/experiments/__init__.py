@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, grokking
+from . import ablation, cifar10, decay_map, grokking
 from .variants import ABLATION_ARMS
 from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
 
@@ -42,14 +42,17 @@ class Experiment:
     arms: tuple[str, ...]
     run: Callable  # (config, arm, seed, device, checkpoint, progress) -> dict
     description: str
+    optional_arms: tuple[str, ...] = ()  # run only when named (--arms): controls on an expensive task
 
 
 EXPERIMENTS = {
-    "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs"),
+    "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs",
+                           optional_arms=("frozen", "no_decay_qk")),
     "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts"),
     "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
     "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
-    "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ABLATION_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants, 5 seeds"),
+    "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),
+    "grokking_decay_map": Experiment("grokking_decay_map", decay_map.PROFILES, decay_map.ARMS, decay_map.run, "grokking at ci scale over weight decays 0-3, four arms, 10 seeds"),
 }
 
 
@@ -133,8 +136,8 @@ def run_experiment(
         world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
         seeds = list(config.seeds)[rank::world]
     for arm in arms:
-        if arm not in experiment.arms:
-            raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms}")
+        if arm not in experiment.arms + experiment.optional_arms:
+            raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms + experiment.optional_arms}")
     path = results_path(name, profile, directory)
     header = {"experiment": name, "profile": profile, "config": _as_json(config)}
     existing = load_results(name, profile, directory)

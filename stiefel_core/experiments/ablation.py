@@ -25,10 +25,10 @@ from ..stats import mean_and_spread, paired_comparison
 from ..tables import Table
 from . import cifar10, grokking
 from .results import load_results, without_seeds
-from .variants import ABLATION_ARMS, COMPONENTS, VARIANTS
+from .variants import ABLATION_ARMS, COMPONENTS, CONTROL_ARMS, VARIANTS
 
 __all__ = [
-    "CIFAR10_PROFILES", "GROKKING_PROFILES", "run_cifar10", "run_grokking", "merged_results",
+    "CIFAR10_PROFILES", "GROKKING_PROFILES", "GROKKING_ARMS", "run_cifar10", "run_grokking", "merged_results",
     "ablation_rows", "shares", "share_line", "verdicts", "table", "claim", "PREPRINT", "MIN_STARTS_FOR_VERDICT",
 ]
 
@@ -40,6 +40,7 @@ GROKKING_PROFILES = {
     "full": replace(grokking.PROFILES["ci"], seeds=tuple(range(20))),  # ~20 s a run on one core; 5 seeds left every interval wide
     "ci": replace(grokking.PROFILES["ci"], epochs=600, seeds=(0,)),
 }
+GROKKING_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)  # the mechanism's controls run on the same seeds
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
 MIN_STARTS_FOR_VERDICT = 3
 PREPRINT = "the scale-free step carries the whole gain; nothing measurable from the projector or equivariance"
@@ -53,9 +54,9 @@ def run_cifar10(config, arm, seed, device, checkpoint=None, progress=True) -> di
 
 
 def run_grokking(config, arm, seed, device, checkpoint=None, progress=True) -> dict:
-    """One run of ``grokking_ablation``: ``arm`` of :data:`ABLATION_ARMS` from seed ``seed``."""
-    if arm not in ABLATION_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking_ablation has {ABLATION_ARMS}")
+    """One run of ``grokking_ablation``: ``arm`` of :data:`GROKKING_ARMS` from seed ``seed``."""
+    if arm not in GROKKING_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; grokking_ablation has {GROKKING_ARMS}")
     return grokking.run(config, arm, seed, device, checkpoint, progress)
 
 

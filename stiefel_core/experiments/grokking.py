@@ -16,10 +16,12 @@ from ..models import ModularTransformer
 from ..optim import configure_optimizer
 from ..train import fit, threads
 from ..tables import Table
+from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, weight_norms
-from .variants import ABLATION_ARMS, frame_options
+from .variants import ABLATION_ARMS, CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 
 ARMS = ("baseline", "stiefel")
+RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,44 @@ PROFILES = {
 
 
 def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True) -> dict:
-    """Train one arm from one seed; return its history and final metrics."""
+    """Train one arm from one seed; return its history and final metrics. The arm
+    ``fixed_step_matched`` first calibrates its frame lr (:func:`matched_frame_lr`) and records
+    the calibration beside its results."""
+    if arm not in RUNNABLE_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}")
     with threads(config.cpu_threads if device.type == "cpu" else None):
-        return _run(config, arm, seed, device, checkpoint, progress)
+        if arm != "fixed_step_matched":
+            return _run(config, arm, seed, device, checkpoint, progress)
+        calibration = matched_frame_lr(config, seed, device)
+        outcome = _run(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"])
+        return {**outcome, "calibration": calibration}
 
 
-def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool) -> dict:
-    if arm not in ABLATION_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}")
+def matched_frame_lr(config: GrokkingConfig, seed: int, device: torch.device) -> dict:
+    """:func:`calibration.matched_lr` on this task: short runs from ``seed`` over the first 5 %
+    of ``config.epochs``, every step logged."""
+    short = dataclasses.replace(config, epochs=calibration_epochs(config.epochs), log_every=1)
+
+    def measure(arm: str, frame_lr: float) -> float:
+        return median_step(_run(short, arm, seed, device, None, False, frame_lr=frame_lr)["history"])
+
+    return {**matched_lr(measure, config.lr), "epochs": short.epochs}
+
+
+def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
+         frame_lr: float | None = None) -> dict:
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
-    torch.manual_seed(seed)  # the same seed gives both arms the same initial weights
+    torch.manual_seed(seed)  # the same seed gives every arm the same initial weights
     model = ModularTransformer(
-        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=arm != "baseline"
+        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not is_euclidean(arm)
     ).to(device)
-    frames = frame_options(arm, config.trust_radius) if arm != "baseline" else {}
-    opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas, **frames)
+    if arm == "frozen":
+        model.attn.W_Q.requires_grad_(False)
+        model.attn.W_K.requires_grad_(False)
+    frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
+    no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
+    opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas,
+                              frame_lr=frame_lr, no_decay=no_decay, **frames)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: model.attn.get_parameter(name).detach().clone() for name in ("W_Q", "W_K")}
 

@@ -1,10 +1,14 @@
-"""The arms of the ablation: the full Stiefel rule, and variants that each change one of its
-components with ``StiefelAdam``'s own switches (so a variant differs from the full rule in
-exactly one thing). Shared by the CIFAR-10 and the grokking experiments."""
+"""The arms of the experiments. The ablation's: the full Stiefel rule, and variants that each
+change one of its components with ``StiefelAdam``'s own switches (so a variant differs from the
+full rule in exactly one thing). The mechanism's controls: arms that decide *why* the rule wins
+where it does. Shared by the CIFAR-10 and the grokking experiments."""
 
 from __future__ import annotations
 
-__all__ = ["VARIANTS", "ABLATION_ARMS", "COMPONENTS", "frame_options"]
+__all__ = [
+    "VARIANTS", "ABLATION_ARMS", "COMPONENTS", "CONTROLS", "CONTROL_ARMS", "MECHANISM_ARMS",
+    "frame_options", "is_euclidean", "trains_frames",
+]
 
 VARIANTS: dict[str, dict] = {  # arm -> the switches it changes
     "stiefel": {},
@@ -22,9 +26,38 @@ COMPONENTS = {  # the variant that removes each component of the full rule
 }
 
 
+CONTROLS = {  # arm -> what it tests
+    # frames at their orthonormal initialisation, never updated (requires_grad=False): what
+    # training W_Q, W_K is worth at all (the headroom any rule for them can have)
+    "frozen": "frames fixed at initialisation",
+    # the AdamW baseline with weight decay 0 on W_Q, W_K only, as usual elsewhere: if it matches
+    # the Stiefel rule, the rule wins by keeping decay off W_Q, W_K, not by its geometry
+    "no_decay_qk": "AdamW, no weight decay on W_Q, W_K",
+    # the fixed step, its frame lr calibrated (calibration.matched_lr) so that its median
+    # per-step ‖ΔW‖_F over the first 5 % of training equals the scale-free rule's: whether the
+    # scale-free step wins by its size alone
+    "fixed_step_matched": "fixed step at the scale-free rule's step size",
+}
+CONTROL_ARMS = tuple(CONTROLS)
+MECHANISM_ARMS = ("baseline", "stiefel", *CONTROL_ARMS)
+EUCLIDEAN_ARMS = ("baseline", "no_decay_qk")  # plain W_Q, W_K trained by AdamW
+
+
+def is_euclidean(arm: str) -> bool:
+    """Whether ``arm`` keeps W_Q, W_K as plain (unconstrained) matrices."""
+    return arm in EUCLIDEAN_ARMS
+
+
+def trains_frames(arm: str) -> bool:
+    """Whether ``arm`` trains frames with ``StiefelAdam`` (the variants and the matched step)."""
+    return arm in VARIANTS or arm == "fixed_step_matched"
+
+
 def frame_options(arm: str, trust_radius: float | None) -> dict:
     """``StiefelAdam`` keyword arguments of a frame-training ``arm`` (``trust_radius`` is the
     experiment's radius, which ``no_trust_region`` overrides)."""
+    if arm == "fixed_step_matched":
+        return {"trust_radius": trust_radius, **VARIANTS["fixed_step"]}  # its frame lr is calibrated apart
     if arm not in VARIANTS:
         raise ValueError(f"{arm!r} trains no frames with StiefelAdam; the variants are {tuple(VARIANTS)}")
     return {"trust_radius": trust_radius, **VARIANTS[arm]}

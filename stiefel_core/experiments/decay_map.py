@@ -1,0 +1,60 @@
+"""The decay map: grokking at the ``ci`` task (p = 31, 1,500 epochs) over a grid of weight
+decays λ, for the AdamW baseline, the Stiefel rule and two of the mechanism's controls. The
+logged history of each run gives the map's second axis, training length.
+
+An arm of this experiment is ``"<arm>@wd=<λ>"`` (``"stiefel@wd=0.3"``); λ is the decoupled
+weight decay of every non-frame parameter (and of W_Q, W_K in the baseline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import ablation, grokking
+
+__all__ = ["DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
+
+MAP_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
+WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # the issue's grid: none, up to three times grokking's usual 1
+
+
+@dataclass(frozen=True)
+class DecayMapConfig:
+    # the grokking ablation's task, so the λ = 1 column repeats its setting on seeds 0-9
+    task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])
+    weight_decays: tuple[float, ...] = WEIGHT_DECAYS
+    seeds: tuple[int, ...] = tuple(range(10))  # 10 paired seeds a cell: 5 left intervals wide
+
+
+def arm_name(arm: str, weight_decay: float) -> str:
+    return f"{arm}@wd={weight_decay:g}"
+
+
+def parse_arm(name: str) -> tuple[str, float]:
+    """``"stiefel@wd=0.3"`` -> ``("stiefel", 0.3)``."""
+    arm, sep, value = name.partition("@wd=")
+    if not sep or arm not in MAP_ARMS:
+        raise ValueError(f"decay-map arm {name!r}: expected '<arm>@wd=<λ>' with arm one of {MAP_ARMS}")
+    return arm, float(value)
+
+
+def arm_names(config: DecayMapConfig) -> tuple[str, ...]:
+    return tuple(arm_name(arm, wd) for wd in config.weight_decays for arm in MAP_ARMS)
+
+
+PROFILES = {
+    "full": DecayMapConfig(),
+    # the chapter's live cell: two decays, one seed, a short horizon (seconds a run)
+    "ci": DecayMapConfig(task=ablation.GROKKING_PROFILES["ci"], weight_decays=(0.0, 1.0), seeds=(0,)),
+}
+ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm_names(profile)))
+
+
+def run(config: DecayMapConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ."""
+    base, weight_decay = parse_arm(arm)
+    if weight_decay not in config.weight_decays:
+        raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
+    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    return grokking.run(task, base, seed, device, checkpoint, progress)
