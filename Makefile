@@ -1,6 +1,7 @@
 # Stiefel Attention, the interactive textbook.
 #   make book      build the HTML book from the stored notebook outputs (_build/html)
 #   make test      unit tests, jupytext pairing, nbval, strict book build, reader tests
+#   make test-portable  nbval natively and under two emulated other CPUs
 #   make lab       JupyterLab; saving book/NAME.ipynb also writes twins/NAME.md
 #   make results   every experiment at paper scale into book/results/ (wants a GPU)
 #   make bench     optimizer step and grokking epoch timings, as ratios against peers
@@ -32,11 +33,19 @@ INLINE := MPLBACKEND=module://matplotlib_inline.backend_inline
 NB_ENV := $(INLINE) PYTHONHASHSEED=0 TQDM_DISABLE=1 STIEFEL_PROFILE=ci
 NBVAL := $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
          --nbval-sanitize-with book/nbval_sanitize.cfg --nbval-cell-timeout=600
+# nbval in `make test` re-executes the chapters under another CPU's kernels than this machine's:
+# torch's portable kernels (ATEN_CPU_CAPABILITY=default, no SIMD dispatch) and MKL's code path
+# for any x86-64 CPU (MKL_CBWR=COMPATIBLE). No x86-64 machine takes that path natively (avx2
+# would be native on most laptops, avx512 on servers), so on every machine the outputs stored
+# on another are checked against a kernel path that differs from both: a compared output must
+# be a property of the mathematics. `make test-portable` adds the native run and avx2.
+EMULATED_CPU := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
+CPU_EMULATIONS := native "ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2" "$(EMULATED_CPU)"
 BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
 # Tests of what a reader gets: the built book in Chromium, every chapter in a Jupyter server.
 READER_MARKS := browser or lab
 
-.PHONY: help venv node book test lab results bench sync execute clean
+.PHONY: help venv node book test test-portable lab results bench sync execute clean
 
 help:
 	@sed -n '2,10s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
@@ -62,11 +71,18 @@ test: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest -q tests -m "not ($(READER_MARKS))"
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
-	else $(NB_ENV) $(NBVAL) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
+	else env $(EMULATED_CPU) $(NB_ENV) $(NBVAL) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
 	$(BUILD_BOOK) --all
 	tools/ensure_chromium.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests -m browser
 	$(PY) -m pytest -q -p no:cacheprovider tests -m lab
+
+test-portable: $(STAMP)
+	@for cpu in $(CPU_EMULATIONS); do \
+	  echo "nbval, CPU: $$cpu"; \
+	  if [ "$$cpu" = native ]; then cpu=; fi; \
+	  env $$cpu $(NB_ENV) $(NBVAL) $(NOTEBOOKS) || exit 1; \
+	done
 
 lab: $(STAMP)
 	$(INLINE) $(PY) -m jupyterlab $(LAB_ARGS)

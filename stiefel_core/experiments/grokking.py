@@ -156,7 +156,8 @@ def report(results: dict | None, epoch: int = 20_000) -> str:
     if not results or not results.get("runs"):
         return "No run of this profile has finished yet: the results file is missing or empty."
     table = endpoint_accuracies(results, epoch)
-    lines = [f"validation accuracy at epoch {epoch:,} ({len(results['runs'])} finished runs)"]
+    finished = sum(key.split("/")[0] in ARMS for key in results["runs"])
+    lines = [f"validation accuracy at epoch {epoch:,} ({finished} finished runs of {' and '.join(ARMS)})"]
     for arm in ARMS:
         per_seed = table.get(arm, {})
         cells = ", ".join(f"seed {s}: {100 * a:.1f}%" for s, a in sorted(per_seed.items())) or "none finished"
@@ -200,10 +201,12 @@ def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float
     }
 
 
-def runs_table(results: dict | None) -> Table:
-    """One row per run of a results file: :func:`run_summary` of its log, in percent."""
+def runs_table(results: dict | None, arms: tuple[str, ...] = ARMS) -> Table:
+    """One row per run of ``arms`` in a results file: :func:`run_summary` of its log, in percent."""
     rows = []
     for key, run in sorted((results or {}).get("runs", {}).items()):
+        if key.split("/")[0] not in arms:
+            continue
         x = run_summary(run["history"])
         rows.append([key, f"{x['grokked_at']:,}" if x["grokked_at"] is not None else "never",
                      f"{100 * x['after_grokking_min']:.1f}" if x["after_grokking_min"] is not None else "-",
