@@ -187,7 +187,23 @@ class StiefelAdam(Optimizer):
             state["exp_avg"] = torch.zeros(p.shape, dtype=p.dtype, device=p.device)  # contiguous: a bank
             v_shape = p.shape if group["second_moment"] == "entry" else batch
             state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
+        if "trust_capped" not in state:  # also for a state saved before the counter existed
+            state["trust_capped"] = torch.zeros(p.shape[:-2], dtype=torch.float32, device=p.device)
         return state
+
+    @torch.no_grad()
+    def trust_region_fraction(self) -> float | None:
+        """The share of frame-steps so far whose step the trust region capped (``‖ξ‖_F > Δ``),
+        over every frame of every group; ``None`` before the first step. One host
+        synchronisation: call it when logging, not every step."""
+        capped = taken = 0.0
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state.get(p)
+                if state and "trust_capped" in state:
+                    capped += float(state["trust_capped"].sum())
+                    taken += float(state["step"]) * _n_frames(p)
+        return capped / taken if taken else None
 
     def load_state_dict(self, state_dict: dict) -> None:
         """As ``Optimizer.load_state_dict``, but ``exp_avg_sq`` and ``step`` keep their own
@@ -200,8 +216,9 @@ class StiefelAdam(Optimizer):
             saved = state_dict["state"].get(saved_id)
             if saved is None:
                 continue
-            for key in ("exp_avg_sq", "step"):
-                self.state[p][key] = saved[key].to(device=p.device, copy=True)
+            for key in ("exp_avg_sq", "step", "trust_capped"):
+                if key in saved:
+                    self.state[p][key] = saved[key].to(device=p.device, copy=True)
 
     def _grads_are_finite(self, grads: list[Tensor]) -> bool:
         if not grads:
@@ -260,13 +277,15 @@ class StiefelAdam(Optimizer):
             tensors = [chunk, [p.grad for p in chunk], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]]
             W, G, m = (_bank(x, d, r) for x in tensors[:3])
             v = _bank(tensors[3], d, r) if group["second_moment"] == "entry" else _bank_scalars(tensors[3])
+            counters = [s["trust_capped"] for s in states]
+            capped = _bank_scalars(counters)
             steps = {float(s["step"]) for s in states}
             if len(steps) == 1:
                 t = steps.pop()
             else:  # parameters added to the group later have taken fewer steps
                 t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(W.device)
-            bank_update_(W, G, m, v, t, group)
-            for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3])):
+            bank_update_(W, G, m, v, t, group, capped=capped)
+            for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
                 _unbank(bank, targets)
 
 
@@ -302,14 +321,15 @@ def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
         offset += n
 
 
-def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, hp: dict) -> None:
+def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, hp: dict, capped: Tensor | None = None) -> None:
     """The update of a bank, in place on ``W``, ``m``, ``v``: ``W, G, m`` of shape ``(F, d, r)``;
     ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t`` the step count (one number, or
-    one per frame)."""
+    one per frame). ``capped`` (``(F,)``, optional) counts, per frame, the steps the trust
+    region capped."""
     dt = compute_dtype(W.dtype)
     if W.dtype != dt:  # low precision: compute on float32 copies, then round once
         W32, m32 = W.to(dt), m.to(dt)
-        bank_update_(W32, G.to(dt), m32, v, t, hp)
+        bank_update_(W32, G.to(dt), m32, v, t, hp, capped)
         W.copy_(W32)
         m.copy_(m32)
         return
@@ -351,6 +371,8 @@ def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, 
                 scale = torch.where(denom > 0, scale / denom, torch.zeros_like(denom))
         norm = scale * torch.linalg.matrix_norm(direction)  # (F,) ‖ξ‖_F
         if radius is not None:
+            if capped is not None:
+                capped.add_(norm > radius)  # (F,): this step was cut down to the radius
             cap = torch.clamp(radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)
             scale, norm = scale * cap, norm * cap
         Y = torch.addcmul(W, direction, -scale[:, None, None])  # W + ξ

@@ -303,3 +303,21 @@ def test_training_a_small_attention_model_decreases_its_loss_and_keeps_frames_or
     losses = train(model, configure_optimizer(model, lr=1e-2), data)
     assert losses[-1] < 0.5 * losses[0]
     assert orthonormality_error(model[0].W_Q.detach()).max() <= 1e-5
+
+
+def test_trust_region_fraction_counts_the_capped_frame_steps():
+    from stiefel_core.manifold import random_frame
+
+    torch.manual_seed(0)
+    for lr, radius, expected in ((10.0, 0.5, 1.0), (1e-6, 0.5, 0.0), (10.0, None, 0.0)):
+        W = FrameParameter(random_frame(16, 4, 3))
+        opt = StiefelAdam([W], lr=lr, trust_radius=radius)
+        assert opt.trust_region_fraction() is None  # no step yet
+        for _ in range(4):
+            W.grad = torch.randn_like(W)
+            opt.step()
+        assert opt.trust_region_fraction() == expected
+        assert opt.state[W]["trust_capped"].shape == (3,)
+        clone = StiefelAdam([FrameParameter(W.detach().clone())], lr=lr, trust_radius=radius)
+        clone.load_state_dict(opt.state_dict())
+        assert clone.trust_region_fraction() == expected  # the counter survives a checkpoint

@@ -17,7 +17,7 @@ from ..optim import configure_optimizer
 from ..train import fit, threads
 from ..tables import Table
 from .calibration import calibration_epochs, matched_lr, median_step
-from .metrics import frame_geometry, weight_norms
+from .metrics import frame_geometry, trust_region_metrics, weight_norms
 from .variants import ABLATION_ARMS, CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 
 ARMS = ("baseline", "stiefel")
@@ -112,6 +112,7 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
             metrics[f"{split}_loss"] = F.cross_entropy(logits, y).item()
             metrics[f"{split}_acc"] = (logits.argmax(-1) == y).float().mean().item()
         metrics.update(weight_norms(model))
+        metrics.update(trust_region_metrics(opt))
         return metrics
 
     history = fit(

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-__all__ = ["weight_norms", "principal_angles", "bilinear_change", "frame_geometry"]
+__all__ = ["weight_norms", "principal_angles", "bilinear_change", "frame_geometry", "trust_region_metrics"]
 
 
 def weight_norms(model: nn.Module) -> dict[str, float]:
@@ -55,3 +55,13 @@ def frame_geometry(current: dict[str, Tensor], before: dict[str, Tensor], initia
         out[f"angle_mean/{name}"] = angles.mean().item()
         out[f"angle_max/{name}"] = angles.max().item()
     return out
+
+
+def trust_region_metrics(optimizer) -> dict[str, float]:
+    """``trust_capped``: the share of frame-steps so far that the trust region capped, for an
+    optimizer that is (or combines) a ``StiefelAdam``; nothing for one that trains no frames."""
+    from ..optim import StiefelAdam
+
+    inner = getattr(optimizer, "optimizers", [optimizer])
+    shares = [opt.trust_region_fraction() for opt in inner if isinstance(opt, StiefelAdam)]
+    return {"trust_capped": shares[0]} if shares and shares[0] is not None else {}

@@ -1,0 +1,85 @@
+"""The mechanism's control arms, the decay map's arms, and what they log."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from stiefel_core.experiments import decay_map, get_config, grokking
+from stiefel_core.experiments.calibration import calibration_epochs, matched_lr, median_step
+from stiefel_core.experiments.metrics import bilinear_change, principal_angles
+from stiefel_core.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
+from stiefel_core.manifold import random_frame
+from stiefel_core.models import ModularTransformer
+from stiefel_core.optim import configure_optimizer
+
+TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=40, log_every=10, seeds=(0,), cpu_threads=1)
+CPU = torch.device("cpu")
+
+
+def test_no_decay_routes_the_named_parameters_to_a_decay_free_group():
+    model = ModularTransformer(9, 7, 16, 2, 32, stiefel=False)
+    opt = configure_optimizer(model, lr=1e-3, weight_decay=1.0, no_decay=("attn.W_Q", "attn.W_K"))
+    decay = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    assert decay[id(model.attn.W_Q)] == decay[id(model.attn.W_K)] == 0.0
+    assert decay[id(model.attn.W_V.weight)] == decay[id(model.embed.weight)] == 1.0
+    with pytest.raises(ValueError, match="attn.W_X"):
+        configure_optimizer(model, no_decay=("attn.W_X",))
+
+
+def test_bilinear_change_sees_rotations_inside_a_subspace_that_principal_angles_miss():
+    gen = torch.Generator().manual_seed(0)
+    Q, K = random_frame(12, 3, 2, generator=gen, dtype=torch.float64), random_frame(12, 3, 2, generator=gen, dtype=torch.float64)
+    R = torch.linalg.qr(torch.randn(3, 3, generator=gen, dtype=torch.float64))[0]
+    assert principal_angles(Q, Q @ R).max() < 1e-6  # the subspace did not move
+    assert bilinear_change(Q @ R, K, Q, K).min() > 0.1  # the scores did
+    assert bilinear_change(Q @ R, K @ R, Q, K).max() < 1e-12  # the gauge (W_Q R, W_K R) changes nothing
+
+
+def test_matched_lr_solves_for_the_target_step_and_records_every_trial():
+    def measure(arm, lr):
+        return 0.02 if arm == "stiefel" else 3.0 * lr**0.9  # nearly degree one, as the fixed step
+
+    found = matched_lr(measure, 1e-3)
+    assert abs(found["ratio"] - 1) <= 0.02 and len(found["trials"]) >= 2
+    assert abs(3.0 * found["lr"] ** 0.9 / 0.02 - 1) <= 0.02
+    with pytest.raises(ValueError, match="did not move"):
+        matched_lr(lambda arm, lr: 0.0, 1e-3)
+    assert calibration_epochs(1500) == 75 and calibration_epochs(3) == 1
+    assert median_step([{"step/W_Q": 3.0, "step/W_K": 4.0}]) == 5.0
+
+
+def test_arm_predicates():
+    assert set(CONTROL_ARMS) == {"frozen", "no_decay_qk", "fixed_step_matched"}
+    assert is_euclidean("no_decay_qk") and not is_euclidean("frozen")
+    assert trains_frames("fixed_step_matched") and not trains_frames("frozen")
+    assert frame_options("fixed_step_matched", 0.5) == {"trust_radius": 0.5, "step_rule": "fixed"}
+
+
+def test_control_arms_start_where_the_others_do_and_do_what_they_say():
+    config = get_config("grokking", "ci", **TINY)
+    runs = {arm: grokking.run(config, arm, 0, CPU, progress=False) for arm in ("baseline", "stiefel", *CONTROL_ARMS)}
+    first = {arm: run["history"][0] for arm, run in runs.items()}
+    frozen = runs["frozen"]["history"]
+    assert all(r["qk_change_max/attn"] == 0.0 and r["step/W_Q"] == 0.0 and r["angle_max/W_Q"] < 1e-3 for r in frozen)  # never moved
+    assert first["no_decay_qk"]["qk_change_mean/attn"] > 0 and "trust_capped" not in first["no_decay_qk"]
+    assert 0.0 <= runs["stiefel"]["final"]["trust_capped"] <= 1.0
+    calibration = runs["fixed_step_matched"]["calibration"]
+    assert calibration["epochs"] == calibration_epochs(config.epochs) and abs(calibration["ratio"] - 1) < 0.05
+    assert calibration["lr"] > config.lr  # the fixed step needs a larger lr to move as far
+    # the baseline decays W_Q; no_decay_qk does not: from the same start, its W_Q stays larger
+    assert runs["no_decay_qk"]["final"]["norm/attn.W_Q"] > runs["baseline"]["final"]["norm/attn.W_Q"]
+
+
+def test_decay_map_arms_name_their_decay_and_reject_what_is_off_the_grid():
+    assert decay_map.parse_arm("stiefel@wd=0.3") == ("stiefel", 0.3)
+    with pytest.raises(ValueError, match="expected"):
+        decay_map.parse_arm("stiefel")
+    config = get_config("grokking_decay_map", "ci")
+    assert set(decay_map.arm_names(config)) <= set(decay_map.ARMS)
+    with pytest.raises(ValueError, match="grid"):
+        decay_map.run(config, "stiefel@wd=0.7", 0, CPU, progress=False)
+    tiny = dataclasses.replace(config, task=dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"}))
+    out = decay_map.run(tiny, "baseline@wd=0", 0, CPU, progress=False)
+    assert math.isfinite(out["final"]["val_loss"])
