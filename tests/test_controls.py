@@ -83,3 +83,18 @@ def test_decay_map_arms_name_their_decay_and_reject_what_is_off_the_grid():
     tiny = dataclasses.replace(config, task=dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"}))
     out = decay_map.run(tiny, "baseline@wd=0", 0, CPU, progress=False)
     assert math.isfinite(out["final"]["val_loss"])
+
+
+def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books():
+    from stiefel_core.experiments import trust_region
+
+    config = get_config("grokking_trust_region", "ci")
+    task = dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
+    tiny = dataclasses.replace(config, task=task, frame_lrs=(1e-3, 1.0))
+    capped = {arm: trust_region.run(tiny, arm, 0, CPU, progress=False)["final"]["trust_capped"] for arm in trust_region.arm_names(tiny)}
+    assert capped["stiefel@flr=1"] > 0.5 and capped["stiefel@flr=0.001"] == 0.0
+    assert capped["no_trust_region@flr=1"] == 0.0  # no radius, nothing to cap
+    with pytest.raises(ValueError, match="grid"):
+        trust_region.run(tiny, "stiefel@flr=0.5", 0, CPU, progress=False)
+    with pytest.raises(ValueError, match="frame_lr"):
+        grokking.run(task, "baseline", 0, CPU, progress=False, frame_lr=0.1)

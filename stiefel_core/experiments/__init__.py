@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, decay_map, grokking
+from . import ablation, cifar10, decay_map, grokking, trust_region
 from .variants import ABLATION_ARMS
 from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
 
@@ -53,6 +53,7 @@ EXPERIMENTS = {
     "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
     "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),
     "grokking_decay_map": Experiment("grokking_decay_map", decay_map.PROFILES, decay_map.ARMS, decay_map.run, "grokking at ci scale over weight decays 0-3, four arms, 10 seeds"),
+    "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds"),
 }
 
 

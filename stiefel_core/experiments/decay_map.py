@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
+from .grid import grid_arm, grid_arms, parse_grid_arm
 
 __all__ = ["DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
 
@@ -28,19 +29,16 @@ class DecayMapConfig:
 
 
 def arm_name(arm: str, weight_decay: float) -> str:
-    return f"{arm}@wd={weight_decay:g}"
+    return grid_arm(arm, "wd", weight_decay)
 
 
 def parse_arm(name: str) -> tuple[str, float]:
     """``"stiefel@wd=0.3"`` -> ``("stiefel", 0.3)``."""
-    arm, sep, value = name.partition("@wd=")
-    if not sep or arm not in MAP_ARMS:
-        raise ValueError(f"decay-map arm {name!r}: expected '<arm>@wd=<λ>' with arm one of {MAP_ARMS}")
-    return arm, float(value)
+    return parse_grid_arm(name, "wd", MAP_ARMS)
 
 
 def arm_names(config: DecayMapConfig) -> tuple[str, ...]:
-    return tuple(arm_name(arm, wd) for wd in config.weight_decays for arm in MAP_ARMS)
+    return grid_arms(MAP_ARMS, "wd", config.weight_decays)
 
 
 PROFILES = {

@@ -53,15 +53,18 @@ PROFILES = {
 }
 
 
-def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True) -> dict:
-    """Train one arm from one seed; return its history and final metrics. The arm
-    ``fixed_step_matched`` first calibrates its frame lr (:func:`matched_frame_lr`) and records
-    the calibration beside its results."""
+def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True,
+        *, frame_lr: float | None = None) -> dict:
+    """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
+    ``config.lr``) is the frames' lr. The arm ``fixed_step_matched`` calibrates its own
+    (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}")
+    if frame_lr is not None and (arm == "fixed_step_matched" or not trains_frames(arm)):
+        raise ValueError(f"frame_lr is for arms that train frames at a chosen lr; {arm!r} does not")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
-            return _run(config, arm, seed, device, checkpoint, progress)
+            return _run(config, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
         calibration = matched_frame_lr(config, seed, device)
         outcome = _run(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"])
         return {**outcome, "calibration": calibration}

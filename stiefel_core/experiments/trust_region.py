@@ -1,0 +1,48 @@
+"""The trust region where it binds: grokking at the ``ci`` task with the frames' lr raised until
+the cap ``‖ξ‖_F ≤ Δ`` acts, the full rule against ``no_trust_region`` at each frame lr.
+
+At the book's lr (3e-3) the scale-free step is about lr·sqrt(d r) ≈ 0.1 per frame against a
+radius of 0.5, so the cap never binds and the ablation's ``no_trust_region`` cannot differ.
+Every other parameter keeps the task's lr; each run records the share of frame-steps the
+trust region capped (``trust_capped``). An arm is ``"<arm>@flr=<frame lr>"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import ablation, grokking
+from .grid import grid_arms, parse_grid_arm
+
+__all__ = ["TrustRegionConfig", "PROFILES", "TR_ARMS", "ARMS", "arm_names", "run"]
+
+TR_ARMS = ("stiefel", "no_trust_region")
+FRAME_LRS = (3e-3, 1e-2, 3e-2, 1e-1)  # from the book's lr (never binds) up to ~30x the radius's lr
+
+
+@dataclass(frozen=True)
+class TrustRegionConfig:
+    task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])  # the ablation's task
+    frame_lrs: tuple[float, ...] = FRAME_LRS
+    seeds: tuple[int, ...] = tuple(range(10))  # paired by seed, as the decay map
+
+
+def arm_names(config: TrustRegionConfig) -> tuple[str, ...]:
+    return grid_arms(TR_ARMS, "flr", config.frame_lrs)
+
+
+PROFILES = {
+    "full": TrustRegionConfig(),
+    "ci": TrustRegionConfig(task=ablation.GROKKING_PROFILES["ci"], frame_lrs=(1e-1,), seeds=(0,)),
+}
+ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm_names(profile)))
+
+
+def run(config: TrustRegionConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with its frames at that lr."""
+    base, frame_lr = parse_grid_arm(arm, "flr", TR_ARMS)
+    if frame_lr not in config.frame_lrs:
+        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
