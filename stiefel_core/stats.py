@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["PairedComparison", "Spread", "paired_comparison", "mean_and_spread"]
+__all__ = ["PairedComparison", "Spread", "paired_comparison", "mean_and_spread", "direction", "MIN_PAIRS_FOR_VERDICT"]
+
+MIN_PAIRS_FOR_VERDICT = 3  # two equal differences give a zero-width interval that would read as significant
 
 
 def _sample(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
@@ -112,3 +114,16 @@ def mean_and_spread(values: Sequence[float] | np.ndarray) -> Spread:
         raise ValueError("mean_and_spread needs at least one value")
     std = float(x.std(ddof=1)) if len(x) > 1 else math.nan
     return Spread(float(x.mean()), std, float(x.min()), float(x.max()), len(x))
+
+
+def direction(c: PairedComparison | None, min_pairs: int = MIN_PAIRS_FOR_VERDICT) -> str:
+    """The verdict rule on a paired comparison ``a - b``: ``"higher"`` when its interval lies
+    above zero, ``"lower"`` when below, ``"tie"`` when it holds zero, ``"untested"`` with fewer
+    than ``min_pairs`` pairs (or none)."""
+    if c is None or c.n < min_pairs:
+        return "untested"
+    if c.ci_low > 0:
+        return "higher"
+    if c.ci_high < 0:
+        return "lower"
+    return "tie"

@@ -43,6 +43,10 @@ class Experiment:
     run: Callable  # (config, arm, seed, device, checkpoint, progress) -> dict
     description: str
     optional_arms: tuple[str, ...] = ()  # run only when named (--arms): controls on an expensive task
+    arms_of: Callable | None = None  # config -> the arms a profile runs (grid experiments), default ``arms``
+
+    def default_arms(self, config) -> tuple[str, ...]:
+        return tuple(self.arms_of(config)) if self.arms_of else self.arms
 
 
 EXPERIMENTS = {
@@ -52,8 +56,10 @@ EXPERIMENTS = {
     "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
     "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
     "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),
-    "grokking_decay_map": Experiment("grokking_decay_map", decay_map.PROFILES, decay_map.ARMS, decay_map.run, "grokking at ci scale over weight decays 0-3, four arms, 10 seeds"),
-    "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds"),
+    "grokking_decay_map": Experiment("grokking_decay_map", decay_map.PROFILES, decay_map.ARMS, decay_map.run, "grokking at ci scale over weight decays 0-3, four arms, 10 seeds",
+                                     arms_of=decay_map.arm_names),
+    "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds",
+                                        arms_of=trust_region.arm_names),
 }
 
 
@@ -132,7 +138,7 @@ def run_experiment(
     experiment = _experiment(name)
     profile = profile or default_profile()
     config = config or get_config(name, profile)
-    arms = list(arms or experiment.arms)
+    arms = list(arms or experiment.default_arms(config))
     if seeds is None:  # under torchrun, each process takes its share of the seeds
         world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
         seeds = list(config.seeds)[rank::world]

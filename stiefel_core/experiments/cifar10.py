@@ -196,6 +196,21 @@ _CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
 
 # --- one run ------------------------------------------------------------------------------
 
+def warmup_cosine(step: int, warmup: int, total_steps: int) -> float:
+    """The lr factor at ``step``: linear warm-up over ``warmup`` steps, then a cosine to zero."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
+
+
+def lr_factors(config: CIFAR10Config, train_size: int | None = None, epochs: int | None = None) -> list[float]:
+    """The lr factor of every step of a run, as :func:`train` schedules it."""
+    n = config.train_size if train_size is None else train_size
+    total = (config.epochs if epochs is None else epochs) * (n // min(config.batch_size, n))
+    warmup = max(1, round(config.warmup_fraction * total))
+    return [warmup_cosine(step, warmup, total) for step in range(total)]
+
+
 def train(
     config: CIFAR10Config,
     arm: str,
@@ -240,9 +255,7 @@ def train(
     checksum = torch.zeros((), dtype=torch.int64)
 
     def lr_factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
+        return warmup_cosine(step, warmup, total_steps)
 
     def train_step(epoch: int, logging: bool) -> dict | None:
         generator.set_state(order_state)

@@ -1,0 +1,296 @@
+"""Where the Stiefel rule wins and where it does not: paired gains over training time, censored
+time to a threshold, the decay budget, and the decay map's cells. Pure functions of results
+dicts (``{"config": ..., "runs": {"<arm>/<seed>": {"history": [...], ...}}}``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from ..stats import PairedComparison, direction, paired_comparison
+
+__all__ = [
+    "grokking_lr_factors", "decay_budget", "runs_of", "paired_seeds", "metric_at", "gain_over_time",
+    "time_to_threshold", "Survival", "survival", "logrank", "MapCell", "map_cells", "cell_word",
+    "CONTROL_PAIRS", "endpoint_comparison", "control_rows", "READINGS", "supported_readings", "trust_rows", "never_binds",
+    "cells_by_verdict", "regime_line", "map_summary", "nearest_cell",
+]
+
+
+def grokking_lr_factors(warmup_epochs: int, epochs: int) -> np.ndarray:
+    """The grokking schedule's lr factor at each epoch: linear warm-up, then constant."""
+    e = np.arange(epochs)
+    return np.minimum(1.0, (e + 1) / warmup_epochs)
+
+
+def decay_budget(lr: float, weight_decay: float, factors) -> float:
+    """``Σ_t lr_t · λ``: how far decoupled decay can shrink a weight, ``exp(-budget)``."""
+    return float(lr * weight_decay * np.sum(factors))
+
+
+def runs_of(results: dict | None, arm: str) -> dict[int, dict]:
+    """``{seed: run}`` of one arm."""
+    out = {}
+    for key, run in (results or {}).get("runs", {}).items():
+        name, _, seed = key.rpartition("/")
+        if name == arm:
+            out[int(seed)] = run
+    return out
+
+
+def paired_seeds(results: dict | None, *arms: str) -> list[int]:
+    """The seeds that every one of ``arms`` finished."""
+    sets = [set(runs_of(results, arm)) for arm in arms]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def metric_at(run: dict, epoch: int, metric: str = "val_acc") -> float:
+    """``metric`` at the logged record of ``epoch`` (``KeyError`` when the run did not log it)."""
+    for record in run["history"]:
+        if record["epoch"] == epoch:
+            return record[metric]
+    raise KeyError(f"no record at epoch {epoch}")
+
+
+def gain_over_time(results: dict, a: str, b: str, metric: str = "val_acc", scale: float = 100.0) -> list[dict]:
+    """At every logged epoch that both arms' paired seeds share: the paired comparison of
+    ``scale · (a − b)`` (percentage points by default), ``{"epoch", "comparison"}``."""
+    seeds = paired_seeds(results, a, b)
+    if len(seeds) < 2:
+        return []
+    ra, rb = runs_of(results, a), runs_of(results, b)
+    epochs = sorted(set.intersection(*({r["epoch"] for r in run["history"]} for run in [*(ra[s] for s in seeds), *(rb[s] for s in seeds)])))
+    out = []
+    for epoch in epochs:
+        x = [scale * metric_at(ra[s], epoch, metric) for s in seeds]
+        y = [scale * metric_at(rb[s], epoch, metric) for s in seeds]
+        out.append({"epoch": epoch, "comparison": paired_comparison(x, y)})
+    return out
+
+
+def time_to_threshold(run: dict, threshold: float = 0.9, metric: str = "val_acc") -> tuple[int, bool]:
+    """``(epoch, reached)``: the first logged epoch at which ``metric ≥ threshold``, or the last
+    logged epoch with ``reached = False`` (right-censored: the run never got there)."""
+    for record in run["history"]:
+        if record[metric] >= threshold:
+            return record["epoch"], True
+    return run["history"][-1]["epoch"], False
+
+
+@dataclass(frozen=True)
+class Survival:
+    """Kaplan-Meier estimate of ``P(not yet at the threshold after t epochs)`` for one arm."""
+
+    arm: str
+    times: np.ndarray  # epochs at which the estimate steps
+    probabilities: np.ndarray  # the survival function there
+    reached: int  # runs that got to the threshold
+    censored: int  # runs that never did
+    median: float  # epochs at which half the runs have got there (inf if never)
+
+
+def _censored(results: dict, arm: str, threshold: float, seeds=None) -> tuple[scipy_stats.CensoredData, list[int], list[int]]:
+    runs = runs_of(results, arm)
+    seeds = sorted(runs) if seeds is None else seeds
+    pairs = [time_to_threshold(runs[s], threshold) for s in seeds]
+    done = [t for t, ok in pairs if ok]
+    never = [t for t, ok in pairs if not ok]
+    return scipy_stats.CensoredData(uncensored=done, right=never), done, never
+
+
+def survival(results: dict, arm: str, threshold: float = 0.9, seeds=None) -> Survival:
+    """Kaplan-Meier curve of time to ``threshold`` (``scipy.stats.ecdf`` on censored data)."""
+    data, done, never = _censored(results, arm, threshold, seeds)
+    reached, censored = len(done), len(never)
+    if reached == 0:
+        return Survival(arm, np.array([0.0, float(max(never, default=0))]), np.array([1.0, 1.0]), 0, censored, math.inf)
+    sf = scipy_stats.ecdf(data).sf
+    times, probs = np.asarray(sf.quantiles, dtype=float), np.asarray(sf.probabilities, dtype=float)
+    below = np.nonzero(probs <= 0.5)[0]
+    median = float(times[below[0]]) if len(below) else math.inf
+    return Survival(arm, times, probs, reached, censored, median)
+
+
+def logrank(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -> tuple[float, float]:
+    """``(statistic, two-sided p)`` of the log-rank test that ``a`` and ``b`` reach the
+    threshold at the same rate (``scipy.stats.logrank``; censored runs count until they stop)."""
+    seeds = paired_seeds(results, a, b) if seeds is None else seeds
+    x, _, _ = _censored(results, a, threshold, seeds)
+    y, _, _ = _censored(results, b, threshold, seeds)
+    test = scipy_stats.logrank(x, y)
+    return float(test.statistic), float(test.pvalue)
+
+
+@dataclass(frozen=True)
+class MapCell:
+    """One cell of a map: ``a − b`` at weight decay ``weight_decay`` after ``epoch`` epochs."""
+
+    weight_decay: float
+    epoch: int
+    budget: float  # Σ lr·λ up to ``epoch``
+    comparison: PairedComparison | None
+    verdict: str  # stats.direction: higher / lower / tie / untested
+    a_mean: float  # mean metric of a and b there (percent)
+    b_mean: float
+
+
+def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: float, warmup_epochs: int,
+              metric: str = "val_acc") -> list[MapCell]:
+    """The cells of a grid experiment whose arms are ``"<arm>@wd=<λ>"``: for every λ in the
+    configuration and every training length, the paired comparison of ``a`` against ``b``."""
+    cells = []
+    for wd in results["config"]["weight_decays"]:
+        name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
+        seeds = paired_seeds(results, name_a, name_b)
+        ra, rb = runs_of(results, name_a), runs_of(results, name_b)
+        for epoch in lengths:
+            x = [100 * metric_at(ra[s], epoch, metric) for s in seeds]
+            y = [100 * metric_at(rb[s], epoch, metric) for s in seeds]
+            c = paired_comparison(x, y) if len(seeds) >= 2 else None
+            budget = decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
+            cells.append(MapCell(wd, epoch, budget, c, direction(c), float(np.mean(x)) if x else math.nan, float(np.mean(y)) if y else math.nan))
+    return cells
+
+
+def cell_word(verdict: str, a: str = "Stiefel") -> str:
+    """A map cell's verdict in words."""
+    return {"higher": f"{a} wins", "lower": f"{a} loses", "tie": "no significant difference", "untested": "too few seeds"}[verdict]
+
+
+# --- the mechanism's controls ---------------------------------------------------------------
+
+CONTROL_PAIRS = (  # (a, b, what a − b measures)
+    ("stiefel", "baseline", "the Stiefel rule against AdamW"),
+    ("no_decay_qk", "baseline", "taking weight decay off AdamW's W_Q, W_K"),
+    ("stiefel", "no_decay_qk", "the Stiefel rule against AdamW without decay on W_Q, W_K"),
+    ("stiefel", "frozen", "training the frames at all (headroom)"),
+    ("frozen", "baseline", "frozen orthonormal frames against AdamW"),
+    ("stiefel", "fixed_step_matched", "the scale-free step against a fixed step of the same size"),
+    ("stiefel", "fixed_step", "the scale-free step against the fixed step at the same lr"),
+)
+
+
+def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None, metric: str = "val_acc") -> PairedComparison | None:
+    """The paired comparison of ``100 · (a − b)`` at ``epoch`` (default: the last record)."""
+    seeds = paired_seeds(results, a, b)
+    if len(seeds) < 2:
+        return None
+    ra, rb = runs_of(results, a), runs_of(results, b)
+    at = (lambda run: run["history"][-1][metric]) if epoch is None else (lambda run: metric_at(run, epoch, metric))
+    return paired_comparison([100 * at(ra[s]) for s in seeds], [100 * at(rb[s]) for s in seeds])
+
+
+def control_rows(results: dict, epoch: int | None = None) -> list[dict]:
+    """One row per pair of :data:`CONTROL_PAIRS` that the file holds: the comparison and its
+    verdict (``stats.direction``)."""
+    rows = []
+    for a, b, meaning in CONTROL_PAIRS:
+        c = endpoint_comparison(results, a, b, epoch)
+        if c is not None:
+            rows.append({"a": a, "b": b, "meaning": meaning, "comparison": c, "verdict": direction(c)})
+    return rows
+
+
+READINGS = {
+    "geometry": "the learned geometry survives weight decay (the preprint's mechanism): training the frames beats "
+                "freezing them, and the Stiefel rule beats AdamW without decay on W_Q, W_K",
+    "decay_hurts": "AdamW's weight decay on W_Q, W_K is what hurts: AdamW without it matches the Stiefel rule",
+    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: frozen frames do as well as trained ones, "
+                   "and AdamW without decay on W_Q, W_K does no better than with it",
+}
+
+
+def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
+    """Which reading of :data:`READINGS` the control verdicts support, by fixed rules (``None``
+    when a comparison it needs is missing or untested)."""
+    v = {(r["a"], r["b"]): r["verdict"] for r in rows}
+
+    def need(*pairs):
+        got = [v.get(p, "untested") for p in pairs]
+        return None if "untested" in got else got
+
+    geometry = need(("stiefel", "frozen"), ("stiefel", "no_decay_qk"))
+    decay = need(("stiefel", "no_decay_qk"), ("no_decay_qk", "baseline"))
+    scale = need(("stiefel", "frozen"), ("frozen", "baseline"), ("no_decay_qk", "baseline"))
+    return {
+        "geometry": None if geometry is None else geometry == ["higher", "higher"],
+        "decay_hurts": None if decay is None else decay[0] == "tie" and decay[1] == "higher",
+        "fixed_scale": None if scale is None else scale[0] in ("tie", "lower") and scale[1] == "higher" and scale[2] in ("tie", "lower"),
+    }
+
+
+# --- the trust region -------------------------------------------------------------------------
+
+def trust_rows(results: dict) -> list[dict]:
+    """Per frame lr of ``grokking_trust_region``: the share of frame-steps the full rule's trust
+    region capped (mean over seeds), and full − ``no_trust_region``. Where the cap never bound
+    the comparison tests nothing, and the verdict says ``untested``."""
+    rows = []
+    for lr in results["config"]["frame_lrs"]:
+        full, free = f"stiefel@flr={lr:g}", f"no_trust_region@flr={lr:g}"
+        capped = [run["final"].get("trust_capped") for run in runs_of(results, full).values()]
+        capped = [c for c in capped if c is not None]
+        c = endpoint_comparison(results, full, free)
+        share = float(np.mean(capped)) if capped else None
+        verdict = "untested: the cap never binds" if share == 0 else direction(c) if c is not None else "untested"
+        rows.append({"frame_lr": lr, "capped": share, "comparison": c, "verdict": verdict})
+    return rows
+
+
+def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | None:
+    """Whether the trust region capped no frame-step in any run of ``arms`` that recorded it
+    (``None`` when none recorded it)."""
+    shares = [run["final"]["trust_capped"] for arm in arms for run in runs_of(results, arm).values() if "trust_capped" in run["final"]]
+    return None if not shares else max(shares) == 0
+
+
+def cells_by_verdict(cells: list[MapCell]) -> dict[str, list[str]]:
+    """The map's cells grouped by verdict, each named ``"λ = 0.3, 1,500 epochs"``."""
+    out: dict[str, list[str]] = {"higher": [], "tie": [], "lower": [], "untested": []}
+    for c in cells:
+        out[c.verdict].append(f"λ = {c.weight_decay:g}, {c.epoch:,} epochs")
+    return out
+
+
+def regime_line(lr: float, weight_decay: float, factors, epochs: int, reached: dict[str, float]) -> str:
+    """A verdict's regime in words: the decay budget, the training length and the accuracy
+    each arm reached (``reached``: arm -> mean accuracy in percent)."""
+    budget = decay_budget(lr, weight_decay, factors)
+    accuracy = ", ".join(f"{arm} {value:.1f}%" for arm, value in reached.items())
+    return f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, accuracy reached: {accuracy}"
+
+
+def _verdict_counts(cells: list[MapCell], a: str, b: str) -> str:
+    groups = cells_by_verdict(cells)
+    tested = len(cells) - len(groups["untested"])
+    return (f"{a} − {b}: higher in {len(groups['higher'])}, tied in {len(groups['tie'])}, lower in {len(groups['lower'])} "
+            f"of {tested} tested cells" + (f" ({len(groups['untested'])} with too few seeds)" if groups["untested"] else ""))
+
+
+def map_summary(cells: list[MapCell], headroom: list[MapCell], escape: list[MapCell], readings: dict[str, bool | None]) -> str:
+    """The map and the controls in words: verdict counts of each comparison, the cells where the
+    Stiefel rule wins and loses, and the readings the controls support."""
+    groups = cells_by_verdict(cells)
+    lines = [
+        _verdict_counts(cells, "Stiefel", "AdamW"),
+        "  Stiefel wins at: " + ("; ".join(groups["higher"]) or "no cell"),
+        "  Stiefel loses at: " + ("; ".join(groups["lower"]) or "no cell"),
+        _verdict_counts(headroom, "Stiefel", "frozen frames"),
+        _verdict_counts(escape, "Stiefel", "AdamW without decay on W_Q, W_K"),
+        "readings the controls support: " + (", ".join(k for k, v in readings.items() if v) or "none")
+        + "; not supported: " + (", ".join(k for k, v in readings.items() if v is False) or "none")
+        + "; untested: " + (", ".join(k for k, v in readings.items() if v is None) or "none"),
+    ]
+    return "\n".join(lines)
+
+
+def nearest_cell(cells: list[MapCell], weight_decay: float, budget: float) -> MapCell | None:
+    """The map's cell at ``weight_decay`` whose decay budget is closest to ``budget`` on a log
+    scale (``None`` when the map has no such decay, or the budget is 0)."""
+    row = [c for c in cells if c.weight_decay == weight_decay and c.budget > 0]
+    if not row or budget <= 0:
+        return None
+    return min(row, key=lambda c: abs(math.log(c.budget / budget)))

@@ -1,0 +1,118 @@
+"""Figures of the regimes chapter: paired gains over training time, time-to-threshold curves,
+the decay map, and one cell of it. Each draws only what it is handed (findings' outputs)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from . import COLORS, arm_color, figsize, style
+
+__all__ = ["ARM_COLORS", "ARM_LABELS", "gain_curves", "survival_curves", "decay_map_figure", "draw_cell"]
+
+ARM_COLORS = {  # the controls beside the two arms' fixed colours
+    "baseline": arm_color("baseline"), "stiefel": arm_color("stiefel"), "frozen": COLORS["reference"],
+    "no_decay_qk": COLORS["highlight"], "fixed_step_matched": COLORS["tangent"], "fixed_step": COLORS["normal"],
+}
+ARM_LABELS = {
+    "baseline": "AdamW", "stiefel": "Stiefel rule", "frozen": "frozen frames", "no_decay_qk": "AdamW, no decay on W_Q, W_K",
+    "fixed_step_matched": "fixed step, matched size", "fixed_step": "fixed step, same lr",
+}
+
+
+def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)") -> Figure:
+    """One line per compared arm: the mean paired gain over epochs with its 95 % band
+    (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list)."""
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
+        for arm, series in gains.items():
+            if not series:
+                continue
+            epochs = [g["epoch"] for g in series]
+            mean = np.array([g["comparison"].mean_difference for g in series])
+            low, high = (np.array([getattr(g["comparison"], k) for g in series]) for k in ("ci_low", "ci_high"))
+            color = ARM_COLORS.get(arm, COLORS["reference"])
+            ax.plot(epochs, mean, color=color, lw=1.5, label=f"− {ARM_LABELS.get(arm, arm)} (n = {series[0]['comparison'].n})")
+            ax.fill_between(epochs, low, high, color=color, alpha=0.18, lw=0)
+        ax.axhline(0, color=COLORS["reference"], lw=0.8)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(ylabel)
+        ax.legend(loc="best", fontsize=8)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
+    """Kaplan-Meier curves, one panel per task: ``panels[name]`` is a list of
+    :class:`findings.regimes.Survival`; a run that never reaches the threshold is a censored
+    tick at its last epoch."""
+    with style():
+        fig, axes = plt.subplots(1, len(panels), figsize=figsize(1, len(panels), (4.2, 4.2)), squeeze=False)
+        for ax, (name, curves) in zip(axes[0], panels.items()):
+            for s in curves:
+                t = np.concatenate([[0.0], s.times])
+                p = np.concatenate([[1.0], s.probabilities])
+                ax.step(t, p, where="post", color=ARM_COLORS.get(s.arm, COLORS["reference"]), lw=1.5,
+                        label=f"{ARM_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored")
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_xlabel("epoch")
+            ax.set_title(name)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, frameon=False)
+        axes[0][0].set_ylabel("share of runs not yet at 90 % validation")
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − AdamW (pp)") -> Figure:
+    """A heat map of the paired gain over weight decay (rows) and training length (columns);
+    each cell prints its mean and 95 % interval, and a cell whose interval holds zero is
+    hatched and marked "n.s." (cells are :class:`findings.regimes.MapCell`)."""
+    decays = sorted({c.weight_decay for c in cells})
+    lengths = sorted({c.epoch for c in cells})
+    grid = np.full((len(decays), len(lengths)), np.nan)
+    for c in cells:
+        if c.comparison is not None:
+            grid[decays.index(c.weight_decay), lengths.index(c.epoch)] = c.comparison.mean_difference
+    bound = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (1.25 * len(lengths) + 2.2, 0.75 * len(decays) + 1.4)))
+        image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", origin="lower")
+        for c in cells:
+            i, j = decays.index(c.weight_decay), lengths.index(c.epoch)
+            if c.comparison is None:
+                ax.text(j, i, "no runs", ha="center", va="center", fontsize=7)
+                continue
+            text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.0f}, {c.comparison.ci_high:+.0f}]"
+            if c.verdict == "tie":
+                text += "\nn.s."
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6))
+            dark = abs(c.comparison.mean_difference) > 0.55 * bound  # white text on the saturated end of the map
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        ax.set_xticks(range(len(lengths)), [f"{e:,}" for e in lengths])
+        ax.set_yticks(range(len(decays)), [f"λ = {d:g}" for d in decays])
+        ax.set_xlabel("training length (epochs)")
+        ax.grid(False)
+        fig.colorbar(image, ax=ax, label=label, shrink=0.9)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def draw_cell(ax: Axes, accuracies: dict[str, list[float]], title: str = "") -> None:
+    """One cell of the map: every seed's validation accuracy per arm (dots), paired seeds joined."""
+    arms = list(accuracies)
+    for j, arm in enumerate(arms):
+        values = accuracies[arm]
+        ax.scatter(np.full(len(values), j) + np.linspace(-0.12, 0.12, len(values)), values, s=14,
+                   color=ARM_COLORS.get(arm, COLORS["reference"]), zorder=3)
+        if values:
+            ax.hlines(np.mean(values), j - 0.3, j + 0.3, color=ARM_COLORS.get(arm, COLORS["reference"]), lw=2)
+    ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a).replace(", ", ",\n") for a in arms], fontsize=7)
+    ax.set_ylabel("validation accuracy (%)")
+    ax.set_ylim(0, 102)
+    if title:
+        ax.set_title(title)

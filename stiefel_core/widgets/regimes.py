@@ -1,0 +1,46 @@
+"""The regimes chapter's explorer: pick a cell of the decay map (weight decay and training
+length) and see every seed of every arm there. It reads a results file; nothing trains."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from ..findings.regimes import endpoint_comparison, metric_at, runs_of
+from ..plots import figsize, style
+from ..plots.regimes import draw_cell
+from ..stats import direction
+from . import Explorer, explorer
+
+__all__ = ["cell_accuracies", "draw_map_cell", "map_explorer"]
+
+MAP_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
+
+
+def cell_accuracies(results: dict, weight_decay: float, epoch: int) -> dict[str, list[float]]:
+    """Validation accuracy (percent) of every seed of every arm at one cell of the map."""
+    out = {}
+    for arm in MAP_ARMS:
+        runs = runs_of(results, f"{arm}@wd={weight_decay:g}")
+        out[arm] = [100 * metric_at(runs[s], epoch) for s in sorted(runs)]
+    return out
+
+
+def draw_map_cell(results: dict, weight_decay: float, epoch: int):
+    """The figure and a readout of one cell: the Stiefel rule against each other arm there."""
+    accuracies = cell_accuracies(results, weight_decay, epoch)
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (5.6, 3.2)))
+        draw_cell(ax, accuracies, title=f"λ = {weight_decay:g}, after {epoch:,} epochs")
+    parts = []
+    for arm in MAP_ARMS[:1] + MAP_ARMS[2:]:
+        c = endpoint_comparison(results, f"stiefel@wd={weight_decay:g}", f"{arm}@wd={weight_decay:g}", epoch)
+        if c is not None:
+            parts.append(f"Stiefel − {arm}: {c.mean_difference:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}] ({direction(c)})")
+    return fig, "; ".join(parts) or "no paired seeds in this cell yet"
+
+
+def map_explorer(results: dict, lengths: tuple[int, ...]) -> Explorer:
+    """Dropdowns over the map's weight decays and training lengths."""
+    decays = list(results["config"]["weight_decays"])
+    return explorer(lambda weight_decay, epoch: draw_map_cell(results, weight_decay, epoch),
+                    weight_decay=decays, epoch=list(lengths))
