@@ -43,6 +43,7 @@ GROKKING_PROFILES = {
 GROKKING_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)  # the mechanism's controls run on the same seeds
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
 MIN_STARTS_FOR_VERDICT = 3
+UNTESTED = "untested: identical in every start, the component never acts here"
 PREPRINT = "the scale-free step carries the whole gain; nothing measurable from the projector or equivariance"
 
 
@@ -142,7 +143,9 @@ def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
             out.append((r["removes"], "fewer than 2 finished starts", "not measured"))
             continue
         measured = f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n} wins"
-        if c.n < MIN_STARTS_FOR_VERDICT:
+        if c.ties == c.n:  # every start identical: the switch changed nothing it could act on
+            verdict = UNTESTED
+        elif c.n < MIN_STARTS_FOR_VERDICT:
             verdict = f"too few starts for a verdict (n = {c.n} < {MIN_STARTS_FOR_VERDICT})"
         elif c.ci_low > 0:
             verdict = "removing it costs accuracy"
@@ -172,16 +175,26 @@ def claim(results: dict) -> str:
     rows = ablation_rows(merged, METRIC["cifar10_ablation"])
     if rows[0]["full_minus_arm"] is None:
         return f"not yet measured ({len(rows[0]['starts'])} start(s) with every arm finished)"
-    parts = [f"{'AdamW' if r['arm'] == 'baseline' else r['removes']}: {r['full_minus_arm'].mean_difference:+.2f} pp "
-             f"[{r['full_minus_arm'].ci_low:+.2f}, {r['full_minus_arm'].ci_high:+.2f}]" for r in rows]
-    line = f"full rule minus each variant, CIFAR-10, {len(rows[0]['starts'])} paired starts: " + "; ".join(parts)
+    parts = [f"{'AdamW' if r['arm'] == 'baseline' else r['removes']}: "
+             + (f"untested (identical runs: it never acts)" if r["full_minus_arm"].ties == r["full_minus_arm"].n else
+                f"{r['full_minus_arm'].mean_difference:+.2f} pp [{r['full_minus_arm'].ci_low:+.2f}, {r['full_minus_arm'].ci_high:+.2f}]")
+             for r in rows]
+    line = f"full rule minus each variant, CIFAR-10 ({cifar10.regime(merged)}), {len(rows[0]['starts'])} paired starts: " + "; ".join(parts)
     share = shares(rows)
     line += "; " + ("shares of the gain: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items()) if share else "no gain over AdamW to apportion")
     repeat = load_results("grokking_ablation", "full")
     if repeat and repeat.get("runs"):
         g = ablation_rows(repeat, METRIC["grokking_ablation"])
+        from ..findings.regimes import decay_budget, grokking_lr_factors, never_binds
+
+        # whether the full rule's cap ever bound at this task's lr: recorded by the decay map's runs at λ = 1
+        idle = never_binds(load_results("grokking_decay_map", "full") or {}, ("stiefel@wd=1",))
         measured = [f"{'AdamW' if r['arm'] == 'baseline' else r['removes']} {r['full_minus_arm'].mean_difference:+.1f}"
+                    + (" (the cap never binds at this lr: untested)" if r["arm"] == "no_trust_region" and idle else "")
                     for r in g if r["full_minus_arm"] is not None]
         if measured:
-            line += f"; grokking repeat ({len(g[0]['starts'])} seeds, val. acc. pp): " + ", ".join(measured)
+            c = repeat["config"]
+            budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
+            line += (f"; grokking repeat (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs, {len(g[0]['starts'])} seeds, "
+                     f"val. acc. pp): " + ", ".join(measured))
     return line

@@ -25,6 +25,7 @@ optimizer of the frames. Every default says why it was chosen.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -426,7 +427,19 @@ def claim_gain(results: dict) -> str:
         line += "; gain by training-set size: " + ", ".join(
             f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows)
     kinds = sorted({run["data"]["source_kind"] for run in results["runs"].values() if "data" in run})
-    return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "")
+    return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "") + "; regime: " + regime(results)
+
+
+def regime(results: dict) -> str:
+    """The regime of a results file's verdicts: its decay budget, training length, and the test
+    accuracy the baseline and the Stiefel arm reached."""
+    from ..findings.regimes import decay_budget
+
+    fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
+    config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
+    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if k.startswith(arm + "/")]) for arm in SWEEP_ARMS}
+    return (f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
+            f"{config.train_size:,} images, test accuracy reached " + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items()))
 
 
 def claim_movement(results: dict) -> str:
