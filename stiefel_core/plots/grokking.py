@@ -18,9 +18,10 @@ def _series(history: list[dict], key: str) -> tuple[list[int], list[float]]:
 
 
 def accuracy_curves(runs: dict[str, dict], title: str = "") -> Figure:
-    """Train (dashed) and validation (solid) accuracy of every run, coloured by arm."""
+    """Train (dashed) and validation (solid) accuracy of every baseline and Stiefel run."""
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.2)), sharey=True)
+        runs = {key: run for key, run in runs.items() if key.split("/")[0] in LABELS}  # the two arms; controls have their own chapter
         for key, run in sorted(runs.items()):
             arm = key.split("/")[0]
             ax = axes[0] if arm == "baseline" else axes[1]
