@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .manifold import random_frame
-from .optim import FrameParameter
+from .frames import FrameParameter, declare_frames
 
 __all__ = ["SelfAttention"]
 
@@ -44,6 +44,8 @@ class SelfAttention(nn.Module):
         make = FrameParameter if stiefel else nn.Parameter
         self.W_Q = make(random_frame(d_model, d_head, n_heads))
         self.W_K = make(random_frame(d_model, d_head, n_heads))
+        if stiefel:
+            declare_frames(self, "W_Q", "W_K")  # the tag then survives to_empty(), load_state_dict(assign=True)
         self.W_V = nn.Linear(d_model, n_heads * d_head, bias=bias)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=bias)
 

@@ -149,7 +149,9 @@ def polar_factor(
     ``spectrum = (upper, worst)`` states what is known of ``YᵀY``: its eigenvalues lie in
     ``[worst * upper, upper]`` (``upper`` per frame, ``worst`` a number in (0, 1]). Then the
     inverse square root of the r x r Gram matrix is a fixed number of Newton-Schulz steps:
-    matrix products only, no host synchronisation. Without it, ``U Vᵀ`` from a thin SVD of
+    matrix products only, no host synchronisation (when ``tr(YᵀY)`` shows the statement false,
+    for a ``Y`` built from a frame that left the manifold, the trace bounds the spectrum instead:
+    the result stays finite and near the manifold). Without it, ``U Vᵀ`` from a thin SVD of
     ``Y``: backward stable for any conditioning, and slower. ``out`` receives the result.
     """
     with full_precision_matmul(Y.device):
@@ -159,6 +161,10 @@ def polar_factor(
         upper, worst = spectrum
         steps = newton_schulz_steps(float(worst), Y.dtype)
         A = Y.mT @ Y  # (..., r, r)
+        # The stated spectrum gives tr(A) <= r * upper. A frame that left the manifold breaks it,
+        # and Newton-Schulz would overflow; tr(A) >= λ_max(A) is then a safe bound (re-projection).
+        trace = A.diagonal(dim1=-2, dim2=-1).sum(-1)  # (...,)
+        upper = torch.where(trace > 1.01 * A.shape[-1] * upper, trace, upper)
         return torch.matmul(Y, inverse_sqrt_newton_schulz(A, upper[..., None, None], steps), out=out)
 
 

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
+from .frames import FrameParameter, FrameTagWarning, declare_frames, frame_norm_deviation, is_frame, retag_frames
 from .manifold import (
     check_frame_shape,
     compute_dtype,
@@ -25,8 +26,13 @@ from .manifold import (
 __all__ = [
     "FrameParameter",
     "is_frame",
+    "declare_frames",
+    "retag_frames",
+    "FrameTagWarning",
     "StiefelAdam",
     "NonFiniteGradientError",
+    "FrameOffManifoldError",
+    "check_step",
     "CombinedOptimizer",
     "split_frames",
     "configure_optimizer",
@@ -39,29 +45,12 @@ PROJECTORS = ("tangent", "euclidean")
 ORTHONORMALITY_TOLERANCE = 1e-4
 
 
-class FrameParameter(nn.Parameter):
-    """An ``nn.Parameter`` whose trailing ``(d, r)`` matrices are frames on St(d, r).
-
-    The tag is what :func:`split_frames` routes to :class:`StiefelAdam`. A bank of frames of
-    one shape is one parameter of shape ``(n_frames, d, r)``: it is stepped in one kernel.
-    """
-
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
-        if data is not None:
-            check_frame_shape(data.shape, "FrameParameter")
-        return super().__new__(cls, data, requires_grad)
-
-    def __repr__(self) -> str:
-        return "FrameParameter containing:\n" + super().__repr__().split("\n", 1)[-1]
-
-
-def is_frame(p: Tensor) -> bool:
-    """True for parameters created as :class:`FrameParameter`."""
-    return isinstance(p, FrameParameter)
-
-
 class NonFiniteGradientError(FloatingPointError):
-    """A frame's gradient holds inf or nan; nothing was updated."""
+    """A gradient holds inf or nan; nothing was updated."""
+
+
+class FrameOffManifoldError(ValueError):
+    """A frame left the Stiefel manifold after the optimizer was built; nothing was updated."""
 
 
 def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
@@ -111,8 +100,13 @@ class StiefelAdam(Optimizer):
             O(d) equivariance.
         projector: ``"tangent"`` (above) or ``"euclidean"``: no projection of ``g`` or ``m``; the
             Euclidean step is re-orthonormalised by the same polar factor.
-        check_finite: raise :class:`NonFiniteGradientError` before touching anything when a
-            gradient holds inf or nan (one host synchronisation per step).
+        check_finite: before touching anything, in one host synchronisation per step
+            (:func:`check_step`), raise :class:`NonFiniteGradientError` when a gradient holds inf
+            or nan, and :class:`FrameOffManifoldError` when a frame was changed off the manifold
+            after the optimizer was built (``model.apply(init)``, scaling, noise). With
+            ``check_finite=False`` such a frame is re-projected by the retraction instead: its
+            step uses the Gram matrix's trace as the spectral bound, so it stays finite and lands
+            near the manifold (each later step forms the Gram matrix again and finishes the job).
     """
 
     def __init__(
@@ -220,15 +214,13 @@ class StiefelAdam(Optimizer):
                 if key in saved:
                     self.state[p][key] = saved[key].to(device=p.device, copy=True)
 
-    def _grads_are_finite(self, grads: list[Tensor]) -> bool:
-        if not grads:
-            return True
-        sums = torch.stack([g.sum(dtype=torch.float32).to(grads[0].device) for g in grads])  # inf or nan propagate
-        return bool(torch.isfinite(sums).all())
-
+    @torch.compiler.disable  # host decisions (buckets, Newton-Schulz counts): compiled callers run it eagerly
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
-        """Perform one optimisation step; ``closure`` re-evaluates the model and returns the loss."""
+        """Perform one optimisation step; ``closure`` re-evaluates the model and returns the loss.
+
+        With ``check_finite``, :func:`check_step` runs first. Under ``torch.compile`` the step runs
+        eagerly (compile the model's forward and backward instead)."""
         loss = _evaluate(closure)
 
         work = []  # (group, [params with grads])
@@ -239,18 +231,8 @@ class StiefelAdam(Optimizer):
                     raise RuntimeError("StiefelAdam does not support sparse gradients")
             work.append((group_index, group, params))
 
-        if self.check_finite:
-            all_grads = [p.grad for _, _, ps in work for p in ps]
-            if not self._grads_are_finite(all_grads):
-                for group_index, group, params in work:
-                    for p in params:
-                        if not torch.isfinite(p.grad).all():
-                            i = next(j for j, q in enumerate(group["params"]) if q is p)
-                            raise NonFiniteGradientError(
-                                f"StiefelAdam: the gradient of frame {_param_name(group, i, p, group_index)} "
-                                "holds inf or nan; no parameter or optimizer state was changed. Lower the "
-                                "learning rate, check the loss for overflow, or clip gradients upstream."
-                            )
+        if self.check_finite and not getattr(self, "_prechecked", False):
+            check_step(self)
 
         for _, group, params in work:
             buckets: dict[tuple, list[Tensor]] = defaultdict(list)
@@ -407,110 +389,59 @@ def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dic
     return retract_polar(W, xi), m, v
 
 
-class CombinedOptimizer(Optimizer):
-    """Several optimizers behind one ``step()``, ``zero_grad()`` and ``state_dict()``.
-
-    ``param_groups`` is the concatenation of the inner optimizers' groups (the same dicts), so
-    torch LR schedulers scale every group. A closure is evaluated once per step.
-    """
-
-    def __init__(self, *optimizers: Optimizer):
-        if not optimizers:
-            raise ValueError("CombinedOptimizer needs at least one optimizer")
-        self.optimizers = list(optimizers)
-        self.defaults = {}
-        self._optimizer_step_pre_hooks = {}
-        self._optimizer_step_post_hooks = {}
-        self._optimizer_state_dict_pre_hooks = {}
-        self._optimizer_state_dict_post_hooks = {}
-        self._optimizer_load_state_dict_pre_hooks = {}
-        self._optimizer_load_state_dict_post_hooks = {}
-        self._zero_grad_profile_name = "Optimizer.zero_grad#CombinedOptimizer.zero_grad"
-
-    @property
-    def param_groups(self) -> list[dict]:
-        return [g for opt in self.optimizers for g in opt.param_groups]
-
-    @property
-    def state(self) -> dict:
-        return {p: s for opt in self.optimizers for p, s in opt.state.items()}
-
-    def __getstate__(self):
-        return {"optimizers": self.optimizers}
-
-    def __repr__(self) -> str:
-        inner = ",\n".join("  " + repr(opt).replace("\n", "\n  ") for opt in self.optimizers)
-        return f"CombinedOptimizer(\n{inner}\n)"
-
-    @torch.no_grad()
-    def step(self, closure: Callable[[], Tensor] | None = None):
-        loss = _evaluate(closure)
-        for opt in self.optimizers:
-            opt.step()
-        return loss
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for opt in self.optimizers:
-            opt.zero_grad(set_to_none=set_to_none)
-
-    def state_dict(self) -> dict:
-        return {"optimizers": [opt.state_dict() for opt in self.optimizers]}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        saved = state_dict["optimizers"]
-        if len(saved) != len(self.optimizers):
-            raise ValueError(f"state_dict holds {len(saved)} optimizers; this CombinedOptimizer has {len(self.optimizers)}")
-        for opt, s in zip(self.optimizers, saved):
-            opt.load_state_dict(s)
-
-    def add_param_group(self, param_group: dict) -> None:
-        raise TypeError("Add param groups to one of CombinedOptimizer.optimizers instead.")
+def _drift_tolerance(p: Tensor) -> float:
+    """How far ``‖W‖²_F`` of a frame may stray from ``r``: any frame accepted at construction
+    (``‖WᵀW - I‖_F`` within tolerance, so ``|tr(WᵀW) - r| <= √r`` times it) passes, with room."""
+    r = p.shape[-1]
+    return 4 * r**0.5 * max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * r)
 
 
-def split_frames(model: nn.Module) -> tuple[list[tuple[str, nn.Parameter]], list[tuple[str, nn.Parameter]]]:
-    """``(frames, rest)``: the model's trainable named parameters, frames first."""
-    frames, rest = [], []
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            (frames if is_frame(p) else rest).append((name, p))
-    return frames, rest
+@torch.no_grad()
+def check_step(*optimizers: Optimizer) -> None:
+    """Check, before any parameter changes, that the next ``step()`` of ``optimizers`` is safe:
+    every gradient is finite, and every frame of a :class:`StiefelAdam` still has ``‖W‖²_F = r``
+    (to rounding), which a frame rescaled, re-initialised or perturbed after the optimizer was
+    built does not. One host synchronisation for all of them, so a combined step is never
+    partial. Raises :class:`FrameOffManifoldError` or :class:`NonFiniteGradientError`, naming the
+    parameter (frame or not)."""
+    entries, probes = [], []
+    for opt in optimizers:
+        stiefel = isinstance(opt, StiefelAdam)
+        for group_index, group in enumerate(opt.param_groups):
+            for i, p in enumerate(group["params"]):
+                if p.grad is None:
+                    continue
+                device = probes[0].device if probes else p.grad.device
+                entries.append((opt, group, group_index, i, p, stiefel))
+                probes.append(p.grad.sum(dtype=torch.float32).to(device))  # inf or nan propagate
+                if stiefel and p.numel():
+                    ok = frame_norm_deviation(p) <= _drift_tolerance(p)  # false for nan, too
+                    probes.append(torch.where(ok, 0.0, float("nan")).to(device))
+    if not probes or bool(torch.isfinite(torch.stack(probes)).all()):
+        return
+    culprits, half = [], False
+    for opt, group, group_index, i, p, stiefel in entries:  # the slow path, only on failure
+        owner, name = type(opt).__name__, _param_name(group, i, p, group_index)
+        if stiefel and p.numel() and not frame_norm_deviation(p) <= _drift_tolerance(p):
+            error = orthonormality_error(p.detach()).max().item()
+            raise FrameOffManifoldError(
+                f"{owner}: frame {name} has left the Stiefel manifold since the optimizer was built "
+                f"(max ‖WᵀW - I‖_F = {error:.3g}): something wrote to it outside the optimizer "
+                "(model.apply(init), scaling, noise, loading other weights). No parameter or optimizer "
+                "state was changed. Put it back with `with torch.no_grad(): p.copy_("
+                "stiefel_core.manifold.orthonormalize(p))`, or build the optimizer with "
+                "check_finite=False to let the retraction re-project it."
+            )
+        if not bool(torch.isfinite(p.grad).all()):
+            culprits.append(f"{'frame' if stiefel else 'parameter'} {name}")
+            half = half or torch.float16 in (p.dtype, p.grad.dtype)
+    which = f"gradient of {culprits[0]} holds" if len(culprits) == 1 else f"gradients of {', '.join(culprits)} hold"
+    hint = "; in float16 the backward pass overflows easily: use torch.amp.GradScaler, or bfloat16" if half else ""
+    raise NonFiniteGradientError(
+        f"{' + '.join(dict.fromkeys(type(o).__name__ for o in optimizers))}: the {which} inf or nan; no "
+        "parameter or optimizer state was changed. Lower the learning rate, check the loss for "
+        f"overflow, or clip gradients upstream{hint}."
+    )
 
 
-def configure_optimizer(
-    model: nn.Module,
-    lr: float = 1e-3,
-    weight_decay: float = 0.0,
-    betas: tuple[float, float] = (0.9, 0.999),
-    eps: float = 1e-8,
-    *,
-    frame_lr: float | None = None,
-    no_decay: Iterable[str] = (),
-    **stiefel_options,
-) -> Optimizer:
-    """One optimizer for a whole model: :class:`FrameParameter` s to :class:`StiefelAdam`, every
-    other trainable parameter to ``AdamW`` with decoupled ``weight_decay``.
-
-    ``frame_lr`` (default ``lr``) and ``stiefel_options`` (``trust_radius``, ``step_rule``, ...)
-    go to ``StiefelAdam``. ``no_decay`` names non-frame parameters (as ``named_parameters``
-    spells them) that AdamW trains without weight decay, in a group of their own. Frozen
-    parameters (``requires_grad=False``) are left out. With no frames this is plain ``AdamW``;
-    with no other parameters, plain ``StiefelAdam``.
-    """
-    frames, rest = split_frames(model)
-    exempt = set(no_decay)
-    unknown = exempt - {name for name, _ in rest}
-    if unknown:
-        raise ValueError(f"configure_optimizer: no_decay names {sorted(unknown)}, which are not trainable non-frame "
-                         f"parameters of the model; choose among {[name for name, _ in rest]}")
-    optimizers: list[Optimizer] = []
-    if frames:
-        optimizers.append(StiefelAdam(frames, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options))
-    if rest:
-        decayed = [(name, p) for name, p in rest if name not in exempt]
-        groups = [{"params": decayed, "weight_decay": weight_decay}] if decayed else []
-        if exempt:
-            groups.append({"params": [(name, p) for name, p in rest if name in exempt], "weight_decay": 0.0})
-        optimizers.append(torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
-    if not optimizers:
-        raise ValueError("configure_optimizer: the model has no trainable parameters")
-    return optimizers[0] if len(optimizers) == 1 else CombinedOptimizer(*optimizers)
+from .combined import CombinedOptimizer, configure_optimizer, split_frames  # noqa: E402  (re-exported)
