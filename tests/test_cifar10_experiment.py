@@ -282,5 +282,5 @@ def test_verdicts_follow_their_rules(monkeypatch):
     monkeypatch.setattr("stiefel_core.experiments.results.load_results", lambda *a, **k: sweep)
     main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
     line = cifar10.claim_gain(main)
-    assert "over 3 paired starts" in line and "50,000 +1.10" in line and line.endswith("(jpeg copy of CIFAR-10)")
+    assert "over 3 paired starts" in line and "50,000 +1.10" in line and "(jpeg copy of CIFAR-10); regime: Σ lr·λ = " in line
     assert cifar10.claim_movement(main).startswith("fixed step moves 1-1x less")

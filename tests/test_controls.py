@@ -98,3 +98,23 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
         trust_region.run(tiny, "stiefel@flr=0.5", 0, CPU, progress=False)
     with pytest.raises(ValueError, match="frame_lr"):
         grokking.run(task, "baseline", 0, CPU, progress=False, frame_lr=0.1)
+
+
+def test_cifar10_controls_build_what_they_say():
+    from stiefel_core.experiments import cifar10, cifar10_long
+
+    config = get_config("cifar10", "ci")
+    model = cifar10.build_model(config, "no_decay_qk", 0)
+    opt = cifar10.build_optimizer(model, config, "no_decay_qk")
+    decay = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    assert all(decay[id(b["attn"].W_Q)] == decay[id(b["attn"].W_K)] == 0.0 for b in model.blocks)
+    assert decay[id(model.head.weight)] == config.weight_decay
+    same = cifar10.build_model(config, "baseline", 0)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))  # one start, one init
+    with pytest.raises(ValueError, match="unknown arm"):
+        cifar10.build_model(config, "muon", 0)
+    long = get_config("cifar10_long", "full")
+    assert long.task.epochs >= 100 and long.task.train_size == 10_000 and len(long.seeds) >= 3
+    assert set(cifar10_long.arm_names(long)) == {f"{a}@wd={w:g}" for a in cifar10_long.LONG_ARMS for w in (0.05, 0.3, 1.0)}
+    factors = cifar10.lr_factors(long.task)
+    assert len(factors) == 100 * (10_000 // 128) and max(factors) == 1.0

@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, decay_map, grokking, trust_region
+from . import ablation, cifar10, cifar10_long, decay_map, grokking, trust_region
 from .variants import ABLATION_ARMS
 from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
 
@@ -52,7 +52,11 @@ class Experiment:
 EXPERIMENTS = {
     "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs",
                            optional_arms=("frozen", "no_decay_qk")),
-    "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts"),
+    "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts",
+                          optional_arms=cifar10.CONTROL_ONLY_ARMS),
+    "cifar10_long": Experiment("cifar10_long", cifar10_long.PROFILES, cifar10_long.ARMS, cifar10_long.run,
+                               "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
+                               arms_of=cifar10_long.arm_names),
     "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
     "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
     "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),

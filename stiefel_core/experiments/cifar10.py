@@ -43,18 +43,22 @@ from ..models import PatchTransformer
 from ..optim import configure_optimizer
 from ..stats import mean_and_spread, paired_comparison
 from ..train import fit
-from .metrics import principal_angles
+from .metrics import bilinear_change, principal_angles, trust_region_metrics
 from .results import PACKAGE_ROOT
-from .variants import ABLATION_ARMS, VARIANTS, frame_options
+from .calibration import calibration_epochs, matched_lr, median_step
+from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, frame_options, is_euclidean, trains_frames
 
 __all__ = [
     "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
-    "prepared_data", "build_model", "build_optimizer", "train", "run", "run_sweep",
+    "prepared_data", "build_model", "build_optimizer", "train", "train_arm", "matched_frame_lr", "run", "run_sweep",
+    "warmup_cosine", "lr_factors", "regime", "RUNNABLE_ARMS", "CONTROL_ONLY_ARMS",
     "paired_gain", "movement_ratios", "sweep_gains", "finished_starts", "freezing_cost", "claim_gain", "claim_movement",
     "PREPRINT", "sweep_trend", "verdicts",
 ]
 
 ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
+CONTROL_ONLY_ARMS = ("no_decay_qk", "fixed_step_matched")  # the mechanism's other controls, run on request
+RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
 SWEEP_ARMS = ("baseline", "stiefel")
 SWEEP_FRACTIONS = (0.1, 0.2, 0.4, 1.0)  # of the training pool: 5k, 10k, 20k, 50k images at full scale
 SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for arm in SWEEP_ARMS)
@@ -151,14 +155,14 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
 # --- model and optimizer ------------------------------------------------------------------
 
 def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
-    """The model of ``arm`` (of ``cifar10`` or of the ablation) from start ``seed``: identical
-    initial weights in every arm."""
-    if arm not in ARMS and arm not in ABLATION_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}")
+    """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
+    identical initial weights in every arm."""
+    if arm not in RUNNABLE_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}")
     torch.manual_seed(seed)
     model = PatchTransformer(
         patch_size=config.patch_size, d_model=config.d_model, n_heads=config.n_heads,
-        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=arm != "baseline",
+        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=not is_euclidean(arm),
     )
     if arm == "frozen":
         for block in model.blocks:
@@ -167,13 +171,15 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     return model
 
 
-def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str) -> torch.optim.Optimizer:
-    """AdamW for every non-frame parameter; the frames' rule depends on the arm."""
+def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None) -> torch.optim.Optimizer:
+    """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
+    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is the frames' lr (default ``lr``)."""
     common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
-    if arm in ("baseline", "frozen"):  # no trainable frames: plain AdamW
-        opt = configure_optimizer(model, **common)
+    if not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
+        no_decay = [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")] if arm == "no_decay_qk" else ()
+        opt = configure_optimizer(model, **common, no_decay=no_decay)
     else:
-        opt = configure_optimizer(model, **common, **frame_options(arm, config.trust_radius))
+        opt = configure_optimizer(model, **common, frame_lr=frame_lr, **frame_options(arm, config.trust_radius))
     for group in opt.param_groups:
         group.setdefault("initial_lr", group["lr"])
     return opt
@@ -225,6 +231,8 @@ def train(
     log_every: int | None = None,
     checkpoint_every: int | None = None,
     description: str | None = None,
+    horizon: int | None = None,
+    frame_lr: float | None = None,
 ) -> dict:
     """Train ``arm`` from start ``seed`` on the first ``train_size`` images of the pool (default
     all of it) for ``epochs`` epochs; return ``{"history", "final", "data"}``.
@@ -233,7 +241,9 @@ def train(
     per-step displacement ``‖ΔW‖_F`` of every block's W_Q and W_K bank over that epoch
     (``step/blocks.i.W_Q``), their distance from initialisation, the mean principal angle
     (degrees) between each head's subspace now and at the start, the largest orthonormality
-    error ``‖WᵀW - I‖_F``, and the test loss and accuracy.
+    error ``‖WᵀW - I‖_F``, and the test loss and accuracy. ``horizon`` (default ``epochs``) is
+    the length in epochs that the lr schedule spans: a shorter run is then the first epochs of
+    a longer one (the calibration of ``fixed_step_matched``). ``frame_lr`` goes to the frames.
     """
     device = torch.device(device)
     train_x, train_y, test_x, test_y, provenance = prepared_data(config, device)
@@ -244,12 +254,12 @@ def train(
     epochs = config.epochs if epochs is None else epochs
     batch = min(config.batch_size, n)
     steps_per_epoch = n // batch  # the last partial batch is dropped: every step sees `batch` images
-    total_steps = epochs * steps_per_epoch
+    total_steps = (epochs if horizon is None else horizon) * steps_per_epoch
     warmup = max(1, round(config.warmup_fraction * total_steps))
 
     model = build_model(config, arm, seed).to(device)
     init_fingerprint = _fingerprint(model)
-    opt = build_optimizer(model, config, arm)
+    opt = build_optimizer(model, config, arm, frame_lr)
     initial = {k: W.detach().clone() for k, W in _projections(model).items()}
     generator = torch.Generator().manual_seed(10_000 + seed)  # the data order of start `seed`
     order_state = generator.get_state()  # the tensor fit checkpoints and restores in place
@@ -269,8 +279,9 @@ def train(
             signature = signature + 7 * (flips.long() * weights).sum()
         checksum.copy_((checksum * 1_000_003 + signature % _CHECKSUM_MOD) % _CHECKSUM_MOD)
         perm = perm.to(device)
-        sums = {"loss": 0.0, "correct": 0.0, "seen": 0}
-        moved = {k: 0.0 for k in initial}
+        # logged epochs accumulate on the device and read the sums once, at the epoch's end
+        loss_sum, correct = torch.zeros((), device=device), torch.zeros((), dtype=torch.int64, device=device)
+        moved = {k: torch.zeros((), device=device) for k in initial}
         for i in range(steps_per_epoch):
             for group in opt.param_groups:
                 group["lr"] = group["initial_lr"] * lr_factor(epoch * steps_per_epoch + i)
@@ -289,21 +300,27 @@ def train(
             if logging:
                 with torch.no_grad():
                     for k, W in _projections(model).items():
-                        moved[k] += (W.detach() - before[k]).norm().item()
-                    sums["loss"] += loss.item() * len(y)
-                    sums["correct"] += (logits.argmax(-1) == y).sum().item()
-                    sums["seen"] += len(y)
+                        moved[k] += torch.linalg.vector_norm(W.detach() - before[k])
+                    loss_sum += loss.detach() * len(y)
+                    correct += (logits.argmax(-1) == y).sum()
         if not logging:
             return None
-        metrics = {"train_loss": sums["loss"] / sums["seen"], "train_acc": sums["correct"] / sums["seen"],
+        seen = steps_per_epoch * batch
+        metrics = {"train_loss": loss_sum.item() / seen, "train_acc": correct.item() / seen,
                    "lr": opt.param_groups[0]["lr"], "steps_done": (epoch + 1) * steps_per_epoch}
         with torch.no_grad():
+            metrics.update(trust_region_metrics(opt))
             for k, W in _projections(model).items():
                 W = W.detach()
-                metrics[f"step/{k}"] = moved[k] / steps_per_epoch
+                metrics[f"step/{k}"] = moved[k].item() / steps_per_epoch
                 metrics[f"dist/{k}"] = (W - initial[k]).norm().item()
                 metrics[f"angle_mean/{k}"] = torch.rad2deg(principal_angles(initial[k], W)).mean().item()
                 metrics[f"orth_error/{k}"] = orthonormality_error(W.double()).max().item()
+            current = _projections(model)
+            for i in range(config.depth):  # the bilinear form per head, which principal angles miss
+                q, k_ = f"blocks.{i}.W_Q", f"blocks.{i}.W_K"
+                change = bilinear_change(current[q].detach(), current[k_].detach(), initial[q], initial[k_])
+                metrics[f"qk_change_mean/blocks.{i}"] = change.mean().item()
         return metrics
 
     def evaluate() -> dict:
@@ -329,9 +346,31 @@ def train(
 
 def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
     """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}")
-    return train(config, arm, seed, device, checkpoint, progress)
+    if arm not in ARMS + CONTROL_ONLY_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, and on request {CONTROL_ONLY_ARMS}")
+    return train_arm(config, arm, seed, device, checkpoint, progress)
+
+
+def train_arm(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, **options) -> dict:
+    """:func:`train`, with ``fixed_step_matched``'s frame lr calibrated first and recorded."""
+    if arm != "fixed_step_matched":
+        return train(config, arm, seed, device, checkpoint, progress, **options)
+    calibration = matched_frame_lr(config, seed, device)
+    return {**train(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], **options), "calibration": calibration}
+
+
+def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
+    """:func:`calibration.matched_lr` on this task: short runs from ``seed`` over the first 5 % of
+    training, rounded up to whole epochs (one record per epoch: its mean per-step displacement),
+    on the full run's lr schedule."""
+    epochs = calibration_epochs(config.epochs)
+    banks = tuple(f"blocks.{i}.{w}" for i in range(config.depth) for w in ("W_Q", "W_K"))
+
+    def measure(arm: str, frame_lr: float) -> float:
+        out = train(config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, frame_lr=frame_lr)
+        return median_step(out["history"], banks)
+
+    return {**matched_lr(measure, config.lr), "epochs": epochs}
 
 
 def sweep_arm(name: str) -> tuple[str, float]:
