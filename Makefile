@@ -55,7 +55,7 @@ $(STAMP): pyproject.toml requirements.txt
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q -c requirements.txt -e '.[book,dev]'
+	$(PY) -m pip install -q -c requirements.txt -e '.[book,dev,test]'
 	touch $@
 
 node: $(NODE_STAMP)

@@ -444,4 +444,11 @@ def check_step(*optimizers: Optimizer) -> None:
     )
 
 
-from .combined import CombinedOptimizer, configure_optimizer, split_frames  # noqa: E402  (re-exported)
+def __getattr__(name: str):
+    """``CombinedOptimizer``, ``configure_optimizer`` and ``split_frames`` live in
+    :mod:`stiefel_core.combined`; they are re-exported here (imported on first use: no cycle)."""
+    if name in ("CombinedOptimizer", "configure_optimizer", "split_frames"):
+        from . import combined
+
+        return getattr(combined, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
