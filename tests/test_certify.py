@@ -327,3 +327,13 @@ def test_static_grids_draw_one_panel_per_setting(name, panels):
     fig = getattr(figures, name)()
     assert sum(ax.get_visible() for ax in fig.axes) == panels
     plt.close(fig)
+
+
+def test_package_reexports_every_public_name_from_the_module_that_defines_it():
+    from stiefel_core import threads
+
+    assert certify.one_thread is threads.one_thread  # kept for old imports
+    for name in certify.__all__:
+        obj = getattr(certify, name)
+        if callable(obj) and name != "one_thread":  # functions and classes; the rest are constants
+            assert obj.__module__.startswith("stiefel_core.certify"), name

@@ -374,3 +374,22 @@ def test_moved_start_figure_draws():
 
     fig = plots.moved_start_figure(steps=20, draws=1)
     assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 4
+
+
+# --- the package: one module per idea, one public surface -----------------------------------
+
+
+def test_package_reexports_every_public_name_from_the_module_that_defines_it():
+    for name in gauge.__all__:
+        obj = getattr(gauge, name)
+        if callable(obj):  # functions and classes; the rest are constants
+            assert obj.__module__.startswith("stiefel_core.gauge."), name
+
+
+def test_a_certificate_and_a_figure_share_their_training_runs():
+    cache = gauge.runs._cached_projected_run
+    gauge.certify_projected_run(steps=3)
+    misses = cache.cache_info().misses
+    gauge.run_deviation(True, steps=3)  # what projected_run_figure draws: no run of its own
+    gauge.run_deviation(False, remove="update", steps=3)
+    assert cache.cache_info().misses == misses

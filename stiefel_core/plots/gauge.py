@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .. import gauge
-from ..train import one_thread
+from ..threads import one_thread
 from . import COLORS, arm_color, figsize, grid_figure, style
 
 __all__ = [

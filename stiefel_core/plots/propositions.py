@@ -18,8 +18,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .. import certify
-from ..certify import DTYPE, QuadraticProblem, condition_history, one_thread, run_trajectory
+from ..certify import DTYPE, QuadraticProblem, condition_history, run_trajectory
 from ..manifold import project_tangent, random_frame
+from ..threads import one_thread
 from . import COLORS, arm_color, figsize, grid_figure, style
 
 __all__ = [
