@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import time
 from pathlib import Path
@@ -13,36 +11,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from .threads import one_thread, single_threaded, threads  # noqa: F401  (re-exported: their home is stiefel_core.threads)
+
 __all__ = ["fit", "pick_device", "save_atomically", "one_thread", "single_threaded", "threads"]
-
-
-@contextlib.contextmanager
-def threads(n: int | None):
-    """Run torch on ``n`` CPU threads inside the block (``None``: leave the setting alone)."""
-    saved = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
-
-
-def one_thread():
-    """One CPU thread inside the block. For tiny matrices extra threads only add
-    synchronisation, and on a shared two-core machine they slow runs ~10x."""
-    return threads(1)
-
-
-def single_threaded(fn):
-    """Decorator: ``fn`` runs under :func:`one_thread`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with one_thread():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:

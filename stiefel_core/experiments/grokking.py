@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from ..data import modular_data
 from ..models import ModularTransformer
 from ..optim import configure_optimizer
-from ..train import fit, threads
+from ..threads import threads
+from ..train import fit
 from ..tables import Table
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
