@@ -43,7 +43,7 @@ KEY = r"k_proj|key|k|wk|to_k|k_lin"  # their key siblings in the same parent mod
 FUSED = r"c_attn|qkv|Wqkv|qkv_proj"  # fused [q; k; v] projections with heads contiguous
 HEAD_ATTRS = ("num_heads", "n_head", "n_heads", "num_attention_heads", "nheads")
 KV_HEAD_ATTRS = ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "n_kv_head")
-HEAD_DIM_ATTRS = ("head_dim", "head_size", "attention_head_size")
+HEAD_DIM_ATTRS = ("head_dim", "head_size", "attention_head_size", "key_value_proj_dim")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class HeadFrames(nn.Module):
                 alpha = torch.ones(block.shape[0])
             else:
                 alpha = torch.full((block.shape[0],), float(scale))
-            self.register_buffer(f"scale_{name}", alpha.to(W.dtype))
+            self.register_buffer(f"scale_{name}", alpha.to(device=W.device, dtype=W.dtype))
 
     def _blocks(self, W: Tensor) -> list[Tensor]:
         """The converted heads of ``W``, each ``(H, d, r)``."""
@@ -150,7 +150,7 @@ def _heads(name: str, modules: list[nn.Module], d_model: int, n_heads, head_dim)
     return n_heads, head_dim
 
 
-def _convert(model, name, module, attr, axis, segments, head_dim, scale, kind) -> Conversion:
+def _convert(name, module, attr, axis, segments, head_dim, scale, kind) -> Conversion:
     W = getattr(module, attr)
     needed = sum(n for _, n in segments) * head_dim
     if W.shape[axis] < needed or (W.shape[1 - axis] < head_dim):
@@ -189,24 +189,27 @@ def stiefelize(
     attention module's attributes (``num_heads``, ``n_head``, ``num_key_value_heads``,
     ``head_dim``, or its ``config``), or from ``n_heads`` / ``n_kv_heads`` / ``head_dim``.
     ``scale`` sets the logits' scale (module docstring). Returns one :class:`Conversion` per
-    converted weight; raises ``ValueError`` naming the module and the option to pass when a
+    converted weight (none for a model converted already); raises ``ValueError`` naming the module and the option to pass when a
     projection cannot be converted, or when there is none.
     """
-    conversions, done = [], set()
+    conversions, done, already = [], set(), False
     modules = dict(model.named_modules())
     for name, module in modules.items():
         parent_name, _, leaf = name.rpartition(".")
         parent = modules.get(parent_name, model)
-        if name in done or (skip and re.fullmatch(skip, name)) or parametrize.is_parametrized(module):
+        if parametrize.is_parametrized(module) and any(isinstance(pl[0], HeadFrames) for pl in module.parametrizations.values()):
+            already = True
+            continue
+        if name in done or (skip and re.fullmatch(skip, name)):
             continue
         if isinstance(module, nn.MultiheadAttention):
             H, r = module.num_heads, module.head_dim
             if module._qkv_same_embed_dim:
-                conversions.append(_convert(model, name, module, "in_proj_weight", 0, [("q", H), ("k", H)], r, scale,
+                conversions.append(_convert(name, module, "in_proj_weight", 0, [("q", H), ("k", H)], r, scale,
                                             "nn.MultiheadAttention in_proj_weight [q; k; v]"))
             else:
                 for attr, kind in (("q_proj_weight", "q"), ("k_proj_weight", "k")):
-                    conversions.append(_convert(model, name, module, attr, 0, [(kind, H)], r, scale,
+                    conversions.append(_convert(name, module, attr, 0, [(kind, H)], r, scale,
                                                 f"nn.MultiheadAttention {attr}"))
             done.update(n for n in modules if n.startswith(f"{name}."))
         elif re.fullmatch(fused, leaf) and (isinstance(module, nn.Linear) or _is_conv1d(module)):
@@ -223,7 +226,7 @@ def stiefelize(
                     f"({H} + 2·{Hk})·{r}; pass n_heads=, n_kv_heads=, head_dim=, or skip= it."
                 )
             kind = "Hugging Face Conv1D [q | k | v]" if conv else "fused nn.Linear [q; k; v]"
-            conversions.append(_convert(model, name, module, "weight", 1 if conv else 0, [("q", H), ("k", Hk)], r, scale, kind))
+            conversions.append(_convert(name, module, "weight", 1 if conv else 0, [("q", H), ("k", Hk)], r, scale, kind))
         elif re.fullmatch(query, leaf) and isinstance(module, nn.Linear):
             siblings = [(n, m) for n, m in parent.named_children() if re.fullmatch(key, n) and isinstance(m, nn.Linear)]
             if len(siblings) != 1:
@@ -240,11 +243,11 @@ def stiefelize(
                     "pass n_heads= / head_dim=."
                 )
             key_name = f"{parent_name}.{key_leaf}" if parent_name else key_leaf
-            conversions.append(_convert(model, name, module, "weight", 0, [("q", H)], r, scale, "nn.Linear query"))
-            conversions.append(_convert(model, key_name, key_module, "weight", 0, [("k", key_module.out_features // r)], r,
+            conversions.append(_convert(name, module, "weight", 0, [("q", H)], r, scale, "nn.Linear query"))
+            conversions.append(_convert(key_name, key_module, "weight", 0, [("k", key_module.out_features // r)], r,
                                         scale, "nn.Linear key"))
             done.add(key_name)
-    if not conversions:
+    if not conversions and not already:
         raise ValueError(
             f"stiefelize: found no query/key projections in {type(model).__name__}: no nn.MultiheadAttention, no "
             f"nn.Linear or Conv1D named like {fused!r} (fused), and no {query!r} / {key!r} pair. Pass "

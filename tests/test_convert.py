@@ -219,6 +219,12 @@ def test_a_fused_projection_of_the_wrong_width_is_refused_by_name():
         stiefelize(model)
 
 
+def test_converting_twice_converts_nothing_more():
+    model = fm.Block()
+    assert len(stiefelize(model)) == 1 and stiefelize(model) == []
+    assert sum(is_frame(p) for p in model.parameters()) == 2
+
+
 def test_the_converted_frames_keep_their_tag_through_state_dict_and_deepcopy():
     import copy
 
