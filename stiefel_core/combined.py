@@ -184,7 +184,9 @@ def configure_optimizer(
     ``check_finite``, ...) go to ``StiefelAdam``. ``frames`` selects more frames by name pattern
     (see :func:`split_frames`). ``no_decay`` names non-frame parameters (as ``named_parameters``
     spells them) that AdamW trains without weight decay, in a group of their own. Frozen
-    parameters (``requires_grad=False``) are left out. With no frames this is plain ``AdamW``;
+    parameters (``requires_grad=False``) are left out; float16 non-frame parameters are refused
+    (AdamW's state underflows there: use autocast with a GradScaler, or bfloat16). With no
+    frames this is plain ``AdamW``;
     with no other parameters, plain ``StiefelAdam``; with both, a :class:`CombinedOptimizer`.
     """
     chosen, rest = split_frames(model, frames)
@@ -193,6 +195,15 @@ def configure_optimizer(
     if unknown:
         raise ValueError(f"configure_optimizer: no_decay names {sorted(unknown)}, which are not trainable non-frame "
                          f"parameters of the model; choose among {[name for name, _ in rest]}")
+    half = [name for name, p in rest if p.dtype == torch.float16]
+    if half:
+        raise ValueError(
+            f"configure_optimizer: {half[:4]}{' ...' if len(half) > 4 else ''} are float16. AdamW cannot train "
+            "float16 parameters: its second moment underflows (g² < 6e-8 is 0, and eps = 1e-8 is 0 in float16), "
+            "so its first steps write inf and nan even with finite gradients. Keep the parameters in float32 "
+            "and train under torch.autocast(device_type, dtype=torch.float16) with torch.amp.GradScaler, or use "
+            "bfloat16. (StiefelAdam computes in float32 and accepts float16 frames.)"
+        )
     optimizers: list[Optimizer] = []
     if chosen:
         optimizers.append(StiefelAdam(chosen, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options))

@@ -191,15 +191,27 @@ def test_a_non_finite_gradient_anywhere_stops_the_whole_step_and_is_named(bad, w
 # Row 4: fp16: AdamW overflowed first, and StiefelAdam's error blamed a frame's gradient.
 
 
+def test_float16_parameters_for_adamw_are_refused_with_the_remedy():
+    plain = nn.Parameter(torch.randn(100).half())  # why: AdamW writes inf with finite gradients
+    adamw = torch.optim.AdamW([plain], lr=1e-3)
+    plain.grad = (1e-5 * torch.randn(100)).half()
+    adamw.step()
+    assert not torch.isfinite(plain).all()
+    with pytest.raises(ValueError, match=r"'2\.weight'.*float16.*autocast.*GradScaler.*bfloat16"):
+        configure_optimizer(make_model().half())
+
+
 def test_an_fp16_overflow_is_named_before_anything_changes():
     model = make_model().half()
-    opt = configure_optimizer(model, lr=1e-3)
+    frames = [(n, p) for n, p in model.named_parameters() if is_frame(p)]
+    rest = [(n, p) for n, p in model.named_parameters() if not is_frame(p)]
+    opt = CombinedOptimizer(StiefelAdam(frames), torch.optim.SGD(rest, lr=1e-3))  # fp16 without AdamW
     x, y = batch()
     (nn.functional.cross_entropy(model(10 * x.half()), y) * 3e4).backward()  # overflows float16
     bad = [n for n, p in model.named_parameters() if not torch.isfinite(p.grad).all()]
-    assert "2.weight" in bad and "0.W_Q" in bad  # AdamW's and StiefelAdam's parameters alike
+    assert "2.weight" in bad and "0.W_Q" in bad  # both optimizers' parameters
     before = snapshot(model, opt)
-    with pytest.raises(NonFiniteGradientError, match=r"float16.*GradScaler") as error:
+    with pytest.raises(NonFiniteGradientError, match=r"StiefelAdam \+ SGD: .*float16.*GradScaler") as error:
         opt.step()
     assert all(f"'{name}'" in str(error.value) for name in bad)  # every culprit, frame or not
     assert "'2.bias'" not in str(error.value)
