@@ -43,14 +43,17 @@ class FrameParameter(nn.Parameter):
         return super().__new__(cls, data, requires_grad)
 
     def __reduce_ex__(self, protocol):  # nn.Parameter's rebuilds a plain Parameter: the tag would be lost
-        return (_rebuild_frame_parameter, (self.data, self.requires_grad))
+        return (_rebuild_frame_parameter, (self.data, self.requires_grad, torch._utils._get_obj_state(self)))
 
     def __repr__(self) -> str:
         return "FrameParameter containing:\n" + super().__repr__().split("\n", 1)[-1]
 
 
-def _rebuild_frame_parameter(data: Tensor, requires_grad: bool) -> FrameParameter:
-    return FrameParameter(data, requires_grad)
+def _rebuild_frame_parameter(data: Tensor, requires_grad: bool, state=None) -> FrameParameter:
+    p = FrameParameter(data, requires_grad)
+    if state:  # attributes set on the parameter, as nn.Parameter keeps them
+        torch._utils._set_obj_state(p, state)
+    return p
 
 
 def is_frame(p: Tensor) -> bool:

@@ -63,6 +63,7 @@ def assert_unchanged(model, opt, before):
 @pytest.mark.parametrize("how", ["pickle", "torch.save", "deepcopy"])
 def test_the_frame_tag_survives_pickle_torch_save_and_deepcopy(how):
     model = make_model()
+    model[0].W_Q.note = "kept"  # attributes on the parameter survive too
     if how == "pickle":
         clone = pickle.loads(pickle.dumps(model))
     elif how == "deepcopy":
@@ -73,6 +74,8 @@ def test_the_frame_tag_survives_pickle_torch_save_and_deepcopy(how):
         buffer.seek(0)
         clone = torch.load(buffer, weights_only=False)
     assert is_frame(clone[0].W_Q) and is_frame(clone[0].W_K)
+    if how != "deepcopy":  # nn.Parameter's own deepcopy drops attributes; pickling keeps them
+        assert clone[0].W_Q.note == "kept"
     opt = configure_optimizer(clone)
     assert [g["param_names"] for g in opt.optimizers[0].param_groups] == [["0.W_Q", "0.W_K"]]
 
