@@ -22,6 +22,11 @@ head's projection keeps its Frobenius norm and the logits their scale; ``"unit"`
 frames (``α = 1``, the geometry of :class:`~stiefel_core.attention.SelfAttention`); a number
 is one ``α`` for every head. ``α`` is a buffer: it is saved, never trained, and folded back
 by :func:`unstiefelize`.
+
+**Saving.** A converted model saves and loads through ``state_dict()`` (the frames keep their
+tag, ``load_state_dict(assign=True)`` included). ``torch.save(model)`` of the whole converted
+module is refused by torch's parametrizations with a clear error: :func:`unstiefelize` first,
+then pickle or ``save_pretrained`` the plain model.
 """
 
 from __future__ import annotations

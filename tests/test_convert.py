@@ -236,3 +236,14 @@ def test_the_converted_frames_keep_their_tag_through_state_dict_and_deepcopy():
     other.load_state_dict(model.state_dict(), assign=True)
     for m in (clone, other):
         assert sum(is_frame(p) for p in m.parameters()) == 2
+
+
+def test_pickling_a_converted_model_is_refused_clearly_and_works_after_export():
+    import pickle
+
+    model = fm.Block()
+    stiefelize(model)
+    with pytest.raises(RuntimeError, match="only supported through state_dict"):
+        pickle.dumps(model)
+    unstiefelize(model)
+    assert isinstance(pickle.loads(pickle.dumps(model)), fm.Block)
