@@ -137,10 +137,15 @@ class MapCell:
     b_mean: float
 
 
-def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: float, warmup_epochs: int,
-              metric: str = "val_acc") -> list[MapCell]:
+def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: float | None = None, warmup_epochs: int | None = None,
+              metric: str = "val_acc", budget_at=None) -> list[MapCell]:
     """The cells of a grid experiment whose arms are ``"<arm>@wd=<λ>"``: for every λ in the
-    configuration and every training length, the paired comparison of ``a`` against ``b``."""
+    configuration and every training length, the paired comparison of ``a`` against ``b``.
+    ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at
+    ``lr`` with ``warmup_epochs``)."""
+    if budget_at is None:
+        def budget_at(wd, epoch):
+            return decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
     cells = []
     for wd in results["config"]["weight_decays"]:
         name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
@@ -150,8 +155,8 @@ def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: fl
             x = [100 * metric_at(ra[s], epoch, metric) for s in seeds]
             y = [100 * metric_at(rb[s], epoch, metric) for s in seeds]
             c = paired_comparison(x, y) if len(seeds) >= 2 else None
-            budget = decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
-            cells.append(MapCell(wd, epoch, budget, c, direction(c), float(np.mean(x)) if x else math.nan, float(np.mean(y)) if y else math.nan))
+            cells.append(MapCell(wd, epoch, budget_at(wd, epoch), c, direction(c),
+                                 float(np.mean(x)) if x else math.nan, float(np.mean(y)) if y else math.nan))
     return cells
 
 
@@ -294,3 +299,16 @@ def nearest_cell(cells: list[MapCell], weight_decay: float, budget: float) -> Ma
     if not row or budget <= 0:
         return None
     return min(row, key=lambda c: abs(math.log(c.budget / budget)))
+
+
+def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = ("train_acc", "test_acc")) -> list[dict]:
+    """Per λ of a ``"<arm>@wd=<λ>"`` grid: every arm's finished starts and the mean (percent) of
+    each of ``metrics`` at the end of training."""
+    rows = []
+    for wd in results["config"]["weight_decays"]:
+        for arm in arms:
+            runs = runs_of(results, f"{arm}@wd={wd:g}")
+            if runs:
+                means = {m: 100 * float(np.mean([r["final"][m] for r in runs.values()])) for m in metrics}
+                rows.append({"weight_decay": wd, "arm": arm, "starts": len(runs), **means})
+    return rows
