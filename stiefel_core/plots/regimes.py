@@ -86,7 +86,7 @@ def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − Ada
             if c.comparison is None:
                 ax.text(j, i, "no runs", ha="center", va="center", fontsize=7)
                 continue
-            text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.0f}, {c.comparison.ci_high:+.0f}]"
+            text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.1f}, {c.comparison.ci_high:+.1f}]"
             if c.verdict == "tie":
                 text += "\nn.s."
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6))
