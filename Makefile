@@ -94,6 +94,7 @@ results: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/step_time.py
 	$(PY) benchmarks/grokking_epoch.py
+	$(PY) benchmarks/train_throughput.py
 
 # Twice: a pass that rewrites the twin makes it the newer file, and the second pass settles.
 sync: $(STAMP)

@@ -246,11 +246,13 @@ class StiefelAdam(Optimizer):
     def _step_bucket(self, params: list[Tensor], group: dict) -> None:
         """Step every frame of ``params`` (same ``(d, r)``, dtype, device) in batched kernels.
 
-        A large contiguous parameter is a bank already: it is stepped in place, with no copy.
-        The small ones are concatenated into one bank, stepped, and copied back.
+        A large parameter whose frames can be viewed as one ``(F, d, r)`` batch without a copy
+        (any layout of each matrix: row-major, or column-major as ``torch.linalg.qr`` returns it)
+        is a bank already: it is stepped in place. The small ones are concatenated into one
+        bank, stepped, and copied back.
         """
         d, r = params[0].shape[-2:]
-        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and p.is_contiguous()]
+        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and _bank_view(p, d, r) is not None]
         small = [p for p in params if not any(p is q for q in in_place)]
         for chunk in [[p] for p in in_place] + ([small] if small else []):
             states = [self.state[p] for p in chunk]
@@ -278,22 +280,36 @@ def _n_frames(p: Tensor) -> int:
     return p.numel() // (p.shape[-1] * p.shape[-2]) if p.numel() else 0
 
 
+def _bank_view(x: Tensor, d: int, r: int) -> Tensor | None:
+    """``x`` as a ``(F, d, r)`` batch sharing its memory, whatever each matrix's strides, or
+    ``None`` when its leading dimensions cannot be merged without a copy."""
+    try:
+        return x.view(-1, d, r)
+    except RuntimeError:
+        return None
+
+
 def _bank(tensors: list[Tensor], d: int, r: int) -> Tensor:
-    """A ``(F, d, r)`` view of one contiguous tensor, or a concatenated copy of several."""
-    if len(tensors) == 1 and tensors[0].is_contiguous():
-        return tensors[0].view(-1, d, r)
+    """A ``(F, d, r)`` view of one tensor (no copy, any matrix layout), or a concatenated copy."""
+    if len(tensors) == 1:
+        view = _bank_view(tensors[0], d, r)
+        if view is not None:
+            return view
     return torch.cat([x.reshape(-1, d, r) for x in tensors])
 
 
 def _bank_scalars(tensors: list[Tensor]) -> Tensor:
-    if len(tensors) == 1 and tensors[0].is_contiguous():
-        return tensors[0].view(-1)
+    if len(tensors) == 1:
+        try:
+            return tensors[0].view(-1)
+        except RuntimeError:
+            pass
     return torch.cat([x.reshape(-1) for x in tensors])
 
 
 def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
     """Copy a bank's rows back into the tensors it was made from, unless it is a view of them."""
-    if len(targets) == 1 and bank.data_ptr() == targets[0].data_ptr():
+    if len(targets) == 1 and bank.data_ptr() == targets[0].data_ptr():  # a view (see _bank_view)
         return
     offset = 0
     flat = bank.reshape(-1)

@@ -35,6 +35,17 @@ def save_atomically(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _fast_forward(scheduler: torch.optim.lr_scheduler.LambdaLR, steps: int) -> None:
+    """Put a ``LambdaLR`` where it stands after ``steps`` steps, as if it had taken them."""
+    if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
+        raise ValueError(f"this checkpoint holds no scheduler state, and a {type(scheduler).__name__} cannot be "
+                         "fast-forwarded: resume it with a LambdaLR, or delete the checkpoint to start over")
+    scheduler.last_epoch = steps
+    for group, base, factor in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
+        group["lr"] = base * factor(steps)
+    scheduler._last_lr = [group["lr"] for group in scheduler.optimizer.param_groups]
+
+
 def fit(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -44,6 +55,7 @@ def fit(
     epochs: int,
     log_every: int,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    steps_per_epoch: int = 1,
     checkpoint: Path | None = None,
     checkpoint_every: int = 1000,
     extra_state: dict | None = None,
@@ -53,7 +65,10 @@ def fit(
     """Train for ``epochs`` epochs and return the metric history.
 
     ``train_step(epoch, logging)`` trains one epoch; on logging epochs it may return metrics
-    of the step itself (displacements, say). ``evaluate()`` returns metrics of the model.
+    of the step itself (displacements, say). One scheduler idiom for every experiment:
+    ``train_step`` calls ``scheduler.step()`` after each ``optimizer.step()`` (``scheduler``, over
+    steps, is handed here to be checkpointed; ``steps_per_epoch`` says how many steps an epoch
+    takes, to resume a checkpoint written before its run saved a scheduler). ``evaluate()`` returns metrics of the model.
     Every ``log_every`` epochs (and at the end) one record ``{"epoch": ..., **metrics}`` is
     appended to the history. With ``checkpoint``, model, optimizer, scheduler, history and
     ``extra_state`` (tensors such as a data-order generator's state, restored in place) and the
@@ -67,8 +82,10 @@ def fit(
         state = torch.load(checkpoint, weights_only=True, map_location="cpu")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        if scheduler is not None:
+        if scheduler is not None and state.get("scheduler") is not None:
             scheduler.load_state_dict(state["scheduler"])
+        elif scheduler is not None:  # an older CIFAR-10 checkpoint, whose lr was set by hand each step
+            _fast_forward(scheduler, state["epoch"] * steps_per_epoch)
         for key, tensor in (extra_state or {}).items():
             tensor.copy_(state["extra"][key])
         start, history = state["epoch"], state["history"]
@@ -94,8 +111,6 @@ def fit(
         logging = (epoch + 1) % log_every == 0 or epoch + 1 == epochs
         model.train()
         step_metrics = train_step(epoch, logging)
-        if scheduler is not None:
-            scheduler.step()
         if logging:
             model.eval()
             with torch.no_grad():

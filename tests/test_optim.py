@@ -85,6 +85,46 @@ def test_frames_of_one_shape_in_several_parameters_step_as_one_bank(monkeypatch)
         assert torch.allclose(p, o.param_groups[0]["params"][0], atol=1e-13)
 
 
+def test_column_major_frames_are_stepped_in_place_like_contiguous_ones(monkeypatch):
+    """Frames laid out as torch.linalg.qr returns them (column-major matrices) are a bank
+    already: no concatenation and no copy back, and the same steps as row-major frames."""
+    monkeypatch.setattr(optim_module, "IN_PLACE_NUMEL", 1)
+    W0 = frames(6, d=16, r=4, seed=3)
+    row = FrameParameter(W0.clone())
+    col = FrameParameter(W0.clone().mT.contiguous().mT)
+    assert not col.is_contiguous() and torch.equal(row, col)
+    opts = StiefelAdam([row], lr=0.05), StiefelAdam([col], lr=0.05)
+    cats = []
+    original_cat = torch.cat
+    monkeypatch.setattr(optim_module.torch, "cat", lambda *a, **k: cats.append(1) or original_cat(*a, **k))
+    pointer, strides = col.data_ptr(), col.stride()
+    for G in gradients((6, 16, 4), steps=4):
+        row.grad, col.grad = G.clone(), G.clone().mT.contiguous().mT
+        for o in opts:
+            o.step()
+    assert not cats  # nothing concatenated into a bank
+    assert (col.data_ptr(), col.stride()) == (pointer, strides)
+    assert torch.allclose(row, col, atol=1e-12)
+
+
+def test_adamw_multi_tensor_path_is_the_same_update_as_its_loop():
+    """configure_optimizer turns on AdamW's foreach path (torch picks it on CUDA only); on the
+    CPU it gives the same bits as the per-parameter loop."""
+    torch.manual_seed(0)
+    models = [nn.Sequential(nn.Linear(6, 5), nn.GELU(), nn.Linear(5, 3)) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    opts = [configure_optimizer(m, lr=1e-2, weight_decay=0.1, foreach=f) for m, f in zip(models, (True, False))]
+    assert opts[0].defaults["foreach"] is True
+    x = torch.randn(32, 6)
+    for _ in range(20):
+        for m, o in zip(models, opts):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+    for a, b in zip(*(m.parameters() for m in models)):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("scale", [1e-8, 1e-4, 1e4, 1e8])
 def test_scaling_the_loss_leaves_the_trajectory_unchanged(scale):
     W0 = frames(3)

@@ -169,6 +169,7 @@ def run_experiment(
             (resumed, trained), start = _checkpoint_progress(checkpoint), time.perf_counter()
             outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
             outcome["provenance"] = provenance(dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed)
+            outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))

@@ -43,7 +43,8 @@ from ..models import PatchTransformer
 from ..optim import configure_optimizer
 from ..stats import mean_and_spread, paired_comparison
 from ..train import fit
-from .metrics import bilinear_change, principal_angles, trust_region_metrics
+from ..compiling import compile_model
+from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .results import PACKAGE_ROOT
 from .calibration import calibration_epochs, matched_lr, median_step
 from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, frame_options, is_euclidean, trains_frames
@@ -233,6 +234,7 @@ def train(
     description: str | None = None,
     horizon: int | None = None,
     frame_lr: float | None = None,
+    compile: bool | None = None,
 ) -> dict:
     """Train ``arm`` from start ``seed`` on the first ``train_size`` images of the pool (default
     all of it) for ``epochs`` epochs; return ``{"history", "final", "data"}``.
@@ -244,6 +246,8 @@ def train(
     error ``‖WᵀW - I‖_F``, and the test loss and accuracy. ``horizon`` (default ``epochs``) is
     the length in epochs that the lr schedule spans: a shorter run is then the first epochs of
     a longer one (the calibration of ``fixed_step_matched``). ``frame_lr`` goes to the frames.
+    ``compile`` (default: :func:`stiefel_core.compiling.compile_wanted`) runs the training forward
+    under ``torch.compile``; the result says whether it did (``compiled``).
     """
     device = torch.device(device)
     train_x, train_y, test_x, test_y, provenance = prepared_data(config, device)
@@ -259,14 +263,14 @@ def train(
 
     model = build_model(config, arm, seed).to(device)
     init_fingerprint = _fingerprint(model)
+    forward, compiled = compile_model(model, device, compile)
     opt = build_optimizer(model, config, arm, frame_lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_cosine(step, warmup, total_steps))  # per step
     initial = {k: W.detach().clone() for k, W in _projections(model).items()}
+    moved = Displacement(_projections(model))
     generator = torch.Generator().manual_seed(10_000 + seed)  # the data order of start `seed`
     order_state = generator.get_state()  # the tensor fit checkpoints and restores in place
     checksum = torch.zeros((), dtype=torch.int64)
-
-    def lr_factor(step: int) -> float:
-        return warmup_cosine(step, warmup, total_steps)
 
     def train_step(epoch: int, logging: bool) -> dict | None:
         generator.set_state(order_state)
@@ -279,69 +283,66 @@ def train(
             signature = signature + 7 * (flips.long() * weights).sum()
         checksum.copy_((checksum * 1_000_003 + signature % _CHECKSUM_MOD) % _CHECKSUM_MOD)
         perm = perm.to(device)
+        flips = flips.to(device) if flips is not None else None
         # logged epochs accumulate on the device and read the sums once, at the epoch's end
         loss_sum, correct = torch.zeros((), device=device), torch.zeros((), dtype=torch.int64, device=device)
-        moved = {k: torch.zeros((), device=device) for k in initial}
         for i in range(steps_per_epoch):
-            for group in opt.param_groups:
-                group["lr"] = group["initial_lr"] * lr_factor(epoch * steps_per_epoch + i)
             idx = perm[i * batch:(i + 1) * batch]
             x, y = train_x[idx], train_y[idx]  # (B, 3, 32, 32), (B,)
             if flips is not None:
-                flip = flips[i * batch:(i + 1) * batch].to(device)
-                x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-            logits = model(x)  # (B, 10)
+                x = torch.where(flips[i * batch:(i + 1) * batch, None, None, None], x.flip(-1), x)
+            logits = forward(x)  # (B, 10)
             loss = F.cross_entropy(logits, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if logging:
-                before = {k: W.detach().clone() for k, W in _projections(model).items()}
+                moved.before_step()
             opt.step()
+            schedule.step()
             if logging:
+                moved.after_step()
                 with torch.no_grad():
-                    for k, W in _projections(model).items():
-                        moved[k] += torch.linalg.vector_norm(W.detach() - before[k])
                     loss_sum += loss.detach() * len(y)
                     correct += (logits.argmax(-1) == y).sum()
         if not logging:
             return None
         seen = steps_per_epoch * batch
+        steps = moved.mean()
         metrics = {"train_loss": loss_sum.item() / seen, "train_acc": correct.item() / seen,
-                   "lr": opt.param_groups[0]["lr"], "steps_done": (epoch + 1) * steps_per_epoch}
+                   "lr": opt.param_groups[0]["initial_lr"] * warmup_cosine((epoch + 1) * steps_per_epoch - 1, warmup, total_steps),
+                   "steps_done": (epoch + 1) * steps_per_epoch}  # lr: the epoch's last step's
         with torch.no_grad():
             metrics.update(trust_region_metrics(opt))
-            for k, W in _projections(model).items():
-                W = W.detach()
-                metrics[f"step/{k}"] = moved[k].item() / steps_per_epoch
-                metrics[f"dist/{k}"] = (W - initial[k]).norm().item()
-                metrics[f"angle_mean/{k}"] = torch.rad2deg(principal_angles(initial[k], W)).mean().item()
-                metrics[f"orth_error/{k}"] = orthonormality_error(W.double()).max().item()
             current = _projections(model)
-            for i in range(config.depth):  # the bilinear form per head, which principal angles miss
-                q, k_ = f"blocks.{i}.W_Q", f"blocks.{i}.W_K"
-                change = bilinear_change(current[q].detach(), current[k_].detach(), initial[q], initial[k_])
-                metrics[f"qk_change_mean/blocks.{i}"] = change.mean().item()
+            for k, W in current.items():
+                W = W.detach()
+                metrics[f"step/{k}"] = steps[k]
+                metrics[f"dist/{k}"] = (W - initial[k]).norm().item()
+                metrics[f"orth_error/{k}"] = orthonormality_error(W.double()).max().item()
+            metrics.update(geometry_since_start(current, initial))  # angles, and the bilinear form per head
         return metrics
 
+    @torch.inference_mode()
     def evaluate() -> dict:
-        loss, correct = 0.0, 0
+        loss, correct = torch.zeros((), dtype=torch.float64, device=device), torch.zeros((), dtype=torch.int64, device=device)
         for start in range(0, len(test_x), 1000):
             logits = model(test_x[start:start + 1000])
             y = test_y[start:start + 1000]
-            loss += F.cross_entropy(logits, y, reduction="sum").item()
-            correct += (logits.argmax(-1) == y).sum().item()
-        return {"test_loss": loss / len(test_x), "test_acc": correct / len(test_x)}
+            loss += F.cross_entropy(logits, y, reduction="sum")
+            correct += (logits.argmax(-1) == y).sum()
+        return {"test_loss": loss.item() / len(test_x), "test_acc": correct.item() / len(test_x)}
 
     history = fit(
         model, opt, train_step, evaluate,
         epochs=epochs, log_every=config.log_every if log_every is None else log_every,
+        scheduler=schedule, steps_per_epoch=steps_per_epoch,
         checkpoint=checkpoint, checkpoint_every=config.checkpoint_every if checkpoint_every is None else checkpoint_every,
         extra_state={"order": order_state, "checksum": checksum},
         description=description or f"cifar10 {arm} start {seed}", progress=progress,
     )
     final = {**history[-1], "train_size": n, "epochs": epochs, "steps": total_steps,
              "init_fingerprint": init_fingerprint, "order_checksum": int(checksum)}
-    return {"history": history, "final": final, "data": provenance}
+    return {"history": history, "final": final, "data": provenance, "compiled": compiled}
 
 
 def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:

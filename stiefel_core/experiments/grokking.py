@@ -11,6 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..compiling import compile_model
 from ..data import modular_data
 from ..models import ModularTransformer
 from ..optim import configure_optimizer
@@ -83,7 +84,7 @@ def matched_frame_lr(config: GrokkingConfig, seed: int, device: torch.device) ->
 
 
 def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
-         frame_lr: float | None = None) -> dict:
+         frame_lr: float | None = None, compile: bool | None = None) -> dict:
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
     torch.manual_seed(seed)  # the same seed gives every arm the same initial weights
     model = ModularTransformer(
@@ -99,12 +100,15 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: model.attn.get_parameter(name).detach().clone() for name in ("W_Q", "W_K")}
 
+    forward, compiled = compile_model(model, device, compile)
+
     def train_step(epoch: int, logging: bool) -> dict | None:
-        loss = F.cross_entropy(model(data.train_x), data.train_y)
+        loss = F.cross_entropy(forward(data.train_x), data.train_y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         before = {name: W.detach().clone() for name, W in (("W_Q", model.attn.W_Q), ("W_K", model.attn.W_K))} if logging else None
         opt.step()
+        schedule.step()  # one step an epoch: the schedule counts epochs
         if logging:
             return frame_geometry({"W_Q": model.attn.W_Q, "W_K": model.attn.W_K}, before, initial)
         return None
@@ -125,7 +129,7 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
         checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
         description=f"grokking {arm} seed {seed}", progress=progress,
     )
-    return {"history": history, "final": {k: v for k, v in history[-1].items()}}
+    return {"history": history, "final": {k: v for k, v in history[-1].items()}, "compiled": compiled}
 
 
 def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, dict[int, float]]:
