@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, cifar10_long, decay_map, grokking, trust_region
+from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking, trust_region
 from .variants import ABLATION_ARMS
 from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
 
@@ -57,6 +57,9 @@ EXPERIMENTS = {
     "cifar10_long": Experiment("cifar10_long", cifar10_long.PROFILES, cifar10_long.ARMS, cifar10_long.run,
                                "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
                                arms_of=cifar10_long.arm_names),
+    "cifar10_size": Experiment("cifar10_size", cifar10_size.PROFILES, cifar10_size.ARMS, cifar10_size.run,
+                               "CIFAR-10 patches, baseline vs Stiefel at 2,500-20,000 images, 100 epochs each, 3 paired starts",
+                               arms_of=cifar10_size.arm_names),
     "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
     "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
     "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),
