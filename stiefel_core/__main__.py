@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
-from .experiments.results import results_path
+from .experiments.results import checkout_root, results_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and their results files")
     claims = sub.add_parser("claims", help="the preprint's claims beside our measurements")
-    claims.add_argument("--write-readme", action="store_true", help="rewrite the README's claims table")
+    claims.add_argument("--write-readme", action="store_true", help="rewrite the README's claims table (the checkout's tools/readme.py)")
     run = sub.add_parser("run", help="run one experiment (resumes; skips finished runs)")
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
@@ -35,12 +35,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {profile:5s} {path} {'(exists)' if path.exists() else '(not run)'}")
         return 0
     if args.command == "claims":
-        from .claims import claims_table, write_readme
-
         if args.write_readme:
-            print("README.md " + ("updated" if write_readme() else "already up to date"))
-        else:
-            print(repr(claims_table()))
+            return _readme_tool()
+        from .claims import claims_table
+
+        print(repr(claims_table()))
         return 0
     profile = args.profile or default_profile()
     names = [args.name] if args.command == "run" else list(EXPERIMENTS)
@@ -52,6 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{name} ({profile}): {len(results['runs'])} runs in {results_path(name, profile)}")
     return 0
+
+
+def _readme_tool() -> int:
+    """Run the checkout's ``tools/readme.py``: the README belongs to the repository, not the library."""
+    import runpy
+
+    root = checkout_root()
+    if root is None:
+        print("--write-readme rewrites a checkout's README.md; this stiefel_core is installed, not a checkout", file=sys.stderr)
+        return 2
+    return runpy.run_path(str(root / "tools" / "readme.py"))["main"]([])
 
 
 if __name__ == "__main__":

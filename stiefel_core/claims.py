@@ -1,21 +1,25 @@
 """The preprint's claims beside our measurements, built from certificates and results files.
 
-One table feeds the book's introduction and the README (``python -m stiefel_core claims
---write-readme``), so neither can drift from what the runs wrote. A claim whose results file
-does not exist yet says so.
+One table feeds the book's introduction (the intro chapter) and the README (``tools/readme.py``
+writes it there), so neither can drift from what the runs wrote. This module is the caller that
+loads the results files; ``findings`` reads them. A claim whose results file does not exist yet
+says so.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .experiments.results import PACKAGE_ROOT, load_results
+from . import findings, preprint
+from .certify import certify_all
+from .experiments import get_config
+from .experiments.results import checkout_root, load_results
+from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
-__all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table", "write_readme"]
+__all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table"]
 
 
 @dataclass(frozen=True)
@@ -50,50 +54,23 @@ _CACHE: dict = {}
 
 
 def _certificates() -> dict:
-    if "certificates" not in _CACHE:
-        from .certify import certify_all
-
+    if "certificates" not in _CACHE:  # the certificates run once per process
         _CACHE["certificates"] = certify_all()
     return _CACHE["certificates"]
 
 
+def _full(experiment: str) -> dict | None:
+    """The full profile's results of ``experiment``, ``None`` until a run has finished."""
+    results = load_results(experiment, "full")
+    return results if results and results.get("runs") else None
+
+
 def _grokking() -> str:
-    from .experiments.grokking import endpoint_accuracies
-    from .stats import mean_and_spread
-
-    results = load_results("grokking", "full")
-    if not results or not results.get("runs"):
-        return "not yet measured (no finished full run)"
-    from .experiments import get_config
-    from .findings import regimes
-
-    table = endpoint_accuracies(results, 20_000)
-    parts = []
-    for arm, label in (("stiefel", "Stiefel"), ("baseline", "baseline")):
-        values = [100 * v for v in table.get(arm, {}).values()]
-        if len(values) >= 2:
-            s = mean_and_spread(values)
-            parts.append(f"{label} {s.mean:.1f}% ± {s.std:.1f} (n = {s.n}, range {s.min:.1f}-{s.max:.1f})")
-        elif values:
-            parts.append(f"{label} {values[0]:.1f}% (n = 1)")
-        else:
-            parts.append(f"{label}: no finished run")
-    line = "validation accuracy at epoch 20,000: " + "; ".join(parts)
-    seeds = regimes.paired_seeds(results, "stiefel", "baseline")
-    if len(seeds) >= 2:
-        s_, b_ = (regimes.survival(results, arm, seeds=seeds) for arm in ("stiefel", "baseline"))
-        _, p = regimes.logrank(results, "stiefel", "baseline")
-        line += (f"; time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel {s_.median:,.0f}, "
-                 f"baseline {b_.median:,.0f} ({b_.censored} of {len(seeds)} never), log-rank p = {p:.2g}")
-    c = get_config("grokking", "full")
-    budget = regimes.decay_budget(c.lr, c.weight_decay, regimes.grokking_lr_factors(c.warmup_epochs, c.epochs))
-    return line + f"; regime: p = {c.p}, Σ lr·λ = {budget:.3g}, {c.epochs:,} epochs (a CPU-sized model)"
+    return findings.grokking.claim(_full("grokking"), get_config("grokking", "full"))
 
 
 def _regimes() -> str:
-    from .experiments import get_config
-    from .findings import regimes
-
+    regimes = findings.regimes
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
     if not controls or not dmap:
         return "not yet measured (no finished full run)"
@@ -108,28 +85,26 @@ def _regimes() -> str:
             f"the controls (20 seeds, λ = 1) support: {supported}")
 
 
-def _from_module(module: str, function: str, experiment: str) -> Callable[[], str]:
-    """A claim measured by ``stiefel_core.experiments.<module>.<function>(results)``, when that
-    experiment exists and its full results file has been written."""
+def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[], str]:
+    """A claim measured by ``measure(results)`` once ``experiment``'s full file has a run."""
 
-    def measure() -> str:
-        import importlib
+    def claim() -> str:
+        results = _full(experiment)
+        return measure(results) if results else "not yet measured (no finished full run)"
 
-        try:
-            mod = importlib.import_module(f"stiefel_core.experiments.{module}")
-        except ModuleNotFoundError:
-            return "not yet measured (experiment not built)"
-        results = load_results(experiment, "full")
-        if not results or not results.get("runs") or not hasattr(mod, function):
-            return "not yet measured (no finished full run)"
-        return getattr(mod, function)(results)
+    return claim
 
-    return measure
+
+def _cifar10_gain(results: dict) -> str:
+    return findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
+
+
+def _ablation(results: dict) -> str:
+    return findings.ablation.claim(results, load_results("cifar10", "full"), load_results("grokking_ablation", "full"),
+                                   load_results("grokking_decay_map", "full"))
 
 
 def _gauge() -> str:
-    from .gauge import certify_gauge_gradients, certify_projected_run
-
     gradients, projected = certify_gauge_gradients(), certify_projected_run()
     g, p = gradients.summary(), projected.summary()
     ok = gradients.passed and projected.passed
@@ -141,17 +116,17 @@ def _gauge() -> str:
 
 
 CLAIMS = [
-    Claim("P1: the update is steepest descent in the embedded metric", "certified in float64", "book/p1_steepest_descent", _certificate("P1")),
-    Claim("P2: the update is independent of gradient scale", "certified in float64", "book/p2_scale_invariance", _certificate("P2")),
-    Claim("P3: the update is well conditioned", "certified in float64", "book/p3_conditioning", _certificate("P3")),
-    Claim("P4: the update is exactly O(d)-equivariant", "certified in float64", "book/p4_equivariance", _certificate("P4")),
-    Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", "(the mechanism)", "book/p5_weight_decay", _certificate("P5")),
-    Claim("Grokking: the frames survive weight decay's collapse cycles", "one run: 97.0% vs the baseline's 61.1% at epoch 20,000 (unstable endpoint)", "book/grokking", _grokking),
-    Claim("CIFAR-10 patches: the Stiefel rule gains", "+8.98 pp over 12 paired starts (t = 60.6, 12/12); the gap widens with data", "book/cifar10_patches", _from_module("cifar10", "claim_gain", "cifar10")),
-    Claim("A fixed-step Riemannian update barely moves", "24-40x less per step than AdamW; freezing the frames costs 0.28 pp", "book/cifar10_patches", _from_module("cifar10", "claim_movement", "cifar10")),
-    Claim("The gain comes from the scale-free step", "the whole gain; nothing measurable from the projector or equivariance", "book/ablation", _from_module("ablation", "claim", "cifar10_ablation")),
-    Claim("When the geometry dominates (the title's question)", "where weight decay drives collapse cycles (Proposition 5's mechanism)", "book/regimes", _regimes),
-    Claim("Gauge removal cannot motivate the method", "a direction along which the loss is invariant carries no gradient", "book/gauge", _gauge),
+    Claim("P1: the update is steepest descent in the embedded metric", preprint.CERTIFIED, "book/p1_steepest_descent", _certificate("P1")),
+    Claim("P2: the update is independent of gradient scale", preprint.CERTIFIED, "book/p2_scale_invariance", _certificate("P2")),
+    Claim("P3: the update is well conditioned", preprint.CERTIFIED, "book/p3_conditioning", _certificate("P3")),
+    Claim("P4: the update is exactly O(d)-equivariant", preprint.CERTIFIED, "book/p4_equivariance", _certificate("P4")),
+    Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", preprint.MECHANISM, "book/p5_weight_decay", _certificate("P5")),
+    Claim("Grokking: the frames survive weight decay's collapse cycles", preprint.grokking_claim(), "book/grokking", _grokking),
+    Claim("CIFAR-10 patches: the Stiefel rule gains", preprint.cifar10_claim(), "book/cifar10_patches", _from_results(_cifar10_gain, "cifar10")),
+    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches", _from_results(findings.cifar10.claim_movement, "cifar10")),
+    Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation", _from_results(_ablation, "cifar10_ablation")),
+    Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes),
+    Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge),
 ]
 
 
@@ -163,8 +138,8 @@ class ClaimsTable:
 
     def _chapter(self, chapter: str) -> str:
         """A link to the chapter where its notebook exists, else its name (not yet written)."""
-        name = Path(chapter).name
-        if not (PACKAGE_ROOT / f"{chapter}.ipynb").exists():
+        name, root = Path(chapter).name, checkout_root()
+        if root is not None and not (root / f"{chapter}.ipynb").exists():
             return f"{name} (to come)"
         return f"[{name}]({self.link(chapter)})"
 
@@ -180,46 +155,3 @@ def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
     """Measure every claim now (certificates run live, results files are read)."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
     return ClaimsTable([(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link)
-
-
-START, END = "<!-- claims:start -->", "<!-- claims:end -->"
-
-
-def readme_block() -> str:
-    table = claims_table(link=lambda chapter: f"{chapter}.ipynb")
-    note = "Generated by `python -m stiefel_core claims --write-readme` from the certificates and `book/results/`; do not edit by hand."
-    return f"{START}\n{note}\n\n{table._repr_markdown_()}\n{END}"
-
-
-BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
-BENCH_DIR = PACKAGE_ROOT / "benchmarks" / "results"
-
-
-def bench_block(directory: Path = BENCH_DIR) -> str:
-    """The benchmark scripts' last measurements (``benchmarks/results/*.json``) as a list."""
-    import json
-
-    lines = []
-    for path in sorted(directory.glob("*.json")):
-        record = json.loads(path.read_text())
-        lines.append(f"- `{record['command']}` ({record['date']}, {record['device']}):")
-        lines += [f"  - {line}" for line in record["lines"]]
-    body = "\n".join(lines) if lines else "No benchmark has been recorded yet: run `make bench`."
-    return f"{BENCH_START}\n{body}\n{BENCH_END}"
-
-
-def render_readme(text: str) -> str:
-    """``text`` with its generated blocks (claims, benchmarks) made anew."""
-    for start, end, block in ((START, END, readme_block), (BENCH_START, BENCH_END, bench_block)):
-        if start not in text or end not in text:
-            raise ValueError(f"README has no {start} ... {end} block to fill")
-        text = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block(), text, flags=re.S)
-    return text
-
-
-def write_readme(path: Path = PACKAGE_ROOT / "README.md") -> bool:
-    """Make the README's generated blocks anew; return whether it changed."""
-    text = path.read_text()
-    new = render_readme(text)
-    path.write_text(new)
-    return new != text

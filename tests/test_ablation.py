@@ -9,6 +9,7 @@ import torch
 from test_cifar10_experiment import TINY, isolated, jpeg_copy  # noqa: F401 (fixtures)
 
 from stiefel_core.experiments import ablation, get_config, grokking, run_experiment
+from stiefel_core.findings import ablation as ablation_findings
 from stiefel_core.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
 from stiefel_core.manifold import orthonormality_error
 from stiefel_core.optim import StiefelAdam
@@ -45,10 +46,10 @@ def test_cifar10_ablation_pairs_every_arm_and_the_variants_differ(isolated):
     acc = {arm: results["runs"][f"{arm}/0"]["final"]["test_loss"] for arm in ABLATION_ARMS}
     for arm in ("baseline", "fixed_step", "no_projector", "per_entry"):
         assert acc[arm] != acc["stiefel"], arm  # each switch changes the run
-    rows = ablation.ablation_rows(results, "test_acc")
+    rows = ablation_findings.ablation_rows(results, "test_acc")
     assert [r["arm"] for r in rows] == ["baseline", "fixed_step", "no_projector", "per_entry", "no_trust_region"]
     assert all(r["full_minus_arm"].n == 2 for r in rows)
-    assert [v[0] for v in ablation.verdicts(rows)][1:] == list(COMPONENTS)
+    assert [v[0] for v in ablation_findings.verdicts(rows)][1:] == list(COMPONENTS)
     with pytest.raises(ValueError, match="unknown arm"):
         ablation.run_cifar10(config, "frozen", 0, "cpu", progress=False)
 
@@ -65,13 +66,13 @@ def test_merging_takes_missing_arms_only_from_a_paired_reference():
     config = {"lr": 1e-3, "seeds": [0, 1]}
     variants = {f"{arm}/{s}": _run(0.5) for arm in ("no_projector", "per_entry", "no_trust_region") for s in (0, 1)}
     reference = _file({**config, "seeds": list(range(12))}, {f"{arm}/{s}": _run(0.6) for arm in ("baseline", "stiefel", "fixed_step", "frozen") for s in (0, 1)})
-    merged = ablation.merged_results(_file(config, variants), reference)
+    merged = ablation_findings.merged_results(_file(config, variants), reference)
     assert set(merged["runs"]) == {f"{arm}/{s}" for arm in ABLATION_ARMS for s in (0, 1)}  # no frozen
     with pytest.raises(ValueError, match="different configurations"):
-        ablation.merged_results(_file({**config, "lr": 3e-3}, variants), reference)
+        ablation_findings.merged_results(_file({**config, "lr": 3e-3}, variants), reference)
     reference["runs"]["stiefel/1"] = _run(0.6, fingerprint="other")
     with pytest.raises(ValueError, match="start 1: the merged runs began from different weights"):
-        ablation.merged_results(_file(config, variants), reference)
+        ablation_findings.merged_results(_file(config, variants), reference)
 
 
 def test_shares_apportion_only_a_significant_gain():
@@ -80,13 +81,13 @@ def test_shares_apportion_only_a_significant_gain():
     fixed = base + np.array([0.1, 0.0, -0.1, 0.2])  # without the scale-free step, almost no gain
     rows = [{"arm": "baseline", "removes": "whole", "full_minus_arm": paired_comparison(full, base)},
             {"arm": "fixed_step", "removes": "scale-free step", "full_minus_arm": paired_comparison(full, fixed)}]
-    share = ablation.shares(rows)
+    share = ablation_findings.shares(rows)
     assert share["scale-free step"] == pytest.approx((full - fixed).mean() / (full - base).mean())
     assert 0.9 < share["scale-free step"] < 1.0
-    assert ablation.share_line(rows) == f"share of the gain over AdamW carried by each component: scale-free step {share['scale-free step']:.0%}"
+    assert ablation_findings.share_line(rows) == f"share of the gain over AdamW carried by each component: scale-free step {share['scale-free step']:.0%}"
     rows[0]["full_minus_arm"] = paired_comparison(base + np.array([0.3, -0.2, 0.1, -0.3]), base)
-    assert ablation.shares(rows) is None
-    assert "not defined" in ablation.share_line(rows)
+    assert ablation_findings.shares(rows) is None
+    assert "not defined" in ablation_findings.share_line(rows)
 
 
 def test_grokking_variants_keep_their_frames_on_the_manifold():
@@ -120,9 +121,9 @@ def test_no_verdict_from_fewer_than_three_starts():
     two = {"arm": "fixed_step", "removes": "scale-free step", "accuracy": None,
            "full_minus_arm": paired_comparison([50.2, 50.4], [50.0, 50.2])}
     assert two["full_minus_arm"].ci_low > 0  # what a verdict from n = 2 would have read
-    assert ablation.verdicts([two])[0][2] == "too few starts for a verdict (n = 2 < 3)"
+    assert ablation_findings.verdicts([two])[0][2] == "too few starts for a verdict (n = 2 < 3)"
     three = {**two, "full_minus_arm": paired_comparison([50.2, 50.4, 50.3], [50.0, 50.2, 50.0])}
-    assert ablation.verdicts([three])[0][2] == "removing it costs accuracy"
-    table = ablation.table([two, three])
+    assert ablation_findings.verdicts([three])[0][2] == "removing it costs accuracy"
+    table = ablation_findings.table([two, three])
     assert [row[-1] for row in table.rows] == ["too few starts for a verdict (n = 2 < 3)", "removing it costs accuracy"]
     assert table.rows[1][3:6] == ["+0.23", f"[{three['full_minus_arm'].ci_low:+.2f}, {three['full_minus_arm'].ci_high:+.2f}]", "3/3"]

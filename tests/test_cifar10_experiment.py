@@ -13,6 +13,7 @@ from PIL import Image
 import stiefel_core.experiments as experiments
 from stiefel_core.data import CLASSES
 from stiefel_core.experiments import cifar10, get_config, run_experiment
+from stiefel_core.findings import cifar10 as cifar10_findings
 from stiefel_core.stats import paired_comparison
 
 TINY = dict(train_size=160, test_size=20, batch_size=16, epochs=2, d_model=16, n_heads=2, depth=2,
@@ -198,7 +199,7 @@ def test_the_sweep_gives_every_size_the_same_steps(isolated):
     assert [finals[f"stiefel@{p}%/0"]["train_size"] for p in (10, 20, 40, 100)] == [16, 32, 64, 160]
     assert finals["stiefel@10%/0"]["epochs"] == 20 and finals["stiefel@100%/0"]["epochs"] == 2
     assert finals["stiefel@10%/0"]["init_fingerprint"] == finals["baseline@100%/0"]["init_fingerprint"]
-    rows = cifar10.sweep_gains(results)
+    rows = cifar10_findings.sweep_gains(results)
     assert [r["train_size"] for r in rows] == [16, 32, 64, 160]
     assert all(r["starts"] == [0, 1] and r["comparison"].n == 2 for r in rows)
     with pytest.raises(ValueError, match="unknown arm"):
@@ -208,12 +209,12 @@ def test_the_sweep_gives_every_size_the_same_steps(isolated):
 def test_paired_statistics_come_out_of_the_results(isolated):
     config = tiny(epochs=1)
     results = run_experiment("cifar10", "ci", seeds=[0, 1], config=config, progress=False)
-    starts, a, b, comparison = cifar10.paired_gain(results)
+    starts, a, b, comparison = cifar10_findings.paired_gain(results)
     assert starts == [0, 1]
     expected = paired_comparison(a, b)
     assert comparison == expected or (np.isnan(comparison.t_statistic) and np.isnan(expected.t_statistic))
     assert comparison.wins + comparison.ties + comparison.losses == 2
-    ratios = cifar10.movement_ratios(results, "fixed_step")
+    ratios = cifar10_findings.movement_ratios(results, "fixed_step")
     assert sorted(ratios) == ["blocks.0.W_K", "blocks.0.W_Q", "blocks.1.W_K", "blocks.1.W_Q"]
     assert all(len(r) == 2 and np.all(r > 1) for r in ratios.values())
 
@@ -229,15 +230,15 @@ def test_paired_statistics_on_known_numbers():
         "stiefel/2": run(0.70, 0.01), "baseline/2": run(0.49, 0.03),
         "stiefel/3": run(0.90, 0.01),  # its baseline has not finished: not paired
     }}
-    starts, a, b, comparison = cifar10.paired_gain(results)
+    starts, a, b, comparison = cifar10_findings.paired_gain(results)
     assert starts == [0, 1, 2]
     np.testing.assert_allclose(a - b, [10.0, 7.0, 21.0])
     assert comparison.wins == 3 and comparison.mean_difference == pytest.approx(38 / 3)
     assert comparison.ci_low < 38 / 3 < comparison.ci_high
     assert comparison.t_statistic == pytest.approx((38 / 3) / (np.std([10, 7, 21], ddof=1) / np.sqrt(3)))
-    np.testing.assert_allclose(cifar10.movement_ratios(results, "stiefel")["blocks.0.W_Q"], [2.0, 4.0, 3.0])
-    assert cifar10.finished_starts(None, ("stiefel",)) == []
-    _, _, _, none = cifar10.paired_gain({"runs": {"stiefel/0": run(0.6, 0.1), "baseline/0": run(0.5, 0.1)}})
+    np.testing.assert_allclose(cifar10_findings.movement_ratios(results, "stiefel")["blocks.0.W_Q"], [2.0, 4.0, 3.0])
+    assert cifar10_findings.finished_starts(None, ("stiefel",)) == []
+    _, _, _, none = cifar10_findings.paired_gain({"runs": {"stiefel/0": run(0.6, 0.1), "baseline/0": run(0.5, 0.1)}})
     assert none is None  # one pair is not enough for a t test
 
 
@@ -252,7 +253,7 @@ def _fake(acc: float, step: float) -> dict:
     return {"final": {"test_acc": acc}, "history": [{"step/blocks.0.W_Q": step}]}
 
 
-def test_verdicts_follow_their_rules(monkeypatch):
+def test_verdicts_follow_their_rules():
     gains = [0.089, 0.090, 0.091]  # around the preprint's +8.98 pp
     main = {"config": {"train_size": 100}, "runs": {}}
     for s, g in enumerate(gains):
@@ -263,7 +264,7 @@ def test_verdicts_follow_their_rules(monkeypatch):
         for f, g in zip(cifar10.SWEEP_FRACTIONS, (0.01, 0.02, 0.03, 0.05 + 0.001 * s)):
             pct = round(100 * f)
             sweep["runs"].update({f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)})
-    rows = {claim: verdict for claim, _, _, verdict in cifar10.verdicts(main, sweep)}
+    rows = {claim: verdict for claim, _, _, verdict in cifar10_findings.verdicts(main, sweep)}
     assert rows == {"Stiefel gain": "reproduced", "gap widens with data": "reproduced",
                     "fixed step barely moves": "reproduced", "freezing the frames costs little": "reproduced"}
 
@@ -272,15 +273,14 @@ def test_verdicts_follow_their_rules(monkeypatch):
         main["runs"][f"fixed_step/{s}"] = _fake(0.50, 0.03)
         for pct, g in ((10, 0.05), (100, 0.01 + 0.001 * s)):
             sweep["runs"][f"stiefel@{pct}%/{s}"] = _fake(0.4 + g, 0.03)
-    rows = {claim: verdict for claim, _, _, verdict in cifar10.verdicts(main, sweep)}
+    rows = {claim: verdict for claim, _, _, verdict in cifar10_findings.verdicts(main, sweep)}
     assert rows["Stiefel gain"] == "not reproduced: no significant difference"
     assert rows["gap widens with data"] == "not reproduced: the gap narrows"
     assert rows["fixed step barely moves"] == "not reproduced: it moves more"
     assert rows["freezing the frames costs little"] == "qualitatively reproduced: it costs even less"  # fixed step = frozen
-    assert all(v == "not measured" for _, _, _, v in cifar10.verdicts(None, None))
+    assert all(v == "not measured" for _, _, _, v in cifar10_findings.verdicts(None, None))
 
-    monkeypatch.setattr("stiefel_core.experiments.results.load_results", lambda *a, **k: sweep)
     main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
-    line = cifar10.claim_gain(main)
+    line = cifar10_findings.claim_gain(main, sweep)
     assert "over 3 paired starts" in line and "50,000 +1.10" in line and "(jpeg copy of CIFAR-10); regime: Σ lr·λ = " in line
-    assert cifar10.claim_movement(main).startswith("fixed step moves 1-1x less")
+    assert cifar10_findings.claim_movement(main).startswith("fixed step moves 1-1x less")

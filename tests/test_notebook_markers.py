@@ -4,7 +4,9 @@ the cell's chaotic output is compared after all."""
 
 import re
 
-from stiefel_core.experiments.results import PACKAGE_ROOT
+from stiefel_core.experiments.results import checkout_root
+
+PACKAGE_ROOT = checkout_root()
 
 MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION", "NBVAL_SKIP"}
 

@@ -26,7 +26,7 @@ import torch
 from ..train import pick_device
 from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking, trust_region
 from .variants import ABLATION_ARMS
-from .results import PACKAGE_ROOT, code_commit, load_results, provenance, results_path, without_seeds, write_results
+from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
 
@@ -136,11 +136,14 @@ def run_experiment(
     directory: Path | None = None,
     progress: bool = True,
     config=None,
+    checkpoints: Path | None = None,
 ) -> dict:
     """Run every (arm, seed) of an experiment that its results file does not hold yet.
 
     After each finished run the file is rewritten (under a lock, atomically), so an interrupted
-    sweep loses no finished run; an unfinished one resumes from its checkpoint.
+    sweep loses no finished run; an unfinished one resumes from its checkpoint. ``directory``
+    and ``checkpoints`` are the results and checkpoint folders (default
+    :func:`results.results_dir` and :func:`results.checkpoints_dir`).
     """
     experiment = _experiment(name)
     profile = profile or default_profile()
@@ -161,7 +164,8 @@ def run_experiment(
             "before running this one, so that results of two configurations never mix."
         )
     dev = pick_device(device)
-    checkpoints = Path(os.environ.get("STIEFEL_CHECKPOINTS", PACKAGE_ROOT / "checkpoints")) / f"{name}-{profile}"
+    refuse_install_folder(path)
+    checkpoints = refuse_install_folder(checkpoints_dir(checkpoints) / f"{name}-{profile}")
     for seed in seeds:
         for arm in arms:
             key = f"{arm}/{seed}"

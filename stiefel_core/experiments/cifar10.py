@@ -25,7 +25,6 @@ optimizer of the frames. Every default says why it was chosen.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import math
@@ -37,24 +36,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import preprint
 from ..data import channel_stats, load_cifar10, normalize_images
 from ..manifold import orthonormality_error
 from ..models import PatchTransformer
 from ..optim import configure_optimizer
-from ..stats import mean_and_spread, paired_comparison
 from ..train import fit
 from ..compiling import compile_model
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
-from .results import PACKAGE_ROOT
+from .results import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
 from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, frame_options, is_euclidean, trains_frames
 
 __all__ = [
     "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
     "prepared_data", "build_model", "build_optimizer", "train", "train_arm", "matched_frame_lr", "run", "run_sweep",
-    "warmup_cosine", "lr_factors", "regime", "RUNNABLE_ARMS", "CONTROL_ONLY_ARMS",
-    "paired_gain", "movement_ratios", "sweep_gains", "finished_starts", "freezing_cost", "claim_gain", "claim_movement",
-    "PREPRINT", "sweep_trend", "verdicts",
+    "warmup_cosine", "lr_factors", "RUNNABLE_ARMS", "CONTROL_ONLY_ARMS", "sweep_arm",
 ]
 
 ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
@@ -144,12 +141,12 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
     """``(train_x, train_y, test_x, test_y, provenance)``: the configured class-balanced subsets,
     standardised with the training pool's channel statistics, as tensors on ``device``; decoded
     and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``; a relative path
-    that does not exist from the working directory is read from the repository's root.
+    that does not exist from the working directory is read from the checkout's root.
     ``download=True`` fetches (and checks) the official archive when no source holds the data;
     later calls find it in the cache without asking."""
-    source = source or os.environ.get("STIEFEL_CIFAR10") or None
-    if source and not Path(source).is_absolute() and not Path(source).exists() and (PACKAGE_ROOT / source).exists():
-        source = str(PACKAGE_ROOT / source)  # relative to the repository root: notebooks run in book/
+    source, root = source or os.environ.get("STIEFEL_CIFAR10") or None, checkout_root()
+    if source and root and not Path(source).is_absolute() and not Path(source).exists() and (root / source).exists():
+        source = str(root / source)  # relative to the repository root: notebooks run in book/
     return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device), download)
 
 
@@ -397,172 +394,4 @@ def run_sweep(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Pa
     )
 
 
-# --- reading results ----------------------------------------------------------------------
-
-def finished_starts(results: dict | None, arms) -> list[int]:
-    """Starts for which every arm of ``arms`` has finished, in order."""
-    if not results:
-        return []
-    runs = results["runs"]
-    seeds = sorted({int(key.rsplit("/", 1)[1]) for key in runs})
-    return [s for s in seeds if all(f"{arm}/{s}" in runs for arm in arms)]
-
-
-def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc"):
-    """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
-    ``arm`` and ``against`` over the starts both finished, and their paired comparison."""
-    starts = finished_starts(results, (arm, against))
-    scale = 100.0 if metric.endswith("acc") else 1.0
-    a = np.array([results["runs"][f"{arm}/{s}"]["final"][metric] * scale for s in starts])
-    b = np.array([results["runs"][f"{against}/{s}"]["final"][metric] * scale for s in starts])
-    return starts, a, b, (paired_comparison(a, b) if len(starts) >= 2 else None)
-
-
-def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
-    """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
-    mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
-    averaged over the run's logged epochs."""
-    starts = finished_starts(results, (arm, against))
-    names = [k[len("step/"):] for k in results["runs"][f"{arm}/{starts[0]}"]["history"][0] if k.startswith("step/")] if starts else []
-
-    def mean_step(key: str, name: str) -> float:
-        return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
-
-    return {name: np.array([mean_step(f"{against}/{s}", name) / mean_step(f"{arm}/{s}", name) for s in starts]) for name in names}
-
-
-def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
-    """One row per size of the sweep: size, starts, mean accuracy of both arms and the paired
-    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts)."""
-    rows = []
-    for fraction in SWEEP_FRACTIONS:
-        pct = round(100 * fraction)
-        arms = (f"stiefel@{pct}%", f"baseline@{pct}%")
-        starts, a, b, comparison = paired_gain(results, *arms, metric=metric)
-        size = round(results["config"]["train_size"] * fraction)
-        rows.append({"fraction": fraction, "train_size": size, "starts": starts,
-                     "stiefel": mean_and_spread(a) if len(a) else None,
-                     "baseline": mean_and_spread(b) if len(b) else None, "comparison": comparison})
-    return rows
-
-
-def freezing_cost(results: dict, reference: str = "fixed_step"):
-    """``paired_gain(results, reference, "frozen")``: what freezing the frames outright costs
-    (positive: the trained frames did better), in percentage points."""
-    return paired_gain(results, reference, "frozen")
-
-
-def claim_gain(results: dict) -> str:
-    """One line for the book's claims table: the paired gain, and the sweep's gains by size."""
-    from .results import load_results
-
-    starts, _, _, c = paired_gain(results)
-    if c is None:
-        return f"not yet measured ({len(starts)} paired start(s) finished)"
-    line = (f"{c.mean_difference:+.2f} pp over {c.n} paired starts (t = {c.t_statistic:.3g}, "
-            f"{c.wins}/{c.n}, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])")
-    sweep = load_results("cifar10_sweep", "full")
-    rows = [r for r in sweep_gains(sweep) if r["comparison"] is not None] if sweep else []
-    if rows:
-        line += "; gain by training-set size: " + ", ".join(
-            f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows)
-    kinds = sorted({run["data"]["source_kind"] for run in results["runs"].values() if "data" in run})
-    return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "") + "; regime: " + regime(results)
-
-
-def regime(results: dict) -> str:
-    """The regime of a results file's verdicts: its decay budget, training length, and the test
-    accuracy the baseline and the Stiefel arm reached."""
-    from ..findings.regimes import decay_budget
-
-    fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
-    config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
-    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if k.startswith(arm + "/")]) for arm in SWEEP_ARMS}
-    return (f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
-            f"{config.train_size:,} images, test accuracy reached " + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items()))
-
-
-def claim_movement(results: dict) -> str:
-    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost."""
-    ratios = movement_ratios(results, "fixed_step")
-    values = np.concatenate(list(ratios.values())) if ratios else np.array([])
-    if not len(values):
-        return "not yet measured (no start finished in both arms)"
-    line = (f"fixed step moves {values.min():.0f}-{values.max():.0f}x less per step than AdamW "
-            f"(median {np.median(values):.0f}x)")
-    starts, _, _, c = freezing_cost(results)
-    if c is not None:
-        line += f"; freezing costs {c.mean_difference:+.2f} pp against the fixed step ({c.n} starts, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])"
-    return line
-
-
-PREPRINT = {  # the abstract's numbers, quoted (not measured here)
-    "gain_pp": 8.98, "t": 60.6, "wins": 12, "starts": 12, "ratio": (24.0, 40.0), "frozen_cost_pp": 0.28,
-}
-
-
-def sweep_trend(sweep: dict):
-    """Whether the gain grows with data: per start, the gain at the largest size minus the gain at
-    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2)."""
-    small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
-    arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
-    starts = finished_starts(sweep, arms)
-    acc = {arm: np.array([100 * sweep["runs"][f"{arm}/{s}"]["final"]["test_acc"] for s in starts]) for arm in arms}
-    gain_large, gain_small = acc[arms[0]] - acc[arms[1]], acc[arms[2]] - acc[arms[3]]
-    return starts, (paired_comparison(gain_large, gain_small) if len(starts) >= 2 else None)
-
-
-def _interval(c) -> str:
-    return f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], n = {c.n}"
-
-
-def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, str, str]]:
-    """``(claim, preprint, we measure, verdict)`` for the chapter's four claims, by fixed rules:
-    a claim is reproduced when our 95 % interval holds the preprint's number (for the gain and
-    the frozen cost), when our ratios' median lies in its range (movement), or when the gain at
-    50k exceeds the gain at 5k with an interval above zero (sweep). It is reproduced
-    qualitatively when the frames move even less than the preprint's range, or when freezing
-    costs even less (the whole interval within ±0.28 pp)."""
-    rows = []
-    c = paired_gain(results)[3] if results else None
-    if c is None:
-        rows.append(("Stiefel gain", "+8.98 pp, t = 60.6, 12/12", "fewer than 2 finished starts", "not measured"))
-    else:
-        ours = f"{_interval(c)}, t = {c.t_statistic:.3g}, {c.wins}/{c.n}"
-        if c.ci_low <= PREPRINT["gain_pp"] <= c.ci_high:
-            verdict = "reproduced"
-        elif c.ci_low > 0:
-            verdict = "a gain, but " + ("smaller" if c.ci_high < PREPRINT["gain_pp"] else "larger") + " than the preprint's"
-        elif c.ci_high < 0:
-            verdict = "not reproduced: the baseline is better"
-        else:
-            verdict = "not reproduced: no significant difference"
-        rows.append(("Stiefel gain", "+8.98 pp, t = 60.6, 12/12", ours, verdict))
-    starts, trend = sweep_trend(sweep) if sweep else ([], None)
-    if trend is None:
-        rows.append(("gap widens with data", "widens rather than erodes", f"{len(starts)} start(s) with both ends", "not measured"))
-    else:
-        verdict = ("reproduced" if trend.ci_low > 0 else "not reproduced: the gap narrows" if trend.ci_high < 0
-                   else "not reproduced: no significant change")
-        rows.append(("gap widens with data", "widens rather than erodes", f"gain at 50k − gain at 5k: {_interval(trend)}", verdict))
-    ratios = movement_ratios(results, "fixed_step") if results else {}
-    values = np.concatenate(list(ratios.values())) if ratios else np.array([])
-    if not len(values):
-        rows.append(("fixed step barely moves", "24-40x less per step than AdamW", "no finished start", "not measured"))
-    else:
-        median = float(np.median(values))
-        low, high = PREPRINT["ratio"]
-        verdict = ("reproduced" if low <= median <= high else
-                   "qualitatively reproduced: it moves even less" if median > high else "not reproduced: it moves more")
-        rows.append(("fixed step barely moves", "24-40x less per step than AdamW",
-                     f"{values.min():.0f}-{values.max():.0f}x (median {median:.0f}x)", verdict))
-    f = freezing_cost(results)[3] if results else None
-    if f is None:
-        rows.append(("freezing the frames costs little", "0.28 pp", "fewer than 2 finished starts", "not measured"))
-    else:
-        cost = PREPRINT["frozen_cost_pp"]
-        verdict = ("reproduced" if f.ci_low <= cost <= f.ci_high else
-                   "qualitatively reproduced: it costs even less" if -cost < f.ci_low and f.ci_high < cost else
-                   f"not reproduced: the cost is {'larger' if f.ci_low > cost else 'smaller'}")
-        rows.append(("freezing the frames costs little", "0.28 pp", f"fixed step − frozen: {_interval(f)}", verdict))
-    return rows
+PREPRINT = preprint.CIFAR10  # the chapter's first cell reads the abstract's numbers here; they live in preprint

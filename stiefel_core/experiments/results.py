@@ -1,5 +1,9 @@
 """Results files: one JSON per experiment and profile under ``book/results/``, written after
-every finished run so that an interrupted sweep loses nothing and a rerun resumes."""
+every finished run so that an interrupted sweep loses nothing and a rerun resumes.
+
+Folders come from the caller (an argument, ``$STIEFEL_RESULTS``, ``$STIEFEL_CHECKPOINTS``), with
+the checkout's ``book/results`` and ``checkpoints`` as defaults when the library runs from a
+checkout; an installed library never writes into its own install folder."""
 
 from __future__ import annotations
 
@@ -13,22 +17,62 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["results_dir", "results_path", "load_results", "write_results", "provenance", "git_commit", "code_commit", "without_seeds"]
+__all__ = [
+    "checkout_root", "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
+    "git_commit", "code_commit", "without_seeds", "InstallFolderError",
+]
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkout or in site-packages
 
 
-def results_dir() -> Path:
-    """``$STIEFEL_RESULTS``, else the checkout's ``book/results``, else ``./book/results``."""
-    if os.environ.get("STIEFEL_RESULTS"):
-        return Path(os.environ["STIEFEL_RESULTS"])
-    if (PACKAGE_ROOT / "book").is_dir():
-        return PACKAGE_ROOT / "book" / "results"
-    return Path.cwd() / "book" / "results"
+class InstallFolderError(ValueError):
+    """A results or checkpoint folder that would lie inside an installed library's folder."""
+
+
+def checkout_root() -> Path | None:
+    """The repository's root when the library runs from a checkout (an editable install or the
+    source tree: ``pyproject.toml`` and ``book/`` beside the package), else ``None`` (a wheel)."""
+    root = PACKAGE_DIR.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "book").is_dir() else None
+
+
+def _folder(directory: Path | str | None, variable: str, default: str, what: str) -> Path:
+    """``directory``, else ``$variable``, else the checkout's ``default`` folder; an installed
+    library has no folder of its own to write into, so it asks for one."""
+    if directory is not None:
+        return Path(directory)
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    root = checkout_root()
+    if root is None:
+        raise InstallFolderError(
+            f"stiefel_core is installed, not run from a checkout, so it has no {what} folder of its own: "
+            f"pass one (directory=...) or set {variable}=/path/to/{what}")
+    return root / default
+
+
+def results_dir(directory: Path | str | None = None) -> Path:
+    """``directory``, else ``$STIEFEL_RESULTS``, else the checkout's ``book/results``."""
+    return _folder(directory, "STIEFEL_RESULTS", "book/results", "results")
+
+
+def checkpoints_dir(directory: Path | str | None = None) -> Path:
+    """``directory``, else ``$STIEFEL_CHECKPOINTS``, else the checkout's ``checkpoints``."""
+    return _folder(directory, "STIEFEL_CHECKPOINTS", "checkpoints", "checkpoints")
+
+
+def refuse_install_folder(path: Path) -> Path:
+    """``path``, unless it lies inside the installed library's folder (``InstallFolderError``)."""
+    install = PACKAGE_DIR if checkout_root() is not None else PACKAGE_DIR.parent
+    if Path(path).resolve().is_relative_to(install):
+        raise InstallFolderError(f"{path} lies inside the installed library ({install}); "
+                                 "write results and checkpoints elsewhere (STIEFEL_RESULTS, STIEFEL_CHECKPOINTS)")
+    return Path(path)
 
 
 def results_path(experiment: str, profile: str, directory: Path | None = None) -> Path:
-    return Path(directory or results_dir()) / f"{experiment}-{profile}.json"
+    """The results file of ``experiment`` under ``profile`` in :func:`results_dir`."""
+    return results_dir(directory) / f"{experiment}-{profile}.json"
 
 
 def load_results(experiment: str, profile: str, directory: Path | None = None) -> dict | None:
@@ -47,7 +91,8 @@ def without_seeds(config: dict) -> dict:
 
 
 def write_results(results: dict, path: Path) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
+    """Write JSON atomically (temporary file, then rename); never into the installed library."""
+    refuse_install_folder(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as f:
@@ -59,9 +104,12 @@ def write_results(results: dict, path: Path) -> None:
 def git_commit() -> str:
     """The checkout's HEAD, with ``-dirty`` when the library's tracked files (the code a run
     executes) differ from it."""
+    root = checkout_root()
+    if root is None:
+        return "unknown"
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"], cwd=PACKAGE_ROOT, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"], cwd=root, capture_output=True, text=True, timeout=10)
         return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"

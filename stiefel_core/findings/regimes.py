@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from ..stats import PairedComparison, direction, paired_comparison
+from .runs import finished_starts
 
 __all__ = [
     "grokking_lr_factors", "decay_budget", "runs_of", "paired_seeds", "metric_at", "gain_over_time",
@@ -42,9 +43,8 @@ def runs_of(results: dict | None, arm: str) -> dict[int, dict]:
 
 
 def paired_seeds(results: dict | None, *arms: str) -> list[int]:
-    """The seeds that every one of ``arms`` finished."""
-    sets = [set(runs_of(results, arm)) for arm in arms]
-    return sorted(set.intersection(*sets)) if sets else []
+    """The seeds that every one of ``arms`` finished (:func:`runs.finished_starts`)."""
+    return finished_starts(results, arms) if arms else []
 
 
 def metric_at(run: dict, epoch: int, metric: str = "val_acc") -> float:

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..experiments import cifar10
+from ..findings.cifar10 import finished_starts, movement_ratios, paired_gain
 from . import COLORS, figsize, style
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
@@ -46,7 +47,7 @@ def curves_figure(runs: dict, title: str = "") -> Figure:
 def gains_figure(results: dict, preprint_gain: float | None = None, title: str = "") -> Figure:
     """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (points),
     the mean with its 95 % interval and, dashed, the preprint's gain."""
-    starts, a, b, comparison = cifar10.paired_gain(results)
+    starts, a, b, comparison = paired_gain(results)
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
         for s, x, y in zip(starts, b, a):
@@ -75,7 +76,7 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
 
 def arms_figure(results: dict, title: str = "", arms=cifar10.ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
     """Final ``metric`` of every arm, one line per start across the arms."""
-    starts = cifar10.finished_starts(results, arms)
+    starts = finished_starts(results, arms)
     with style():
         fig, ax = plt.subplots(figsize=(1.0 + 1.25 * len(arms), 3.4))
         for s in starts:
@@ -145,7 +146,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
         left.set_ylabel("mean ‖ΔW‖_F per step")
         left.legend(fontsize=8)
         for j, arm in enumerate(("stiefel", "fixed_step")):
-            ratios = cifar10.movement_ratios(results, arm)
+            ratios = movement_ratios(results, arm)
             values = np.concatenate(list(ratios.values())) if ratios else np.array([])
             if len(values):
                 jitter = np.linspace(-0.15, 0.15, len(values))

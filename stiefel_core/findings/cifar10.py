@@ -1,0 +1,183 @@
+"""What the CIFAR-10 patches results say (the CIFAR-10 chapter): paired gains, the sweep over
+training-set sizes, how far a step moves the frames, what freezing them costs, the verdicts
+against the preprint and the claims table's lines. Pure functions of the results dicts of
+``cifar10`` and ``cifar10_sweep`` they are handed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import preprint
+from ..experiments.cifar10 import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
+from ..stats import direction, mean_and_spread, paired_comparison
+from .regimes import decay_budget
+from .runs import finished_starts
+
+__all__ = [
+    "finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime",
+    "claim_gain", "claim_movement", "sweep_trend", "verdicts", "mean_angles",
+]
+
+
+def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc"):
+    """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
+    ``arm`` and ``against`` over the starts both finished, and their paired comparison."""
+    starts = finished_starts(results, (arm, against))
+    scale = 100.0 if metric.endswith("acc") else 1.0
+    a = np.array([results["runs"][f"{arm}/{s}"]["final"][metric] * scale for s in starts])
+    b = np.array([results["runs"][f"{against}/{s}"]["final"][metric] * scale for s in starts])
+    return starts, a, b, (paired_comparison(a, b) if len(starts) >= 2 else None)
+
+
+def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
+    """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
+    mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
+    averaged over the run's logged epochs."""
+    starts = finished_starts(results, (arm, against))
+    names = [k[len("step/"):] for k in results["runs"][f"{arm}/{starts[0]}"]["history"][0] if k.startswith("step/")] if starts else []
+
+    def mean_step(key: str, name: str) -> float:
+        return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
+
+    return {name: np.array([mean_step(f"{against}/{s}", name) / mean_step(f"{arm}/{s}", name) for s in starts]) for name in names}
+
+
+def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
+    """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
+    at the start, over ``starts`` and every block's W_Q and W_K."""
+    return {arm: np.mean([results["runs"][f"{arm}/{s}"]["final"][f"angle_mean/blocks.{i}.{m}"] for s in starts
+                          for i in range(depth) for m in ("W_Q", "W_K")]) for arm in arms}
+
+
+def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
+    """One row per size of the sweep: size, starts, mean accuracy of both arms and the paired
+    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts)."""
+    rows = []
+    for fraction in SWEEP_FRACTIONS:
+        pct = round(100 * fraction)
+        arms = (f"stiefel@{pct}%", f"baseline@{pct}%")
+        starts, a, b, comparison = paired_gain(results, *arms, metric=metric)
+        size = round(results["config"]["train_size"] * fraction)
+        rows.append({"fraction": fraction, "train_size": size, "starts": starts,
+                     "stiefel": mean_and_spread(a) if len(a) else None,
+                     "baseline": mean_and_spread(b) if len(b) else None, "comparison": comparison})
+    return rows
+
+
+def freezing_cost(results: dict, reference: str = "fixed_step"):
+    """``paired_gain(results, reference, "frozen")``: what freezing the frames outright costs
+    (positive: the trained frames did better), in percentage points."""
+    return paired_gain(results, reference, "frozen")
+
+
+def regime(results: dict) -> str:
+    """The regime of a results file's verdicts: its decay budget, training length, and the test
+    accuracy the baseline and the Stiefel arm reached."""
+    fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
+    config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
+    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if k.startswith(arm + "/")]) for arm in SWEEP_ARMS}
+    return (f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
+            f"{config.train_size:,} images, test accuracy reached " + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items()))
+
+
+def claim_gain(results: dict, sweep: dict | None) -> str:
+    """One line for the book's claims table: the paired gain of ``cifar10-full`` and the gains
+    by size of ``cifar10_sweep-full`` (``None``: not run yet)."""
+    starts, _, _, c = paired_gain(results)
+    if c is None:
+        return f"not yet measured ({len(starts)} paired start(s) finished)"
+    line = (f"{c.mean_difference:+.2f} pp over {c.n} paired starts (t = {c.t_statistic:.3g}, "
+            f"{c.wins}/{c.n}, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])")
+    rows = [r for r in sweep_gains(sweep) if r["comparison"] is not None] if sweep else []
+    if rows:
+        line += "; gain by training-set size: " + ", ".join(
+            f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows)
+    kinds = sorted({run["data"]["source_kind"] for run in results["runs"].values() if "data" in run})
+    return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "") + "; regime: " + regime(results)
+
+
+def _ratio_values(results: dict | None) -> np.ndarray:
+    ratios = movement_ratios(results, "fixed_step") if results else {}
+    return np.concatenate(list(ratios.values())) if ratios else np.array([])
+
+
+def claim_movement(results: dict) -> str:
+    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost."""
+    values = _ratio_values(results)
+    if not len(values):
+        return "not yet measured (no start finished in both arms)"
+    line = (f"fixed step moves {values.min():.0f}-{values.max():.0f}x less per step than AdamW "
+            f"(median {np.median(values):.0f}x)")
+    starts, _, _, c = freezing_cost(results)
+    if c is not None:
+        line += f"; freezing costs {c.mean_difference:+.2f} pp against the fixed step ({c.n} starts, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])"
+    return line
+
+
+def sweep_trend(sweep: dict):
+    """Whether the gain grows with data: per start, the gain at the largest size minus the gain at
+    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2)."""
+    small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
+    arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
+    starts = finished_starts(sweep, arms)
+    acc = {arm: np.array([100 * sweep["runs"][f"{arm}/{s}"]["final"]["test_acc"] for s in starts]) for arm in arms}
+    gain_large, gain_small = acc[arms[0]] - acc[arms[1]], acc[arms[2]] - acc[arms[3]]
+    return starts, (paired_comparison(gain_large, gain_small) if len(starts) >= 2 else None)
+
+
+def _interval(c) -> str:
+    return f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], n = {c.n}"
+
+
+_GAIN = {"higher": None, "lower": "not reproduced: the baseline is better", "tie": "not reproduced: no significant difference"}
+_TREND = {"higher": "reproduced", "lower": "not reproduced: the gap narrows", "tie": "not reproduced: no significant change"}
+
+
+def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, str, str]]:
+    """``(claim, preprint, we measure, verdict)`` for the chapter's four claims, by fixed rules:
+    a claim is reproduced when our 95 % interval holds the preprint's number (for the gain and
+    the frozen cost), when our ratios' median lies in its range (movement), or when the gain at
+    50k exceeds the gain at 5k with an interval above zero (sweep, :func:`stats.direction`). It
+    is reproduced qualitatively when the frames move even less than the preprint's range, or
+    when freezing costs even less (the whole interval within ± the preprint's cost)."""
+    quoted = preprint.CIFAR10
+    rows = []
+    c = paired_gain(results)[3] if results else None
+    if c is None:
+        rows.append(("Stiefel gain", preprint.cifar10_gain(), "fewer than 2 finished starts", "not measured"))
+    else:
+        ours = f"{_interval(c)}, t = {c.t_statistic:.3g}, {c.wins}/{c.n}"
+        if c.ci_low <= quoted["gain_pp"] <= c.ci_high:
+            verdict = "reproduced"
+        else:
+            verdict = _GAIN[direction(c, min_pairs=2)] or (
+                "a gain, but " + ("smaller" if c.ci_high < quoted["gain_pp"] else "larger") + " than the preprint's")
+        rows.append(("Stiefel gain", preprint.cifar10_gain(), ours, verdict))
+    starts, trend = sweep_trend(sweep) if sweep else ([], None)
+    if trend is None:
+        rows.append(("gap widens with data", preprint.GAP_WIDENS, f"{len(starts)} start(s) with both ends", "not measured"))
+    else:
+        rows.append(("gap widens with data", preprint.GAP_WIDENS, f"gain at 50k − gain at 5k: {_interval(trend)}",
+                     _TREND[direction(trend, min_pairs=2)]))
+    movement = f"{preprint.movement_range()} less per step than AdamW"
+    values = _ratio_values(results)
+    if not len(values):
+        rows.append(("fixed step barely moves", movement, "no finished start", "not measured"))
+    else:
+        median = float(np.median(values))
+        low, high = quoted["ratio"]
+        verdict = ("reproduced" if low <= median <= high else
+                   "qualitatively reproduced: it moves even less" if median > high else "not reproduced: it moves more")
+        rows.append(("fixed step barely moves", movement, f"{values.min():.0f}-{values.max():.0f}x (median {median:.0f}x)", verdict))
+    f = freezing_cost(results)[3] if results else None
+    if f is None:
+        rows.append(("freezing the frames costs little", preprint.frozen_cost(), "fewer than 2 finished starts", "not measured"))
+    else:
+        cost = quoted["frozen_cost_pp"]
+        verdict = ("reproduced" if f.ci_low <= cost <= f.ci_high else
+                   "qualitatively reproduced: it costs even less" if -cost < f.ci_low and f.ci_high < cost else
+                   f"not reproduced: the cost is {'larger' if f.ci_low > cost else 'smaller'}")
+        rows.append(("freezing the frames costs little", preprint.frozen_cost(), f"fixed step − frozen: {_interval(f)}", verdict))
+    return rows

@@ -1,0 +1,39 @@
+"""The runs of a results file: which starts finished, and whether the runs of a start are
+paired (the same initial weights, the same data order). Every chapter that compares arms
+(CIFAR-10, ablation, regimes) reads its starts here."""
+
+from __future__ import annotations
+
+__all__ = ["finished_starts", "same_across_arms", "distinct_across_starts", "unpaired_starts"]
+
+
+def finished_starts(results: dict | None, arms) -> list[int]:
+    """Starts (seeds) for which every arm of ``arms`` has finished, in order."""
+    runs = (results or {}).get("runs", {})
+    seeds = sorted({int(key.rsplit("/", 1)[1]) for key in runs})
+    return [s for s in seeds if all(f"{arm}/{s}" in runs for arm in arms)]
+
+
+def same_across_arms(results: dict, arms, starts, field: str) -> bool:
+    """Whether, in every start of ``starts``, every arm of ``arms`` recorded the same
+    ``final[field]`` (``"init_fingerprint"``: the same initial weights; ``"order_checksum"``:
+    the same data order)."""
+    runs = results["runs"]
+    return all(len({runs[f"{arm}/{s}"]["final"][field] for arm in arms}) == 1 for s in starts)
+
+
+def distinct_across_starts(results: dict, arm: str, starts, field: str = "init_fingerprint") -> bool:
+    """Whether ``arm``'s runs recorded a different ``final[field]`` in every start: different
+    starts begin differently."""
+    return len({results["runs"][f"{arm}/{s}"]["final"][field] for s in starts}) == len(starts)
+
+
+def unpaired_starts(runs: dict) -> dict[str, list[str]]:
+    """``{start: marks}`` of the starts whose runs (``{"<arm>/<start>": run}``) began from
+    different weights or data orders; empty when every start is paired."""
+    out = {}
+    for seed in {key.split("/")[1] for key in runs}:
+        marks = {(r["final"].get("init_fingerprint"), r["final"].get("order_checksum")) for k, r in runs.items() if k.endswith(f"/{seed}")}
+        if len(marks) > 1:
+            out[seed] = sorted(map(str, marks))
+    return out
