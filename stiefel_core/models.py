@@ -12,11 +12,12 @@ from torch import Tensor, nn
 
 from .attention import SelfAttention
 
-__all__ = ["ModularTransformer", "PatchTransformer"]
+__all__ = ["ModularTransformer", "Block", "PatchTransformer"]
 
 
 class ModularTransformer(nn.Module):
-    """One-layer transformer for ``a op b mod p`` in the style of Nanda et al. (2023).
+    """One-layer transformer for ``a op b mod p`` in the style of Nanda et al. (2023): the
+    grokking chapter's model.
 
     Token and position embeddings, one attention block and one ReLU MLP, both residual and
     without LayerNorm, and an unembedding read at the last ("=") position.
@@ -52,9 +53,27 @@ class ModularTransformer(nn.Module):
         return self.unembed(h[:, 0])  # (B, n_classes)
 
 
+class Block(nn.Module):
+    """One pre-LayerNorm block of :class:`PatchTransformer` (the CIFAR-10 chapter): self-attention
+    with per-head W_Q, W_K (frames when ``stiefel``) and a GELU MLP, each residual. Its
+    submodules are ``norm1``, ``attn``, ``norm2``, ``mlp``, built in that order."""
+
+    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, *, stiefel: bool = True):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = SelfAttention(d_model, n_heads, stiefel=stiefel)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
 class PatchTransformer(nn.Module):
-    """A small vision transformer on image patches: patch embedding, a class token, ``depth``
-    pre-LayerNorm blocks of attention and MLP, and a linear classifier on the class token."""
+    """A small vision transformer on image patches (the CIFAR-10 chapter): patch embedding, a
+    class token, ``depth`` pre-LayerNorm :class:`Block` s of attention and MLP, and a linear
+    classifier on the class token."""
 
     def __init__(
         self,
@@ -77,17 +96,7 @@ class PatchTransformer(nn.Module):
         self.patch_embed = nn.Linear(channels * patch_size**2, d_model)
         self.cls = nn.Parameter(torch.zeros(1, 1, d_model))
         self.pos = nn.Parameter(torch.randn(1, n_patches + 1, d_model) * 0.02)
-        self.blocks = nn.ModuleList(
-            nn.ModuleDict(
-                {
-                    "norm1": nn.LayerNorm(d_model),
-                    "attn": SelfAttention(d_model, n_heads, stiefel=stiefel),
-                    "norm2": nn.LayerNorm(d_model),
-                    "mlp": nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)),
-                }
-            )
-            for _ in range(depth)
-        )
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, mlp_ratio, stiefel=stiefel) for _ in range(depth))
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_classes)
 
@@ -102,6 +111,5 @@ class PatchTransformer(nn.Module):
         x = self.patch_embed(self.patches(images))  # (B, N, D)
         x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos  # (B, N + 1, D)
         for block in self.blocks:
-            x = x + block["attn"](block["norm1"](x))
-            x = x + block["mlp"](block["norm2"](x))
+            x = block(x)
         return self.head(self.norm(x[:, 0]))

@@ -268,7 +268,7 @@ class StiefelAdam(Optimizer):
                 t = steps.pop()
             else:  # parameters added to the group later have taken fewer steps
                 t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(W.device)
-            bank_update_(W, G, m, v, t, group, capped=capped)
+            bank_update_(W, G, m, v, t, **{k: group[k] for k in UPDATE_OPTIONS}, capped=capped)
             for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
                 _unbank(bank, targets)
 
@@ -319,15 +319,24 @@ def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
         offset += n
 
 
-def bank_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, hp: dict, capped: Tensor | None = None) -> None:
-    """The update of a bank, in place on ``W``, ``m``, ``v``: ``W, G, m`` of shape ``(F, d, r)``;
-    ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t`` the step count (one number, or
-    one per frame). ``capped`` (``(F,)``, optional) counts, per frame, the steps the trust
-    region capped."""
+UPDATE_OPTIONS = ("lr", "betas", "eps", "trust_radius", "step_rule", "projector", "second_moment")  # bank_update_'s keywords
+
+
+def bank_update_(
+    W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, *,
+    lr: float, betas: tuple[float, float], eps: float, trust_radius: float | None,
+    step_rule: str = "scale_free", projector: str = "tangent", second_moment: str = "frame", capped: Tensor | None = None,
+) -> None:
+    """The update of a bank (the primer and Propositions 1-5), in place on ``W``, ``m``, ``v``:
+    ``W, G, m`` of shape ``(F, d, r)``; ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t``
+    the step count (one number, or one per frame). The hyperparameters are keywords, as in
+    torch's functional optimizers (:data:`UPDATE_OPTIONS`, the names of a param group's keys).
+    ``capped`` (``(F,)``, optional) counts, per frame, the steps the trust region capped."""
+    hp = dict(lr=lr, betas=betas, eps=eps, trust_radius=trust_radius, step_rule=step_rule, projector=projector, second_moment=second_moment)
     dt = compute_dtype(W.dtype)
     if W.dtype != dt:  # low precision: compute on float32 copies, then round once
         W32, m32 = W.to(dt), m.to(dt)
-        bank_update_(W32, G.to(dt), m32, v, t, hp, capped)
+        bank_update_(W32, G.to(dt), m32, v, t, **hp, capped=capped)
         W.copy_(W32)
         m.copy_(m32)
         return

@@ -4,14 +4,14 @@ import json
 
 from stiefel_core import claims
 from stiefel_core.experiments.results import checkout_root
-from tools import readme
+from tools import readme as readme_tool
 
 PACKAGE_ROOT = checkout_root()
 
 
 def test_the_readme_is_what_the_results_and_certificates_say():
     readme = (PACKAGE_ROOT / "README.md").read_text()
-    assert readme.render_readme(readme) == readme, "README is stale: run `python -m stiefel_core claims --write-readme`"
+    assert readme_tool.render_readme(readme) == readme, "README is stale: run `python -m stiefel_core claims --write-readme`"
 
 
 def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
@@ -25,6 +25,6 @@ def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
 
 def test_the_benchmark_block_lists_recorded_measurements(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps({"command": "python benchmarks/x.py", "date": "2026-11-29", "device": "cpu", "lines": ["ratio a / b: 2.00"]}))
-    block = readme.bench_block(tmp_path)
+    block = readme_tool.bench_block(tmp_path)
     assert "ratio a / b: 2.00" in block and "python benchmarks/x.py" in block
-    assert "No benchmark" in readme.bench_block(tmp_path / "empty")
+    assert "No benchmark" in readme_tool.bench_block(tmp_path / "empty")

@@ -107,7 +107,7 @@ def test_cifar10_controls_build_what_they_say():
     model = cifar10.build_model(config, "no_decay_qk", 0)
     opt = cifar10.build_optimizer(model, config, "no_decay_qk")
     decay = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
-    assert all(decay[id(b["attn"].W_Q)] == decay[id(b["attn"].W_K)] == 0.0 for b in model.blocks)
+    assert all(decay[id(b.attn.W_Q)] == decay[id(b.attn.W_K)] == 0.0 for b in model.blocks)
     assert decay[id(model.head.weight)] == config.weight_decay
     same = cifar10.build_model(config, "baseline", 0)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))  # one start, one init

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import fcntl
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking
 from .variants import ABLATION_ARMS
 from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
 
-__all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "load_results"]
+__all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "run_live", "load_results"]
 
 code_commit()  # the commit of the code this process imported, for every run's provenance
 
@@ -184,3 +185,15 @@ def run_experiment(
                 results["runs"][key] = outcome
                 write_results(results, path)
     return load_results(name, profile, directory)
+
+
+def run_live(name: str, profile: str, **options) -> dict:
+    """A chapter's live run of experiment ``name`` (every chapter that runs one): under the
+    ``full`` profile it resumes the committed results file; under any other it runs in a fresh
+    temporary folder, so a page's small run never writes beside the book. ``options`` go to
+    :func:`run_experiment` (no progress bars unless asked)."""
+    options.setdefault("progress", False)
+    if profile == "full":
+        return run_experiment(name, "full", **options)
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-{profile}-"))
+    return run_experiment(name, profile, directory=folder, checkpoints=folder / "checkpoints", **options)

@@ -164,8 +164,8 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     )
     if arm == "frozen":
         for block in model.blocks:
-            block["attn"].W_Q.requires_grad_(False)
-            block["attn"].W_K.requires_grad_(False)
+            block.attn.W_Q.requires_grad_(False)
+            block.attn.W_K.requires_grad_(False)
     return model
 
 
@@ -185,7 +185,7 @@ def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, fr
 
 def _projections(model: PatchTransformer) -> dict[str, torch.Tensor]:
     """``blocks.i.W_Q`` and ``blocks.i.W_K`` of every block, each of shape (H, d, r)."""
-    return {f"blocks.{i}.{name}": getattr(block["attn"], name) for i, block in enumerate(model.blocks) for name in ("W_Q", "W_K")}
+    return {f"blocks.{i}.{name}": getattr(block.attn, name) for i, block in enumerate(model.blocks) for name in ("W_Q", "W_K")}
 
 
 def _fingerprint(model: PatchTransformer) -> str:
