@@ -339,9 +339,10 @@ def test_figures_draw():
     from stiefel_core.plots import gauge as plots
 
     assert len([ax for ax in plots.orbit_grid(ts=(1.0,)).axes if ax.get_visible()]) == 2
-    assert len(plots.projected_run_figure().axes) == 3
-    assert len(plots.update_projection_figure().axes) == 2
-    assert len(plots.gauge_components_figure().axes) == 1
+    runs = gauge.projected_runs()
+    assert len(plots.projected_run_figure(runs).axes) == 3
+    assert len(plots.update_projection_figure(runs).axes) == 2
+    assert len(plots.gauge_components_figure(gauge.gradient_components()).axes) == 1
 
 
 def test_orbit_explorer_moves_along_the_orbit_without_a_kernel():
@@ -372,7 +373,7 @@ def test_stiefeladam_is_gauge_equivariant_and_adamw_is_not():
 def test_moved_start_figure_draws():
     from stiefel_core.plots import gauge as plots
 
-    fig = plots.moved_start_figure(steps=20, draws=1)
+    fig = plots.moved_start_figure(gauge.moved_start_runs(steps=20, n_draws=1))
     assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 4
 
 
@@ -386,10 +387,11 @@ def test_package_reexports_every_public_name_from_the_module_that_defines_it():
             assert obj.__module__.startswith("stiefel_core.gauge."), name
 
 
-def test_a_certificate_and_a_figure_share_their_training_runs():
-    cache = gauge.runs._cached_projected_run
-    gauge.certify_projected_run(steps=3)
-    misses = cache.cache_info().misses
-    gauge.run_deviation(True, steps=3)  # what projected_run_figure draws: no run of its own
-    gauge.run_deviation(False, remove="update", steps=3)
-    assert cache.cache_info().misses == misses
+def test_a_certificate_and_a_figure_share_their_training_runs(monkeypatch):
+    from stiefel_core.plots import gauge as plots
+
+    runs = gauge.projected_runs(steps=3)
+    assert gauge.certify_projected_run(runs) == gauge.certify_projected_run(steps=3)  # handed runs: the same certificate
+    monkeypatch.setattr(gauge.runs, "projected_run", lambda *a, **k: pytest.fail("a figure trained a run of its own"))
+    plots.projected_run_figure(runs)  # what the certificate read: no run of its own
+    plots.update_projection_figure(runs)

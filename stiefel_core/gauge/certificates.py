@@ -9,10 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from ..certify.base import TOLERANCE, Certificate, _at_most, _sig
-from ..threads import one_thread, single_threaded
+from ..threads import single_threaded
 from .algebra import DTYPE, normality_error, orthogonal_generators, product_kernel, tangency_error
-from .problem import GaugeProblem, attention_modules, loss_along, make_model, orbit_curves, query_penalty, task_loss
-from .runs import DEFAULT_LR, gauge_components_by_point, moved_start_deviation, run_deviation, trained_model
+from .problem import GaugeProblem, attention_modules, loss_along, make_model, orbit_curves, task_loss
+from .runs import DEFAULT_LR, gradient_components, moved_start_runs, projected_runs, trained_model
 
 
 RUN_TOLERANCE = 1e-10  # projected and plain runs agree to this over >= 100 steps (rounding compounds)
@@ -180,8 +180,8 @@ class GaugeGradientCertificate(Certificate):
 
 
 def certify_gauge_gradients(
-    *, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0, problem: GaugeProblem = GaugeProblem(),
-    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
+    components: dict | None = None, *, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0,
+    problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
 ) -> GaugeGradientCertificate:
     """The gradient carries no gauge component: at ``n_random_points`` random points per arm and at
     every ``every``-th step of a ``steps``-step training run per arm (StiefelAdam + AdamW; AdamW),
@@ -189,12 +189,16 @@ def certify_gauge_gradients(
     of its norm. The Stiefel arm's Riemannian gradient is checked against O(r), its Euclidean one
     against GL(r), the Euclidean arm's gradient against GL(r). The control, the same check for
     the loss plus ``0.1 ⟨B, W_Q⟩`` (:func:`query_penalty`) at the random points, must fail it
-    visibly. ``loss_fn`` replaces the task loss (tests pass a non-invariant one)."""
-    kw = dict(n_random_points=n_random_points, seed=seed, problem=problem)
-    found = gauge_components_by_point(steps=steps, every=every, loss_fn=loss_fn, **kw)
-    control = gauge_components_by_point(steps=0, every=1, loss_fn=query_penalty(seed), **kw)
+    visibly. ``loss_fn`` replaces the task loss (tests pass a non-invariant one).
+
+    ``components``: :func:`gradient_components`' output, when the chapter has computed it for its
+    figure too (the other arguments are then its own)."""
+    if components is None:
+        components = gradient_components(n_random_points=n_random_points, steps=steps, every=every, seed=seed,
+                                         problem=problem, loss_fn=loss_fn)
+    found, control = components["found"], components["control"]
     return GaugeGradientCertificate(
-        n_random_points=n_random_points,
+        n_random_points=components["setting"]["n_random_points"],
         checkpoints=tuple(int(s) for s in found["steps"]),
         n_heads=found["stiefel_random"].shape[-1],
         stiefel_random=float(found["stiefel_random"].max()),
@@ -264,7 +268,8 @@ class ProjectedRunCertificate(Certificate):
 
 
 def certify_projected_run(
-    *, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(),
+    runs: dict | None = None, *, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
 ) -> ProjectedRunCertificate:
     """Removing the gauge directions from every gradient changes nothing: the problem's model
     trained ``steps`` steps in float64, once plainly and once with :func:`remove_gauge_from_grads_`
@@ -275,15 +280,16 @@ def certify_projected_run(
     Recorded beside the checks, from the same plain runs: the gauge component of the steps the
     optimizers take (not of their gradients), and how far a run drifts from the plain one when
     those *steps* are projected instead (:meth:`ProjectedRunCertificate.update_summary`).
+    ``runs``: :func:`projected_runs`' output, when the chapter has trained them for its figures too.
     """
-    kw = dict(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
-    with one_thread():
-        s, e = run_deviation(True, **kw), run_deviation(False, **kw)
-        s_update, e_update = run_deviation(True, remove="update", **kw), run_deviation(False, remove="update", **kw)
+    if runs is None:
+        runs = projected_runs(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+    (s, s_update), (e, e_update) = ((runs[arm]["gradient"], runs[arm]["update"]) for arm in ("stiefel", "euclidean"))
+    setting = runs["setting"]
     return ProjectedRunCertificate(
-        steps=steps,
-        lr=lr,
-        weight_decay=weight_decay,
+        steps=setting["steps"],
+        lr=setting["lr"],
+        weight_decay=setting["weight_decay"],
         stiefel_param_deviation=float(s["params"].max()),
         stiefel_loss_deviation=float(s["loss"].max()),
         euclidean_param_deviation=float(e["params"].max()),
@@ -331,7 +337,7 @@ class GaugeEquivarianceCertificate(Certificate):
         }
 
 
-def certify_gauge_equivariance(*, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
+def certify_gauge_equivariance(runs: dict | None = None, *, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
                                weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem()) -> GaugeEquivarianceCertificate:
     """Where on its orbit a run starts does not matter to StiefelAdam, and does matter to AdamW.
 
@@ -339,16 +345,16 @@ def certify_gauge_equivariance(*, n_draws: int = 2, steps: int = 120, seed: int 
     from ``(W_Q R, W_K R)`` is the original run with every frame multiplied by ``R``, and computes
     the same function at every step. AdamW's per-entry second moment is not invariant under
     ``W → W R``, so its run from a rotated (or GL-moved) start computes a different function.
-    ``n_draws`` random ``R`` (and ``A``) per head, ``steps`` steps each (:func:`moved_start_deviation`).
+    ``n_draws`` random ``R`` (and ``A``) per head, ``steps`` steps each (:func:`moved_start_runs`;
+    ``runs``: its output, when the chapter has trained them for its figure too).
     """
-    kw = dict(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
-    s = [moved_start_deviation(True, "orthogonal", draw=k, **kw) for k in range(n_draws)]
-    e = [moved_start_deviation(False, "orthogonal", draw=k, **kw) for k in range(n_draws)]
-    e_gl = [moved_start_deviation(False, "gl", draw=k, **kw) for k in range(n_draws)]
+    if runs is None:
+        runs = moved_start_runs(n_draws=n_draws, steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+    s, e, e_gl = runs["stiefel"], runs["euclidean"], runs["euclidean_gl"]
     worst = lambda runs, key: max(float(run[key].max()) for run in runs)  # noqa: E731
     return GaugeEquivarianceCertificate(
-        steps=steps,
-        n_draws=n_draws,
+        steps=runs["setting"]["steps"],
+        n_draws=runs["setting"]["n_draws"],
         stiefel_loss_deviation=worst(s, "loss"),
         stiefel_frame_deviation=worst(s, "frames"),
         stiefel_rest_deviation=worst(s, "rest"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Callable, Iterator
 
@@ -13,7 +12,7 @@ from ..certify import inverse_retract_polar
 from ..data.modular import ModularData
 from ..manifold import random_frame, retract_polar
 from ..optim import configure_optimizer, is_frame
-from ..threads import one_thread, single_threaded
+from ..threads import one_thread
 from .algebra import DTYPE, GROUPS, gauge_component, gl_action, remove_gauge
 from .problem import (
     GaugeProblem,
@@ -22,6 +21,7 @@ from .problem import (
     head_gradients,
     make_model,
     model_gauge_components,
+    query_penalty,
     remove_gauge_from_grads_,
     task_loss,
 )
@@ -108,8 +108,23 @@ def _remove_gauge_from_step_(model: nn.Module, before: list[tuple[Tensor, Tensor
             attn.W_K.copy_(W_K0 + xi_K)
 
 
-@functools.lru_cache(maxsize=16)
-def _cached_projected_run(stiefel: bool, remove: str, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem) -> dict:
+def projected_run(
+    stiefel: bool, *, remove: str = "gradient", steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(),
+) -> dict[str, Tensor]:
+    """A float64 training run of the problem's model (the gauge chapter; full batch,
+    ``configure_optimizer``: StiefelAdam on frames and AdamW on the rest, or AdamW on everything).
+
+    ``remove`` says what loses its gauge component at every step: ``"gradient"`` (the attention
+    gradients, before the optimizer sees them: :func:`remove_gauge_from_grads_`), ``"update"`` (the
+    step the optimizer took, afterwards; its state is left alone) or ``"none"``. Returns ``params``
+    (all parameters, the start first, then after each step), ``loss`` (before each step, then at
+    the end), ``removed`` (the relative gauge component removed from each gradient) and, unless
+    ``remove="gradient"``, ``update_component`` (the gauge component of each step the optimizer
+    took, relative to the step). Deterministic.
+    """
+    if remove not in REMOVE_MODES:
+        raise ValueError(f"remove={remove!r}: choose one of {REMOVE_MODES}")
     with one_thread():
         model = make_model(stiefel, seed, problem)
         data = problem.data()
@@ -140,33 +155,7 @@ def _cached_projected_run(stiefel: bool, remove: str, steps: int, seed: int, lr:
     }
 
 
-def projected_run(
-    stiefel: bool, *, remove: str = "gradient", steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(),
-) -> dict[str, Tensor]:
-    """A float64 training run of the problem's model (full batch, ``configure_optimizer``: StiefelAdam
-    on frames and AdamW on the rest, or AdamW on everything).
-
-    ``remove`` says what loses its gauge component at every step: ``"gradient"`` (the attention
-    gradients, before the optimizer sees them: :func:`remove_gauge_from_grads_`), ``"update"`` (the
-    step the optimizer took, afterwards; its state is left alone) or ``"none"``. Returns ``params``
-    (all parameters, the start first, then after each step), ``loss`` (before each step, then at
-    the end), ``removed`` (the relative gauge component removed from each gradient) and, unless
-    ``remove="gradient"``, ``update_component`` (the gauge component of each step the optimizer
-    took, relative to the step). Deterministic and remembered: a second call with the same arguments is free.
-    """
-    if remove not in REMOVE_MODES:
-        raise ValueError(f"remove={remove!r}: choose one of {REMOVE_MODES}")
-    run = _cached_projected_run(bool(stiefel), remove, int(steps), int(seed), float(lr), float(weight_decay), problem)
-    return {k: v.clone() for k, v in run.items()}
-
-
-def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str, Tensor]:
-    """Per step, between a run with ``remove`` (see :func:`projected_run`) and the plain run: the
-    largest parameter deviation ``params`` and the loss deviation ``loss`` (``steps + 1`` entries
-    each); the projected run's ``removed`` and ``projected_loss``, the plain run's ``plain_loss`` and
-    ``update_component``."""
-    plain, projected = projected_run(stiefel, remove="none", **kw), projected_run(stiefel, remove=remove, **kw)
+def _deviation(plain: dict[str, Tensor], projected: dict[str, Tensor]) -> dict[str, Tensor]:
     return {
         "params": (projected["params"] - plain["params"]).abs().amax(-1),
         "loss": (projected["loss"] - plain["loss"]).abs(),
@@ -175,6 +164,29 @@ def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str,
         "projected_loss": projected["loss"],
         "update_component": plain["update_component"],
     }
+
+
+def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str, Tensor]:
+    """Per step, between a run with ``remove`` (see :func:`projected_run`) and the plain run (the
+    gauge chapter): the largest parameter deviation ``params`` and the loss deviation ``loss``
+    (``steps + 1`` entries each); the projected run's ``removed`` and ``projected_loss``, the plain
+    run's ``plain_loss`` and ``update_component``."""
+    return _deviation(projected_run(stiefel, remove="none", **kw), projected_run(stiefel, remove=remove, **kw))
+
+
+def projected_runs(*, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
+                   problem: GaugeProblem = GaugeProblem()) -> dict:
+    """Every run the gauge chapter's projected-run certificate and its two figures read, each
+    trained once: per arm (``"stiefel"``, ``"euclidean"``), :func:`run_deviation` with the
+    gauge removed from the gradients (``"gradient"``) and from the steps (``"update"``), both
+    against one plain run; ``"setting"`` holds the arguments."""
+    kw = dict(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+    out: dict = {"setting": {k: v for k, v in kw.items() if k != "problem"}}
+    with one_thread():
+        for arm in ("stiefel", "euclidean"):
+            plain = projected_run(arm == "stiefel", remove="none", **kw)
+            out[arm] = {remove: _deviation(plain, projected_run(arm == "stiefel", remove=remove, **kw)) for remove in ("gradient", "update")}
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,14 +202,12 @@ def gauge_components_by_point(
     ``"stiefel_random"``, ``"stiefel_run"`` (O(r), Riemannian gradient), ``"stiefel_gl"`` (the Stiefel
     model's Euclidean gradient against GL(r)), ``"euclidean_random"``, ``"euclidean_run"`` (GL(r)),
     ``"cosine"`` (largest single-direction cosine per point), ``"steps"`` (the run's checkpoints).
-    Deterministic and remembered (per ``loss_fn`` object): a second call is free."""
-    found = _cached_components(int(n_random_points), int(steps), int(every), int(seed), problem, loss_fn)
-    return {k: v.clone() for k, v in found.items()}
+    Deterministic."""
+    with one_thread():
+        return _components(n_random_points, steps, every, seed, problem, loss_fn)
 
 
-@functools.lru_cache(maxsize=8)
-@single_threaded
-def _cached_components(n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn) -> dict[str, Tensor]:
+def _components(n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn) -> dict[str, Tensor]:
     data = problem.data()
     out: dict[str, list] = {k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")}
 
@@ -225,13 +235,26 @@ def _cached_components(n_random_points: int, steps: int, every: int, seed: int, 
     return result
 
 
+def gradient_components(*, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0,
+                        problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss) -> dict:
+    """What the gauge chapter's gradient certificate and its figure read, computed once:
+    ``"found"``, :func:`gauge_components_by_point` for ``loss_fn`` (random points and runs), and
+    ``"control"``, the same at the random points for the loss plus a ``W_Q``-only term
+    (:func:`query_penalty`); ``"setting"`` holds the arguments."""
+    kw = dict(n_random_points=n_random_points, seed=seed, problem=problem)
+    return {
+        "setting": {"n_random_points": n_random_points, "steps": steps, "every": every, "seed": seed},
+        "found": gauge_components_by_point(steps=steps, every=every, loss_fn=loss_fn, **kw),
+        "control": gauge_components_by_point(steps=0, every=1, loss_fn=query_penalty(seed), **kw),
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # Does the optimizer care where on the orbit it starts?
 # --------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16)
-def _cached_moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem) -> dict:
+def _moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem) -> dict:
     with one_thread():
         model = make_model(stiefel, seed, problem)
         data = problem.data()
@@ -274,12 +297,28 @@ def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int 
     and from the point itself; the same optimizer, data and seed. Per step (``steps + 1``): ``loss``,
     the loss deviation; ``frames``, the largest ``|W'_t - W_t A|`` and ``|W'_t - W_t A⁻ᵀ|`` entry (the
     moved run is the original one moved, when the optimizer is gauge-equivariant); ``rest``, the
-    largest deviation of every other parameter. Remembered."""
+    largest deviation of every other parameter."""
     if kind not in GROUPS:
         raise ValueError(f"kind={kind!r}: choose one of {GROUPS}")
     key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
-    plain = _cached_moved_start_run(bool(stiefel), "none", 0, *key)
-    moved = _cached_moved_start_run(bool(stiefel), kind, int(draw), *key)
+    return _moved_deviation(_moved_start_run(bool(stiefel), "none", 0, *key), _moved_start_run(bool(stiefel), kind, int(draw), *key))
+
+
+def moved_start_runs(*, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
+                     problem: GaugeProblem = GaugeProblem()) -> dict:
+    """Every run the gauge chapter's equivariance certificate and its figure read, each trained
+    once: :func:`moved_start_deviation` for ``n_draws`` draws of StiefelAdam from ``(W_Q R, W_K R)``
+    (``"stiefel"``), AdamW from ``(W_Q R, W_K R)`` (``"euclidean"``) and from ``(W_Q A, W_K A⁻ᵀ)``
+    (``"euclidean_gl"``); ``"setting"`` holds the arguments."""
+    key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
+    out: dict = {"setting": {"n_draws": n_draws, "steps": steps, "seed": seed, "lr": lr, "weight_decay": weight_decay}}
+    for name, stiefel, kind in (("stiefel", True, "orthogonal"), ("euclidean", False, "orthogonal"), ("euclidean_gl", False, "gl")):
+        plain = _moved_start_run(stiefel, "none", 0, *key) if name != "euclidean_gl" else plain
+        out[name] = [_moved_deviation(plain, _moved_start_run(stiefel, kind, k, *key)) for k in range(n_draws)]
+    return out
+
+
+def _moved_deviation(plain: dict, moved: dict) -> dict[str, Tensor]:
     A = moved["A"]
     W_Q, W_K = gl_action(plain["frames"][:, 0], plain["frames"][:, 1], A)  # the plain run, moved
     frames = torch.maximum((moved["frames"][:, 0] - W_Q).abs().amax((-3, -2, -1)), (moved["frames"][:, 1] - W_K).abs().amax((-3, -2, -1)))

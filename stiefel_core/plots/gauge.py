@@ -121,12 +121,12 @@ def orbit_grid(ts=(0.5, 1.5), groups=gauge.GROUPS) -> Figure:
     return grid_figure(draw_orbit, settings, ncols=len(ts), label=label, panel=(4.0, 3.2))
 
 
-def gauge_components_figure(components: dict | None = None, control: dict | None = None) -> Figure:
+def gauge_components_figure(components: dict) -> Figure:
     """Every relative gauge component of the gradient checked by the certificate (one dot per head
     and point; exact zeros at :data:`FLOOR`), by kind of point, against the 1e-12 threshold; and the
-    same for the loss with a ``W_Q``-only term (:func:`stiefel_core.gauge.query_penalty`)."""
-    components = components or gauge.gauge_components_by_point()
-    control = control or gauge.gauge_components_by_point(steps=0, every=1, loss_fn=gauge.query_penalty(0))
+    same for the loss with a ``W_Q``-only term (:func:`stiefel_core.gauge.query_penalty`).
+    ``components``: :func:`stiefel_core.gauge.gradient_components`' output."""
+    components, control = components["found"], components["control"]
     rows = [
         ("Stiefel, O(r)\nrandom points", components["stiefel_random"], "stiefel"),
         ("Stiefel, O(r)\nStiefelAdam run", components["stiefel_run"], "stiefel"),
@@ -153,13 +153,14 @@ def gauge_components_figure(components: dict | None = None, control: dict | None
     return fig
 
 
-def projected_run_figure(steps: int = 120) -> Figure:
+def projected_run_figure(runs: dict) -> Figure:
     """Left and middle: per step, the largest parameter deviation and the loss deviation between
     the run with gauge directions removed from every gradient and the plain run (exact zeros at
     :data:`FLOOR`), for each arm, with 1e-10 and the level of float64 rounding. Right: the two
-    arms' loss curves, plain (lines) and projected (dots), which coincide."""
-    with one_thread():
-        runs = {arm: gauge.run_deviation(arm == "stiefel", steps=steps) for arm in ("stiefel", "euclidean")}
+    arms' loss curves, plain (lines) and projected (dots), which coincide. ``runs``:
+    :func:`stiefel_core.gauge.projected_runs`' output."""
+    steps = runs["setting"]["steps"]
+    runs = {arm: runs[arm]["gradient"] for arm in ("stiefel", "euclidean")}
     step = np.arange(steps + 1)
     names = {"stiefel": "Stiefel arm (StiefelAdam)", "euclidean": "Euclidean arm (AdamW)"}
     with style():
@@ -186,13 +187,13 @@ def projected_run_figure(steps: int = 120) -> Figure:
     return fig
 
 
-def update_projection_figure(steps: int = 120) -> Figure:
+def update_projection_figure(runs: dict) -> Figure:
     """Left: the gauge component of every step the optimizers take on the plain runs, relative
     to the step. Right: how far the loss drifts from the plain run when the gauge part is removed
-    from the *steps* instead of the gradients (solid), against the gradient projection (dotted)."""
-    with one_thread():
-        grad = {arm: gauge.run_deviation(arm == "stiefel", steps=steps) for arm in ("stiefel", "euclidean")}
-        upd = {arm: gauge.run_deviation(arm == "stiefel", remove="update", steps=steps) for arm in ("stiefel", "euclidean")}
+    from the *steps* instead of the gradients (solid), against the gradient projection (dotted).
+    ``runs``: :func:`stiefel_core.gauge.projected_runs`' output."""
+    steps = runs["setting"]["steps"]
+    grad, upd = ({arm: runs[arm][remove] for arm in ("stiefel", "euclidean")} for remove in ("gradient", "update"))
     names = {"stiefel": "StiefelAdam", "euclidean": "AdamW"}
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.4)))
@@ -211,21 +212,21 @@ def update_projection_figure(steps: int = 120) -> Figure:
     return fig
 
 
-def moved_start_figure(steps: int = 120, draws: int = 2) -> Figure:
+def moved_start_figure(runs: dict) -> Figure:
     """Per step, the loss deviation between a run started from a point moved along its gauge orbit
     and the run from the point itself (exact zeros at :data:`FLOOR`): StiefelAdam from
     ``(W_Q R, W_K R)``, AdamW from ``(W_Q R, W_K R)`` and from ``(W_Q A, W_K A⁻ᵀ)``; one line per random
-    draw."""
+    draw. ``runs``: :func:`stiefel_core.gauge.moved_start_runs`' output."""
     cases = [
-        (True, "orthogonal", "stiefel", "-", "StiefelAdam from $(W_Q R, W_K R)$"),
-        (False, "orthogonal", "euclidean", "-", "AdamW from $(W_Q R, W_K R)$"),
-        (False, "gl", "euclidean", ":", r"AdamW from $(W_Q A, W_K A^{-\top})$"),
+        ("stiefel", "stiefel", "-", "StiefelAdam from $(W_Q R, W_K R)$"),
+        ("euclidean", "euclidean", "-", "AdamW from $(W_Q R, W_K R)$"),
+        ("euclidean_gl", "euclidean", ":", r"AdamW from $(W_Q A, W_K A^{-\top})$"),
     ]
+    steps = runs["setting"]["steps"]
     with style():
         fig, ax = plt.subplots(figsize=(6.4, 3.6))
-        for stiefel, kind, arm, line, label in cases:
-            for k in range(draws):
-                run = gauge.moved_start_deviation(stiefel, kind, draw=k, steps=steps)
+        for name, arm, line, label in cases:
+            for k, run in enumerate(runs[name]):
                 ax.semilogy(np.arange(steps + 1), _floor(run["loss"].numpy()), line, color=arm_color(arm), label=label if k == 0 else None)
         ax.axhline(gauge.RUN_TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-10")
         ax.set_ylim(FLOOR / 3, 1)
