@@ -156,3 +156,27 @@ def test_under_torchrun_each_process_takes_its_share_of_the_seeds(isolated, monk
     config = get_config("grokking", "ci", **{**TINY, "epochs": 10, "seeds": (0, 1, 2)})
     results = run_experiment("grokking", "ci", arms=["stiefel"], config=config, progress=False)
     assert sorted(results["runs"]) == ["stiefel/1"]
+
+
+def test_folders_come_from_the_caller_and_an_installed_library_keeps_out_of_its_own(tmp_path, monkeypatch):
+    from stiefel_core.experiments import results
+
+    monkeypatch.delenv("STIEFEL_RESULTS", raising=False)
+    monkeypatch.delenv("STIEFEL_CHECKPOINTS", raising=False)
+    root = results.checkout_root()
+    assert root is not None and results.results_dir() == root / "book" / "results"  # a checkout: its own folders
+    assert results.checkpoints_dir() == root / "checkpoints"
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path / "r"))
+    monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "c"))
+    assert results.results_dir() == tmp_path / "r" and results.checkpoints_dir() == tmp_path / "c"
+    assert results.results_dir(tmp_path / "x") == tmp_path / "x"  # an argument first
+    monkeypatch.delenv("STIEFEL_RESULTS")
+    monkeypatch.setattr(results, "checkout_root", lambda: None)  # as under a wheel install
+    with pytest.raises(results.InstallFolderError, match="STIEFEL_RESULTS"):
+        results.results_dir()
+    with pytest.raises(results.InstallFolderError, match="inside the installed library"):
+        results.write_results({}, results.PACKAGE_DIR.parent / "book" / "results" / "x-ci.json")
+    with pytest.raises(results.InstallFolderError):
+        run_experiment("grokking", "ci", directory=results.PACKAGE_DIR / "results", progress=False)
+    results.write_results({"runs": {}}, tmp_path / "r" / "x-ci.json")  # anywhere else is fine
+    assert results.load_results("x", "ci", tmp_path / "r") == {"runs": {}}

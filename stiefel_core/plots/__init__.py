@@ -2,7 +2,8 @@
 
 - :data:`COLORS` and :func:`arm_color`: one colour per arm of a comparison, from the
   colour-blind-safe Okabe-Ito palette. The Stiefel arm is always blue, the Euclidean/AdamW
-  arm always vermilion.
+  arm always vermilion. :data:`ARM_COLORS`: the one colour of every experiment arm (the
+  ablation's variants and the mechanism's controls too), in every chapter.
 - :data:`RC`, :func:`style` and :func:`use_style`: matplotlib settings (size, fonts, grid).
 - :func:`figsize`: the size of a figure of ``nrows x ncols`` panels.
 - :func:`grid_figure`: a small grid of a widget's settings, one panel each, so the static
@@ -22,7 +23,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["COLORS", "RC", "PANEL_SIZE", "arm_color", "style", "use_style", "figsize", "grid_figure", "setting_label"]
+__all__ = ["COLORS", "ARM_COLORS", "RC", "PANEL_SIZE", "arm_color", "style", "use_style", "figsize", "grid_figure", "setting_label"]
 
 # Okabe and Ito's colour-blind-safe palette.
 COLORS = {
@@ -32,6 +33,14 @@ COLORS = {
     "normal": "#CC79A7",  # reddish purple: normal directions
     "reference": "#555555",  # grey: reference lines, slopes, the manifold itself
     "highlight": "#E69F00",  # orange: the point a widget moves
+}
+
+# Every arm of the experiments (experiments.variants), one colour each, in every chapter's figures.
+ARM_COLORS = {
+    "baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"],
+    "no_projector": COLORS["normal"], "per_entry": COLORS["highlight"], "no_trust_region": "#56B4E9",  # Okabe-Ito sky blue
+    "no_decay_qk": "#000000",  # Okabe-Ito black
+    "fixed_step_matched": "#005A41",  # a darker bluish green: the fixed step, at the matched step size
 }
 
 # Names under which chapters refer to the two arms of a comparison.

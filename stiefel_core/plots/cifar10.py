@@ -10,12 +10,10 @@ from matplotlib.figure import Figure
 
 from ..experiments import cifar10
 from ..findings.cifar10 import finished_starts, movement_ratios, paired_gain
-from . import COLORS, figsize, style
+from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
 
-ARM_COLORS = {"baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"],
-              "no_projector": COLORS["normal"], "per_entry": COLORS["highlight"], "no_trust_region": "#56B4E9"}  # the last: Okabe-Ito sky blue
 ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames",
               "no_projector": "no projector", "per_entry": "per-entry v", "no_trust_region": "no trust region"}
 

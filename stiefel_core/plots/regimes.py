@@ -8,14 +8,10 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import COLORS, arm_color, figsize, style
+from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "gain_curves", "survival_curves", "decay_map_figure", "draw_cell"]
 
-ARM_COLORS = {  # the controls beside the two arms' fixed colours
-    "baseline": arm_color("baseline"), "stiefel": arm_color("stiefel"), "frozen": COLORS["reference"],
-    "no_decay_qk": COLORS["highlight"], "fixed_step_matched": COLORS["tangent"], "fixed_step": COLORS["normal"],
-}
 ARM_LABELS = {
     "baseline": "AdamW", "stiefel": "Stiefel rule", "frozen": "frozen frames", "no_decay_qk": "AdamW, no decay on W_Q, W_K",
     "fixed_step_matched": "fixed step, matched size", "fixed_step": "fixed step, same lr",
