@@ -10,6 +10,7 @@ from .experiments.results import checkout_root, results_path
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: list, claims, run, run-all. Chapters: grokking, cifar10_patches, ablation, regimes."""
     parser = argparse.ArgumentParser(prog="python -m stiefel_core", description="Run the book's experiments into book/results/.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and their results files")

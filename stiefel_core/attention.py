@@ -20,6 +20,7 @@ class SelfAttention(nn.Module):
     columns, trained by ``StiefelAdam``); with ``stiefel=False`` plain parameters, initialised
     at the same orthonormal frames, so two arms built with one seed start from the same point
     and differ only in geometry and optimizer. W_V and W_O are always Euclidean ``nn.Linear``.
+    Chapters: primer, use_on_your_model.
     """
 
     def __init__(

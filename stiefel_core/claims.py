@@ -24,6 +24,7 @@ __all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table"]
 
 @dataclass(frozen=True)
 class Claim:
+    """One row of the claims table: the claim, the preprint's words, its chapter and how to measure it. Chapter: intro."""
     claim: str
     preprint: str
     chapter: str  # book/NAME, the chapter that holds the evidence
@@ -131,7 +132,7 @@ CLAIMS = [
 
 
 class ClaimsTable:
-    """The claims as a table: Markdown in a notebook, plain text for nbval, rows for code."""
+    """The claims as a table: Markdown in a notebook, plain text for nbval, rows for code. Chapter: intro."""
 
     def __init__(self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str]):
         self.rows, self.link = rows, link
@@ -152,6 +153,6 @@ class ClaimsTable:
 
 
 def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
-    """Measure every claim now (certificates run live, results files are read)."""
+    """Measure every claim now (certificates run live, results files are read). Chapter: intro."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
     return ClaimsTable([(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link)

@@ -50,6 +50,7 @@ class CombinedOptimizer(Optimizer):
       gradient anywhere, or a frame that left the manifold, raises a named error first.
 
     A closure is evaluated once per step. Under ``torch.compile`` the step runs eagerly.
+    Chapter: use_on_your_model.
     """
 
     def __init__(self, *optimizers: Optimizer, check_finite: bool = True):
@@ -150,6 +151,7 @@ def split_frames(
     Frames are the :class:`FrameParameter` s, plus those whose names match the shell-style
     pattern(s) ``frames`` (``"*.attn.W_Q"``). A declared frame that lost its tag is tagged again,
     with a :class:`~stiefel_core.frames.FrameTagWarning`: it never falls to the other optimizer.
+    Chapter: use_on_your_model.
     """
     retag_frames(model, warn=True)
     _refuse_fused_frames(model)
@@ -191,6 +193,7 @@ def configure_optimizer(
     with no other parameters, plain ``StiefelAdam``; with both, a :class:`CombinedOptimizer`.
     ``foreach`` goes to AdamW: its multi-tensor path, which torch picks by itself on CUDA only, is
     on by default here (on the CPU it is the same update in fewer kernels; ``None``: torch's choice).
+    Chapter: use_on_your_model.
     """
     chosen, rest = split_frames(model, frames)
     exempt = set(no_decay)

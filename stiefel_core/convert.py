@@ -53,7 +53,7 @@ HEAD_DIM_ATTRS = ("head_dim", "head_size", "attention_head_size", "key_value_pro
 
 @dataclass(frozen=True)
 class Conversion:
-    """What :func:`stiefelize` did to one projection weight."""
+    """What :func:`stiefelize` did to one projection weight. Chapter: use_on_your_model."""
 
     module: str  # the module's name in the model
     kind: str  # the layout recognised
@@ -68,7 +68,8 @@ class HeadFrames(nn.Module):
 
     ``segments`` lists the converted head blocks along the weight's output ``axis`` (0 for
     ``nn.Linear``, 1 for ``Conv1D``) in order, as ``(name, n_heads)``; what follows them (V)
-    is ``rest``, a plain tensor. Its originals are the frame banks, then ``rest``."""
+    is ``rest``, a plain tensor. Its originals are the frame banks, then ``rest``.
+    Chapter: use_on_your_model."""
 
     def __init__(self, W: Tensor, *, axis: int, segments: list[tuple[str, int]], head_dim: int, scale):
         super().__init__()
@@ -196,6 +197,7 @@ def stiefelize(
     ``scale`` sets the logits' scale (module docstring). Returns one :class:`Conversion` per
     converted weight (none for a model converted already); raises ``ValueError`` naming the module and the option to pass when a
     projection cannot be converted, or when there is none.
+    Chapter: use_on_your_model.
     """
     conversions, done, already = [], set(), False
     modules = dict(model.named_modules())
@@ -265,7 +267,8 @@ def unstiefelize(model: nn.Module) -> list[str]:
     """Fold every converted weight back into the model's own plain parameter and layout
     (``α_h W[h]`` per head, V as trained), so that ``state_dict()`` loads into the unconverted
     architecture and ``save_pretrained`` / ``from_pretrained`` round-trip. Returns the weights'
-    names. The model computes the same function before and after."""
+    names. The model computes the same function before and after.
+    Chapter: use_on_your_model."""
     restored = []
     for name, module in list(model.named_modules()):
         if not parametrize.is_parametrized(module):

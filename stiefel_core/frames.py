@@ -25,7 +25,7 @@ DECLARED = "_stiefel_frames"  # the module attribute holding the declared names
 
 
 class FrameTagWarning(UserWarning):
-    """A declared frame held a plain ``nn.Parameter``; it was re-tagged."""
+    """A declared frame held a plain ``nn.Parameter``; it was re-tagged. Chapter: use_on_your_model."""
 
 
 class FrameParameter(nn.Parameter):
@@ -35,6 +35,7 @@ class FrameParameter(nn.Parameter):
     :class:`~stiefel_core.optim.StiefelAdam`. A bank of frames of one shape is one parameter of
     shape ``(n_frames, d, r)``: it is stepped in one kernel. The class survives ``pickle``,
     ``torch.save(model)`` and ``copy.deepcopy``.
+    Chapter: use_on_your_model.
     """
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
@@ -57,14 +58,15 @@ def _rebuild_frame_parameter(data: Tensor, requires_grad: bool, state=None) -> F
 
 
 def is_frame(p: Tensor) -> bool:
-    """True for parameters created as :class:`FrameParameter`."""
+    """True for parameters created as :class:`FrameParameter`. Chapter: use_on_your_model."""
     return isinstance(p, FrameParameter)
 
 
 def declare_frames(module: nn.Module, *names: str) -> None:
     """Record that ``module``'s parameters ``names`` are frames (and tag them now).
 
-    The record outlives the parameter objects: see the module docstring."""
+    The record outlives the parameter objects: see the module docstring.
+    Chapter: use_on_your_model."""
     for name in names:
         p = module._parameters.get(name)
         if p is None:
@@ -78,7 +80,7 @@ def declare_frames(module: nn.Module, *names: str) -> None:
 
 
 def declared_frames(module: nn.Module) -> tuple[str, ...]:
-    """The parameter names ``module`` declared as frames (its own, not its children's)."""
+    """The parameter names ``module`` declared as frames (its own, not its children's). Chapter: use_on_your_model."""
     return getattr(module, DECLARED, ())
 
 
@@ -99,7 +101,8 @@ def _retag_after_load(module: nn.Module, incompatible_keys) -> None:
 def retag_frames(model: nn.Module, *, warn: bool = False) -> list[str]:
     """Tag again every declared frame of ``model`` that holds a plain ``nn.Parameter``; return their
     names. Call it after ``to_empty()`` or any reassignment of a frame. Parameter objects are
-    replaced (sharing data), so build optimizers afterwards."""
+    replaced (sharing data), so build optimizers afterwards.
+    Chapter: use_on_your_model."""
     names = [f"{prefix}.{n}" if prefix else n for prefix, m in model.named_modules() for n in _retag(m)]
     if names and warn:
         warnings.warn(
@@ -114,7 +117,8 @@ def retag_frames(model: nn.Module, *, warn: bool = False) -> list[str]:
 
 @torch.no_grad()
 def frame_norm_deviation(p: Tensor) -> Tensor:
-    """``max_frames |‖W‖²_F - r|``: zero on the manifold; one elementwise pass, no host sync."""
+    """``max_frames |‖W‖²_F - r|``: zero on the manifold; one elementwise pass, no host sync.
+    Chapter: use_on_your_model."""
     r = p.shape[-1]
     dtype = torch.float64 if p.dtype == torch.float64 else torch.float32
     sq = torch.linalg.vector_norm(p.detach(), dim=(-2, -1), dtype=dtype).square()  # (...,)

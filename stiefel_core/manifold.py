@@ -28,7 +28,7 @@ __all__ = [
 
 
 def check_frame_shape(shape: torch.Size | tuple[int, ...], name: str = "frame") -> tuple[int, int]:
-    """Return ``(d, r)`` of a frame shape ``(..., d, r)``; raise ``ValueError`` when it is not one."""
+    """Return ``(d, r)`` of a frame shape ``(..., d, r)``; raise ``ValueError`` when it is not one. Chapter: primer."""
     if len(shape) < 2:
         raise ValueError(
             f"{name} has shape {tuple(shape)}: a Stiefel frame needs a trailing (d, r) matrix shape, "
@@ -44,13 +44,13 @@ def check_frame_shape(shape: torch.Size | tuple[int, ...], name: str = "frame") 
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype we compute in: float64 stays, everything else is float32."""
+    """The dtype we compute in: float64 stays, everything else is float32. Chapter: primer."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 @contextlib.contextmanager
 def full_precision_matmul(device: torch.device):
-    """Disable TF32 on CUDA inside the block: TF32 would cap orthonormality near 1e-3."""
+    """Disable TF32 on CUDA inside the block: TF32 would cap orthonormality near 1e-3. Chapter: primer."""
     if device.type != "cuda":
         yield
         return
@@ -63,7 +63,7 @@ def full_precision_matmul(device: torch.device):
 
 
 def sym(A: Tensor) -> Tensor:
-    """Symmetric part ``(A + Aᵀ) / 2`` of the trailing square matrices."""
+    """Symmetric part ``(A + Aᵀ) / 2`` of the trailing square matrices. Chapter: primer."""
     return 0.5 * (A + A.mT)
 
 
@@ -71,6 +71,7 @@ def project_tangent(W: Tensor, G: Tensor) -> Tensor:
     """Orthogonal projection of ``G`` onto the tangent space at ``W``: ``G - W sym(WᵀG)``.
 
     This is the Riemannian gradient of the embedded metric when ``G`` is the Euclidean one.
+    Chapter: primer.
     """
     check_frame_shape(W.shape, "W")
     dtype = compute_dtype(W.dtype)
@@ -81,7 +82,7 @@ def project_tangent(W: Tensor, G: Tensor) -> Tensor:
 
 
 def orthonormality_error(W: Tensor) -> Tensor:
-    """Per-frame ``‖WᵀW - I‖_F`` (shape ``W.shape[:-2]``), computed in at least float32."""
+    """Per-frame ``‖WᵀW - I‖_F`` (shape ``W.shape[:-2]``), computed in at least float32. Chapter: primer."""
     check_frame_shape(W.shape, "W")
     W = W.to(compute_dtype(W.dtype))
     eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device)
@@ -93,6 +94,7 @@ def orthonormalize(W: Tensor) -> Tensor:
     """The nearest frame to ``W`` in Frobenius norm: ``U Vᵀ`` from the thin SVD ``W = U S Vᵀ``.
 
     Use it to put a parameter on the manifold: ``p.data.copy_(orthonormalize(p.data))``.
+    Chapter: primer.
     """
     check_frame_shape(W.shape, "W")
     return polar_factor(W.to(compute_dtype(W.dtype))).to(W.dtype)
@@ -106,7 +108,7 @@ def random_frame(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> Tensor:
-    """Frames of shape ``(*batch, d, r)`` drawn from the uniform (Haar) measure on St(d, r)."""
+    """Frames of shape ``(*batch, d, r)`` drawn from the uniform (Haar) measure on St(d, r). Chapter: primer."""
     check_frame_shape((d, r), "random_frame")
     work = compute_dtype(dtype)
     X = torch.randn(*batch, d, r, generator=generator, dtype=work, device=device)
@@ -119,7 +121,8 @@ def random_frame(
 @functools.lru_cache(maxsize=None)
 def newton_schulz_steps(worst_eigenvalue: float, dtype: torch.dtype) -> int:
     """Coupled Newton-Schulz steps that bring ``x^(-1/2)`` to working precision for every
-    ``x`` in ``[worst_eigenvalue, 1]``, found by running the scalar recursion."""
+    ``x`` in ``[worst_eigenvalue, 1]``, found by running the scalar recursion.
+    Chapter: primer."""
     tol = 4 * torch.finfo(dtype).eps
     y, z = worst_eigenvalue, 1.0
     for steps in range(1, 64):
@@ -131,7 +134,7 @@ def newton_schulz_steps(worst_eigenvalue: float, dtype: torch.dtype) -> int:
 
 
 def inverse_sqrt_newton_schulz(A: Tensor, scale: Tensor, steps: int) -> Tensor:
-    """``A^(-1/2)`` for SPD ``A`` whose spectrum lies in ``(0, scale]``; matrix products only."""
+    """``A^(-1/2)`` for SPD ``A`` whose spectrum lies in ``(0, scale]``; matrix products only. Chapter: primer."""
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     Y = A / scale  # (..., r, r), spectrum in (0, 1]
     Z = eye.expand_as(A)
@@ -153,6 +156,7 @@ def polar_factor(
     for a ``Y`` built from a frame that left the manifold, the trace bounds the spectrum instead:
     the result stays finite and near the manifold). Without it, ``U Vᵀ`` from a thin SVD of
     ``Y``: backward stable for any conditioning, and slower. ``out`` receives the result.
+    Chapter: primer.
     """
     with full_precision_matmul(Y.device):
         if spectrum is None:
@@ -170,7 +174,8 @@ def polar_factor(
 
 def gram_spectrum(step_norm: Tensor, step_bound: float | None, tangent: bool) -> tuple[Tensor, float] | None:
     """What ``W + ξ`` with ``‖ξ‖_F = step_norm <= step_bound`` tells of the spectrum of its Gram
-    matrix (see :func:`polar_factor`); ``None`` when nothing useful is known."""
+    matrix (see :func:`polar_factor`); ``None`` when nothing useful is known.
+    Chapter: primer."""
     if step_bound is None:
         return None
     if tangent:  # (W + ξ)ᵀ(W + ξ) = I + ξᵀξ: eigenvalues in [1, 1 + ‖ξ‖²]
@@ -187,6 +192,7 @@ def retract_polar(W: Tensor, xi: Tensor, *, step_bound: float | None = None, tan
     every call. ``step_bound`` is a bound on every ``‖ξ‖_F`` (a trust radius): with it, and
     ``ξ`` tangent (or any ``ξ`` with ``step_bound < 1`` when ``tangent=False``), the retraction
     is matrix products only; without it, any step is retracted through an SVD.
+    Chapter: primer.
     """
     check_frame_shape(W.shape, "W")
     if xi.shape != W.shape:

@@ -43,7 +43,7 @@ def grokking_endpoint() -> str:
 
 
 def grokking_claim() -> str:
-    """The claims table's grokking entry."""
+    """The claims table's grokking entry. Chapters: intro, grokking, cifar10_patches, ablation."""
     return (f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
             f"at epoch {GROKKING['epoch']:,} (unstable endpoint)")
 
@@ -59,7 +59,7 @@ def cifar10_gain() -> str:
 
 
 def cifar10_claim() -> str:
-    """The claims table's CIFAR-10 gain entry."""
+    """The claims table's CIFAR-10 gain entry. Chapters: intro, grokking, cifar10_patches, ablation."""
     return (f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
             f"{cifar10_wins()}); the gap widens with data")
 
@@ -71,7 +71,7 @@ def movement_range() -> str:
 
 
 def movement_claim() -> str:
-    """The claims table's fixed-step entry."""
+    """The claims table's fixed-step entry. Chapters: intro, grokking, cifar10_patches, ablation."""
     return f"{movement_range()} less per step than AdamW; freezing the frames costs {frozen_cost()}"
 
 

@@ -30,7 +30,8 @@ def _sample(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Paired differences ``a - b``; a positive mean difference means ``a`` is larger."""
+    """Paired differences ``a - b``; a positive mean difference means ``a`` is larger.
+    Chapters: cifar10_patches, ablation, regimes."""
 
     n: int
     mean_difference: float
@@ -63,6 +64,7 @@ def paired_comparison(
     Needs at least two pairs (``ValueError`` otherwise). When every difference is the
     same, the spread is zero: then ``t = ±inf``, ``p = 0`` and the interval is the single
     point (differences all equal and nonzero), or ``t = p = nan`` (all zero).
+    Chapters: cifar10_patches, ablation, regimes.
     """
     x, y = _sample(a, "a"), _sample(b, "b")
     if x.shape != y.shape:
@@ -93,7 +95,8 @@ def paired_comparison(
 
 @dataclass(frozen=True)
 class Spread:
-    """Mean, sample standard deviation (ddof = 1; nan when n = 1), min, max and count."""
+    """Mean, sample standard deviation (ddof = 1; nan when n = 1), min, max and count.
+    Chapters: cifar10_patches, ablation, regimes."""
 
     mean: float
     std: float
@@ -108,7 +111,7 @@ class Spread:
 
 
 def mean_and_spread(values: Sequence[float] | np.ndarray) -> Spread:
-    """Summary of one sample; ``ValueError`` when it is empty."""
+    """Summary of one sample; ``ValueError`` when it is empty. Chapters: cifar10_patches, ablation, regimes."""
     x = _sample(values, "values")
     if len(x) == 0:
         raise ValueError("mean_and_spread needs at least one value")
@@ -119,7 +122,8 @@ def mean_and_spread(values: Sequence[float] | np.ndarray) -> Spread:
 def direction(c: PairedComparison | None, min_pairs: int = MIN_PAIRS_FOR_VERDICT) -> str:
     """The verdict rule on a paired comparison ``a - b``: ``"higher"`` when its interval lies
     above zero, ``"lower"`` when below, ``"tie"`` when it holds zero, ``"untested"`` with fewer
-    than ``min_pairs`` pairs (or none)."""
+    than ``min_pairs`` pairs (or none).
+    Chapters: cifar10_patches, ablation, regimes."""
     if c is None or c.n < min_pairs:
         return "untested"
     if c.ci_low > 0:

@@ -13,7 +13,7 @@ def _cell(value) -> str:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str | None = None) -> str:
-    """A GitHub/MyST pipe table; ``align`` holds one of ``l``, ``r``, ``c`` per column."""
+    """A GitHub/MyST pipe table; ``align`` holds one of ``l``, ``r``, ``c`` per column. For every chapter's tables."""
     align = align or "l" * len(headers)
     if len(align) != len(headers) or set(align) - set("lrc"):
         raise ValueError(f"align must give one of 'l', 'r', 'c' for each of the {len(headers)} columns, got {align!r}")
@@ -27,7 +27,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], align: str 
 
 
 class Table:
-    """Rows under headers. A notebook shows it as Markdown; ``repr`` aligns it as text."""
+    """Rows under headers. A notebook shows it as Markdown; ``repr`` aligns it as text. For every chapter's tables."""
 
     def __init__(self, headers: Sequence[str], rows: Sequence[Sequence], align: str | None = None):
         self.headers, self.rows = list(headers), [list(r) for r in rows]

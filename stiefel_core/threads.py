@@ -12,7 +12,8 @@ __all__ = ["threads", "one_thread", "single_threaded"]
 
 @contextlib.contextmanager
 def threads(n: int | None):
-    """Run torch on ``n`` CPU threads inside the block (``None``: leave the setting alone)."""
+    """Run torch on ``n`` CPU threads inside the block (``None``: leave the setting alone).
+    Chapters: gauge, p1_steepest_descent to p5_weight_decay, grokking."""
     saved = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -24,12 +25,14 @@ def threads(n: int | None):
 
 def one_thread():
     """One CPU thread inside the block. For tiny matrices extra threads only add
-    synchronisation, and on a shared two-core machine they slow runs ~10x."""
+    synchronisation, and on a shared two-core machine they slow runs ~10x.
+    Chapters: gauge, p1_steepest_descent to p5_weight_decay, grokking."""
     return threads(1)
 
 
 def single_threaded(fn):
-    """Decorator: ``fn`` runs under :func:`one_thread`."""
+    """Decorator: ``fn`` runs under :func:`one_thread`.
+    Chapters: gauge, p1_steepest_descent to p5_weight_decay, grokking."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -27,7 +27,8 @@ def _sig(x: float, digits: int = 3) -> float:
 
 @dataclass(frozen=True)
 class Certificate:
-    """Base of the certificates: numbers, named checks, a rounded summary."""
+    """Base of the certificates: numbers, named checks, a rounded summary.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
 
     def checks(self) -> dict[str, bool]:  # pragma: no cover - every subclass overrides it
         raise NotImplementedError

@@ -18,7 +18,8 @@ P1_SHAPES = ((3, 1), (5, 2), (8, 8), (16, 4), (64, 8))
 
 
 def steepest_tangent_direction(W: Tensor, G: Tensor) -> Tensor:
-    """``η* = -P_W(G) / ‖P_W(G)‖_F``, the unit tangent direction of fastest first-order decrease."""
+    """``η* = -P_W(G) / ‖P_W(G)‖_F``, the unit tangent direction of fastest first-order decrease.
+    Chapter: p1_steepest_descent."""
     g = project_tangent(W, G)
     return -g / torch.linalg.matrix_norm(g)[..., None, None]
 
@@ -26,7 +27,8 @@ def steepest_tangent_direction(W: Tensor, G: Tensor) -> Tensor:
 def sampled_decrease_ratios(W: Tensor, G: Tensor, n: int, *, seed: int = 0, around: Tensor | None = None) -> Tensor:
     """First-order decreases ``-⟨G, η⟩ / ‖P_W G‖`` of ``n`` sampled unit tangent directions ``η``
     at one frame ``W`` ``(d, r)``: uniform on the unit sphere of the tangent space, or, with
-    ``around``, perturbations ``around + δ z`` with ``δ`` log-spaced in ``[1e-6, 10]``."""
+    ``around``, perturbations ``around + δ z`` with ``δ`` log-spaced in ``[1e-6, 10]``.
+    Chapter: p1_steepest_descent."""
     g = torch.Generator().manual_seed(seed)
     Z = project_tangent(W, torch.randn(n, *W.shape, generator=g, dtype=DTYPE))  # (n, d, r)
     if around is not None:
@@ -40,6 +42,7 @@ def sampled_decrease_ratios(W: Tensor, G: Tensor, n: int, *, seed: int = 0, arou
 
 @dataclass(frozen=True)
 class SteepestDescentCertificate(Certificate):
+    """Proposition 1's certificate: its numbers, checks and rounded summary. Chapter: p1_steepest_descent."""
     shapes: tuple[tuple[int, int], ...]
     direction_error: float  # max ‖ξ/‖ξ‖ - η*‖_F over shapes, trust regions, first steps
     decrease_error: float  # max |-⟨G, η*⟩ - ‖P_W G‖| / ‖P_W G‖

@@ -22,7 +22,8 @@ def displacement_by_scale(
     scales: Iterable[float] = P2_SCALES, *, steps: int = 1, seed: int = 0, d: int = 16, r: int = 4, n_frames: int = 4, **options
 ) -> tuple[Tensor, Tensor]:
     """``(scales, displacement)``: ``‖W_steps - W_0‖_F`` after ``steps`` steps on the loss scaled by
-    each factor, from one start; ``options`` go to StiefelAdam."""
+    each factor, from one start; ``options`` go to StiefelAdam.
+    Chapter: p2_scale_invariance."""
     scales = torch.tensor(list(scales), dtype=DTYPE)
     problem = QuadraticProblem.random(n_frames, d, r, max(steps, 1), seed=seed)
     W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
@@ -41,6 +42,7 @@ def _loglog_slope(x: Tensor, y: Tensor) -> float:
 
 @dataclass(frozen=True)
 class ScaleInvarianceCertificate(Certificate):
+    """Proposition 2's certificate: its numbers, checks and rounded summary. Chapter: p2_scale_invariance."""
     scales: tuple[float, ...]
     steps: int
     n_frames: int

@@ -15,7 +15,8 @@ from .trajectory import QuadraticProblem, inverse_retract_polar, run_trajectory
 
 def retraction_condition(xi: Tensor) -> Tensor:
     """Condition number ``(1 + σ_max²) / (1 + σ_min²)`` of ``I + ξᵀξ``, per frame (``σ`` the
-    singular values of ``ξ``; ``σ_min = 0`` when ``ξ`` has rank below ``r``)."""
+    singular values of ``ξ``; ``σ_min = 0`` when ``ξ`` has rank below ``r``).
+    Chapter: p3_conditioning."""
     s = torch.linalg.svdvals(xi.to(DTYPE))  # (..., r), descending
     return (1 + s[..., 0] ** 2) / (1 + s[..., -1] ** 2)
 
@@ -26,7 +27,8 @@ def condition_history(
 ) -> dict[str, Tensor]:
     """One StiefelAdam run on the quadratic test loss (scaled by ``scale``); per step, the
     recovered ``ξ``'s Frobenius norm and the condition number of ``I + ξᵀξ`` (max over frames),
-    and the orthonormality error of the frames (max over frames)."""
+    and the orthonormality error of the frames (max over frames).
+    Chapter: p3_conditioning."""
     problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed).scaled(scale)
     W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
     opts = {"lr": lr, "trust_radius": trust_radius, "eps": 0.0, **options}
@@ -41,6 +43,7 @@ def condition_history(
 
 @dataclass(frozen=True)
 class ConditioningCertificate(Certificate):
+    """Proposition 3's certificate: its numbers, checks and rounded summary. Chapter: p3_conditioning."""
     trust_radius: float | None  # the optimizer's trust radius
     bound_radius: float  # Δ in the bound 1 + Δ²
     lr: float

@@ -17,7 +17,8 @@ from .trajectory import QuadraticProblem, run_trajectory
 
 def haar_orthogonal(d: int, *batch: int, generator: torch.Generator | None = None) -> Tensor:
     """Haar-distributed ``Q`` in O(d), shape ``(*batch, d, d)``: QR of a Gaussian matrix with the
-    signs of ``R``'s diagonal moved into ``Q`` (Mezzadri 2007), in float64."""
+    signs of ``R``'s diagonal moved into ``Q`` (Mezzadri 2007), in float64.
+    Chapter: p4_equivariance."""
     return random_frame(d, d, *batch, generator=generator, dtype=DTYPE)
 
 
@@ -27,7 +28,8 @@ def equivariance_deviation(
     make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None, **options,
 ) -> Tensor:
     """Per step ``t``, ``‖W'_t - Q W_t‖_F / ‖W_t‖_F``: ``W'`` is the trajectory from ``(QW_0, QG_t)``,
-    ``W`` the one from ``(W_0, G_t)``, on the quadratic test loss (``Q`` acts frame by frame)."""
+    ``W`` the one from ``(W_0, G_t)``, on the quadratic test loss (``Q`` acts frame by frame).
+    Chapter: p4_equivariance."""
     problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed)
     W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
     path = run_trajectory(W0, problem.gradient, steps, make_optimizer=make_optimizer, **options)
@@ -37,6 +39,7 @@ def equivariance_deviation(
 
 @dataclass(frozen=True)
 class EquivarianceCertificate(Certificate):
+    """Proposition 4's certificate: its numbers, checks and rounded summary. Chapter: p4_equivariance."""
     n_rotations: int
     steps: int
     max_deviation: float  # max over Q and t of ‖W'_t - Q W_t‖_F / ‖W_t‖_F

@@ -21,7 +21,8 @@ P5_SHAPES = tuple((d, r) for d in (1, 2, 3, 5, 8, 16, 32, 64, 128) for r in (1, 
 
 
 def normal_ratio(W: Tensor, weight_decay: float = 0.1) -> Tensor:
-    """``‖P_W(λW)‖_F / ‖λW‖_F`` per frame: the part of the decay gradient ``λW`` the manifold sees."""
+    """``‖P_W(λW)‖_F / ‖λW‖_F`` per frame: the part of the decay gradient ``λW`` the manifold sees.
+    Chapter: p5_weight_decay."""
     D = weight_decay * W
     return torch.linalg.matrix_norm(project_tangent(W, D)) / torch.linalg.matrix_norm(D)
 
@@ -47,6 +48,7 @@ def weight_decay_training_run(
     same weights. Returns the histories of ``‖W_Q‖_F`` (the start, then one entry per step) and
     of the loss (one per step), and ``√(n_heads · d_head)``, the norm of orthonormal frames.
     Runs are deterministic and remembered: a second call with the same arguments is free.
+    Chapter: p5_weight_decay.
     """
     run = _cached_training_run(
         stiefel, float(weight_decay), float(lr), int(steps), int(seed), float(teacher_sharpness), d_model, n_heads, d_head, tokens, batch
@@ -94,6 +96,7 @@ def _cached_training_run(
 
 @dataclass(frozen=True)
 class WeightDecayCertificate(Certificate):
+    """Proposition 5's certificate: its numbers, checks and rounded summary. Chapter: p5_weight_decay."""
     n_shapes: int
     n_frames: int
     max_normal_ratio: float  # max ‖P_W(λW)‖ / ‖λW‖ over random frames of many shapes

@@ -26,6 +26,7 @@ class QuadraticProblem:
     ``scale · (-C W N - B + E_t)`` with a fixed noise sequence ``E_t`` standing in for minibatch
     noise. Rotating the data (``C → Q C Qᵀ``, ``B → Q B``, ``E_t → Q E_t``) rotates the gradient:
     ``∇f'(QW) = Q ∇f(W)``, which is what an O(d)-symmetric model does.
+    Chapters: p2_scale_invariance, p3_conditioning, p4_equivariance.
     """
 
     C: Tensor  # (F, d, d) symmetric
@@ -80,6 +81,7 @@ def run_trajectory(
     ``gradient(W, t)`` gives the Euclidean gradient at the current frames. The optimizer is
     ``StiefelAdam(**options)`` (defaults here: ``lr=0.05``, ``eps=0``, ``trust_radius=0.5``), or
     ``make_optimizer([param])`` for any other ``torch.optim`` optimizer.
+    Chapters: p2_scale_invariance, p3_conditioning, p4_equivariance.
     """
     p = FrameParameter(W0.clone())
     opt = make_optimizer([p]) if make_optimizer is not None else StiefelAdam([p], **_stiefel_options(options))
@@ -98,6 +100,7 @@ def inverse_retract_polar(W: Tensor, W_next: Tensor) -> Tensor:
     ``sym(Wᵀ(W + ξ)) = I``; so ``S`` solves the Lyapunov equation ``M S + S Mᵀ = 2 I`` with
     ``M = WᵀW_next``, which has one solution (the eigenvalues of ``M`` have positive real part).
     Then ``ξ = W_next S - W``. Computed in float64 with SciPy, frame by frame.
+    Chapters: p2_scale_invariance, p3_conditioning, p4_equivariance.
     """
     Wn, Vn = W.detach().to(DTYPE).cpu().numpy(), W_next.detach().to(DTYPE).cpu().numpy()
     flat_W, flat_V = Wn.reshape(-1, *Wn.shape[-2:]), Vn.reshape(-1, *Vn.shape[-2:])

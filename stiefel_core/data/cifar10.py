@@ -38,10 +38,7 @@ from tqdm.auto import tqdm
 
 from .safety import md5_hex, restricted_loads, tar_member_problem
 
-__all__ = [
-    "CLASSES", "DataError", "CIFAR10Data", "NormalizedCIFAR10", "load_cifar10",
-    "channel_stats", "normalize_images", "normalize",
-]
+__all__ = ["CLASSES", "DataError", "CIFAR10Data", "load_cifar10"]  # standardising them: normalize.py
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
            "dog", "frog", "horse", "ship", "truck")  # label order of CIFAR-10
@@ -70,7 +67,8 @@ HOW_TO_GET = (
 
 
 class DataError(ValueError):
-    """CIFAR-10 data is missing, truncated, malformed or unsafe; the message says how to get it."""
+    """CIFAR-10 data is missing, truncated, malformed or unsafe; the message says how to get it.
+    Chapter: cifar10_patches."""
 
 
 def _error(message: str) -> DataError:
@@ -79,7 +77,8 @@ def _error(message: str) -> DataError:
 
 @dataclass(frozen=True, eq=False)
 class CIFAR10Data:
-    """CIFAR-10 images ``(N, 32, 32, 3)`` uint8 RGB and labels ``(N,)`` int64, with provenance."""
+    """CIFAR-10 images ``(N, 32, 32, 3)`` uint8 RGB and labels ``(N,)`` int64, with provenance.
+    Chapter: cifar10_patches."""
 
     train_images: np.ndarray  # (50000, 32, 32, 3) uint8
     train_labels: np.ndarray  # (50000,) int64 in [0, 10)
@@ -116,6 +115,7 @@ def load_cifar10(
     folder is ``cache_dir``, else ``$STIEFEL_CACHE/cifar10``, else
     ``~/.cache/stiefel_core/cifar10``. Raises ``DataError`` (a ``ValueError``) that says
     what is wrong and how to get the data.
+    Chapter: cifar10_patches.
     """
     cache = _cache_folder(cache_dir)
     path = _locate(source, download, cache, progress)
@@ -386,50 +386,3 @@ def _write_cache(file: Path, kind: str, arrays: tuple[np.ndarray, ...]) -> None:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
         warnings.warn(f"Could not cache CIFAR-10 in {file.parent}: {exc}", stacklevel=3)
-
-
-# --- normalisation ----------------------------------------------------------------------
-
-def channel_stats(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and (population) std of uint8 ``(..., 3)`` images, in [0, 1] units."""
-    pixels = np.asarray(images).reshape(-1, 3)  # (P, 3)
-    total, squares = [0, 0, 0], [0, 0, 0]  # exact integer sums
-    for start in range(0, len(pixels), 1 << 20):
-        chunk = pixels[start:start + (1 << 20)].astype(np.int64)
-        total = [t + int(s) for t, s in zip(total, chunk.sum(0))]
-        squares = [q + int(s) for q, s in zip(squares, (chunk * chunk).sum(0))]
-    n = len(pixels)
-    mean = np.array([t / n for t in total]) / 255
-    var = np.array([(q * n - t * t) / n**2 for q, t in zip(squares, total)]) / 255**2
-    return mean, np.sqrt(var)
-
-
-def normalize_images(images: Tensor | np.ndarray, mean, std) -> Tensor:
-    """uint8 ``(N, 32, 32, 3)`` images as float32 ``(N, 3, 32, 32)``: ``(x / 255 - mean) / std``."""
-    x = torch.as_tensor(images).permute(0, 3, 1, 2)  # (N, 3, 32, 32) view
-    x = x.to(torch.float32, memory_format=torch.contiguous_format).div_(255)
-    shape = dict(dtype=torch.float32, device=x.device)
-    return x.sub_(torch.as_tensor(mean, **shape).view(1, 3, 1, 1)).div_(
-        torch.as_tensor(std, **shape).view(1, 3, 1, 1))
-
-
-@dataclass(frozen=True, eq=False)
-class NormalizedCIFAR10:
-    """Float32 ``(N, 3, 32, 32)`` images standardised with the training set's channel stats."""
-
-    train_x: Tensor
-    train_y: Tensor
-    test_x: Tensor
-    test_y: Tensor
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-
-
-def normalize(data: CIFAR10Data) -> NormalizedCIFAR10:
-    """Both splits standardised per channel with the mean and std of the training images."""
-    mean, std = channel_stats(data.train_images)
-    _, train_y, _, test_y = data.tensors()
-    return NormalizedCIFAR10(
-        normalize_images(data.train_images, mean, std), train_y,
-        normalize_images(data.test_images, mean, std), test_y,
-        mean=tuple(mean.tolist()), std=tuple(std.tolist()))

@@ -38,7 +38,7 @@ OPS: dict[str, Callable[[Tensor, Tensor, int], Tensor]] = {
 
 @dataclass(frozen=True)
 class ModularData:
-    """A fixed train/validation split of all pairs; inputs ``(N, 3)`` long, labels ``(N,)`` long."""
+    """A fixed train/validation split of all pairs; inputs ``(N, 3)`` long, labels ``(N,)`` long. Chapter: grokking."""
 
     train_x: Tensor
     train_y: Tensor
@@ -66,6 +66,7 @@ def modular_data(
     Defaults follow Nanda et al. (2023): ``p = 113`` and 30% of the pairs for training.
     The split depends only on ``(p, op, train_fraction, seed)``: it is drawn on the CPU
     with ``torch.Generator().manual_seed(seed)``, so it is the same on every machine.
+    Chapter: grokking.
     """
     try:
         p = operator.index(p)

@@ -45,12 +45,12 @@ _SEPARATORS = re.compile(r"[\\/]")  # either separator: Windows extraction reads
 
 
 def md5_hex(data: bytes) -> str:
-    """MD5 of ``data``, the checksum that CIFAR-10's distribution publishes."""
+    """MD5 of ``data``, the checksum that CIFAR-10's distribution publishes. Chapter: cifar10_patches."""
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
 def tar_member_problem(member: tarfile.TarInfo) -> str | None:
-    """Why ``member`` is unsafe to extract (absolute, ``..``, link, device), or None."""
+    """Why ``member`` is unsafe to extract (absolute, ``..``, link, device), or None. Chapter: cifar10_patches."""
     name = member.name
     if name.startswith(("/", "\\")) or _DRIVE.match(name):
         return f"member {name!r} has an absolute path"
@@ -72,5 +72,6 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
 
 def restricted_loads(data: bytes) -> object:
-    """Unpickle ``data`` (Python 2 pickles too: text as bytes), building only arrays and builtins."""
+    """Unpickle ``data`` (Python 2 pickles too: text as bytes), building only arrays and builtins.
+    Chapter: cifar10_patches."""
     return _RestrictedUnpickler(io.BytesIO(data), encoding="bytes").load()

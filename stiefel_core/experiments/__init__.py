@@ -38,6 +38,7 @@ PROFILES = ("ci", "full")
 
 @dataclass(frozen=True)
 class Experiment:
+    """A named experiment: its profiles, arms and the run of one arm from one seed. Chapters: grokking, cifar10_patches, ablation, regimes."""
     name: str
     profiles: dict  # profile name -> config dataclass (with a ``seeds`` field)
     arms: tuple[str, ...]
@@ -72,7 +73,8 @@ EXPERIMENTS = {
 
 
 def default_profile() -> str:
-    """``$STIEFEL_PROFILE``; unset, ``full`` with CUDA and ``ci`` without."""
+    """``$STIEFEL_PROFILE``; unset, ``full`` with CUDA and ``ci`` without.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     profile = os.environ.get("STIEFEL_PROFILE") or ("full" if torch.cuda.is_available() else "ci")
     if profile not in PROFILES:
         raise ValueError(f"STIEFEL_PROFILE={profile!r}: choose one of {PROFILES}")
@@ -86,7 +88,8 @@ def _experiment(name: str) -> Experiment:
 
 
 def get_config(name: str, profile: str | None = None, **overrides):
-    """The configuration of experiment ``name`` under ``profile``, with ``overrides`` applied."""
+    """The configuration of experiment ``name`` under ``profile``, with ``overrides`` applied.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     profile = profile or default_profile()
     experiment = _experiment(name)
     if profile not in experiment.profiles:
@@ -111,6 +114,7 @@ def _as_json(config) -> dict:
 
 
 def json_safe(value):
+    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking, cifar10_patches, ablation, regimes."""
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -145,6 +149,7 @@ def run_experiment(
     sweep loses no finished run; an unfinished one resumes from its checkpoint. ``directory``
     and ``checkpoints`` are the results and checkpoint folders (default
     :func:`results.results_dir` and :func:`results.checkpoints_dir`).
+    Chapters: grokking, cifar10_patches, ablation, regimes.
     """
     experiment = _experiment(name)
     profile = profile or default_profile()

@@ -36,14 +36,14 @@ GROKKING_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)  # the mechanism's controls run 
 
 
 def run_cifar10(config, arm, seed, device, checkpoint=None, progress=True) -> dict:
-    """One run of ``cifar10_ablation``: ``arm`` of :data:`ABLATION_ARMS` from start ``seed``."""
+    """One run of ``cifar10_ablation``: ``arm`` of :data:`ABLATION_ARMS` from start ``seed``. Chapter: ablation."""
     if arm not in ABLATION_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10_ablation has {ABLATION_ARMS}")
     return cifar10.train(config, arm, seed, device, checkpoint, progress, description=f"cifar10 ablation {arm} start {seed}")
 
 
 def run_grokking(config, arm, seed, device, checkpoint=None, progress=True) -> dict:
-    """One run of ``grokking_ablation``: ``arm`` of :data:`GROKKING_ARMS` from seed ``seed``."""
+    """One run of ``grokking_ablation``: ``arm`` of :data:`GROKKING_ARMS` from seed ``seed``. Chapter: ablation."""
     if arm not in GROKKING_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking_ablation has {GROKKING_ARMS}")
     return grokking.run(config, arm, seed, device, checkpoint, progress)

@@ -20,13 +20,14 @@ CALIBRATION_FRACTION = 0.05  # the issue's "first 5 % of training"
 
 
 def calibration_epochs(epochs: int, fraction: float = CALIBRATION_FRACTION) -> int:
-    """How many leading epochs of an ``epochs``-long run the calibration measures (at least 1)."""
+    """How many leading epochs of an ``epochs``-long run the calibration measures (at least 1). Chapter: regimes."""
     return max(1, math.ceil(fraction * epochs))
 
 
 def median_step(history: list[dict], banks: tuple[str, ...] = ("W_Q", "W_K")) -> float:
     """The median over logged steps of the whole frame set's displacement
-    ``sqrt(Σ_bank ‖ΔW_bank‖²_F)``, from the ``step/<bank>`` entries of a history."""
+    ``sqrt(Σ_bank ‖ΔW_bank‖²_F)``, from the ``step/<bank>`` entries of a history.
+    Chapter: regimes."""
     steps = [math.sqrt(sum(record[f"step/{b}"] ** 2 for b in banks)) for record in history]
     if not steps:
         raise ValueError("median_step: the history holds no logged step")
@@ -39,6 +40,7 @@ def matched_lr(measure: Callable[[str, float], float], lr: float, *, rounds: int
     ``measure(arm, frame_lr)`` returns the median per-step ``‖ΔW‖_F`` of a short run of
     ``arm`` (``"stiefel"`` or ``"fixed_step"``). Returns the target, every trial, the chosen lr
     (the trial closest to the target) and its ratio to the target, for the results file.
+    Chapter: regimes.
     """
     target = measure("stiefel", lr)
     if not target > 0:

@@ -64,6 +64,7 @@ SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for 
 
 @dataclass(frozen=True)
 class CIFAR10Config:
+    """The settings of a CIFAR-10 patches run, each default with its reason. Chapter: cifar10_patches."""
     # data
     train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
     test_size: int = 10_000  # the whole test set: test accuracy is the reported number
@@ -143,7 +144,8 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
     and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``; a relative path
     that does not exist from the working directory is read from the checkout's root.
     ``download=True`` fetches (and checks) the official archive when no source holds the data;
-    later calls find it in the cache without asking."""
+    later calls find it in the cache without asking.
+    Chapter: cifar10_patches."""
     source, root = source or os.environ.get("STIEFEL_CIFAR10") or None, checkout_root()
     if source and root and not Path(source).is_absolute() and not Path(source).exists() and (root / source).exists():
         source = str(root / source)  # relative to the repository root: notebooks run in book/
@@ -154,7 +156,8 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
 
 def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
-    identical initial weights in every arm."""
+    identical initial weights in every arm.
+    Chapter: cifar10_patches."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}")
     torch.manual_seed(seed)
@@ -171,7 +174,8 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
 
 def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None) -> torch.optim.Optimizer:
     """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
-    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is the frames' lr (default ``lr``)."""
+    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is the frames' lr (default ``lr``).
+    Chapter: cifar10_patches."""
     common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
     if not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
         no_decay = [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")] if arm == "no_decay_qk" else ()
@@ -343,7 +347,8 @@ def train(
 
 
 def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
-    """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool."""
+    """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool.
+    Chapter: cifar10_patches."""
     if arm not in ARMS + CONTROL_ONLY_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, and on request {CONTROL_ONLY_ARMS}")
     return train_arm(config, arm, seed, device, checkpoint, progress)
@@ -372,7 +377,7 @@ def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
 
 
 def sweep_arm(name: str) -> tuple[str, float]:
-    """``"stiefel@20%"`` -> ``("stiefel", 0.2)``."""
+    """``"stiefel@20%"`` -> ``("stiefel", 0.2)``. Chapter: cifar10_patches."""
     if name not in SWEEP_ARM_NAMES:
         raise ValueError(f"unknown arm {name!r}; cifar10_sweep has {SWEEP_ARM_NAMES}")
     arm, percent = name.split("@")
@@ -382,7 +387,8 @@ def sweep_arm(name: str) -> tuple[str, float]:
 def run_sweep(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
     """One run of ``cifar10_sweep``: ``arm`` is ``"<arm>@<percent>%"``. A fraction f of the pool
     trains for ``epochs / f`` epochs, so every size takes the same number of steps (and logs and
-    checkpoints after the same numbers of steps)."""
+    checkpoints after the same numbers of steps).
+    Chapter: cifar10_patches."""
     base, fraction = sweep_arm(arm)
     return train(
         config, base, seed, device, checkpoint, progress,

@@ -35,12 +35,14 @@ def _base() -> cifar10.CIFAR10Config:
 
 @dataclass(frozen=True)
 class LongConfig:
+    """The long CIFAR-10 runs: their task, the grid of weight decays, the starts. Chapter: regimes."""
     task: cifar10.CIFAR10Config = field(default_factory=_base)
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
     seeds: tuple[int, ...] = (0, 1, 2)  # the issue's "at least 3 paired starts"
 
 
 def arm_names(config: LongConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@wd=<λ>"`` of a profile. Chapter: regimes."""
     return grid_arms(LONG_ARMS, "wd", config.weight_decays)
 
 
@@ -53,7 +55,7 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 
 def run(config: LongConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from start ``seed`` at decay λ."""
+    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from start ``seed`` at decay λ. Chapter: regimes."""
     base, weight_decay = parse_grid_arm(arm, "wd", LONG_ARMS)
     if weight_decay not in config.weight_decays:
         raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")

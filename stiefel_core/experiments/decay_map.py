@@ -22,6 +22,7 @@ WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # the issue's grid: none, up to three
 
 @dataclass(frozen=True)
 class DecayMapConfig:
+    """The decay map: its grokking task, the grid of weight decays, the seeds. Chapter: regimes."""
     # the grokking ablation's task, so the λ = 1 column repeats its setting on seeds 0-9
     task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
@@ -29,15 +30,17 @@ class DecayMapConfig:
 
 
 def arm_name(arm: str, weight_decay: float) -> str:
+    """``("stiefel", 0.3)`` -> ``"stiefel@wd=0.3"``. Chapter: regimes."""
     return grid_arm(arm, "wd", weight_decay)
 
 
 def parse_arm(name: str) -> tuple[str, float]:
-    """``"stiefel@wd=0.3"`` -> ``("stiefel", 0.3)``."""
+    """``"stiefel@wd=0.3"`` -> ``("stiefel", 0.3)``. Chapter: regimes."""
     return parse_grid_arm(name, "wd", MAP_ARMS)
 
 
 def arm_names(config: DecayMapConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@wd=<λ>"`` of a profile. Chapter: regimes."""
     return grid_arms(MAP_ARMS, "wd", config.weight_decays)
 
 
@@ -50,7 +53,7 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 
 def run(config: DecayMapConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ."""
+    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ. Chapter: regimes."""
     base, weight_decay = parse_arm(arm)
     if weight_decay not in config.weight_decays:
         raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")

@@ -12,7 +12,8 @@ __all__ = ["weight_norms", "principal_angles", "bilinear_change", "geometry_sinc
 
 
 def weight_norms(model: nn.Module) -> dict[str, float]:
-    """``norm/<name>``: the Frobenius norm of every parameter, and ``norm/total``."""
+    """``norm/<name>``: the Frobenius norm of every parameter, and ``norm/total``.
+    Chapters: grokking, cifar10_patches, regimes."""
     norms = {f"norm/{name}": p.detach().norm().item() for name, p in model.named_parameters()}
     norms["norm/total"] = math.sqrt(sum(v * v for v in norms.values()))
     return norms
@@ -20,7 +21,8 @@ def weight_norms(model: nn.Module) -> dict[str, float]:
 
 def principal_angles(A: Tensor, B: Tensor) -> Tensor:
     """Principal angles (radians, ascending) between the column spaces of ``A`` and ``B``,
-    batched over leading dimensions; the columns need not be orthonormal."""
+    batched over leading dimensions; the columns need not be orthonormal.
+    Chapters: grokking, cifar10_patches, regimes."""
     Qa, Qb = torch.linalg.qr(A.double())[0], torch.linalg.qr(B.double())[0]
     cosines = torch.linalg.svdvals(Qa.mT @ Qb).clamp(-1.0, 1.0)  # (..., r) descending
     return torch.arccos(cosines)
@@ -29,7 +31,8 @@ def principal_angles(A: Tensor, B: Tensor) -> Tensor:
 def bilinear_change(W_Q: Tensor, W_K: Tensor, W_Q0: Tensor, W_K0: Tensor) -> Tensor:
     """Per head, ``‖W_Q W_Kᵀ − (W_Q W_Kᵀ)_0‖_F / ‖(W_Q W_Kᵀ)_0‖_F``: how far the attention's
     bilinear form moved. Unlike principal angles it sees rotations inside a head's subspace
-    (``W → W R``), which leave the subspace alone and change the scores. Banks ``(H, d, r)``."""
+    (``W → W R``), which leave the subspace alone and change the scores. Banks ``(H, d, r)``.
+    Chapters: grokking, cifar10_patches, regimes."""
     M, M0 = W_Q.double() @ W_K.double().mT, W_Q0.double() @ W_K0.double().mT  # (H, d, d)
     return torch.linalg.matrix_norm(M - M0) / torch.linalg.matrix_norm(M0).clamp_min(1e-300)  # (H,)
 
@@ -59,7 +62,8 @@ def geometry_since_start(current: dict[str, Tensor], initial: dict[str, Tensor])
 @torch.no_grad()
 def frame_geometry(current: dict[str, Tensor], before: dict[str, Tensor], initial: dict[str, Tensor]) -> dict[str, float]:
     """:func:`geometry_since_start`, and for each named bank the last step's displacement
-    ``‖ΔW‖_F`` from ``before`` (``step/<name>``)."""
+    ``‖ΔW‖_F`` from ``before`` (``step/<name>``).
+    Chapters: grokking, cifar10_patches, regimes."""
     out = geometry_since_start(current, initial)
     for name, W in current.items():
         out[f"step/{name}"] = (W.detach() - before[name]).norm().item()
@@ -99,7 +103,8 @@ class Displacement:
 
 def trust_region_metrics(optimizer) -> dict[str, float]:
     """``trust_capped``: the share of frame-steps so far that the trust region capped, for an
-    optimizer that is (or combines) a ``StiefelAdam``; nothing for one that trains no frames."""
+    optimizer that is (or combines) a ``StiefelAdam``; nothing for one that trains no frames.
+    Chapters: grokking, cifar10_patches, regimes."""
     from ..optim import StiefelAdam
 
     inner = getattr(optimizer, "optimizers", [optimizer])

@@ -26,12 +26,14 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkou
 
 
 class InstallFolderError(ValueError):
-    """A results or checkpoint folder that would lie inside an installed library's folder."""
+    """A results or checkpoint folder that would lie inside an installed library's folder.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
 
 
 def checkout_root() -> Path | None:
     """The repository's root when the library runs from a checkout (an editable install or the
-    source tree: ``pyproject.toml`` and ``book/`` beside the package), else ``None`` (a wheel)."""
+    source tree: ``pyproject.toml`` and ``book/`` beside the package), else ``None`` (a wheel).
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     root = PACKAGE_DIR.parent
     return root if (root / "pyproject.toml").is_file() and (root / "book").is_dir() else None
 
@@ -52,17 +54,20 @@ def _folder(directory: Path | str | None, variable: str, default: str, what: str
 
 
 def results_dir(directory: Path | str | None = None) -> Path:
-    """``directory``, else ``$STIEFEL_RESULTS``, else the checkout's ``book/results``."""
+    """``directory``, else ``$STIEFEL_RESULTS``, else the checkout's ``book/results``.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     return _folder(directory, "STIEFEL_RESULTS", "book/results", "results")
 
 
 def checkpoints_dir(directory: Path | str | None = None) -> Path:
-    """``directory``, else ``$STIEFEL_CHECKPOINTS``, else the checkout's ``checkpoints``."""
+    """``directory``, else ``$STIEFEL_CHECKPOINTS``, else the checkout's ``checkpoints``.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     return _folder(directory, "STIEFEL_CHECKPOINTS", "checkpoints", "checkpoints")
 
 
 def refuse_install_folder(path: Path) -> Path:
-    """``path``, unless it lies inside the installed library's folder (``InstallFolderError``)."""
+    """``path``, unless it lies inside the installed library's folder (``InstallFolderError``).
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     install = PACKAGE_DIR if checkout_root() is not None else PACKAGE_DIR.parent
     if Path(path).resolve().is_relative_to(install):
         raise InstallFolderError(f"{path} lies inside the installed library ({install}); "
@@ -71,12 +76,14 @@ def refuse_install_folder(path: Path) -> Path:
 
 
 def results_path(experiment: str, profile: str, directory: Path | None = None) -> Path:
-    """The results file of ``experiment`` under ``profile`` in :func:`results_dir`."""
+    """The results file of ``experiment`` under ``profile`` in :func:`results_dir`.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     return results_dir(directory) / f"{experiment}-{profile}.json"
 
 
 def load_results(experiment: str, profile: str, directory: Path | None = None) -> dict | None:
-    """The results file's contents, or ``None`` when no run has written it yet."""
+    """The results file's contents, or ``None`` when no run has written it yet.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     path = results_path(experiment, profile, directory)
     if not path.exists():
         return None
@@ -86,12 +93,14 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
 
 def without_seeds(config: dict) -> dict:
     """A configuration without its list of seeds: what every run of a file must share. The seed
-    list only says which runs a profile asks for, so it may grow without mixing configurations."""
+    list only says which runs a profile asks for, so it may grow without mixing configurations.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     return {k: v for k, v in config.items() if k != "seeds"}
 
 
 def write_results(results: dict, path: Path) -> None:
-    """Write JSON atomically (temporary file, then rename); never into the installed library."""
+    """Write JSON atomically (temporary file, then rename); never into the installed library.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     refuse_install_folder(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -103,7 +112,8 @@ def write_results(results: dict, path: Path) -> None:
 
 def git_commit() -> str:
     """The checkout's HEAD, with ``-dirty`` when the library's tracked files (the code a run
-    executes) differ from it."""
+    executes) differ from it.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     root = checkout_root()
     if root is None:
         return "unknown"
@@ -119,7 +129,8 @@ def git_commit() -> str:
 def code_commit() -> str:
     """:func:`git_commit` as it was when this process first asked, which the experiments package
     does on import: the code a process runs is the code it imported, however the checkout
-    moves on while a long sweep trains."""
+    moves on while a long sweep trains.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     return git_commit()
 
 
@@ -127,7 +138,8 @@ def provenance(device: torch.device, wall_seconds: float, commit: str | None = N
     """Where and how a run was made: commit, versions, device, date, wall time. ``commit``
     is the commit of the code that ran (``None``: :func:`code_commit`). A run resumed from a
     checkpoint records the epoch it resumed from; its wall time adds the seconds its checkpoint
-    had trained to those of the last segment (time lost after a checkpoint is not counted)."""
+    had trained to those of the last segment (time lost after a checkpoint is not counted).
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {
         "git_commit": commit or code_commit(),

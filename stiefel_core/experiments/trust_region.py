@@ -23,12 +23,14 @@ FRAME_LRS = (3e-3, 1e-2, 3e-2, 1e-1)  # from the book's lr (never binds) up to ~
 
 @dataclass(frozen=True)
 class TrustRegionConfig:
+    """The trust-region runs: their grokking task, the grid of frame lrs, the seeds. Chapter: regimes."""
     task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])  # the ablation's task
     frame_lrs: tuple[float, ...] = FRAME_LRS
     seeds: tuple[int, ...] = tuple(range(10))  # paired by seed, as the decay map
 
 
 def arm_names(config: TrustRegionConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@flr=<lr>"`` of a profile. Chapter: regimes."""
     return grid_arms(TR_ARMS, "flr", config.frame_lrs)
 
 
@@ -40,7 +42,7 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 
 def run(config: TrustRegionConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with its frames at that lr."""
+    """One run: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with its frames at that lr. Chapter: regimes."""
     base, frame_lr = parse_grid_arm(arm, "flr", TR_ARMS)
     if frame_lr not in config.frame_lrs:
         raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")

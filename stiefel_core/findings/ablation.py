@@ -36,6 +36,7 @@ def merged_results(ablation: dict, reference: dict | None) -> dict:
     Refuses (``ValueError``) when the two files were run with different configurations, or when
     a start's runs did not share initial weights and data order: a merged comparison must be as
     paired as one file's.
+    Chapter: ablation.
     """
     if reference is None:
         return ablation
@@ -53,7 +54,8 @@ def merged_results(ablation: dict, reference: dict | None) -> dict:
 
 def ablation_rows(results: dict, metric: str) -> list[dict]:
     """One row per arm other than the full rule, over the starts where every arm finished:
-    its mean accuracy (percent) and the paired comparison full rule − arm (percentage points)."""
+    its mean accuracy (percent) and the paired comparison full rule − arm (percentage points).
+    Chapter: ablation."""
     starts = finished_starts(results, ABLATION_ARMS)
     acc = {arm: np.array([100 * results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts]) for arm in ABLATION_ARMS}
     component = {variant: name for name, variant in COMPONENTS.items()}
@@ -70,7 +72,7 @@ def ablation_rows(results: dict, metric: str) -> list[dict]:
 
 
 def full_rule_accuracy(results: dict, metric: str):
-    """The full rule's mean and spread of ``metric`` (percent) over the starts every arm finished."""
+    """The full rule's mean and spread of ``metric`` (percent) over the starts every arm finished. Chapter: ablation."""
     starts = finished_starts(results, ABLATION_ARMS)
     return mean_and_spread([100 * results["runs"][f"stiefel/{s}"]["final"][metric] for s in starts]) if starts else None
 
@@ -78,7 +80,8 @@ def full_rule_accuracy(results: dict, metric: str):
 def shares(rows: list[dict]) -> dict[str, float] | None:
     """Each component's share of the baseline-to-full-rule gain: (full − variant) / (full −
     baseline), on the mean differences. ``None`` unless the gain itself is significant and
-    positive (its 95 % interval above zero): there is nothing to apportion otherwise."""
+    positive (its 95 % interval above zero): there is nothing to apportion otherwise.
+    Chapter: ablation."""
     gain = next(r["full_minus_arm"] for r in rows if r["arm"] == "baseline")
     if gain is None or gain.ci_low <= 0:
         return None
@@ -86,7 +89,7 @@ def shares(rows: list[dict]) -> dict[str, float] | None:
 
 
 def share_line(rows: list[dict]) -> str:
-    """:func:`shares` in words, or why they are not defined."""
+    """:func:`shares` in words, or why they are not defined. Chapter: ablation."""
     share = shares(rows)
     if share is None:
         return ("share of the gain over AdamW: not defined, the full rule does not beat AdamW here "
@@ -106,7 +109,8 @@ def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
     """``(component, we measure, verdict)``: a component carries a measurable part of the result
     when removing it changes accuracy with a 95 % interval that excludes zero
     (:func:`stats.direction`). No verdict from fewer than ``MIN_STARTS_FOR_VERDICT`` starts:
-    two equal differences give a t interval of zero width, which would read as significant."""
+    two equal differences give a t interval of zero width, which would read as significant.
+    Chapter: ablation."""
     out = []
     for r in rows:
         c = r["full_minus_arm"]
@@ -119,7 +123,7 @@ def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
 
 
 def table(rows: list[dict], unit: str = "test accuracy") -> Table:
-    """The rows of :func:`ablation_rows` with their verdicts, one line per arm."""
+    """The rows of :func:`ablation_rows` with their verdicts, one line per arm. Chapter: ablation."""
     out = []
     for r, (component, _, verdict) in zip(rows, verdicts(rows)):
         c, acc = r["full_minus_arm"], r["accuracy"]
@@ -131,7 +135,8 @@ def table(rows: list[dict], unit: str = "test accuracy") -> Table:
 
 def verdict_table(tasks: dict[str, list[dict]]) -> Table:
     """The verdicts of every task (``{task: ablation_rows(...)}``), one row per task and arm: what
-    removing the component did, by :func:`verdicts`' rule, and what we measure."""
+    removing the component did, by :func:`verdicts`' rule, and what we measure.
+    Chapter: ablation."""
     out = []
     for task, rows in tasks.items():
         if not rows or rows[0]["full_minus_arm"] is None:
@@ -144,7 +149,8 @@ def verdict_table(tasks: dict[str, list[dict]]) -> Table:
 def claim(results: dict, reference: dict | None, repeat: dict | None = None, decay_map: dict | None = None) -> str:
     """One line for the book's claims table, from ``cifar10_ablation-full`` merged with
     ``cifar10-full`` (``reference``), and the grokking repeat (``grokking_ablation-full``) when
-    it has runs; whether the cap ever bound is read from ``grokking_decay_map-full``."""
+    it has runs; whether the cap ever bound is read from ``grokking_decay_map-full``.
+    Chapter: ablation."""
     merged = merged_results(results, reference)
     rows = ablation_rows(merged, METRIC["cifar10_ablation"])
     if rows[0]["full_minus_arm"] is None:

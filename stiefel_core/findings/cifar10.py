@@ -23,7 +23,8 @@ __all__ = [
 
 def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc"):
     """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
-    ``arm`` and ``against`` over the starts both finished, and their paired comparison."""
+    ``arm`` and ``against`` over the starts both finished, and their paired comparison.
+    Chapter: cifar10_patches."""
     starts = finished_starts(results, (arm, against))
     scale = 100.0 if metric.endswith("acc") else 1.0
     a = np.array([results["runs"][f"{arm}/{s}"]["final"][metric] * scale for s in starts])
@@ -34,7 +35,8 @@ def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", 
 def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
     """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
     mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
-    averaged over the run's logged epochs."""
+    averaged over the run's logged epochs.
+    Chapter: cifar10_patches."""
     starts = finished_starts(results, (arm, against))
     names = [k[len("step/"):] for k in results["runs"][f"{arm}/{starts[0]}"]["history"][0] if k.startswith("step/")] if starts else []
 
@@ -46,14 +48,16 @@ def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[
 
 def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
     """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
-    at the start, over ``starts`` and every block's W_Q and W_K."""
+    at the start, over ``starts`` and every block's W_Q and W_K.
+    Chapter: cifar10_patches."""
     return {arm: np.mean([results["runs"][f"{arm}/{s}"]["final"][f"angle_mean/blocks.{i}.{m}"] for s in starts
                           for i in range(depth) for m in ("W_Q", "W_K")]) for arm in arms}
 
 
 def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
     """One row per size of the sweep: size, starts, mean accuracy of both arms and the paired
-    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts)."""
+    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts).
+    Chapter: cifar10_patches."""
     rows = []
     for fraction in SWEEP_FRACTIONS:
         pct = round(100 * fraction)
@@ -68,13 +72,15 @@ def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
 
 def freezing_cost(results: dict, reference: str = "fixed_step"):
     """``paired_gain(results, reference, "frozen")``: what freezing the frames outright costs
-    (positive: the trained frames did better), in percentage points."""
+    (positive: the trained frames did better), in percentage points.
+    Chapter: cifar10_patches."""
     return paired_gain(results, reference, "frozen")
 
 
 def regime(results: dict) -> str:
     """The regime of a results file's verdicts: its decay budget, training length, and the test
-    accuracy the baseline and the Stiefel arm reached."""
+    accuracy the baseline and the Stiefel arm reached.
+    Chapter: cifar10_patches."""
     fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
     config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
     reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if k.startswith(arm + "/")]) for arm in SWEEP_ARMS}
@@ -84,7 +90,8 @@ def regime(results: dict) -> str:
 
 def claim_gain(results: dict, sweep: dict | None) -> str:
     """One line for the book's claims table: the paired gain of ``cifar10-full`` and the gains
-    by size of ``cifar10_sweep-full`` (``None``: not run yet)."""
+    by size of ``cifar10_sweep-full`` (``None``: not run yet).
+    Chapter: cifar10_patches."""
     starts, _, _, c = paired_gain(results)
     if c is None:
         return f"not yet measured ({len(starts)} paired start(s) finished)"
@@ -104,7 +111,8 @@ def _ratio_values(results: dict | None) -> np.ndarray:
 
 
 def claim_movement(results: dict) -> str:
-    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost."""
+    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost.
+    Chapter: cifar10_patches."""
     values = _ratio_values(results)
     if not len(values):
         return "not yet measured (no start finished in both arms)"
@@ -118,7 +126,8 @@ def claim_movement(results: dict) -> str:
 
 def sweep_trend(sweep: dict):
     """Whether the gain grows with data: per start, the gain at the largest size minus the gain at
-    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2)."""
+    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2).
+    Chapter: cifar10_patches."""
     small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
     arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
     starts = finished_starts(sweep, arms)

@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, dict[int, float]]:
-    """Validation accuracy per arm and seed at ``epoch`` (default: each run's last record)."""
+    """Validation accuracy per arm and seed at ``epoch`` (default: each run's last record). Chapter: grokking."""
     table: dict[str, dict[int, float]] = {}
     for key, run in sorted(results["runs"].items()):
         arm, seed = key.split("/")
@@ -31,7 +31,8 @@ def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, di
 
 def report(results: dict | None, epoch: int = 20_000) -> str:
     """Validation accuracy at ``epoch`` per seed and arm, their mean and spread, the paired
-    difference where both arms finished a seed, and the preprint's single run beside them."""
+    difference where both arms finished a seed, and the preprint's single run beside them.
+    Chapter: grokking."""
     if not results or not results.get("runs"):
         return "No run of this profile has finished yet: the results file is missing or empty."
     table = endpoint_accuracies(results, epoch)
@@ -53,7 +54,7 @@ def report(results: dict | None, epoch: int = 20_000) -> str:
 
 
 def largest_spike(history: list[dict], key: str = "train_loss") -> int:
-    """The epoch at which ``key`` jumps most (relative to the record before): a collapse."""
+    """The epoch at which ``key`` jumps most (relative to the record before): a collapse. Chapter: grokking."""
     best, at = 0.0, history[len(history) // 2]["epoch"]
     for before, now in zip(history, history[1:]):
         jump = now[key] / max(before[key], 1e-12)
@@ -67,7 +68,8 @@ def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float
     accuracy reaches ``threshold`` (``None`` if never), the lowest validation accuracy after
     that epoch (a relapse), the number of logged training-loss spikes (a record at least
     ``spike_factor`` times the one before), and over the last quarter of training the lowest
-    validation accuracy and the share of records at or above ``threshold``."""
+    validation accuracy and the share of records at or above ``threshold``.
+    Chapter: grokking."""
     last = [r for r in history if r["epoch"] >= 0.75 * history[-1]["epoch"]]
     grokked_at = next((r["epoch"] for r in history if r["val_acc"] >= threshold), None)
     return {
@@ -81,7 +83,7 @@ def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float
 
 
 def runs_table(results: dict | None, arms: tuple[str, ...] = ARMS) -> Table:
-    """One row per run of ``arms`` in a results file: :func:`run_summary` of its log, in percent."""
+    """One row per run of ``arms`` in a results file: :func:`run_summary` of its log, in percent. Chapter: grokking."""
     rows = []
     for key, run in sorted((results or {}).get("runs", {}).items()):
         if key.split("/")[0] not in arms:
@@ -120,7 +122,8 @@ def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, 
     """``(question, preprint, we measure, verdict)`` by fixed rules over the seeds that both arms
     finished: an arm ends higher when the 95 % interval of the paired difference at ``epoch``
     excludes zero (:func:`stats.direction`); grokking is "earlier" likewise on the paired first
-    epochs at 90 %."""
+    epochs at 90 %.
+    Chapter: grokking."""
     table = endpoint_accuracies(results, epoch) if results else {}
     seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
     if len(seeds) < 2:
@@ -173,7 +176,8 @@ def findings_table(results: dict | None, epoch: int = 20_000) -> Table:
 
 def claim(results: dict | None, config) -> str:
     """One line for the book's claims table from ``grokking-full`` and its configuration: the
-    validation accuracy at epoch 20,000 per arm, the censored time to 90 %, and the regime."""
+    validation accuracy at epoch 20,000 per arm, the censored time to 90 %, and the regime.
+    Chapter: grokking."""
     if not results or not results.get("runs"):
         return "not yet measured (no finished full run)"
     table = endpoint_accuracies(results, 20_000)

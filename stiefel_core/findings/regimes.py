@@ -22,18 +22,18 @@ __all__ = [
 
 
 def grokking_lr_factors(warmup_epochs: int, epochs: int) -> np.ndarray:
-    """The grokking schedule's lr factor at each epoch: linear warm-up, then constant."""
+    """The grokking schedule's lr factor at each epoch: linear warm-up, then constant. Chapter: regimes."""
     e = np.arange(epochs)
     return np.minimum(1.0, (e + 1) / warmup_epochs)
 
 
 def decay_budget(lr: float, weight_decay: float, factors) -> float:
-    """``Σ_t lr_t · λ``: how far decoupled decay can shrink a weight, ``exp(-budget)``."""
+    """``Σ_t lr_t · λ``: how far decoupled decay can shrink a weight, ``exp(-budget)``. Chapter: regimes."""
     return float(lr * weight_decay * np.sum(factors))
 
 
 def runs_of(results: dict | None, arm: str) -> dict[int, dict]:
-    """``{seed: run}`` of one arm."""
+    """``{seed: run}`` of one arm. Chapter: regimes."""
     out = {}
     for key, run in (results or {}).get("runs", {}).items():
         name, _, seed = key.rpartition("/")
@@ -43,12 +43,12 @@ def runs_of(results: dict | None, arm: str) -> dict[int, dict]:
 
 
 def paired_seeds(results: dict | None, *arms: str) -> list[int]:
-    """The seeds that every one of ``arms`` finished (:func:`runs.finished_starts`)."""
+    """The seeds that every one of ``arms`` finished (:func:`runs.finished_starts`). Chapter: regimes."""
     return finished_starts(results, arms) if arms else []
 
 
 def metric_at(run: dict, epoch: int, metric: str = "val_acc") -> float:
-    """``metric`` at the logged record of ``epoch`` (``KeyError`` when the run did not log it)."""
+    """``metric`` at the logged record of ``epoch`` (``KeyError`` when the run did not log it). Chapter: regimes."""
     for record in run["history"]:
         if record["epoch"] == epoch:
             return record[metric]
@@ -57,7 +57,8 @@ def metric_at(run: dict, epoch: int, metric: str = "val_acc") -> float:
 
 def gain_over_time(results: dict, a: str, b: str, metric: str = "val_acc", scale: float = 100.0) -> list[dict]:
     """At every logged epoch that both arms' paired seeds share: the paired comparison of
-    ``scale · (a − b)`` (percentage points by default), ``{"epoch", "comparison"}``."""
+    ``scale · (a − b)`` (percentage points by default), ``{"epoch", "comparison"}``.
+    Chapter: regimes."""
     seeds = paired_seeds(results, a, b)
     if len(seeds) < 2:
         return []
@@ -73,7 +74,8 @@ def gain_over_time(results: dict, a: str, b: str, metric: str = "val_acc", scale
 
 def time_to_threshold(run: dict, threshold: float = 0.9, metric: str = "val_acc") -> tuple[int, bool]:
     """``(epoch, reached)``: the first logged epoch at which ``metric ≥ threshold``, or the last
-    logged epoch with ``reached = False`` (right-censored: the run never got there)."""
+    logged epoch with ``reached = False`` (right-censored: the run never got there).
+    Chapter: regimes."""
     for record in run["history"]:
         if record[metric] >= threshold:
             return record["epoch"], True
@@ -82,7 +84,7 @@ def time_to_threshold(run: dict, threshold: float = 0.9, metric: str = "val_acc"
 
 @dataclass(frozen=True)
 class Survival:
-    """Kaplan-Meier estimate of ``P(not yet at the threshold after t epochs)`` for one arm."""
+    """Kaplan-Meier estimate of ``P(not yet at the threshold after t epochs)`` for one arm. Chapter: regimes."""
 
     arm: str
     times: np.ndarray  # epochs at which the estimate steps
@@ -102,7 +104,7 @@ def _censored(results: dict, arm: str, threshold: float, seeds=None) -> tuple[sc
 
 
 def survival(results: dict, arm: str, threshold: float = 0.9, seeds=None) -> Survival:
-    """Kaplan-Meier curve of time to ``threshold`` (``scipy.stats.ecdf`` on censored data)."""
+    """Kaplan-Meier curve of time to ``threshold`` (``scipy.stats.ecdf`` on censored data). Chapter: regimes."""
     data, done, never = _censored(results, arm, threshold, seeds)
     reached, censored = len(done), len(never)
     if reached == 0:
@@ -116,7 +118,8 @@ def survival(results: dict, arm: str, threshold: float = 0.9, seeds=None) -> Sur
 
 def logrank(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -> tuple[float, float]:
     """``(statistic, two-sided p)`` of the log-rank test that ``a`` and ``b`` reach the
-    threshold at the same rate (``scipy.stats.logrank``; censored runs count until they stop)."""
+    threshold at the same rate (``scipy.stats.logrank``; censored runs count until they stop).
+    Chapter: regimes."""
     seeds = paired_seeds(results, a, b) if seeds is None else seeds
     x, _, _ = _censored(results, a, threshold, seeds)
     y, _, _ = _censored(results, b, threshold, seeds)
@@ -126,7 +129,7 @@ def logrank(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -
 
 @dataclass(frozen=True)
 class MapCell:
-    """One cell of a map: ``a − b`` at weight decay ``weight_decay`` after ``epoch`` epochs."""
+    """One cell of a map: ``a − b`` at weight decay ``weight_decay`` after ``epoch`` epochs. Chapter: regimes."""
 
     weight_decay: float
     epoch: int
@@ -142,7 +145,8 @@ def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: fl
     """The cells of a grid experiment whose arms are ``"<arm>@wd=<λ>"``: for every λ in the
     configuration and every training length, the paired comparison of ``a`` against ``b``.
     ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at
-    ``lr`` with ``warmup_epochs``)."""
+    ``lr`` with ``warmup_epochs``).
+    Chapter: regimes."""
     if budget_at is None:
         def budget_at(wd, epoch):
             return decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
@@ -161,7 +165,7 @@ def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: fl
 
 
 def cell_word(verdict: str, a: str = "Stiefel") -> str:
-    """A map cell's verdict in words."""
+    """A map cell's verdict in words. Chapter: regimes."""
     return {"higher": f"{a} wins", "lower": f"{a} loses", "tie": "no significant difference", "untested": "too few seeds"}[verdict]
 
 
@@ -179,7 +183,7 @@ CONTROL_PAIRS = (  # (a, b, what a − b measures)
 
 
 def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None, metric: str = "val_acc") -> PairedComparison | None:
-    """The paired comparison of ``100 · (a − b)`` at ``epoch`` (default: the last record)."""
+    """The paired comparison of ``100 · (a − b)`` at ``epoch`` (default: the last record). Chapter: regimes."""
     seeds = paired_seeds(results, a, b)
     if len(seeds) < 2:
         return None
@@ -190,7 +194,8 @@ def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None,
 
 def control_rows(results: dict, epoch: int | None = None) -> list[dict]:
     """One row per pair of :data:`CONTROL_PAIRS` that the file holds: the comparison and its
-    verdict (``stats.direction``)."""
+    verdict (``stats.direction``).
+    Chapter: regimes."""
     rows = []
     for a, b, meaning in CONTROL_PAIRS:
         c = endpoint_comparison(results, a, b, epoch)
@@ -210,7 +215,8 @@ READINGS = {
 
 def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
     """Which reading of :data:`READINGS` the control verdicts support, by fixed rules (``None``
-    when a comparison it needs is missing or untested)."""
+    when a comparison it needs is missing or untested).
+    Chapter: regimes."""
     v = {(r["a"], r["b"]): r["verdict"] for r in rows}
 
     def need(*pairs):
@@ -232,7 +238,8 @@ def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
 def trust_rows(results: dict) -> list[dict]:
     """Per frame lr of ``grokking_trust_region``: the share of frame-steps the full rule's trust
     region capped (mean over seeds), and full − ``no_trust_region``. Where the cap never bound
-    the comparison tests nothing, and the verdict says ``untested``."""
+    the comparison tests nothing, and the verdict says ``untested``.
+    Chapter: regimes."""
     rows = []
     for lr in results["config"]["frame_lrs"]:
         full, free = f"stiefel@flr={lr:g}", f"no_trust_region@flr={lr:g}"
@@ -247,13 +254,14 @@ def trust_rows(results: dict) -> list[dict]:
 
 def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | None:
     """Whether the trust region capped no frame-step in any run of ``arms`` that recorded it
-    (``None`` when none recorded it)."""
+    (``None`` when none recorded it).
+    Chapter: regimes."""
     shares = [run["final"]["trust_capped"] for arm in arms for run in runs_of(results, arm).values() if "trust_capped" in run["final"]]
     return None if not shares else max(shares) == 0
 
 
 def cells_by_verdict(cells: list[MapCell]) -> dict[str, list[str]]:
-    """The map's cells grouped by verdict, each named ``"λ = 0.3, 1,500 epochs"``."""
+    """The map's cells grouped by verdict, each named ``"λ = 0.3, 1,500 epochs"``. Chapter: regimes."""
     out: dict[str, list[str]] = {"higher": [], "tie": [], "lower": [], "untested": []}
     for c in cells:
         out[c.verdict].append(f"λ = {c.weight_decay:g}, {c.epoch:,} epochs")
@@ -262,7 +270,8 @@ def cells_by_verdict(cells: list[MapCell]) -> dict[str, list[str]]:
 
 def regime_line(lr: float, weight_decay: float, factors, epochs: int, reached: dict[str, float]) -> str:
     """A verdict's regime in words: the decay budget, the training length and the accuracy
-    each arm reached (``reached``: arm -> mean accuracy in percent)."""
+    each arm reached (``reached``: arm -> mean accuracy in percent).
+    Chapter: regimes."""
     budget = decay_budget(lr, weight_decay, factors)
     accuracy = ", ".join(f"{arm} {value:.1f}%" for arm, value in reached.items())
     return f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, accuracy reached: {accuracy}"
@@ -277,7 +286,8 @@ def _verdict_counts(cells: list[MapCell], a: str, b: str) -> str:
 
 def map_summary(cells: list[MapCell], headroom: list[MapCell], escape: list[MapCell], readings: dict[str, bool | None]) -> str:
     """The map and the controls in words: verdict counts of each comparison, the cells where the
-    Stiefel rule wins and loses, and the readings the controls support."""
+    Stiefel rule wins and loses, and the readings the controls support.
+    Chapter: regimes."""
     groups = cells_by_verdict(cells)
     lines = [
         _verdict_counts(cells, "Stiefel", "AdamW"),
@@ -294,7 +304,8 @@ def map_summary(cells: list[MapCell], headroom: list[MapCell], escape: list[MapC
 
 def nearest_cell(cells: list[MapCell], weight_decay: float, budget: float) -> MapCell | None:
     """The map's cell at ``weight_decay`` whose decay budget is closest to ``budget`` on a log
-    scale (``None`` when the map has no such decay, or the budget is 0)."""
+    scale (``None`` when the map has no such decay, or the budget is 0).
+    Chapter: regimes."""
     row = [c for c in cells if c.weight_decay == weight_decay and c.budget > 0]
     if not row or budget <= 0:
         return None
@@ -303,7 +314,8 @@ def nearest_cell(cells: list[MapCell], weight_decay: float, budget: float) -> Ma
 
 def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = ("train_acc", "test_acc")) -> list[dict]:
     """Per λ of a ``"<arm>@wd=<λ>"`` grid: every arm's finished starts and the mean (percent) of
-    each of ``metrics`` at the end of training."""
+    each of ``metrics`` at the end of training.
+    Chapter: regimes."""
     rows = []
     for wd in results["config"]["weight_decays"]:
         for arm in arms:

@@ -8,7 +8,8 @@ __all__ = ["finished_starts", "same_across_arms", "distinct_across_starts", "unp
 
 
 def finished_starts(results: dict | None, arms) -> list[int]:
-    """Starts (seeds) for which every arm of ``arms`` has finished, in order."""
+    """Starts (seeds) for which every arm of ``arms`` has finished, in order.
+    Chapters: cifar10_patches, ablation, grokking, regimes."""
     runs = (results or {}).get("runs", {})
     seeds = sorted({int(key.rsplit("/", 1)[1]) for key in runs})
     return [s for s in seeds if all(f"{arm}/{s}" in runs for arm in arms)]
@@ -17,20 +18,23 @@ def finished_starts(results: dict | None, arms) -> list[int]:
 def same_across_arms(results: dict, arms, starts, field: str) -> bool:
     """Whether, in every start of ``starts``, every arm of ``arms`` recorded the same
     ``final[field]`` (``"init_fingerprint"``: the same initial weights; ``"order_checksum"``:
-    the same data order)."""
+    the same data order).
+    Chapters: cifar10_patches, ablation, grokking, regimes."""
     runs = results["runs"]
     return all(len({runs[f"{arm}/{s}"]["final"][field] for arm in arms}) == 1 for s in starts)
 
 
 def distinct_across_starts(results: dict, arm: str, starts, field: str = "init_fingerprint") -> bool:
     """Whether ``arm``'s runs recorded a different ``final[field]`` in every start: different
-    starts begin differently."""
+    starts begin differently.
+    Chapters: cifar10_patches, ablation, grokking, regimes."""
     return len({results["runs"][f"{arm}/{s}"]["final"][field] for s in starts}) == len(starts)
 
 
 def unpaired_starts(runs: dict) -> dict[str, list[str]]:
     """``{start: marks}`` of the starts whose runs (``{"<arm>/<start>": run}``) began from
-    different weights or data orders; empty when every start is paired."""
+    different weights or data orders; empty when every start is paired.
+    Chapters: cifar10_patches, ablation, grokking, regimes."""
     out = {}
     for seed in {key.split("/")[1] for key in runs}:
         marks = {(r["final"].get("init_fingerprint"), r["final"].get("order_checksum")) for k, r in runs.items() if k.endswith(f"/{seed}")}

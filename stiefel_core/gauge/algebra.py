@@ -24,12 +24,12 @@ def _check_group(group: str) -> str:
 
 
 def gl_basis(r: int, dtype: torch.dtype = DTYPE) -> Tensor:
-    """The ``r²`` matrix units ``E_ij`` of gl(r), shape ``(r², r, r)``, row-major in ``(i, j)``."""
+    """The ``r²`` matrix units ``E_ij`` of gl(r), shape ``(r², r, r)``, row-major in ``(i, j)``. Chapter: gauge."""
     return torch.eye(r * r, dtype=dtype).reshape(r * r, r, r)
 
 
 def skew_basis(r: int, dtype: torch.dtype = DTYPE) -> Tensor:
-    """The ``r(r-1)/2`` skew matrices ``E_ij - E_ji`` (``i < j``) spanning o(r), shape ``(n, r, r)``."""
+    """The ``r(r-1)/2`` skew matrices ``E_ij - E_ji`` (``i < j``) spanning o(r), shape ``(n, r, r)``. Chapter: gauge."""
     i, j = torch.triu_indices(r, r, offset=1)
     basis = torch.zeros(len(i), r, r, dtype=dtype)
     k = torch.arange(len(i))
@@ -40,37 +40,41 @@ def skew_basis(r: int, dtype: torch.dtype = DTYPE) -> Tensor:
 def gl_generators(W_Q: Tensor, W_K: Tensor) -> tuple[Tensor, Tensor]:
     """The GL(r) gauge directions ``(W_Q X, -W_K Xᵀ)`` for ``X = E_ij``: the velocities at ``t = 0``
     of ``(W_Q exp(tX), W_K exp(-tXᵀ))``. ``W_Q, W_K`` of shape ``(..., d, r)``; returns the query
-    and key parts, each ``(..., r², d, r)``."""
+    and key parts, each ``(..., r², d, r)``.
+    Chapter: gauge."""
     X = gl_basis(W_Q.shape[-1], W_Q.dtype).to(W_Q.device)  # (n, r, r)
     return W_Q.unsqueeze(-3) @ X, -(W_K.unsqueeze(-3) @ X.mT)  # (..., n, d, r)
 
 
 def orthogonal_generators(W_Q: Tensor, W_K: Tensor) -> tuple[Tensor, Tensor]:
     """The O(r) gauge directions ``(W_Q Ω, W_K Ω)`` for ``Ω = E_ij - E_ji``: the velocities of
-    ``(W_Q exp(tΩ), W_K exp(tΩ))``. Returns the query and key parts, each ``(..., r(r-1)/2, d, r)``."""
+    ``(W_Q exp(tΩ), W_K exp(tΩ))``. Returns the query and key parts, each ``(..., r(r-1)/2, d, r)``.
+    Chapter: gauge."""
     Omega = skew_basis(W_Q.shape[-1], W_Q.dtype).to(W_Q.device)  # (n, r, r)
     return W_Q.unsqueeze(-3) @ Omega, W_K.unsqueeze(-3) @ Omega
 
 
 def generators(W_Q: Tensor, W_K: Tensor, group: str) -> tuple[Tensor, Tensor]:
-    """:func:`orthogonal_generators` or :func:`gl_generators`, by ``group``."""
+    """:func:`orthogonal_generators` or :func:`gl_generators`, by ``group``. Chapter: gauge."""
     return orthogonal_generators(W_Q, W_K) if _check_group(group) == "orthogonal" else gl_generators(W_Q, W_K)
 
 
 def gl_action(W_Q: Tensor, W_K: Tensor, A: Tensor) -> tuple[Tensor, Tensor]:
-    """``(W_Q A, W_K A⁻ᵀ)``: the same product ``W_Q W_Kᵀ`` for any invertible ``A`` (``(..., r, r)``)."""
+    """``(W_Q A, W_K A⁻ᵀ)``: the same product ``W_Q W_Kᵀ`` for any invertible ``A`` (``(..., r, r)``).
+    Chapter: gauge."""
     return W_Q @ A, W_K @ torch.linalg.inv(A).mT
 
 
 def orthogonal_action(W_Q: Tensor, W_K: Tensor, Omega: Tensor, t: float = 1.0) -> tuple[Tensor, Tensor]:
-    """``(W_Q R, W_K R)`` with ``R = exp(tΩ)`` for skew ``Ω``: frames stay frames."""
+    """``(W_Q R, W_K R)`` with ``R = exp(tΩ)`` for skew ``Ω``: frames stay frames. Chapter: gauge."""
     R = torch.linalg.matrix_exp(t * Omega)
     return W_Q @ R, W_K @ R
 
 
 def tangency_error(W: Tensor, xi: Tensor) -> Tensor:
     """``‖Wᵀξ + ξᵀW‖_F`` (zero exactly when ``ξ`` is tangent to St(d, r) at the frame ``W``);
-    ``xi`` may carry an extra direction axis: ``W (..., d, r)``, ``xi (..., n, d, r)``."""
+    ``xi`` may carry an extra direction axis: ``W (..., d, r)``, ``xi (..., n, d, r)``.
+    Chapter: gauge."""
     if xi.ndim == W.ndim + 1:
         W = W.unsqueeze(-3)
     A = W.mT @ xi
@@ -79,7 +83,8 @@ def tangency_error(W: Tensor, xi: Tensor) -> Tensor:
 
 def normality_error(W: Tensor, xi: Tensor) -> Tensor:
     """``‖P_W(ξ)‖_F``: zero exactly when ``ξ`` is normal to St(d, r) at ``W`` (shapes as
-    :func:`tangency_error`)."""
+    :func:`tangency_error`).
+    Chapter: gauge."""
     if xi.ndim == W.ndim + 1:
         W = W.unsqueeze(-3)
     return torch.linalg.matrix_norm(project_tangent(W.expand_as(xi), xi))
@@ -114,7 +119,8 @@ def project_gauge(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str
     """Orthogonal projection (Frobenius metric on the pair) of ``(G_Q, G_K)`` onto the span of the
     gauge directions of ``group`` at ``(W_Q, W_K)``, per head: shapes ``(..., d, r)``, computed in
     float64. For ``"orthogonal"`` on St x St the span is tangent, so projecting a Riemannian
-    gradient gives a tangent vector."""
+    gradient gives a tangent vector.
+    Chapter: gauge."""
     W_Q, W_K, G_Q, G_K = (x.to(DTYPE) for x in (W_Q, W_K, G_Q, G_K))
     Y = _gauge_coordinates(W_Q, W_K, G_Q, G_K, group)
     if group == "orthogonal":
@@ -123,7 +129,7 @@ def project_gauge(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str
 
 
 def remove_gauge(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str) -> tuple[Tensor, Tensor]:
-    """``(G_Q, G_K)`` minus :func:`project_gauge`: its part orthogonal to every gauge direction."""
+    """``(G_Q, G_K)`` minus :func:`project_gauge`: its part orthogonal to every gauge direction. Chapter: gauge."""
     P_Q, P_K = project_gauge(W_Q, W_K, G_Q, G_K, group)
     return G_Q.to(DTYPE) - P_Q, G_K.to(DTYPE) - P_K
 
@@ -131,7 +137,8 @@ def remove_gauge(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str)
 def project_onto_span(G_Q: Tensor, G_K: Tensor, D_Q: Tensor, D_K: Tensor) -> tuple[Tensor, Tensor]:
     """Reference projection of one pair ``(G_Q, G_K)`` (``(d, r)`` each) onto the span of explicit
     directions ``(D_Q, D_K)`` (``(n, d, r)`` each), through a QR factorisation. Slow and plain:
-    tests hold :func:`project_gauge` equal to it."""
+    tests hold :func:`project_gauge` equal to it.
+    Chapter: gauge."""
     d, r = G_Q.shape
     basis = torch.cat([D_Q.reshape(len(D_Q), -1), D_K.reshape(len(D_K), -1)], 1).to(DTYPE).T  # (2dr, n)
     Q, _ = torch.linalg.qr(basis)
@@ -148,7 +155,8 @@ def gauge_component(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: s
     """``‖P_gauge(G)‖ / ‖G‖`` per head (shape ``W_Q.shape[:-2]``), ``G = (G_Q, G_K)`` the head's
     gradient pair: the size of the gradient's component in the span of the gauge directions,
     relative to the gradient. It bounds the cosine with every single gauge direction. A zero
-    gradient has component 0."""
+    gradient has component 0.
+    Chapter: gauge."""
     P_Q, P_K = project_gauge(W_Q, W_K, G_Q, G_K, group)
     norm = _pair_norm(G_Q.to(DTYPE), G_K.to(DTYPE))
     return torch.where(norm > 0, _pair_norm(P_Q, P_K) / norm.clamp_min(torch.finfo(DTYPE).tiny), torch.zeros_like(norm))
@@ -158,14 +166,15 @@ def frame_normalized_component(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tenso
     """:func:`gauge_component` of ``(G_Q / ‖G_Q‖, G_K / ‖G_K‖)``: the pair after each factor is
     scaled on its own, as a per-frame scale-free step (StiefelAdam's first step) scales it. A
     gauge-free pair stays gauge free only when ``‖G_Q‖ = ‖G_K‖``: each factor alone has a gauge
-    component, and only the pair's cancel."""
+    component, and only the pair's cancel.
+    Chapter: gauge."""
     n_Q = torch.linalg.matrix_norm(G_Q.to(DTYPE))[..., None, None]
     n_K = torch.linalg.matrix_norm(G_K.to(DTYPE))[..., None, None]
     return gauge_component(W_Q, W_K, G_Q.to(DTYPE) / n_Q, G_K.to(DTYPE) / n_K, group)
 
 
 def direction_cosines(W_Q: Tensor, W_K: Tensor, G_Q: Tensor, G_K: Tensor, group: str) -> Tensor:
-    """``|⟨G, D⟩| / (‖G‖ ‖D‖)`` for every gauge direction ``D`` of ``group``, shape ``(..., n)``."""
+    """``|⟨G, D⟩| / (‖G‖ ‖D‖)`` for every gauge direction ``D`` of ``group``, shape ``(..., n)``. Chapter: gauge."""
     D_Q, D_K = generators(W_Q.to(DTYPE), W_K.to(DTYPE), group)  # (..., n, d, r)
     G_Q, G_K = G_Q.to(DTYPE).unsqueeze(-3), G_K.to(DTYPE).unsqueeze(-3)
     inner = (G_Q * D_Q).sum((-2, -1)) + (G_K * D_K).sum((-2, -1))  # (..., n)
@@ -192,6 +201,7 @@ def product_kernel(W_Q: Tensor, W_K: Tensor, *, tangent: bool) -> dict[str, floa
     ``span_residual``, the part of the unit gauge directions outside the kernel. Equal
     dimensions and a zero residual mean that the gauge directions are *all* the first-order
     symmetry of the product: nothing else leaves the model unchanged.
+    Chapter: gauge.
     """
     W_Q, W_K = W_Q.to(DTYPE), W_K.to(DTYPE)
     d, r = W_Q.shape

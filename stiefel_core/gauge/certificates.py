@@ -20,6 +20,7 @@ RUN_TOLERANCE = 1e-10  # projected and plain runs agree to this over >= 100 step
 
 @dataclass(frozen=True)
 class SymmetryCertificate(Certificate):
+    """The gauge orbits' certificate: the loss and the output are unchanged along them. Chapter: gauge."""
     n_curves: int  # random generators per group and arm
     orthogonal_loss_change: float  # max |L(W_Q R, W_K R) - L| / |L| over R = exp(tΩ), Stiefel model
     gl_loss_change: float  # max |L(W_Q A, W_K A⁻ᵀ) - L| / |L|, both arms' models
@@ -82,6 +83,7 @@ def certify_symmetry(
       do not only fix a gauge, they restrict the products ``W_Q W_Kᵀ`` (all singular values 1).
 
     ``loss_fn`` replaces the task loss (tests pass a non-invariant one).
+    Chapter: gauge.
     """
     data = problem.data()
     stiefel_model = trained_model(True, steps=trained_steps, seed=seed, problem=problem)
@@ -133,6 +135,7 @@ def certify_symmetry(
 
 @dataclass(frozen=True)
 class GaugeGradientCertificate(Certificate):
+    """The gradient's certificate: no component along the gauge directions. Chapter: gauge."""
     n_random_points: int  # per arm
     checkpoints: tuple[int, ...]  # steps of the training runs at which the gradient is checked
     n_heads: int
@@ -214,6 +217,7 @@ def certify_gauge_gradients(
 
 @dataclass(frozen=True)
 class ProjectedRunCertificate(Certificate):
+    """The projected run's certificate: removing the gauge from every gradient changes nothing. Chapter: gauge."""
     steps: int
     lr: float
     weight_decay: float
@@ -308,6 +312,7 @@ def certify_projected_run(
 
 @dataclass(frozen=True)
 class GaugeEquivarianceCertificate(Certificate):
+    """The moved-start certificate: StiefelAdam does not care where on its orbit a run starts. Chapter: gauge."""
     steps: int
     n_draws: int
     stiefel_loss_deviation: float  # max over R, t of |L'_t - L_t|, StiefelAdam from (W_Q R, W_K R)

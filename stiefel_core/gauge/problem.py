@@ -28,7 +28,8 @@ from .algebra import DTYPE, _check_group, _pair_norm, direction_cosines, gauge_c
 @dataclass(frozen=True)
 class GaugeProblem:
     """The small float64 problem of the certificates: a one-layer :class:`ModularTransformer` on
-    ``a + b mod p``, full-batch cross-entropy on the training split."""
+    ``a + b mod p``, full-batch cross-entropy on the training split.
+    Chapter: gauge."""
 
     p: int = 11  # 121 pairs: a full batch is tiny
     d_model: int = 12  # small and fast
@@ -46,7 +47,7 @@ class GaugeProblem:
 
 
 def attention_modules(model: nn.Module) -> list[tuple[str, SelfAttention]]:
-    """Every :class:`SelfAttention` of ``model``, with its name, in module order."""
+    """Every :class:`SelfAttention` of ``model``, with its name, in module order. Chapter: gauge."""
     found = [(name, m) for name, m in model.named_modules() if isinstance(m, SelfAttention)]
     if not found:
         raise ValueError("the model has no stiefel_core.attention.SelfAttention: it has no attention gauge")
@@ -57,7 +58,8 @@ def make_model(stiefel: bool, seed: int = 0, problem: GaugeProblem = GaugeProble
     """The problem's model in float64, built under ``torch.manual_seed(seed)``; its frames are
     orthonormal in float64. ``random_point=True`` (Euclidean arm only) redraws ``W_Q, W_K`` with
     i.i.d. Gaussian entries of variance ``1/r``: a generic point, far from orthonormal, where the
-    GL(r) gauge is the whole symmetry."""
+    GL(r) gauge is the whole symmetry.
+    Chapter: gauge."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = ModularTransformer(problem.p + 1, problem.p, problem.d_model, problem.n_heads, problem.d_mlp, stiefel=stiefel)
@@ -76,7 +78,8 @@ def make_model(stiefel: bool, seed: int = 0, problem: GaugeProblem = GaugeProble
 
 def task_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """Mean cross-entropy of the model's logits: a function of ``W_Q, W_K`` only through
-    ``W_Q W_Kᵀ`` per head (the logits' ``1/√r`` is fixed by the head width)."""
+    ``W_Q W_Kᵀ`` per head (the logits' ``1/√r`` is fixed by the head width).
+    Chapter: gauge."""
     return F.cross_entropy(model(x), y)
 
 
@@ -85,7 +88,8 @@ def query_penalty(seed: int = 0, weight: float = 0.1) -> Callable[[nn.Module, Te
     """A deliberately *non*-invariant loss: :func:`task_loss` plus ``weight · ⟨B, W_Q⟩`` for a fixed
     random ``B``, a term in ``W_Q`` alone. Its gradient has a gauge component, for both groups:
     certificates must fail on it. (One function object per ``(seed, weight)``, so results computed
-    with it can be remembered.)"""
+    with it can be remembered.)
+    Chapter: gauge."""
 
     def loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
         total = task_loss(model, x, y)
@@ -101,7 +105,8 @@ def query_penalty(seed: int = 0, weight: float = 0.1) -> Callable[[nn.Module, Te
 def head_gradients(model: nn.Module, loss: Tensor, *, riemannian: bool | None = None) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
     """``(W_Q, W_K, G_Q, G_K)`` for every attention module (banks ``(H, d, r)``), ``G`` the gradient
     of ``loss``. ``riemannian`` (default: for frames) projects ``G`` onto the tangent spaces,
-    ``P_W(G)``: the Riemannian gradient that StiefelAdam steps along."""
+    ``P_W(G)``: the Riemannian gradient that StiefelAdam steps along.
+    Chapter: gauge."""
     modules = attention_modules(model)
     params = [W for _, attn in modules for W in (attn.W_Q, attn.W_K)]
     grads = torch.autograd.grad(loss, params, allow_unused=True)
@@ -129,7 +134,8 @@ def model_gauge_components(
     """The gradient's gauge component at the model's current point, every head of every attention
     module: ``"component"`` (:func:`gauge_component`, one per head) and ``"cosine"`` (the largest
     :func:`direction_cosines` per head). ``group`` defaults to O(r) for a Stiefel model (its
-    Riemannian gradient) and GL(r) for a Euclidean one (its Euclidean gradient)."""
+    Riemannian gradient) and GL(r) for a Euclidean one (its Euclidean gradient).
+    Chapter: gauge."""
     group = _check_group(group or _default_group(model))
     loss = loss_fn(model, data.train_x, data.train_y)
     heads = head_gradients(model, loss)
@@ -147,6 +153,7 @@ def remove_gauge_from_grads_(model: nn.Module, *, group: str | None = None) -> T
     For frames, the part removed is the projection of the Riemannian gradient ``g = P_W(G)``
     onto the (tangent) O(r) span: ``G ← G - P_gauge(g)``, so the optimizer, which projects
     ``G`` itself, sees ``g - P_gauge(g)``. For Euclidean ``W_Q, W_K`` it is the GL(r) span of ``G``.
+    Chapter: gauge.
     """
     group = _check_group(group or _default_group(model))
     removed = []
@@ -194,7 +201,8 @@ def loss_along(
     loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
 ) -> Tensor:
     """The loss with ``(W_Q, W_K) = curve(t)`` in one attention module (banks ``(H, d, r)``), for
-    every ``t`` of ``ts``; the model's own weights are restored afterwards."""
+    every ``t`` of ``ts``; the model's own weights are restored afterwards.
+    Chapter: gauge."""
     attn = attention_modules(model)[module][1]
     values = []
     for t in ts:
@@ -207,7 +215,8 @@ def orbit_curves(model: nn.Module, group: str, seed: int = 0, *, module: int = 0
     """Two curves through the model's ``(W_Q, W_K)`` with unit-norm random generators per head:
     ``"gauge"``, along the orbit (``(W_Q exp(tΩ), W_K exp(tΩ))`` or ``(W_Q exp(tX), W_K exp(-tXᵀ))``),
     and ``"off"``, the same motion of ``W_Q`` with ``W_K`` held fixed: for O(r) it stays on
-    St x St, but it is no symmetry."""
+    St x St, but it is no symmetry.
+    Chapter: gauge."""
     _check_group(group)
     attn = attention_modules(model)[module][1]
     W_Q, W_K = attn.W_Q.detach().to(DTYPE), attn.W_K.detach().to(DTYPE)

@@ -43,7 +43,8 @@ def training_checkpoints(
     weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(), random_point: bool = False,
 ) -> Iterator[tuple[int, nn.Module, ModularData]]:
     """Train the problem's model (StiefelAdam on the frames and AdamW on the rest, or AdamW on
-    everything) and yield ``(step, model, data)`` at steps ``0, every, 2 every, ..., steps``."""
+    everything) and yield ``(step, model, data)`` at steps ``0, every, 2 every, ..., steps``.
+    Chapter: gauge."""
     model = make_model(stiefel, seed, problem, random_point=random_point)
     data = problem.data()
     opt = _optimizer(model, lr, weight_decay)
@@ -59,7 +60,8 @@ def training_checkpoints(
 
 def trained_model(stiefel: bool, *, steps: int = 40, seed: int = 0, problem: GaugeProblem = GaugeProblem(), **kw) -> nn.Module:
     """The problem's model after ``steps`` steps of :func:`training_checkpoints` (at the start,
-    attention is nearly uniform and barely matters to the loss; after a few dozen steps it does)."""
+    attention is nearly uniform and barely matters to the loss; after a few dozen steps it does).
+    Chapter: gauge."""
     *_, (_, model, _) = training_checkpoints(stiefel, steps=steps, every=steps or 1, seed=seed, problem=problem, **kw)
     return model
 
@@ -87,7 +89,8 @@ def _steps_taken(model: nn.Module, before: list[tuple[Tensor, Tensor]]) -> list[
 
 def update_gauge_components(model: nn.Module, before: list[tuple[Tensor, Tensor]], group: str) -> float:
     """The gauge component of the step the optimizer just took, relative to the step (the pair
-    ``(ξ_Q, ξ_K)`` of a head), largest over heads, measured at the point before the step."""
+    ``(ξ_Q, ξ_K)`` of a head), largest over heads, measured at the point before the step.
+    Chapter: gauge."""
     return max(
         float(gauge_component(W_Q0, W_K0, xi_Q, xi_K, group).max())
         for (W_Q0, W_K0), (xi_Q, xi_K) in zip(before, _steps_taken(model, before))
@@ -202,7 +205,8 @@ def gauge_components_by_point(
     ``"stiefel_random"``, ``"stiefel_run"`` (O(r), Riemannian gradient), ``"stiefel_gl"`` (the Stiefel
     model's Euclidean gradient against GL(r)), ``"euclidean_random"``, ``"euclidean_run"`` (GL(r)),
     ``"cosine"`` (largest single-direction cosine per point), ``"steps"`` (the run's checkpoints).
-    Deterministic."""
+    Deterministic.
+    Chapter: gauge."""
     with one_thread():
         return _components(n_random_points, steps, every, seed, problem, loss_fn)
 
@@ -297,7 +301,8 @@ def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int 
     and from the point itself; the same optimizer, data and seed. Per step (``steps + 1``): ``loss``,
     the loss deviation; ``frames``, the largest ``|W'_t - W_t A|`` and ``|W'_t - W_t A⁻ᵀ|`` entry (the
     moved run is the original one moved, when the optimizer is gauge-equivariant); ``rest``, the
-    largest deviation of every other parameter."""
+    largest deviation of every other parameter.
+    Chapter: gauge."""
     if kind not in GROUPS:
         raise ValueError(f"kind={kind!r}: choose one of {GROUPS}")
     key = (int(steps), int(seed), float(lr), float(weight_decay), problem)

@@ -72,7 +72,8 @@ RC = {
 
 
 def arm_color(name: str) -> str:
-    """The colour of an arm: ``"stiefel"`` (also StiefelAdam) or ``"euclidean"`` (also AdamW)."""
+    """The colour of an arm: ``"stiefel"`` (also StiefelAdam) or ``"euclidean"`` (also AdamW).
+    For every chapter's figures."""
     key = _ARMS.get(name.replace("-", "").replace("_", "").replace(" ", "").lower())
     if key is None:
         raise ValueError(f"unknown arm {name!r}: use one of {sorted(_ARMS)}")
@@ -87,6 +88,7 @@ def style():
     every setting: a notebook's inline backend, set up lazily by the first figure drawn inside
     the block, would otherwise be switched off again (``interactive`` reset) and later figures
     would not show.
+    For every chapter's figures.
     """
     saved = {key: mpl.rcParams[key] for key in RC}
     mpl.rcParams.update(RC)
@@ -97,17 +99,18 @@ def style():
 
 
 def use_style() -> None:
-    """Apply :data:`RC` for the rest of the session (a notebook's first cell)."""
+    """Apply :data:`RC` for the rest of the session (a notebook's first cell). For every chapter's figures."""
     mpl.rcParams.update(RC)
 
 
 def figsize(nrows: int = 1, ncols: int = 1, panel: tuple[float, float] = PANEL_SIZE) -> tuple[float, float]:
-    """The size in inches of a figure of ``nrows x ncols`` panels of size ``panel``."""
+    """The size in inches of a figure of ``nrows x ncols`` panels of size ``panel``. For every chapter's figures."""
     return (panel[0] * ncols, panel[1] * nrows)
 
 
 def setting_label(setting: Any) -> str:
-    """A panel title for one setting: ``"t = 0.5, r = 2"`` for a dict, ``str(setting)`` otherwise."""
+    """A panel title for one setting: ``"t = 0.5, r = 2"`` for a dict, ``str(setting)`` otherwise.
+    For every chapter's figures."""
     if isinstance(setting, dict):
         return ", ".join(f"{key} = {value:g}" if isinstance(value, float) else f"{key} = {value}" for key, value in setting.items())
     return f"{setting:g}" if isinstance(setting, float) else str(setting)
@@ -130,6 +133,7 @@ def grid_figure(
     row by row (``ncols`` per row, default all in one row up to four); unused panels are
     hidden. Each panel is titled by ``label(setting)`` (``None`` leaves the title to ``draw``).
     Use ``subplot_kw={"projection": "3d"}`` for 3-D panels. Returns the (pyplot) figure.
+    For every chapter's figures.
     """
     settings = list(settings)
     if not settings:

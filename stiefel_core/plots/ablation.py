@@ -15,7 +15,8 @@ __all__ = ["differences_figure", "draw_variant"]
 
 def differences_figure(tables: dict[str, list[dict]], title: str = "") -> Figure:
     """One panel per task (``{task: ablation_rows(...)}``): for each arm, the paired difference
-    full rule − arm with its 95 % interval. Right of zero: the removed part was worth accuracy."""
+    full rule − arm with its 95 % interval. Right of zero: the removed part was worth accuracy.
+    Chapter: ablation."""
     with style():
         fig, axes = plt.subplots(1, len(tables), figsize=figsize(1, len(tables), (4.4, 3.0)), squeeze=False)
         for ax, (task, rows) in zip(axes[0], tables.items()):
@@ -36,7 +37,7 @@ def differences_figure(tables: dict[str, list[dict]], title: str = "") -> Figure
 
 
 def draw_variant(ax: Axes, histories: dict[str, list[dict]]) -> None:
-    """One panel of the variant explorer: validation (solid) and train (dashed) accuracy."""
+    """One panel of the variant explorer: validation (solid) and train (dashed) accuracy. Chapter: ablation."""
     for arm, history in histories.items():
         epochs = [r["epoch"] for r in history]
         ax.plot(epochs, [r["val_acc"] for r in history], color=ARM_COLORS[arm], label=ARM_LABELS[arm])

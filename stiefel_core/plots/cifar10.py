@@ -19,7 +19,7 @@ ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "
 
 
 def draw_curves(ax: Axes, runs: dict, arms=cifar10.ARMS, metric: str = "test_acc") -> None:
-    """``metric`` (in %) against the step count, one thin line per start and arm."""
+    """``metric`` (in %) against the step count, one thin line per start and arm. Chapter: cifar10_patches."""
     for arm in arms:
         keys = [k for k in runs if k.split("/")[0] == arm]
         for i, key in enumerate(sorted(keys)):
@@ -31,7 +31,7 @@ def draw_curves(ax: Axes, runs: dict, arms=cifar10.ARMS, metric: str = "test_acc
 
 
 def curves_figure(runs: dict, title: str = "") -> Figure:
-    """Test and running training accuracy of every run, by step."""
+    """Test and running training accuracy of every run, by step. Chapter: cifar10_patches."""
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
         draw_curves(axes[0], runs, metric="test_acc")
@@ -44,7 +44,8 @@ def curves_figure(runs: dict, title: str = "") -> Figure:
 
 def gains_figure(results: dict, preprint_gain: float | None = None, title: str = "") -> Figure:
     """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (points),
-    the mean with its 95 % interval and, dashed, the preprint's gain."""
+    the mean with its 95 % interval and, dashed, the preprint's gain.
+    Chapter: cifar10_patches."""
     starts, a, b, comparison = paired_gain(results)
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
@@ -73,7 +74,7 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
 
 
 def arms_figure(results: dict, title: str = "", arms=cifar10.ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
-    """Final ``metric`` of every arm, one line per start across the arms."""
+    """Final ``metric`` of every arm, one line per start across the arms. Chapter: cifar10_patches."""
     starts = finished_starts(results, arms)
     with style():
         fig, ax = plt.subplots(figsize=(1.0 + 1.25 * len(arms), 3.4))
@@ -91,7 +92,8 @@ def arms_figure(results: dict, title: str = "", arms=cifar10.ARMS, metric: str =
 
 def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widens with data", title: str = "") -> Figure:
     """Left: test accuracy of both arms against the training-set size (mean ± sd over starts).
-    Right: the paired gain with its 95 % interval, per size."""
+    Right: the paired gain with its 95 % interval, per size.
+    Chapter: cifar10_patches."""
     rows = [r for r in rows if r["stiefel"] is not None and r["baseline"] is not None]
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
@@ -127,7 +129,8 @@ def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widen
 def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.0), title: str = "") -> Figure:
     """Left: mean per-step ``‖ΔW‖_F`` of W_Q and W_K (every block) by step, per arm (log scale).
     Right: how many times less than the baseline's identically shaped matrices each arm's frames
-    move a step, per projection and start; shaded, the preprint's range."""
+    move a step, per projection and start; shaded, the preprint's range.
+    Chapter: cifar10_patches."""
     runs = results["runs"]
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))

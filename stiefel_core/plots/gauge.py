@@ -71,7 +71,8 @@ def _orbit_losses(group: str, seed: int, n: int) -> dict[str, np.ndarray]:
 def orbit_losses(group: str = "orthogonal", seed: int = 0, n: int = 81) -> dict[str, np.ndarray]:
     """The task loss along the two curves of :func:`stiefel_core.gauge.orbit_curves` (the gauge
     orbit, and the same motion of ``W_Q`` alone) through the problem's model after 40 training
-    steps, at ``n`` values of ``t`` in ``[-T_MAX, T_MAX]``; and the loss at ``t = 0``. Remembered."""
+    steps, at ``n`` values of ``t`` in ``[-T_MAX, T_MAX]``; and the loss at ``t = 0``. Remembered.
+    Chapter: gauge."""
     gauge._check_group(group)
     return {k: v.copy() for k, v in _orbit_losses(group, int(seed), int(n)).items()}
 
@@ -86,7 +87,8 @@ def draw_orbit(ax: Axes, t: float = 1.0, group: str = "orthogonal", seed: int = 
     """The loss along a gauge orbit through a trained model (flat) and along a curve that moves
     ``W_Q`` the same way but leaves ``W_K`` alone (not a symmetry), with both points at ``t``
     marked (gids ``"current_gauge"`` and ``"current_off"``). Returns the two losses at ``t``,
-    the loss at ``t = 0`` and the relative changes."""
+    the loss at ``t = 0`` and the relative changes.
+    Chapter: gauge."""
     curves = orbit_losses(group, seed)
     on, off, base = _curve_at(group, seed, float(t))
     color = arm_color("stiefel" if group == "orthogonal" else "euclidean")
@@ -111,7 +113,7 @@ def draw_orbit(ax: Axes, t: float = 1.0, group: str = "orthogonal", seed: int = 
 
 
 def orbit_grid(ts=(0.5, 1.5), groups=gauge.GROUPS) -> Figure:
-    """The static counterpart of the orbit widget: one panel per ``(group, t)``."""
+    """The static counterpart of the orbit widget: one panel per ``(group, t)``. Chapter: gauge."""
     settings = [{"group": g, "t": float(t)} for g in groups for t in ts]
 
     def label(setting: dict) -> str:
@@ -125,7 +127,8 @@ def gauge_components_figure(components: dict) -> Figure:
     """Every relative gauge component of the gradient checked by the certificate (one dot per head
     and point; exact zeros at :data:`FLOOR`), by kind of point, against the 1e-12 threshold; and the
     same for the loss with a ``W_Q``-only term (:func:`stiefel_core.gauge.query_penalty`).
-    ``components``: :func:`stiefel_core.gauge.gradient_components`' output."""
+    ``components``: :func:`stiefel_core.gauge.gradient_components`' output.
+    Chapter: gauge."""
     components, control = components["found"], components["control"]
     rows = [
         ("Stiefel, O(r)\nrandom points", components["stiefel_random"], "stiefel"),
@@ -158,7 +161,8 @@ def projected_run_figure(runs: dict) -> Figure:
     the run with gauge directions removed from every gradient and the plain run (exact zeros at
     :data:`FLOOR`), for each arm, with 1e-10 and the level of float64 rounding. Right: the two
     arms' loss curves, plain (lines) and projected (dots), which coincide. ``runs``:
-    :func:`stiefel_core.gauge.projected_runs`' output."""
+    :func:`stiefel_core.gauge.projected_runs`' output.
+    Chapter: gauge."""
     steps = runs["setting"]["steps"]
     runs = {arm: runs[arm]["gradient"] for arm in ("stiefel", "euclidean")}
     step = np.arange(steps + 1)
@@ -191,7 +195,8 @@ def update_projection_figure(runs: dict) -> Figure:
     """Left: the gauge component of every step the optimizers take on the plain runs, relative
     to the step. Right: how far the loss drifts from the plain run when the gauge part is removed
     from the *steps* instead of the gradients (solid), against the gradient projection (dotted).
-    ``runs``: :func:`stiefel_core.gauge.projected_runs`' output."""
+    ``runs``: :func:`stiefel_core.gauge.projected_runs`' output.
+    Chapter: gauge."""
     steps = runs["setting"]["steps"]
     grad, upd = ({arm: runs[arm][remove] for arm in ("stiefel", "euclidean")} for remove in ("gradient", "update"))
     names = {"stiefel": "StiefelAdam", "euclidean": "AdamW"}
@@ -216,7 +221,8 @@ def moved_start_figure(runs: dict) -> Figure:
     """Per step, the loss deviation between a run started from a point moved along its gauge orbit
     and the run from the point itself (exact zeros at :data:`FLOOR`): StiefelAdam from
     ``(W_Q R, W_K R)``, AdamW from ``(W_Q R, W_K R)`` and from ``(W_Q A, W_K A⁻ᵀ)``; one line per random
-    draw. ``runs``: :func:`stiefel_core.gauge.moved_start_runs`' output."""
+    draw. ``runs``: :func:`stiefel_core.gauge.moved_start_runs`' output.
+    Chapter: gauge."""
     cases = [
         ("stiefel", "stiefel", "-", "StiefelAdam from $(W_Q R, W_K R)$"),
         ("euclidean", "euclidean", "-", "AdamW from $(W_Q R, W_K R)$"),

@@ -18,7 +18,7 @@ def _series(history: list[dict], key: str) -> tuple[list[int], list[float]]:
 
 
 def accuracy_curves(runs: dict[str, dict], title: str = "") -> Figure:
-    """Train (dashed) and validation (solid) accuracy of every baseline and Stiefel run."""
+    """Train (dashed) and validation (solid) accuracy of every baseline and Stiefel run. Chapter: grokking."""
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.2)), sharey=True)
         runs = {key: run for key, run in runs.items() if key.split("/")[0] in LABELS}  # the two arms; controls have their own chapter
@@ -38,7 +38,8 @@ def accuracy_curves(runs: dict[str, dict], title: str = "") -> Figure:
 
 def collapse_window(baseline: list[dict], stiefel: list[dict], start: int, stop: int) -> Figure:
     """Over epochs ``[start, stop]``: training loss, total weight norm and validation accuracy
-    of both arms, beside the frames' geometry (principal angle to initialisation, step size)."""
+    of both arms, beside the frames' geometry (principal angle to initialisation, step size).
+    Chapter: grokking."""
     window = {arm: [r for r in h if start <= r["epoch"] <= stop] for arm, h in (("baseline", baseline), ("stiefel", stiefel))}
     panels = [
         ("train_loss", "training loss", True),
@@ -64,7 +65,7 @@ def collapse_window(baseline: list[dict], stiefel: list[dict], start: int, stop:
 
 
 def draw_explore(ax: Axes, histories: dict[str, list[dict]]) -> None:
-    """One panel of the step-size explorer: validation (solid) and train (dashed) accuracy."""
+    """One panel of the step-size explorer: validation (solid) and train (dashed) accuracy. Chapter: grokking."""
     for arm, history in histories.items():
         ax.plot(*_series(history, "val_acc"), color=arm_color(arm), label=LABELS[arm])
         ax.plot(*_series(history, "train_acc"), color=arm_color(arm), ls="--", alpha=0.6)

@@ -63,7 +63,7 @@ def example(r: int = 1) -> tuple[Tensor, Tensor]:
 
 @dataclass
 class Step:
-    """One step ``t ξ`` from ``W``: where it lands, where the retraction puts it, and how far apart."""
+    """One step ``t ξ`` from ``W``: where it lands, where the retraction puts it, and how far apart. Chapter: primer."""
 
     t: float
     W: Tensor  # (3, r) the frame
@@ -84,6 +84,7 @@ def take_step(t: float, r: int = 1, W: Tensor | None = None, xi: Tensor | None =
 
     The polar retraction returns the frame nearest to ``W + t ξ``, so the distance from
     ``W + t ξ`` to the manifold is ``‖W + t ξ − R_W(t ξ)‖_F``.
+    Chapter: primer.
     """
     if W is None or xi is None:
         W, xi = example(r)
@@ -98,7 +99,8 @@ def take_step(t: float, r: int = 1, W: Tensor | None = None, xi: Tensor | None =
 
 
 def retraction_gap(W: Tensor, xi: Tensor, ts) -> np.ndarray:
-    """``‖R_W(t ξ) − (W + t ξ)‖_F`` for each ``t``: how far the retraction is from the straight step."""
+    """``‖R_W(t ξ) − (W + t ξ)‖_F`` for each ``t``: how far the retraction is from the straight step.
+    Chapter: primer."""
     ts = torch.as_tensor(np.asarray(ts, dtype=np.float64))
     steps = ts[:, None, None] * xi  # (T, d, r)
     Ws = W.expand_as(steps)
@@ -177,13 +179,14 @@ def _draw_frame_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
 
 
 def box_limit(step: Step) -> float:
-    """Half-width of a 3-D box that shows the unit sphere and every point of ``step``."""
+    """Half-width of a 3-D box that shows the unit sphere and every point of ``step``. Chapter: primer."""
     return max(1.05, 1.03 * float(step.euclidean.norm(dim=0).max()))
 
 
 def draw_step(ax: Axes, t: float = 1.0, r: int = 1, *, limit: float | None = None, legend: bool = False) -> Step:
     """Draw one step of size ``t`` in St(3, r) (r = 1: the sphere; r = 2: a pair of columns)
-    into the 3-D axes ``ax``; ``limit`` is the half-width of the box (default: fits the step)."""
+    into the 3-D axes ``ax``; ``limit`` is the half-width of the box (default: fits the step).
+    Chapter: primer."""
     step = take_step(t, r)
     if limit is None:
         limit = box_limit(step)
@@ -192,7 +195,7 @@ def draw_step(ax: Axes, t: float = 1.0, r: int = 1, *, limit: float | None = Non
 
 
 def step_figure(t: float = 1.0, r: int = 1) -> Figure:
-    """One large picture of a step of size ``t`` in St(3, r), with a legend."""
+    """One large picture of a step of size ``t`` in St(3, r), with a legend. Chapter: primer."""
     with style():
         fig = plt.figure(figsize=(5.6, 5.0))
         ax = fig.add_subplot(projection="3d")

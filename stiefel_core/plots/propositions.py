@@ -53,7 +53,8 @@ def draw_decrease_samples(ax: Axes, d: int = 16, r: int = 4, seed: int = 0, n_sa
     """Histogram of the first-order decrease ``-⟨G, η⟩ / ‖P_W G‖`` of ``n_samples`` random unit
     tangent directions ``η`` at a random ``(W, G)`` in St(d, r), against StiefelAdam's first
     step (at exactly 1: the optimum). Returns the best sample, the optimizer's ratio and the
-    optimizer's direction error."""
+    optimizer's direction error.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     r = min(r, d)
     with one_thread():
         g = torch.Generator().manual_seed(seed)
@@ -86,7 +87,8 @@ def draw_scale_run(ax: Axes, log10_scale: float = 0.0, step_rule: str = "scale_f
     """Loss along a StiefelAdam run (default trust radius 0.5) on the quadratic test loss
     multiplied by ``c = 10**log10_scale``, drawn as ``loss / c`` so every scale shares one axis,
     against the run at ``c = 1`` (dashed). Returns the largest relative deviation of the frames
-    from the ``c = 1`` run and the final losses."""
+    from the ``c = 1`` run and the final losses.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     c = 10.0**log10_scale
     with one_thread():
         problem = QuadraticProblem.random(4, 16, 4, steps, seed=0)
@@ -111,7 +113,8 @@ def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
     """Left: how far one step moves the frames, against the gradient scale ``c``, for the
     scale-free rule (flat) and the fixed-step rule (slope 1, until the retraction saturates).
     Right: the largest relative deviation of a 50-step scale-free trajectory from the one at
-    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``."""
+    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     with one_thread():
         cs, free = certify.displacement_by_scale(scales, lr=0.05, eps=0.0)
         _, fixed = certify.displacement_by_scale(scales, step_rule="fixed", trust_radius=None, lr=1e-6, eps=0.0)
@@ -150,7 +153,8 @@ def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
 def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float | None = 0.5, steps: int = 30) -> dict:
     """The condition number of ``I + ξᵀξ`` at every step of a StiefelAdam run at
     ``lr = 10**log10_lr`` (max over 4 frames), with the bound ``1 + Δ²`` when there is a trust
-    region. Returns the run's maximum and the bound (``inf`` without a cap)."""
+    region. Returns the run's maximum and the bound (``inf`` without a cap).
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     history = condition_history(10.0**log10_lr, trust_radius, steps=steps)
     kappa = history["condition"].numpy()
     bound = math.inf if trust_radius is None else 1 + trust_radius**2
@@ -167,7 +171,8 @@ def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float 
 def conditioning_figure(lrs=tuple(10.0 ** k for k in np.arange(-3, 1.01, 0.5)), radii=(0.25, 0.5, 1.0, None), scales=tuple(10.0**k for k in range(-4, 5))) -> Figure:
     """Left: the largest condition number of ``I + ξᵀξ`` over a 30-step run against ``lr`` for
     several trust radii (dashed: their bounds ``1 + Δ²``) and none. Right: the fixed-step rule
-    against the gradient scale, with a trust radius of 0.5 and without."""
+    against the gradient scale, with a trust radius of 0.5 and without.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     by_lr = {radius: [float(condition_history(lr, radius)["condition"].max()) for lr in lrs] for radius in radii}
     by_scale = {radius: [float(condition_history(0.05, radius, scale=c, step_rule="fixed")["condition"].max()) for c in scales] for radius in (0.5, None)}
     shades = {0.25: "#56B4E9", 0.5: COLORS["stiefel"], 1.0: "#004165", None: COLORS["euclidean"]}
@@ -198,7 +203,8 @@ def conditioning_figure(lrs=tuple(10.0 ** k for k in np.arange(-3, 1.01, 0.5)), 
 
 def draw_equivariance(ax: Axes, second_moment: str = "frame", projector: str = "tangent", seed: int = 0, steps: int = 50) -> dict:
     """Per step, ``‖W'_t - Q W_t‖ / ‖W_t‖`` for one Haar-random ``Q`` (chosen by ``seed``): ``W'``
-    from ``(QW, QG_t)``, ``W`` from ``(W, G_t)``. Exact zeros are drawn at :data:`FLOOR`."""
+    from ``(QW, QG_t)``, ``W`` from ``(W, G_t)``. Exact zeros are drawn at :data:`FLOOR`.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     Q = certify.haar_orthogonal(16, 4, generator=torch.Generator().manual_seed(1000 + seed))
     with one_thread():
         deviation = certify.equivariance_deviation(Q, steps=steps, second_moment=second_moment, projector=projector).numpy()
@@ -227,7 +233,8 @@ def _sphere_paths(second_moment: str, steps: int = 40, seed: int = 3) -> tuple[n
 def equivariance_sphere_figure(steps: int = 40) -> Figure:
     """On St(3, 1), the unit sphere: the three coordinates of ``Q w_t`` (lines; ``w_t`` the run
     from ``w``) and of the run from ``Qw`` on the rotated problem (dots). With one second
-    moment per frame the dots sit on the lines; with a per-entry one they leave them."""
+    moment per frame the dots sit on the lines; with a per-entry one they leave them.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     colors = (COLORS["stiefel"], COLORS["highlight"], COLORS["tangent"])
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)), sharey=True)
@@ -254,7 +261,8 @@ def draw_weight_decay(ax: Axes, weight_decay: float = 1.0, teacher_sharpness: fl
     """``‖W_Q‖_F`` while a tiny attention model trains with AdamW's decoupled ``weight_decay``
     (:func:`stiefel_core.certify.weight_decay_training_run`): the Euclidean arm and the
     Stiefel arm, with the orthonormal norm ``√(H r)`` dotted. Returns both final norms and
-    losses (mean of the last 10 steps)."""
+    losses (mean of the last 10 steps).
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     runs = {
         arm: certify.weight_decay_training_run(arm == "stiefel", weight_decay=weight_decay, lr=lr, steps=steps, teacher_sharpness=teacher_sharpness)
         for arm in ("euclidean", "stiefel")
@@ -274,7 +282,8 @@ def draw_weight_decay(ax: Axes, weight_decay: float = 1.0, teacher_sharpness: fl
 
 def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float = 1e-2) -> Figure:
     """Left: ``‖W_Q‖_F`` of the Euclidean arm with decay and without, and of the Stiefel arm with
-    decay. Right: their training losses (log scale)."""
+    decay. Right: their training losses (log scale).
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     runs = {
         ("euclidean", weight_decay): certify.weight_decay_training_run(False, weight_decay=weight_decay, lr=lr, steps=steps),
         ("euclidean", 0.0): certify.weight_decay_training_run(False, weight_decay=0.0, lr=lr, steps=steps),
@@ -303,18 +312,20 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
 
 
 def steepest_descent_grid(shapes=((3, 1), (8, 2), (16, 4), (64, 8))) -> Figure:
-    """:func:`draw_decrease_samples` for a few shapes St(d, r)."""
+    """:func:`draw_decrease_samples` for a few shapes St(d, r). Chapters: p1_steepest_descent to p5_weight_decay."""
     return grid_figure(draw_decrease_samples, [dict(d=d, r=r) for d, r in shapes], label=lambda s: f"St({s['d']}, {s['r']})")
 
 
 def scale_grid(log10_scales=(-8.0, 0.0, 8.0), rules=("scale_free", "fixed")) -> Figure:
-    """:func:`draw_scale_run` for a few gradient scales (columns) and both step rules (rows)."""
+    """:func:`draw_scale_run` for a few gradient scales (columns) and both step rules (rows).
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     settings = [dict(log10_scale=k, step_rule=rule) for rule in rules for k in log10_scales]
     return grid_figure(draw_scale_run, settings, ncols=len(log10_scales), label=lambda s: f"{s['step_rule'].replace('_', '-')}, c = 1e{s['log10_scale']:+.0f}")
 
 
 def conditioning_grid(log10_lrs=(-2.0, 0.0), radii=(0.5, None)) -> Figure:
-    """:func:`draw_condition_history` for a small and a large learning rate, with and without a cap."""
+    """:func:`draw_condition_history` for a small and a large learning rate, with and without a cap.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     settings = [dict(log10_lr=k, trust_radius=radius) for radius in radii for k in log10_lrs]
 
     def label(s):
@@ -325,13 +336,15 @@ def conditioning_grid(log10_lrs=(-2.0, 0.0), radii=(0.5, None)) -> Figure:
 
 
 def equivariance_grid() -> Figure:
-    """:func:`draw_equivariance` for both second moments and both projectors."""
+    """:func:`draw_equivariance` for both second moments and both projectors.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     settings = [dict(second_moment=m, projector=p) for p in ("tangent", "euclidean") for m in ("frame", "entry")]
     return grid_figure(draw_equivariance, settings, label=lambda s: f"v per {s['second_moment']}, {s['projector']} projector")
 
 
 def weight_decay_grid(settings=((0.0, 0.0), (1.0, 0.0), (1.0, 2.0))) -> Figure:
-    """:func:`draw_weight_decay` for a few ``(weight_decay, teacher_sharpness)`` pairs."""
+    """:func:`draw_weight_decay` for a few ``(weight_decay, teacher_sharpness)`` pairs.
+    Chapters: p1_steepest_descent to p5_weight_decay."""
     return grid_figure(
         draw_weight_decay,
         [dict(weight_decay=w, teacher_sharpness=t) for w, t in settings],

@@ -20,7 +20,8 @@ ARM_LABELS = {
 
 def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)") -> Figure:
     """One line per compared arm: the mean paired gain over epochs with its 95 % band
-    (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list)."""
+    (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list).
+    Chapter: regimes."""
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
         for arm, series in gains.items():
@@ -44,7 +45,8 @@ def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "St
 def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
     """Kaplan-Meier curves, one panel per task: ``panels[name]`` is a list of
     :class:`findings.regimes.Survival`; a run that never reaches the threshold is a censored
-    tick at its last epoch."""
+    tick at its last epoch.
+    Chapter: regimes."""
     with style():
         fig, axes = plt.subplots(1, len(panels), figsize=figsize(1, len(panels), (4.2, 4.2)), squeeze=False)
         for ax, (name, curves) in zip(axes[0], panels.items()):
@@ -66,7 +68,8 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
 def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − AdamW (pp)") -> Figure:
     """A heat map of the paired gain over weight decay (rows) and training length (columns);
     each cell prints its mean and 95 % interval, and a cell whose interval holds zero is
-    hatched and marked "n.s." (cells are :class:`findings.regimes.MapCell`)."""
+    hatched and marked "n.s." (cells are :class:`findings.regimes.MapCell`).
+    Chapter: regimes."""
     decays = sorted({c.weight_decay for c in cells})
     lengths = sorted({c.epoch for c in cells})
     grid = np.full((len(decays), len(lengths)), np.nan)
@@ -99,7 +102,7 @@ def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − Ada
 
 
 def draw_cell(ax: Axes, accuracies: dict[str, list[float]], title: str = "") -> None:
-    """One cell of the map: every seed's validation accuracy per arm (dots), paired seeds joined."""
+    """One cell of the map: every seed's validation accuracy per arm (dots), paired seeds joined. Chapter: regimes."""
     arms = list(accuracies)
     for j, arm in enumerate(arms):
         values = accuracies[arm]
