@@ -1,0 +1,81 @@
+"""The findings package reads results dicts it is handed, and the preprint's numbers and
+wording live in one module: starts and pairing, the Markdown tables of the grokking and
+ablation chapters, the chapters' preprint-against-ours text, and a chapter's live run."""
+
+import numpy as np
+import pytest
+
+from stiefel_core import findings, preprint
+from stiefel_core.stats import paired_comparison
+
+
+def _run(acc, fingerprint="f", order=1):
+    return {"final": {"test_acc": acc, "init_fingerprint": fingerprint, "order_checksum": order}}
+
+
+def test_starts_and_pairing_come_from_the_runs():
+    results = {"runs": {"a/0": _run(0.5), "b/0": _run(0.6), "a/1": _run(0.5, "g"), "b/1": _run(0.6, "g", 2), "a/2": _run(0.5)}}
+    assert findings.runs.finished_starts(results, ("a", "b")) == [0, 1]
+    assert findings.runs.finished_starts(None, ("a",)) == findings.runs.finished_starts({}, ("a",)) == []
+    assert findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "init_fingerprint")
+    assert not findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "order_checksum")
+    assert findings.runs.distinct_across_starts(results, "a", [0, 1]) and not findings.runs.distinct_across_starts(results, "a", [0, 2])
+    assert list(findings.runs.unpaired_starts(results["runs"])) == ["1"]
+    assert findings.regimes.paired_seeds(results, "a", "b") == [0, 1] and findings.regimes.paired_seeds(results) == []
+
+
+def test_the_abstracts_numbers_are_formatted_from_one_place():
+    assert preprint.cifar10_wins() == "12/12" and preprint.movement_range() == "24-40x"
+    assert preprint.frozen_cost() == "0.28 pp" and preprint.frozen_cost_signed() == "+0.28"
+    assert preprint.cifar10_gain() == "+8.98 pp, t = 60.6, 12/12"
+    assert preprint.grokking_endpoint() == "Stiefel 97.0%, baseline 61.1% (one run)"
+    assert preprint.cifar10_claim() == "+8.98 pp over 12 paired starts (t = 60.6, 12/12); the gap widens with data"
+    assert preprint.movement_claim() == "24-40x less per step than AdamW; freezing the frames costs 0.28 pp"
+    assert preprint.ABLATION.endswith(preprint.ABLATION_SHARE)
+
+
+def test_the_ablation_verdicts_are_one_table_of_every_task():
+    full = np.array([50.2, 50.4, 50.3])
+    rows = [{"arm": "fixed_step", "removes": "scale-free step", "accuracy": None, "full_minus_arm": paired_comparison(full, full - [0.2, 0.2, 0.3])}]
+    table = findings.ablation.verdict_table({"CIFAR-10": rows, "grokking": []})
+    assert table.rows[0][:4] == ["CIFAR-10", "fixed_step", "scale-free step", "removing it costs accuracy"]
+    assert table.rows[1] == ["grokking", "-", "-", "not measured yet", "-"]
+    assert table._repr_markdown_().startswith("| task | arm |")
+
+
+def test_the_grokking_findings_are_a_table_of_the_same_rows():
+    history = [{"epoch": e, "val_acc": 1.0 if e >= 200 else 0.1, "train_loss": 1e-3} for e in range(0, 20_001, 100)]
+    results = {"runs": {f"{arm}/{s}": {"history": history} for arm in ("stiefel", "baseline") for s in range(3)}}
+    table = findings.grokking.findings_table(results)
+    assert [tuple(r) for r in table.rows] == findings.grokking.findings(results)
+    assert table.headers == ["question", "preprint", "we measure", "verdict"]
+
+
+def test_the_cifar10_reports_set_ours_beside_the_preprint():
+    def run(acc, step, angle=1.0):
+        return {"final": {"test_acc": acc, "angle_mean/blocks.0.W_Q": angle, "angle_mean/blocks.0.W_K": angle},
+                "history": [{"step/blocks.0.W_Q": step}]}
+
+    runs = {}
+    for s, g in enumerate((0.01, 0.02, 0.04)):
+        runs |= {f"baseline/{s}": run(0.5, 0.03), f"stiefel/{s}": run(0.5 + g, 0.03), f"fixed_step/{s}": run(0.5, 0.001), f"frozen/{s}": run(0.49, 0.0)}
+    results = {"runs": runs}
+    gain = findings.cifar10_report.gain_report(results).splitlines()
+    assert gain[0] == "start  baseline  Stiefel   gain (pp)" and gain[1] == "    0    50.00%   51.00%     +1.00"
+    assert "12/12" in gain[-2] and "3/3" in gain[-2]
+    movement = findings.cifar10_report.movement_report(results, [0, 1, 2], depth=1).splitlines()
+    assert "24-40x" in movement[1] and "30.0x - 30.0x (30.0x)" in movement[1]
+    freezing = findings.cifar10_report.freezing_report(results).splitlines()
+    assert freezing[1].startswith("fixed_step - frozen") and "+0.28" in freezing[1] and "3/3" in freezing[1]
+
+
+def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_folder(monkeypatch):
+    import stiefel_core.experiments as experiments
+
+    calls = []
+    monkeypatch.setattr(experiments, "run_experiment", lambda name, profile, **kw: calls.append((name, profile, kw)) or {})
+    experiments.run_live("cifar10", "full", arms=["stiefel"])
+    experiments.run_live("cifar10", "ci")
+    (_, full, full_kw), (_, ci, ci_kw) = calls
+    assert full == "full" and "directory" not in full_kw and full_kw["arms"] == ["stiefel"] and full_kw["progress"] is False
+    assert ci == "ci" and ci_kw["directory"].name.startswith("cifar10-ci-") and ci_kw["checkpoints"].parent == ci_kw["directory"]
