@@ -71,19 +71,8 @@ def _grokking() -> str:
 
 
 def _regimes() -> str:
-    regimes = findings.regimes
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    if not controls or not dmap:
-        return "not yet measured (no finished full run)"
-    readings = regimes.supported_readings(regimes.control_rows(controls))
-    task = get_config("grokking_decay_map", "full").task
-    cells = regimes.map_cells(dmap, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs)
-    groups = regimes.cells_by_verdict(cells)
-    budgets = sorted({c.budget for c in cells})
-    supported = ", ".join(k for k, v in readings.items() if v) or "none of the three readings"
-    return (f"grokking p = {task.p}, λ 0-3 x 500/1,500 epochs (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a cell: "
-            f"Stiefel ahead of AdamW in {len(groups['higher'])}, tied in {len(groups['tie'])}, behind in {len(groups['lower'])} cells; "
-            f"the controls (20 seeds, λ = 1) support: {supported}")
+    return findings.regimes.claim(controls, dmap, get_config("grokking_decay_map", "full").task)
 
 
 def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[], str]:
