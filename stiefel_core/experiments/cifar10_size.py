@@ -28,6 +28,8 @@ SIZES = (2_500, 5_000, 10_000, 20_000)
 
 @dataclass(frozen=True)
 class SizeConfig:
+    """The data-size sweep: its task, the training-set sizes, the decay (``None``: the long
+    grid's choice), the starts. Chapter: regimes."""
     task: cifar10.CIFAR10Config = field(default_factory=lambda: cifar10_long.PROFILES["full"].task)
     sizes: tuple[int, ...] = SIZES
     weight_decay: float | None = None  # None: chosen from cifar10_long's results (see the module)
@@ -43,7 +45,8 @@ PROFILES = {
 
 def chosen_decay(config: SizeConfig, long_results: dict | None = None) -> float:
     """``config.weight_decay``, or the long-training grid's decay of largest paired gain (its
-    ``full`` results file unless handed one). Raises when that grid is not complete yet."""
+    ``full`` results file unless handed one). Raises when that grid is not complete yet.
+    Chapter: regimes."""
     if config.weight_decay is not None:
         return config.weight_decay
     results = long_results if long_results is not None else load_results("cifar10_long", "full")
@@ -56,6 +59,7 @@ def chosen_decay(config: SizeConfig, long_results: dict | None = None) -> float:
 
 
 def arm_names(config: SizeConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@wd=<λ>@n=<images>"`` of a profile, at its chosen decay. Chapter: regimes."""
     decay = chosen_decay(config)
     return tuple(size_arm(arm, decay, size) for size in config.sizes for arm in SIZE_ARMS)
 
@@ -71,7 +75,7 @@ ARMS = tuple(dict.fromkeys(_all_arms()))
 
 
 def run(config: SizeConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run: ``arm`` (``"<arm>@wd=<λ>@n=<images>"``) from start ``seed``."""
+    """One run: ``arm`` (``"<arm>@wd=<λ>@n=<images>"``) from start ``seed``. Chapter: regimes."""
     base, decay, size = parse_size_arm(arm, SIZE_ARMS)
     if size not in config.sizes:
         raise ValueError(f"{size} images is not on this profile's sizes {config.sizes}")

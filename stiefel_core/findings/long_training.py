@@ -17,7 +17,8 @@ MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be ch
 
 def decays_of(results: dict) -> list[float]:
     """The weight decays of a grid results file: its configuration's grid, or else those its
-    ``"<arm>@wd=<λ>/<seed>"`` keys name; ascending."""
+    ``"<arm>@wd=<λ>/<seed>"`` keys name; ascending.
+    Chapter: regimes."""
     grid = results.get("config", {}).get("weight_decays")
     if grid:
         return sorted(float(d) for d in grid)
@@ -31,7 +32,8 @@ def _final(run: dict, metric: str) -> float:
 def paired_gain_at(results: dict, weight_decay: float, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
                    seeds=None, scale: float = 100.0) -> PairedComparison | None:
     """Paired ``a - b`` of the final ``metric`` (in points) at ``weight_decay``, over the seeds both
-    have (or the given ones); ``None`` with fewer than two pairs."""
+    have (or the given ones); ``None`` with fewer than two pairs.
+    Chapter: regimes."""
     arm_a, arm_b = grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay)
     shared = paired_seeds(results, arm_a, arm_b)
     if seeds is not None:
@@ -48,7 +50,8 @@ def largest_gap_decay(results: dict | None, a: str = "stiefel", b: str = "baseli
                       seeds=(0, 1, 2)) -> float | None:
     """The decay at which the mean paired gain ``a - b`` over ``seeds`` is largest in absolute
     value: where the preprint's 12-start protocol is run. ``None`` until every decay of the grid
-    has those seeds for both arms (the choice is made on them alone, and said so where reported)."""
+    has those seeds for both arms (the choice is made on them alone, and said so where reported).
+    Chapter: regimes."""
     if not results:
         return None
     gains = {}
@@ -61,12 +64,12 @@ def largest_gap_decay(results: dict | None, a: str = "stiefel", b: str = "baseli
 
 
 def size_arm(arm: str, weight_decay: float, size: int) -> str:
-    """``"stiefel@wd=0.3@n=2500"``: an arm of the data-size sweep."""
+    """``"stiefel@wd=0.3@n=2500"``: an arm of the data-size sweep. Chapter: regimes."""
     return f"{grid_arm(arm, 'wd', weight_decay)}@n={int(size)}"
 
 
 def parse_size_arm(name: str, arms: tuple[str, ...]) -> tuple[str, float, int]:
-    """``parse_size_arm("stiefel@wd=0.3@n=2500", arms)`` -> ``("stiefel", 0.3, 2500)``."""
+    """``parse_size_arm("stiefel@wd=0.3@n=2500", arms)`` -> ``("stiefel", 0.3, 2500)``. Chapter: regimes."""
     head, sep, size = name.rpartition("@n=")
     arm, sep2, decay = head.partition("@wd=")
     if not (sep and sep2) or arm not in arms:
@@ -78,7 +81,7 @@ def parse_size_arm(name: str, arms: tuple[str, ...]) -> tuple[str, float, int]:
 
 
 def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc", scale: float = 100.0) -> list[dict]:
-    """Per (decay, size) of the size sweep: the paired gain ``a - b`` of the final ``metric``."""
+    """Per (decay, size) of the size sweep: the paired gain ``a - b`` of the final ``metric``. Chapter: regimes."""
     cells = sorted({parse_size_arm(key.split("/")[0], (a, b))[1:] for key in results["runs"]})
     rows = []
     for decay, size in cells:
