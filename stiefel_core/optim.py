@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from .frames import FrameParameter, FrameTagWarning, declare_frames, frame_norm_deviation, is_frame, retag_frames
+from .frames import FrameParameter, FrameTagWarning, declare_frames, is_frame, retag_frames
 from .manifold import (
     check_frame_shape,
     compute_dtype,
@@ -22,6 +22,7 @@ from .manifold import (
     retract_polar,
     sym,
 )
+from .step_checks import ORTHONORMALITY_TOLERANCE, FrameOffManifoldError, NonFiniteGradientError, _param_name, check_step
 
 __all__ = [
     "FrameParameter",
@@ -42,16 +43,6 @@ __all__ = [
 STEP_RULES = ("scale_free", "fixed")
 SECOND_MOMENTS = ("frame", "entry")
 PROJECTORS = ("tangent", "euclidean")
-ORTHONORMALITY_TOLERANCE = 1e-4
-
-
-class NonFiniteGradientError(FloatingPointError):
-    """A gradient holds inf or nan; nothing was updated."""
-
-
-class FrameOffManifoldError(ValueError):
-    """A frame left the Stiefel manifold after the optimizer was built; nothing was updated."""
-
 
 def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
     """The loss from ``closure`` (evaluated with gradients on, as torch's optimizers do), or None."""
@@ -59,13 +50,6 @@ def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
         return None
     with torch.enable_grad():
         return closure()
-
-
-def _param_name(group: dict, index: int, p: Tensor, group_index: int) -> str:
-    names = group.get("param_names")
-    if names:
-        return f"'{names[index]}'"
-    return f"param_groups[{group_index}]['params'][{index}] of shape {tuple(p.shape)}"
 
 
 class StiefelAdam(Optimizer):
@@ -412,61 +396,6 @@ def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dic
     if radius is not None and torch.linalg.matrix_norm(xi) > radius:
         xi = xi * (radius / torch.linalg.matrix_norm(xi))
     return retract_polar(W, xi), m, v
-
-
-def _drift_tolerance(p: Tensor) -> float:
-    """How far ``‖W‖²_F`` of a frame may stray from ``r``: any frame accepted at construction
-    (``‖WᵀW - I‖_F`` within tolerance, so ``|tr(WᵀW) - r| <= √r`` times it) passes, with room."""
-    r = p.shape[-1]
-    return 4 * r**0.5 * max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * r)
-
-
-@torch.no_grad()
-def check_step(*optimizers: Optimizer) -> None:
-    """Check, before any parameter changes, that the next ``step()`` of ``optimizers`` is safe:
-    every gradient is finite, and every frame of a :class:`StiefelAdam` still has ``‖W‖²_F = r``
-    (to rounding), which a frame rescaled, re-initialised or perturbed after the optimizer was
-    built does not. One host synchronisation for all of them, so a combined step is never
-    partial. Raises :class:`FrameOffManifoldError` or :class:`NonFiniteGradientError`, naming the
-    parameter (frame or not)."""
-    entries, probes = [], []
-    for opt in optimizers:
-        stiefel = isinstance(opt, StiefelAdam)
-        for group_index, group in enumerate(opt.param_groups):
-            for i, p in enumerate(group["params"]):
-                if p.grad is None:
-                    continue
-                device = probes[0].device if probes else p.grad.device
-                entries.append((opt, group, group_index, i, p, stiefel))
-                probes.append(p.grad.sum(dtype=torch.float32).to(device))  # inf or nan propagate
-                if stiefel and p.numel():
-                    ok = frame_norm_deviation(p) <= _drift_tolerance(p)  # false for nan, too
-                    probes.append(torch.where(ok, 0.0, float("nan")).to(device))
-    if not probes or bool(torch.isfinite(torch.stack(probes)).all()):
-        return
-    culprits, half = [], False
-    for opt, group, group_index, i, p, stiefel in entries:  # the slow path, only on failure
-        owner, name = type(opt).__name__, _param_name(group, i, p, group_index)
-        if stiefel and p.numel() and not frame_norm_deviation(p) <= _drift_tolerance(p):
-            error = orthonormality_error(p.detach()).max().item()
-            raise FrameOffManifoldError(
-                f"{owner}: frame {name} has left the Stiefel manifold since the optimizer was built "
-                f"(max ‖WᵀW - I‖_F = {error:.3g}): something wrote to it outside the optimizer "
-                "(model.apply(init), scaling, noise, loading other weights). No parameter or optimizer "
-                "state was changed. Put it back with `with torch.no_grad(): p.copy_("
-                "stiefel_core.manifold.orthonormalize(p))`, or build the optimizer with "
-                "check_finite=False to let the retraction re-project it."
-            )
-        if not bool(torch.isfinite(p.grad).all()):
-            culprits.append(f"{'frame' if stiefel else 'parameter'} {name}")
-            half = half or torch.float16 in (p.dtype, p.grad.dtype)
-    which = f"gradient of {culprits[0]} holds" if len(culprits) == 1 else f"gradients of {', '.join(culprits)} hold"
-    hint = "; in float16 the backward pass overflows easily: use torch.amp.GradScaler, or bfloat16" if half else ""
-    raise NonFiniteGradientError(
-        f"{' + '.join(dict.fromkeys(type(o).__name__ for o in optimizers))}: the {which} inf or nan; no "
-        "parameter or optimizer state was changed. Lower the learning rate, check the loss for "
-        f"overflow, or clip gradients upstream{hint}."
-    )
 
 
 def __getattr__(name: str):
