@@ -59,3 +59,20 @@ def test_the_size_sweep_trains_every_size_for_the_same_epochs_from_paired_starts
         assert (a["init_fingerprint"], a["order_checksum"]) == (b["init_fingerprint"], b["order_checksum"])
     rows = size_gains(results)
     assert [(r["train_size"], r["n"]) for r in rows] == [(80, 1), (160, 1)]
+
+
+def test_regime_rows_give_each_decay_its_budget_and_comparisons():
+    from stiefel_core.experiments import _as_json, cifar10
+    from stiefel_core.findings.long_training import regime_rows
+
+    config = get_config("cifar10_long", "full")
+    results = {"config": {**_as_json(config), "weight_decays": [0.3]}, "runs": {}}
+    for seed in (0, 1):
+        for arm, acc, step in (("baseline", 0.50, 2.0), ("stiefel", 0.53, 1.0), ("frozen", 0.48, 0.0), ("no_decay_qk", 0.51, 2.0)):
+            history = [{"step/blocks.0.W_Q": step, "step/blocks.0.W_K": step}]
+            results["runs"][f"{arm}@wd=0.3/{seed}"] = {"final": {"test_acc": acc + 0.001 * seed, "train_acc": 0.9}, "history": history}
+    (row,) = regime_rows(results)
+    assert row["budget"] == pytest.approx(0.3 * config.task.lr * sum(cifar10.lr_factors(config.task)))
+    assert row["gain"].mean_difference == pytest.approx(3.0) and row["freezing_cost"].mean_difference == pytest.approx(5.0)
+    assert row["decay_on_qk"].mean_difference == pytest.approx(1.0)
+    assert row["movement_ratio"] == pytest.approx(2.0) and row["starts"] == [0, 1]

@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.grid import grid_arm
-from ..stats import PairedComparison, paired_comparison
-from .regimes import paired_seeds, runs_of
+from ..stats import PairedComparison
+from .cifar10 import movement_ratios, paired_gain
+from .regimes import decay_budget, runs_of
+from .runs import finished_starts
 
-__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains"]
+__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -25,25 +27,20 @@ def decays_of(results: dict) -> list[float]:
     return sorted({float(key.split("@wd=")[1].split("/")[0].split("@")[0]) for key in results["runs"] if "@wd=" in key})
 
 
-def _final(run: dict, metric: str) -> float:
-    return float(run["final"][metric])
+def _of_seeds(results: dict, seeds) -> dict:
+    """``results`` with only the runs of ``seeds`` (all of them when ``None``)."""
+    if seeds is None:
+        return results
+    keep = {int(s) for s in seeds}
+    return {**results, "runs": {k: r for k, r in results["runs"].items() if int(k.rpartition("/")[2]) in keep}}
 
 
 def paired_gain_at(results: dict, weight_decay: float, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
-                   seeds=None, scale: float = 100.0) -> PairedComparison | None:
-    """Paired ``a - b`` of the final ``metric`` (in points) at ``weight_decay``, over the seeds both
-    have (or the given ones); ``None`` with fewer than two pairs.
-    Chapter: regimes."""
-    arm_a, arm_b = grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay)
-    shared = paired_seeds(results, arm_a, arm_b)
-    if seeds is not None:
-        shared = [s for s in shared if s in set(seeds)]
-    if len(shared) < 2:
-        return None
-    ra, rb = runs_of(results, arm_a), runs_of(results, arm_b)
-    x = np.array([scale * _final(ra[s], metric) for s in shared])
-    y = np.array([scale * _final(rb[s], metric) for s in shared])
-    return paired_comparison(x, y)
+                   seeds=None) -> PairedComparison | None:
+    """Paired ``a - b`` of the final ``metric`` (points for accuracies) at ``weight_decay``, over the
+    starts both finished (of ``seeds``, when given); ``None`` with fewer than two pairs.
+    Chapter: CIFAR-10 patches."""
+    return paired_gain(_of_seeds(results, seeds), grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay), metric)[3]
 
 
 def largest_gap_decay(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
@@ -80,17 +77,44 @@ def parse_size_arm(name: str, arms: tuple[str, ...]) -> tuple[str, float, int]:
         raise ValueError(f"size-sweep arm {name!r}: {decay!r} and {size!r} must be numbers") from None
 
 
-def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc", scale: float = 100.0) -> list[dict]:
-    """Per (decay, size) of the size sweep: the paired gain ``a - b`` of the final ``metric``. Chapter: regimes."""
+def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> list[dict]:
+    """Per (decay, size) of the size sweep: the starts both arms finished and the paired gain
+    ``a - b`` of the final ``metric`` (``None`` with fewer than two).
+    Chapter: CIFAR-10 patches."""
     cells = sorted({parse_size_arm(key.split("/")[0], (a, b))[1:] for key in results["runs"]})
     rows = []
     for decay, size in cells:
-        arm_a, arm_b = size_arm(a, decay, size), size_arm(b, decay, size)
-        shared = paired_seeds(results, arm_a, arm_b)
-        ra, rb = runs_of(results, arm_a), runs_of(results, arm_b)
-        row = {"weight_decay": decay, "train_size": size, "n": len(shared), "comparison": None}
-        if len(shared) >= 2:
-            row["comparison"] = paired_comparison(np.array([scale * _final(ra[s], metric) for s in shared]),
-                                                  np.array([scale * _final(rb[s], metric) for s in shared]))
-        rows.append(row)
+        starts, _, _, comparison = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
+        rows.append({"weight_decay": decay, "train_size": size, "n": len(starts), "comparison": comparison})
+    return rows
+
+
+def regime_rows(results: dict) -> list[dict]:
+    """Per decay of the long-training grid: the decay budget Σ lr·λ, the arms' mean final train
+    and test accuracy, and the paired comparisons that decide the CIFAR-10 claims there: the gain
+    (Stiefel - AdamW), the cost of freezing (Stiefel - frozen), decay on W_Q, W_K (no_decay_qk -
+    AdamW), and how many times less a Stiefel step moves W_Q, W_K than an AdamW step (the
+    movement ratio, over every block's projections and the starts both finished).
+    Chapters: CIFAR-10 patches, regimes."""
+    from ..experiments.cifar10 import CIFAR10Config, lr_factors
+
+    task = CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
+    factors = lr_factors(task)
+    rows = []
+    for decay in decays_of(results):
+        arm = {name: grid_arm(name, "wd", decay) for name in ("baseline", "stiefel", "frozen", "no_decay_qk")}
+        accuracy = {}
+        for name, key in arm.items():
+            runs = list(runs_of(results, key).values())
+            if runs:
+                accuracy[name] = {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")}
+        ratios = movement_ratios(results, arm["stiefel"], arm["baseline"])
+        rows.append({
+            "weight_decay": decay, "budget": decay_budget(task.lr, decay, factors), "epochs": task.epochs,
+            "accuracy": accuracy, "starts": finished_starts(results, (arm["stiefel"], arm["baseline"])),
+            "gain": paired_gain(results, arm["stiefel"], arm["baseline"])[3],
+            "freezing_cost": paired_gain(results, arm["stiefel"], arm["frozen"])[3],
+            "decay_on_qk": paired_gain(results, arm["no_decay_qk"], arm["baseline"])[3],
+            "movement_ratio": float(np.mean(np.concatenate(list(ratios.values())))) if ratios and len(next(iter(ratios.values()))) else None,
+        })
     return rows
