@@ -76,3 +76,7 @@ def test_regime_rows_give_each_decay_its_budget_and_comparisons():
     assert row["gain"].mean_difference == pytest.approx(3.0) and row["freezing_cost"].mean_difference == pytest.approx(5.0)
     assert row["decay_on_qk"].mean_difference == pytest.approx(1.0)
     assert row["movement_ratio"] == pytest.approx(2.0) and row["starts"] == [0, 1]
+    from stiefel_core.findings.long_training import regime_table
+
+    line = regime_table([row]).splitlines()[2]
+    assert line.startswith("| 0.3 |") and "+3.00 [" in line and ", 2/2: untested" in line and "2.00x" in line

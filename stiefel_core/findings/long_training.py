@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.grid import grid_arm
-from ..stats import PairedComparison
+from ..stats import PairedComparison, direction
+from ..tables import markdown_table
 from .cifar10 import movement_ratios, paired_gain
 from .regimes import decay_budget, runs_of
 from .runs import finished_starts
 
-__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows"]
+__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -118,3 +119,25 @@ def regime_rows(results: dict) -> list[dict]:
             "movement_ratio": float(np.mean(np.concatenate(list(ratios.values())))) if ratios and len(next(iter(ratios.values()))) else None,
         })
     return rows
+
+
+def _cell(c: PairedComparison | None) -> str:
+    if c is None:
+        return "-"
+    return f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}: {direction(c)}"
+
+
+def regime_table(rows: list[dict]) -> str:
+    """:func:`regime_rows` as a Markdown table: per decay its budget, the accuracies reached
+    (train / test, %), and each comparison in points with its 95 % interval, wins and verdict.
+    Chapters: CIFAR-10 patches, regimes."""
+    def reached(row, arm):
+        acc = row["accuracy"].get(arm)
+        return "-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}"
+
+    body = [[f"{r['weight_decay']:g}", f"{r['budget']:.3g}", reached(r, "baseline"), reached(r, "stiefel"),
+             len(r["starts"]), _cell(r["gain"]), _cell(r["freezing_cost"]), _cell(r["decay_on_qk"]),
+             "-" if r["movement_ratio"] is None else f"{r['movement_ratio']:.2f}x"] for r in rows]
+    return markdown_table(["λ", "Σ lr·λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs",
+                           "Stiefel − AdamW (pp)", "Stiefel − frozen (pp)", "no decay on W_Q, W_K − AdamW (pp)",
+                           "AdamW step / Stiefel step"], body)
