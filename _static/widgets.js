@@ -1,9 +1,13 @@
 // The static book has no kernel, so it loads no ipywidgets JavaScript (_config.yml,
-// nb_ipywidgets_js). Where a notebook output is a widget, show a short note in its place
-// instead of an empty output; the chapter's text and precomputed figure say what it explores.
+// nb_ipywidgets_js). Where a widget's cell is followed by its static explorer
+// (_static/explorers.js), that explorer stands in for it. Elsewhere, show a short note in the
+// widget's place instead of an empty output.
 document.addEventListener("DOMContentLoaded", () => {
   const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
   for (const view of views) {
+    const cell = view.closest(".cell");
+    const next = cell && cell.nextElementSibling;
+    if (next && next.querySelector(".static-explorer")) continue;
     const note = document.createElement("p");
     note.className = "widget-static-note";
     note.setAttribute("role", "note");

@@ -17,8 +17,9 @@ setting a control's value and reading :attr:`Explorer.figure`, :attr:`Explorer.t
     assert "t = 1" in ex.text
 
 Chapter-specific explorers live in ``stiefel_core.widgets.<chapter>``; this package imports
-none of them. In the static book (no kernel) controls do nothing: put a
-:func:`stiefel_core.plots.grid_figure` of a few settings beside each explorer.
+none of them. The static book has no kernel: beside each explorer, a chapter shows
+:func:`stiefel_core.widgets.static.static_explorer` of it, every setting of its grid drawn
+ahead by the same ``draw``, behind controls that work in the browser.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Image
 from matplotlib.figure import Figure
 
-__all__ = ["Explorer", "explorer", "slider", "log_slider"]
+__all__ = ["Explorer", "explorer", "slider", "log_slider", "render"]
 
 
 def slider(min: float, max: float, step: float, value: float, description: str | None = None, readout_format: str = ".3g") -> widgets.FloatSlider:
@@ -68,11 +69,28 @@ def _control(name: str, spec: Any) -> widgets.ValueWidget:
     return control
 
 
+def render(result: Any, dpi: int = 100) -> tuple[Figure | None, bytes | None, str]:
+    """What an explorer shows for one result of ``draw``: the figure (closed), its PNG and
+    the text readout. The live widget and its static copy on the page
+    (:mod:`stiefel_core.widgets.static`) both draw through this."""
+    parts: Sequence[Any] = result if isinstance(result, tuple) else (result,)
+    figure = next((p for p in parts if isinstance(p, Figure)), None)
+    text = "\n".join(p for p in parts if isinstance(p, str))
+    png = None
+    if figure is not None:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=dpi)
+        plt.close(figure)  # shown once, through the Output, never again by the inline backend
+        png = buffer.getvalue()
+    return figure, png, text
+
+
 class Explorer(widgets.VBox):
     """Controls above an ``Output``; every change calls ``draw(**values)`` and shows the result.
 
     Attributes: ``controls`` (name -> widget), ``output`` (the ``Output`` widget), ``figure``
-    (the last figure drawn, closed, its artists still readable), ``text`` (the last readout),
+    (the last figure drawn, closed, its artists still readable), ``png`` (its image as shown),
+    ``text`` (the last readout),
     ``result`` (what ``draw`` last returned), ``calls`` (how many times ``draw`` ran).
     """
 
@@ -82,6 +100,7 @@ class Explorer(widgets.VBox):
         self.output = widgets.Output()
         self.dpi = dpi
         self.figure: Figure | None = None
+        self.png: bytes | None = None
         self.text = ""
         self.result: Any = None
         self.calls = 0
@@ -108,18 +127,13 @@ class Explorer(widgets.VBox):
         """Call ``draw`` with the current values and replace the output with what it returned."""
         result = self.draw(**self.values)
         self.result, self.calls = result, self.calls + 1
-        parts: Sequence[Any] = result if isinstance(result, tuple) else (result,)
-        figure = next((p for p in parts if isinstance(p, Figure)), None)
-        text = "\n".join(p for p in parts if isinstance(p, str))
+        figure, png, text = render(result, self.dpi)
         self.output.outputs = ()
-        if figure is not None:
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=self.dpi)
-            plt.close(figure)  # shown once, through the Output, never again by the inline backend
-            self.output.append_display_data(Image(data=buffer.getvalue(), format="png"))
+        if png is not None:
+            self.output.append_display_data(Image(data=png, format="png"))
         if text:
             self.output.append_stdout(text + "\n")
-        self.figure, self.text = figure, text
+        self.figure, self.png, self.text = figure, png, text
 
 
 def explorer(draw: Callable[..., Any], **controls: Any) -> Explorer:

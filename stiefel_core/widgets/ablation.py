@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..experiments.grokking import explore
 from ..experiments.variants import VARIANTS
 from ..plots import figsize, style
 from ..plots.ablation import draw_variant
 from . import Explorer, explorer, log_slider
+from .grokking import arm_history
 
 __all__ = ["compare_variant", "variant_explorer"]
 
 
 def compare_variant(variant: str, lr: float):
     """Train the full rule and ``variant`` at ``lr``; a figure and a one-line readout."""
-    histories = explore(lr, lr, arms=("stiefel", variant))
+    histories = {arm: list(arm_history(arm, lr)) for arm in ("stiefel", variant)}
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_variant(ax, histories)

@@ -1,6 +1,12 @@
-"""The grokking chapter's explorer: the learning rate of each arm on a run of a few seconds."""
+"""The grokking chapter's explorer: the learning rate of each arm on a run of a few seconds.
+
+Each arm trains alone (:func:`arm_history`, kept per process), so moving one arm's slider
+trains that arm only, and a static copy of the explorer (:mod:`stiefel_core.widgets.static`)
+trains each arm once per learning rate, not once per pair."""
 
 from __future__ import annotations
+
+import functools
 
 import matplotlib.pyplot as plt
 
@@ -9,12 +15,19 @@ from ..plots import figsize, style
 from ..plots.grokking import draw_explore
 from . import Explorer, explorer, log_slider
 
-__all__ = ["draw_step_sizes", "step_size_explorer"]
+__all__ = ["arm_history", "draw_step_sizes", "step_size_explorer"]
+
+
+@functools.lru_cache(maxsize=256)
+def arm_history(arm: str, lr: float) -> tuple[dict, ...]:
+    """One arm's history on the explorer problem at ``lr``: :func:`~stiefel_core.experiments.grokking.explore`
+    of that arm alone (the arms of a pair train independently, each from its own seed)."""
+    return tuple(explore(lr, lr, arms=(arm,))[arm])
 
 
 def draw_step_sizes(lr_baseline: float, lr_stiefel: float):
     """Train both arms at the given learning rates; a figure and a one-line readout."""
-    histories = explore(lr_baseline, lr_stiefel)
+    histories = {"baseline": list(arm_history("baseline", lr_baseline)), "stiefel": list(arm_history("stiefel", lr_stiefel))}
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_explore(ax, histories)

@@ -6,7 +6,9 @@ console error or uncaught exception, no Python traceback, no serious or critical
 violation, every image decoded, an alt text that says what it shows on every figure a cell
 drew (not a file name), MathJax typeset every formula without a TeX error, no sideways
 scrolling on a phone, the previous/next links reach the neighbouring chapters in TOC order, and
-a note in place of each widget. Then the search page finds a word known to be in a chapter.
+after each widget its static explorer, whose every control the test moves through every position
+(each shows a stored figure, and the figure changes). Then the search page finds a word known to
+be in a chapter.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
 
 Run after the book build (`make test` does): `.venv/bin/python -m pytest -m browser tests/browser`.
@@ -142,6 +144,47 @@ def page_url_to_doc(url: str, base_url: str) -> str:
     return re.sub(r"\.html$", "", path)
 
 
+def move_every_control(p) -> list[str]:
+    """Move every control of every static explorer on the page (_static/explorers.js) through each
+    of its positions, as a reader would: each position must show a stored figure that decodes,
+    the figure must change as the control moves, and the readout and alt text must follow."""
+    problems = []
+    for n, root in enumerate(p.locator(".static-explorer").all(), 1):
+        controls = root.locator("[data-control]").all()
+        if not controls:
+            problems.append(f"static explorer {n}: no controls were built (explorers.js did not run?)")
+        for control in controls:
+            name = control.get_attribute("data-control")
+            if control.evaluate("e => e.tagName") == "SELECT":
+                positions = control.evaluate("e => Array.from(e.options).filter(o => !o.disabled).map(o => o.value)")
+                move = control.select_option
+            else:
+                positions = [str(i) for i in range(int(control.get_attribute("max")) + 1)]
+                move = control.fill
+            start, images, alts = control.input_value(), set(), set()
+            for position in positions:
+                move(position)
+                shown = root.evaluate(
+                    """async r => {
+                        const img = r.querySelector('img.static-explorer-figure');
+                        await img.decode().catch(() => null);
+                        return {image: r.dataset.image, ok: img.complete && img.naturalWidth > 0, alt: img.alt,
+                                frame: r.dataset.frame};
+                    }"""
+                )
+                if not shown["ok"] or shown["image"] is None:
+                    problems.append(f"static explorer {n}, {name} at position {position}: no figure shown ({shown['frame']})")
+                images.add(shown["image"])
+                alts.add(shown["alt"])
+            if len(positions) < 2:
+                problems.append(f"static explorer {n}: {name} offers {len(positions)} position(s)")
+            elif len(images) < 2 or len(alts) < len(positions):
+                problems.append(f"static explorer {n}: moving {name} through {len(positions)} positions showed "
+                                f"{len(images)} figure(s) and {len(alts)} alt text(s)")
+            move(start)
+    return problems
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page(browser, base_url, page):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -198,11 +241,13 @@ def test_page(browser, base_url, page):
                     f"has no alt text saying what it shows (alt={alt[:100]!r}): give its cell `mystnb: image: alt:` metadata"
                 )
 
-        # Widgets: the static page says where each one runs, instead of an empty output.
+        # Widgets: each explorer's copy for the static page follows it, and responds to every control.
         views = p.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
         notes = p.locator(".widget-static-note").count()
-        if views != notes:
-            problems.append(f"{views} widget outputs but {notes} notes in their place")
+        explorers = p.locator(".static-explorer").count()
+        if notes or explorers != views:
+            problems.append(f"{views} widget outputs, {explorers} static explorers after them, {notes} widgets with only a note")
+        problems += move_every_control(p)
 
         # Previous / next: the neighbours in TOC order, and nothing past either end.
         for selector, neighbour in (("a.left-prev", index - 1), ("a.right-next", index + 1)):
