@@ -65,6 +65,17 @@ document.addEventListener("DOMContentLoaded", () => {
       input.dataset.control = c.name;
       panel.append(row);
     });
+    // A wide figure (two panels side by side) keeps a legible size on a phone and scrolls
+    // sideways inside its frame instead of shrinking to the screen (_static/book.css).
+    const frame = document.createElement("div");
+    frame.className = "static-explorer-frame";
+    frame.tabIndex = 0;  // a scrolling region is reachable from the keyboard
+    img.before(frame);
+    frame.append(img);
+    if (readout) readout.tabIndex = 0;
+    const widen = () => img.classList.toggle("static-explorer-wide", img.naturalWidth > 600);
+    img.addEventListener("load", widen);
+    widen();
     root.prepend(panel);
     root.classList.add("static-explorer-live");
     show();
