@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking, trust_region
+from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking, peers, trust_region
 from .variants import ABLATION_ARMS
 from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
 
@@ -69,6 +69,9 @@ EXPERIMENTS = {
                                      arms_of=decay_map.arm_names),
     "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds",
                                         arms_of=trust_region.arm_names),
+    "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 5 frame lrs x 2 seeds each",
+                                    arms_of=peers.sweep_arm_names),
+    "grokking_peers": Experiment("grokking_peers", peers.PROFILES, peers.PEER_ARMS, peers.run, "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal parametrization, 20 seeds"),
 }
 
 

@@ -13,16 +13,18 @@ import torch.nn.functional as F
 
 from ..compiling import compile_model
 from ..data import modular_data
+from ..manifold import orthonormality_error
 from ..models import ModularTransformer
 from ..optim import configure_optimizer
 from ..threads import threads
 from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
+from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 
 ARMS = ("baseline", "stiefel")
-RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)
+RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS, *FOREIGN_ARMS)
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,9 @@ def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, check
     ``config.lr``) is the frames' lr. The arm ``fixed_step_matched`` calibrates its own
     (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}")
-    if frame_lr is not None and (arm == "fixed_step_matched" or not trains_frames(arm)):
+        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}, "
+                         f"its relatives {FOREIGN_ARMS}")
+    if frame_lr is not None and (arm == "fixed_step_matched" or not (trains_frames(arm) or arm in FOREIGN_ARMS)):
         raise ValueError(f"frame_lr is for arms that train frames at a chosen lr; {arm!r} does not")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
@@ -87,17 +90,23 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
     torch.manual_seed(seed)  # the same seed gives every arm the same initial weights
     model = ModularTransformer(
-        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not is_euclidean(arm)
+        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS)
     ).to(device)
+    if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K: the same values, held as its library wants them
+        prepare_projections(model.attn, arm)
     if arm == "frozen":
         model.attn.W_Q.requires_grad_(False)
         model.attn.W_K.requires_grad_(False)
     frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
     no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
-    opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas,
-                              frame_lr=frame_lr, no_decay=no_decay, **frames)
+    if arm in FOREIGN_ARMS:
+        opt = relative_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
+                                 weight_decay=config.weight_decay, betas=config.betas)
+    else:
+        opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas,
+                                  frame_lr=frame_lr, no_decay=no_decay, **frames)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
-    initial = {name: model.attn.get_parameter(name).detach().clone() for name in ("W_Q", "W_K")}
+    initial = {name: getattr(model.attn, name).detach().clone() for name in ("W_Q", "W_K")}
 
     forward, compiled = compile_model(model, device, compile)
 
@@ -119,6 +128,10 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
             metrics[f"{split}_loss"] = F.cross_entropy(logits, y).item()
             metrics[f"{split}_acc"] = (logits.argmax(-1) == y).float().mean().item()
         metrics.update(weight_norms(model))
+        for w in ("W_Q", "W_K"):  # the projections themselves, also where a parametrization holds them
+            W = getattr(model.attn, w).detach()
+            metrics[f"norm/attn.{w}"] = W.norm().item()
+            metrics[f"ortho/{w}"] = orthonormality_error(W).max().item()  # ‖WᵀW − I‖_F, the worst head
         metrics.update(trust_region_metrics(opt))
         return metrics
 

@@ -1,0 +1,94 @@
+"""The Stiefel rule among its relatives (chapter "Among its relatives"): grokking at the
+ablation's task (p = 31, 1,500 epochs) with W_Q, W_K trained by Muon, geoopt's Riemannian Adam,
+the per-entry Stiefel rule or torch's orthogonal parametrization (:mod:`.relatives`), beside
+the Stiefel rule and the AdamW baseline, 20 seeds paired as in ``grokking_ablation``.
+
+Two experiments:
+
+- ``grokking_peers_lr``: the learning-rate sweep. Every arm that trains W_Q, W_K apart from AdamW
+  (the Stiefel rule included) gets the same budget: 5 frame lrs x 2 seeds, on seeds 100 and 101,
+  apart from the comparison's 0-19, so that no arm's lr is chosen on the seeds it is judged on.
+  An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
+- ``grokking_peers``: the comparison. Each arm trains at the lr that
+  :func:`stiefel_core.findings.peers.chosen_lr` reads from the sweep's results file (a
+  recorded function of it, never a typed-in number), and records it (``frame_lr``).
+  The baseline is the task's AdamW (its lr is the task's, tuned with the task).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import ablation, grokking
+from .grid import grid_arms, parse_grid_arm
+from .relatives import RELATIVES
+from .results import load_results
+
+__all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "SWEEP_PROFILES", "PROFILES",
+           "sweep_arm_names", "SWEEP_ARMS", "run_sweep", "run"]
+
+SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
+PEER_ARMS = ("baseline", *SWEPT_ARMS)
+FRAME_LRS = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
+
+
+def _task() -> grokking.GrokkingConfig:
+    return ablation.GROKKING_PROFILES["full"]  # the very task of grokking_ablation
+
+
+@dataclass(frozen=True)
+class LrSweepConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_task)
+    arms: tuple[str, ...] = SWEPT_ARMS
+    frame_lrs: tuple[float, ...] = FRAME_LRS
+    seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
+
+
+@dataclass(frozen=True)
+class PeersConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_task)
+    sweep_profile: str = "full"  # the profile of grokking_peers_lr whose file picks the lrs
+    seeds: tuple[int, ...] = tuple(range(20))  # grokking_ablation's seeds
+
+
+def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
+    return grid_arms(config.arms, "flr", config.frame_lrs)
+
+
+SWEEP_PROFILES = {
+    "full": LrSweepConfig(),
+    # the machinery in seconds: two arms at one lr, 600 epochs, one seed
+    "ci": LrSweepConfig(task=ablation.GROKKING_PROFILES["ci"], arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)),
+}
+SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
+
+PROFILES = {
+    "full": PeersConfig(),
+    # one seed at 600 epochs, at the lrs the full sweep chose: a live run for the chapter
+    "ci": PeersConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
+}
+
+
+def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the sweep: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with W_Q, W_K at that lr."""
+    base, frame_lr = parse_grid_arm(arm, "flr", config.arms)
+    if frame_lr not in config.frame_lrs:
+        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
+
+
+def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the comparison: ``arm`` from ``seed`` at the lr the sweep chose for it."""
+    from ..findings.peers import chosen_lr
+
+    if arm not in PEER_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; grokking_peers has {PEER_ARMS}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    if arm == "baseline":
+        return grokking.run(task, arm, seed, device, checkpoint, progress)
+    sweep = load_results("grokking_peers_lr", config.sweep_profile)
+    frame_lr = chosen_lr(sweep, arm)
+    outcome = grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
+    return {**outcome, "frame_lr": frame_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
