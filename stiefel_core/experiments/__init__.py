@@ -69,7 +69,7 @@ EXPERIMENTS = {
                                      arms_of=decay_map.arm_names),
     "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds",
                                         arms_of=trust_region.arm_names),
-    "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 5 frame lrs x 2 seeds each",
+    "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 epochs",
                                     arms_of=peers.sweep_arm_names),
     "grokking_peers": Experiment("grokking_peers", peers.PROFILES, peers.PEER_ARMS, peers.run, "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal parametrization, 20 seeds"),
 }

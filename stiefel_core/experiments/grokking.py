@@ -85,15 +85,21 @@ def matched_frame_lr(config: GrokkingConfig, seed: int, device: torch.device) ->
     return {**matched_lr(measure, config.lr), "epochs": short.epochs}
 
 
+def build_model(config: GrokkingConfig, arm: str, seed: int, vocab_size: int) -> ModularTransformer:
+    """``arm``'s model from ``seed``: the same seed gives every arm the same initial weights."""
+    torch.manual_seed(seed)
+    model = ModularTransformer(
+        vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS)
+    )
+    if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K: the same values, held as its library wants them
+        prepare_projections(model.attn, arm)
+    return model
+
+
 def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
          frame_lr: float | None = None, compile: bool | None = None) -> dict:
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
-    torch.manual_seed(seed)  # the same seed gives every arm the same initial weights
-    model = ModularTransformer(
-        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS)
-    ).to(device)
-    if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K: the same values, held as its library wants them
-        prepare_projections(model.attn, arm)
+    model = build_model(config, arm, seed, data.vocab_size).to(device)
     if arm == "frozen":
         model.attn.W_Q.requires_grad_(False)
         model.attn.W_K.requires_grad_(False)

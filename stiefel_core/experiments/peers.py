@@ -5,9 +5,10 @@ the Stiefel rule and the AdamW baseline, 20 seeds paired as in ``grokking_ablati
 
 Two experiments:
 
-- ``grokking_peers_lr``: the learning-rate sweep. Every arm that trains W_Q, W_K apart from AdamW
-  (the Stiefel rule included) gets the same budget: 5 frame lrs x 2 seeds, on seeds 100 and 101,
-  apart from the comparison's 0-19, so that no arm's lr is chosen on the seeds it is judged on.
+- ``grokking_peers_lr``: the learning-rate sweep, on the ``ci`` task (the same model and data,
+  600 epochs). Every arm that trains W_Q, W_K apart from AdamW (the Stiefel rule included) gets
+  the same budget: 4 frame lrs x 2 seeds, on seeds 100 and 101, apart from the comparison's
+  0-19, so that no arm's lr is chosen on the seeds it is judged on.
   An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
 - ``grokking_peers``: the comparison. Each arm trains at the lr that
   :func:`stiefel_core.findings.peers.chosen_lr` reads from the sweep's results file (a
@@ -30,16 +31,20 @@ __all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "SWEEP_PRO
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
-FRAME_LRS = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
+FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
 def _task() -> grokking.GrokkingConfig:
     return ablation.GROKKING_PROFILES["full"]  # the very task of grokking_ablation
 
 
+def _sweep_task() -> grokking.GrokkingConfig:
+    return ablation.GROKKING_PROFILES["ci"]  # the ci task: the same model and data, 600 epochs
+
+
 @dataclass(frozen=True)
 class LrSweepConfig:
-    task: grokking.GrokkingConfig = field(default_factory=_task)
+    task: grokking.GrokkingConfig = field(default_factory=_sweep_task)
     arms: tuple[str, ...] = SWEPT_ARMS
     frame_lrs: tuple[float, ...] = FRAME_LRS
     seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
@@ -58,8 +63,8 @@ def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
 
 SWEEP_PROFILES = {
     "full": LrSweepConfig(),
-    # the machinery in seconds: two arms at one lr, 600 epochs, one seed
-    "ci": LrSweepConfig(task=ablation.GROKKING_PROFILES["ci"], arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)),
+    # the machinery in seconds: two arms at one lr, 100 epochs, one seed
+    "ci": LrSweepConfig(task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)),
 }
 SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
 
