@@ -6,6 +6,7 @@ import dataclasses
 import geoopt
 import pytest
 import torch
+from test_cifar10_experiment import isolated, jpeg_copy  # noqa: F401 (fixtures)
 
 from stiefel_core.experiments import get_config, grokking, peers, run_experiment
 from stiefel_core.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
@@ -15,6 +16,7 @@ from stiefel_core.models import ModularTransformer
 
 TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, seeds=(0,), cpu_threads=1)
 CPU = torch.device("cpu")
+TINY_CIFAR = dict(train_size=160, test_size=20, batch_size=16, epochs=2, d_model=16, n_heads=2, depth=2, checkpoint_every=1, log_every=1)
 
 
 def effective(model):
@@ -106,3 +108,23 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
     assert "frame_lr" not in out["runs"]["baseline/0"]
     with pytest.raises(ValueError, match="no arm"):  # an arm the sweep did not cover gets no lr
         run_experiment("grokking_peers", "ci", config=config, arms=["geoopt_radam"], directory=tmp_path, progress=False)
+
+
+def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
+    from stiefel_core.experiments import cifar10
+    from stiefel_core.experiments.results import write_results
+
+    arms = ["stiefel", "muon", "geoopt_radam", "orthogonal_param"]
+    runs = {f"{arm}@flr={lr:g}/{s}": {"history": [{"val_acc": 0.5 + (lr == 1e-2) * 0.1}]} for arm in arms for lr in (3e-3, 1e-2) for s in (100,)}
+    sweep = {"config": {"arms": arms, "frame_lrs": [3e-3, 1e-2], "seeds": [100], "task": {"lr": 3e-3}}, "runs": runs}
+    write_results(sweep, isolated / "results" / "grokking_peers_lr-full.json")
+    task = dataclasses.replace(get_config("cifar10_peers", "ci").task, **{k: v for k, v in TINY_CIFAR.items()})
+    config = dataclasses.replace(get_config("cifar10_peers", "ci"), task=task)
+    out = run_experiment("cifar10_peers", "ci", config=config, arms=["baseline", *arms[1:]], progress=False)
+    for arm in arms[1:]:
+        assert out["runs"][f"{arm}/0"]["frame_lr"] == pytest.approx(task.lr * 1e-2 / 3e-3)
+    losses = {key: run["final"]["test_loss"] for key, run in out["runs"].items()}
+    assert len(set(losses.values())) == len(losses)  # every arm trains differently
+    model = cifar10.build_model(task, "orthogonal_param", 0)
+    reference = cifar10.build_model(task, "baseline", 0)
+    torch.testing.assert_close(model.blocks[1]["attn"].W_K, reference.blocks[1]["attn"].W_K, rtol=0, atol=1e-6)

@@ -72,6 +72,7 @@ EXPERIMENTS = {
     "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 epochs",
                                     arms_of=peers.sweep_arm_names),
     "grokking_peers": Experiment("grokking_peers", peers.PROFILES, peers.PEER_ARMS, peers.run, "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal parametrization, 20 seeds"),
+    "cifar10_peers": Experiment("cifar10_peers", peers.CIFAR10_PROFILES, peers.PEER_ARMS, peers.run_cifar10, "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts"),
 }
 
 

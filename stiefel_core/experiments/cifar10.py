@@ -46,6 +46,7 @@ from ..compiling import compile_model
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .results import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
+from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, frame_options, is_euclidean, trains_frames
 
 __all__ = [
@@ -157,14 +158,18 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
 def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
     identical initial weights in every arm.
-    Chapter: cifar10_patches."""
-    if arm not in RUNNABLE_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}")
+    Chapter: cifar10_patches; the relatives' arms: peers."""
+    if arm not in RUNNABLE_ARMS + FOREIGN_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}, "
+                         f"the relatives {FOREIGN_ARMS}")
     torch.manual_seed(seed)
     model = PatchTransformer(
         patch_size=config.patch_size, d_model=config.d_model, n_heads=config.n_heads,
-        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=not is_euclidean(arm),
+        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS),
     )
+    if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K (chapter "Among its relatives"): the same values
+        for block in model.blocks:
+            prepare_projections(block.attn, arm)
     if arm == "frozen":
         for block in model.blocks:
             block.attn.W_Q.requires_grad_(False)
@@ -177,7 +182,9 @@ def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, fr
     trains W_Q, W_K with AdamW without decay; ``frame_lr`` is the frames' lr (default ``lr``).
     Chapter: cifar10_patches."""
     common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
-    if not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
+    if arm in FOREIGN_ARMS:
+        opt = relative_optimizer(model, arm, frame_lr=config.lr if frame_lr is None else frame_lr, **common)
+    elif not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
         no_decay = [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")] if arm == "no_decay_qk" else ()
         opt = configure_optimizer(model, **common, no_decay=no_decay)
     else:

@@ -14,6 +14,10 @@ Two experiments:
   :func:`stiefel_core.findings.peers.chosen_lr` reads from the sweep's results file (a
   recorded function of it, never a typed-in number), and records it (``frame_lr``).
   The baseline is the task's AdamW (its lr is the task's, tuned with the task).
+- ``cifar10_peers``: the same arms in the long CIFAR-10 protocol of ``cifar10_long`` (100
+  epochs on 10,000 images) at λ = 1, where decay acts most there, 3 paired starts. Each arm's
+  W_Q, W_K lr is the task's lr times the multiple of the grokking task's lr that its sweep
+  chose (no sweep of its own: a CIFAR-10 run is ~7 minutes on a core). Defined for a later run.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
+from . import ablation, cifar10, cifar10_long, grokking
 from .grid import grid_arms, parse_grid_arm
 from .relatives import RELATIVES
 from .results import load_results
 
-__all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "SWEEP_PROFILES", "PROFILES",
-           "sweep_arm_names", "SWEEP_ARMS", "run_sweep", "run"]
+__all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "CifarPeersConfig", "SWEEP_PROFILES", "PROFILES",
+           "CIFAR10_PROFILES", "sweep_arm_names", "SWEEP_ARMS", "run_sweep", "run", "run_cifar10"]
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
@@ -97,3 +101,38 @@ def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progr
     frame_lr = chosen_lr(sweep, arm)
     outcome = grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
     return {**outcome, "frame_lr": frame_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+
+
+def _cifar10_task() -> cifar10.CIFAR10Config:
+    return dataclasses.replace(cifar10_long.PROFILES["full"].task, weight_decay=1.0)
+
+
+@dataclass(frozen=True)
+class CifarPeersConfig:
+    task: cifar10.CIFAR10Config = field(default_factory=_cifar10_task)
+    sweep_profile: str = "full"  # the grokking sweep whose chosen lr multiples the arms take
+    seeds: tuple[int, ...] = (0, 1, 2)  # the issue's "at least 3 paired starts"
+
+
+CIFAR10_PROFILES = {
+    "full": CifarPeersConfig(),
+    "ci": CifarPeersConfig(task=dataclasses.replace(cifar10_long.PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
+}
+
+
+def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of ``cifar10_peers``: ``arm`` from start ``seed``, its W_Q, W_K at the task's lr
+    times the multiple its grokking sweep chose."""
+    from ..findings.peers import chosen_lr
+
+    if arm not in PEER_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10_peers has {PEER_ARMS}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    description = f"cifar10 peers {arm} start {seed}"
+    if arm == "baseline":
+        return cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description)
+    sweep = load_results("grokking_peers_lr", config.sweep_profile)
+    multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
+    frame_lr = task.lr * multiple
+    outcome = cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr)
+    return {**outcome, "frame_lr": frame_lr, "lr_multiple": multiple, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}

@@ -8,7 +8,10 @@ import numpy as np
 
 from ..experiments.grid import parse_grid_arm
 
-__all__ = ["sweep_scores", "chosen_lr", "sweep_rows", "SWEEP_CRITERION"]
+__all__ = [
+    "sweep_scores", "chosen_lr", "sweep_rows", "SWEEP_CRITERION", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
+    "ingredient_rows", "movement_rows", "movement_series", "lr_consistent", "claim",
+]
 
 SWEEP_CRITERION = "mean validation accuracy over the logged epochs (the area under the curve), averaged over the sweep's seeds"
 
@@ -62,3 +65,133 @@ def sweep_rows(sweep: dict) -> list[dict]:
         rows.append({"arm": arm, "scores": {lr: float(np.mean(v)) if v else None for lr, v in scores.items()}, "chosen": chosen,
                      "edge": chosen is not None and chosen in (min(scores), max(scores))})
     return rows
+
+
+# --- the comparison --------------------------------------------------------------------------
+
+PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param")
+REFERENCES = ("stiefel", "baseline")
+INGREDIENTS = (  # (a, b, what a − b isolates)
+    ("stiefel", "per_entry", "scalar (per-frame) against per-entry second moments, the rest of the rule the same"),
+    ("stiefel", "geoopt_radam", "the Stiefel rule against the standard Riemannian Adam (per-entry moments, its own retraction)"),
+    ("muon", "baseline", "orthogonalised updates on unconstrained weights against AdamW (both decayed)"),
+    ("stiefel", "muon_no_decay", "a constraint on the weights against orthogonal updates alone, neither decayed"),
+    ("muon_no_decay", "muon", "weight decay off an orthogonal-update optimizer's W_Q, W_K"),
+    ("orthogonal_param", "baseline", "the constraint by parametrization, stepped by AdamW, against AdamW"),
+    ("stiefel", "orthogonal_param", "the Stiefel rule against the same constraint stepped through a parametrization"),
+)
+
+
+def arms_in(results: dict | None) -> list[str]:
+    """The arms of ``results`` that finished at least one run, in the chapter's order."""
+    from ..experiments.peers import PEER_ARMS
+
+    present = {key.rpartition("/")[0] for key in (results or {}).get("runs", {})}
+    return [arm for arm in PEER_ARMS if arm in present]
+
+
+def peer_rows(results: dict, threshold: float = 0.9) -> list[dict]:
+    """One row per peer and reference (``stiefel``, ``baseline``): the final validation accuracy's
+    paired comparison peer − reference (pp), its verdict (``stats.direction``), and time to
+    ``threshold`` as censored data: the Kaplan-Meier medians and the log-rank p over the pairs."""
+    from ..stats import direction
+    from .regimes import endpoint_comparison, logrank, paired_seeds, survival
+
+    rows = []
+    for peer in PEERS:
+        for ref in REFERENCES:
+            seeds = paired_seeds(results, peer, ref)
+            c = endpoint_comparison(results, peer, ref)
+            row = {"peer": peer, "reference": ref, "n": len(seeds), "comparison": c, "verdict": direction(c)}
+            if len(seeds) >= 2:
+                a, b = survival(results, peer, threshold, seeds), survival(results, ref, threshold, seeds)
+                row.update(median=a.median, reference_median=b.median, never=a.censored, reference_never=b.censored,
+                           logrank_p=logrank(results, peer, ref, threshold, seeds)[1])
+            rows.append(row)
+    return rows
+
+
+def ingredient_rows(results: dict) -> list[dict]:
+    """:data:`INGREDIENTS` that the file holds: each comparison a − b at the end, its verdict."""
+    from ..stats import direction
+    from .regimes import endpoint_comparison
+
+    rows = []
+    for a, b, meaning in INGREDIENTS:
+        c = endpoint_comparison(results, a, b)
+        rows.append({"a": a, "b": b, "meaning": meaning, "comparison": c, "verdict": direction(c)})
+    return rows
+
+
+def movement_rows(results: dict) -> list[dict]:
+    """Per arm, over its runs, the means at the last record of: the mean principal angle of W_Q's
+    heads to their start (degrees), the bilinear form's change ``qk_change_mean``, ``‖W_Q‖_F``,
+    and the worst ``‖W_Qᵀ W_Q − I‖_F`` (NaN where a run predates that log)."""
+    from .regimes import runs_of
+
+    rows = []
+    for arm in arms_in(results):
+        last = [run["history"][-1] for run in runs_of(results, arm).values()]
+        mean = lambda key: float(np.mean([r.get(key, np.nan) for r in last]))  # noqa: E731
+        rows.append({"arm": arm, "n": len(last), "angle": mean("angle_mean/W_Q"), "qk_change": mean("qk_change_mean/attn"),
+                     "norm": mean("norm/attn.W_Q"), "ortho": float(np.max([r.get("ortho/W_Q", np.nan) for r in last]))})
+    return rows
+
+
+def lr_consistent(results: dict, sweep: dict) -> bool:
+    """Whether every run of ``results`` that records a ``frame_lr`` ran at the lr the sweep
+    chooses for its arm now (a sweep changed after the runs would break this)."""
+    for key, run in results.get("runs", {}).items():
+        if "frame_lr" in run and run["frame_lr"] != chosen_lr(sweep, key.rpartition("/")[0]):
+            return False
+    return True
+
+
+def _interval(c) -> str:
+    return f"{c.mean_difference:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}]"
+
+
+WORDS = {"higher": "ahead", "lower": "behind", "tie": "tied", "untested": "too few seeds"}
+
+
+def claim(results: dict | None) -> str:
+    """One line for the claims table: each peer's final validation accuracy against the Stiefel
+    rule (pp, 95 % interval, verdict), over the seeds every arm finished, and the regime."""
+    from ..stats import direction
+    from .regimes import decay_budget, endpoint_comparison, grokking_lr_factors, paired_seeds
+
+    if not results or not results.get("runs"):
+        return "not yet measured (no finished full run)"
+    seeds = paired_seeds(results, "stiefel", *PEERS)
+    parts = []
+    for peer in PEERS:
+        c = endpoint_comparison(results, peer, "stiefel")
+        if c is not None:
+            parts.append(f"{peer} {_interval(c)} ({WORDS[direction(c)]})")
+    if not parts:
+        return f"not yet measured ({len(seeds)} seed(s) with every arm finished)"
+    c = results["config"]["task"]
+    budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
+    behind = sum(direction(endpoint_comparison(results, peer, "stiefel")) == "lower" for peer in PEERS)
+    ahead = sum(direction(endpoint_comparison(results, peer, "stiefel")) == "higher" for peer in PEERS)
+    verdict = f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested"
+    n = {peer: len(paired_seeds(results, peer, "stiefel")) for peer in PEERS}
+    return (f"grokking (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs), each peer minus the Stiefel rule at its swept lr, "
+            f"final val. acc., {min(n.values())}-{max(n.values())} paired seeds: " + "; ".join(parts) + f"; {verdict}")
+
+
+def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
+    """Per arm, at every logged epoch: the mean over its runs of W_Q's mean principal angle to
+    its start (``angle``, degrees) and the largest orthonormality error (``ortho``)."""
+    from .regimes import runs_of
+
+    out = {}
+    for arm in arms_in(results):
+        histories = [run["history"] for run in runs_of(results, arm).values()]
+        n = min(len(h) for h in histories)
+        out[arm] = {
+            "epoch": np.array([h["epoch"] for h in histories[0][:n]]),
+            "angle": np.array([np.mean([h[i]["angle_mean/W_Q"] for h in histories]) for i in range(n)]),
+            "ortho": np.array([np.max([h[i].get("ortho/W_Q", np.nan) for h in histories]) for i in range(n)]),
+        }
+    return out

@@ -1,0 +1,99 @@
+"""Figures of the chapter "Among its relatives": the lr sweep, the paired gains of each peer
+against the Stiefel rule and AdamW, time to 90 % (Kaplan-Meier) and the frames' movement over
+training. Each draws only what it is handed (the outputs of :mod:`stiefel_core.findings.peers`)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from . import COLORS, arm_color, figsize, style
+
+__all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
+
+PEER_COLORS = {
+    "baseline": arm_color("baseline"), "stiefel": arm_color("stiefel"), "per_entry": COLORS["tangent"],
+    "muon": COLORS["highlight"], "muon_no_decay": COLORS["normal"], "geoopt_radam": "#56B4E9", "orthogonal_param": COLORS["reference"],
+}
+PEER_LABELS = {
+    "baseline": "AdamW", "stiefel": "Stiefel rule", "per_entry": "per-entry moments", "muon": "Muon",
+    "muon_no_decay": "Muon, no decay on W_Q, W_K", "geoopt_radam": "geoopt RiemannianAdam", "orthogonal_param": "orthogonal parametrization",
+}
+MARKERS = {"baseline": "s", "stiefel": "o", "per_entry": "^", "muon": "D", "muon_no_decay": "d", "geoopt_radam": "v", "orthogonal_param": "P"}
+
+
+def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy over training") -> Figure:
+    """Each arm's sweep score over the frame lr (``rows`` of ``findings.peers.sweep_rows``), its
+    chosen lr circled."""
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
+        for row in rows:
+            lrs = [lr for lr, v in row["scores"].items() if v is not None]
+            values = [100 * row["scores"][lr] for lr in lrs]
+            color = PEER_COLORS.get(row["arm"], COLORS["reference"])
+            ax.plot(lrs, values, color=color, marker=MARKERS.get(row["arm"], "o"), lw=1.3, label=PEER_LABELS.get(row["arm"], row["arm"]))
+            if row["chosen"] is not None:
+                ax.scatter([row["chosen"]], [100 * row["scores"][row["chosen"]]], s=150, facecolors="none", edgecolors=color, lw=1.5)
+        ax.set_xscale("log")
+        ax.set_xlabel("lr of W_Q, W_K")
+        ax.set_ylabel(f"{criterion} (%)")
+        ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def gains_figure(rows: list[dict]) -> Figure:
+    """Two panels, peer − Stiefel rule and peer − AdamW: each peer's mean paired difference in
+    final validation accuracy with its 95 % interval (``rows`` of ``findings.peers.peer_rows``)."""
+    with style():
+        fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (3.6, 3.0)), sharey=True)
+        for ax, ref in zip(axes, ("stiefel", "baseline")):
+            mine = [r for r in rows if r["reference"] == ref]
+            for i, r in enumerate(mine):
+                c = r["comparison"]
+                if c is None:
+                    continue
+                color = PEER_COLORS.get(r["peer"], COLORS["reference"])
+                ax.errorbar([c.mean_difference], [i], xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
+                            fmt=MARKERS.get(r["peer"], "o"), color=color, capsize=3)
+            ax.axvline(0, color=COLORS["reference"], lw=0.8)
+            ax.set_yticks(range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=8)
+            ax.set_xlabel(f"peer − {PEER_LABELS[ref]} (pp)")
+            ax.set_title(f"against the {PEER_LABELS[ref]}" if ref == "stiefel" else "against AdamW")
+        axes[0].invert_yaxis()
+    return fig
+
+
+def survival_figure(curves: list) -> Figure:
+    """Kaplan-Meier curves of time to 90 % validation accuracy, one per arm
+    (:class:`findings.regimes.Survival`); censored runs keep the curve up to their last epoch."""
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.6)))
+        for s in curves:
+            t, p = np.concatenate([[0.0], s.times]), np.concatenate([[1.0], s.probabilities])
+            ax.step(t, p, where="post", color=PEER_COLORS.get(s.arm, COLORS["reference"]), lw=1.5,
+                    label=f"{PEER_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("share of runs not yet at 90 %")
+        ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def movement_figure(series: dict[str, dict[str, np.ndarray]]) -> Figure:
+    """Per arm, the mean over seeds of W_Q's mean principal angle to its start (left) and of its
+    orthonormality error ``‖WᵀW − I‖_F`` (right, log scale) over epochs: ``series[arm]`` holds
+    ``epoch``, ``angle`` and ``ortho`` arrays."""
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (3.6, 3.0)))
+        for arm, s in series.items():
+            color = PEER_COLORS.get(arm, COLORS["reference"])
+            left.plot(s["epoch"], s["angle"], color=color, lw=1.3, label=PEER_LABELS.get(arm, arm))
+            right.plot(s["epoch"], np.maximum(s["ortho"], 1e-8), color=color, lw=1.3)
+        left.set_xlabel("epoch")
+        left.set_ylabel("W_Q's angle to its start (deg)")
+        right.set_xlabel("epoch")
+        right.set_ylabel("‖W_Qᵀ W_Q − I‖_F, worst head")
+        right.set_yscale("log")
+        left.legend(fontsize=7, loc="best")
+    return fig
