@@ -96,6 +96,7 @@ results: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/step_time.py
+	$(PY) benchmarks/peers_step.py
 	$(PY) benchmarks/grokking_epoch.py
 	$(PY) benchmarks/train_throughput.py
 

@@ -116,6 +116,8 @@ CLAIMS = [
     Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches", _from_results(findings.cifar10.claim_movement, "cifar10")),
     Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation", _from_results(_ablation, "cifar10_ablation")),
     Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes),
+    Claim("Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?", preprint.RELATIVES, "book/peers",
+          _from_results(findings.peers.claim, "grokking_peers")),
     Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge),
 ]
 

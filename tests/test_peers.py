@@ -128,3 +128,35 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
     model = cifar10.build_model(task, "orthogonal_param", 0)
     reference = cifar10.build_model(task, "baseline", 0)
     torch.testing.assert_close(model.blocks[1]["attn"].W_K, reference.blocks[1]["attn"].W_K, rtol=0, atol=1e-6)
+
+
+def _history(acc_end: float, reach_at: int | None, epochs=(0, 500, 1000, 1500)):
+    return [{"epoch": e, "val_acc": acc_end if reach_at is not None and e >= reach_at else 0.5, "angle_mean/W_Q": e / 100,
+             "qk_change_mean/attn": e / 1000, "norm/attn.W_Q": 8.0, "ortho/W_Q": 1e-6} for e in epochs]
+
+
+def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
+    from stiefel_core.findings import peers as findings
+
+    # the Stiefel rule reaches 100 % at epoch 500; Muon 95 % at 1,000; per_entry never (censored); the rest tie with the rule
+    plan = {"stiefel": (1.0, 500), "baseline": (0.9, 1000), "muon": (0.95, 1000), "per_entry": (0.5, None)}
+    runs = {}
+    for arm in peers.PEER_ARMS:
+        for s in range(4):
+            end, at = plan.get(arm, (1.0, 500))
+            runs[f"{arm}/{s}"] = {"history": _history(end - 0.01 * s * (arm == "muon"), at)}
+    results = {"config": {"task": dataclasses.asdict(get_config("grokking_peers", "full").task)}, "runs": runs}
+    rows = {(r["peer"], r["reference"]): r for r in findings.peer_rows(results)}
+    assert rows[("muon", "stiefel")]["verdict"] == "lower" and rows[("muon", "stiefel")]["n"] == 4
+    assert rows[("muon", "baseline")]["verdict"] == "higher"
+    assert rows[("geoopt_radam", "stiefel")]["verdict"] == "tie"  # every difference 0
+    assert rows[("per_entry", "stiefel")]["median"] == float("inf") and rows[("per_entry", "stiefel")]["never"] == 4
+    assert rows[("per_entry", "stiefel")]["logrank_p"] < 0.05
+    readings = {(r["a"], r["b"]): findings.reading(r) for r in findings.ingredient_rows(results)}
+    assert "scalar (per-frame) second moment matters" in readings[("stiefel", "per_entry")]
+    assert readings[("muon", "baseline")].startswith("orthogonalised updates alone beat AdamW")
+    movement = {r["arm"]: r for r in findings.movement_rows(results)}
+    assert movement["stiefel"]["angle"] == 15.0 and movement["muon"]["ortho"] == 1e-6
+    line = findings.claim(results)
+    assert "muon -" in line and "(behind)" in line and "p = 31" in line and "1,500 epochs" in line
+    assert findings.claim(None).startswith("not yet measured")

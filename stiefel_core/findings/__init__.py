@@ -1,8 +1,8 @@
 """Everything that reads results: pure functions of the results dicts they are handed (they open
 no file), from which chapters print tables, verdicts and claim lines. One module per chapter
-(:mod:`.cifar10` and its chapter's text tables :mod:`.cifar10_report`, its long runs :mod:`.long_training`, :mod:`.ablation`, :mod:`.grokking`, :mod:`.regimes`) and :mod:`.runs`, the
+(:mod:`.cifar10` and its chapter's text tables :mod:`.cifar10_report`, its long runs :mod:`.long_training`, :mod:`.ablation`, :mod:`.grokking`, :mod:`.regimes`, :mod:`.peers`) and :mod:`.runs`, the
 starts a file finished and whether its runs are paired."""
 
-from . import ablation, cifar10, cifar10_report, grokking, long_training, regimes, runs
+from . import ablation, cifar10, cifar10_report, grokking, long_training, peers, regimes, runs
 
-__all__ = ["ablation", "cifar10", "cifar10_report", "grokking", "long_training", "regimes", "runs"]
+__all__ = ["ablation", "cifar10", "cifar10_report", "grokking", "long_training", "peers", "regimes", "runs"]

@@ -10,7 +10,7 @@ from ..experiments.grid import parse_grid_arm
 
 __all__ = [
     "sweep_scores", "chosen_lr", "sweep_rows", "SWEEP_CRITERION", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
-    "ingredient_rows", "movement_rows", "movement_series", "lr_consistent", "claim",
+    "ingredient_rows", "READINGS", "reading", "movement_rows", "movement_series", "lr_consistent", "claim",
 ]
 
 SWEEP_CRITERION = "mean validation accuracy over the logged epochs (the area under the curve), averaged over the sweep's seeds"
@@ -195,3 +195,36 @@ def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
             "ortho": np.array([np.max([h[i].get("ortho/W_Q", np.nan) for h in histories]) for i in range(n)]),
         }
     return out
+
+
+READINGS = {  # (a, b) of INGREDIENTS -> what each verdict of a − b says
+    ("stiefel", "per_entry"): {"higher": "the scalar (per-frame) second moment matters: per-entry moments cost accuracy",
+                               "lower": "per-entry moments help: the scalar moment is not what earns the rule's result",
+                               "tie": "scalar or per-entry moments: no measurable difference here"},
+    ("stiefel", "geoopt_radam"): {"higher": "the Stiefel rule beats the standard Riemannian Adam on the same constraint",
+                                  "lower": "the standard Riemannian Adam beats the Stiefel rule on the same constraint",
+                                  "tie": "the Stiefel rule and the standard Riemannian Adam: no measurable difference"},
+    ("muon", "baseline"): {"higher": "orthogonalised updates alone beat AdamW",
+                           "lower": "orthogonalised updates alone do worse than AdamW",
+                           "tie": "orthogonalised updates alone: no measurable difference from AdamW"},
+    ("stiefel", "muon_no_decay"): {"higher": "the constraint on the weights matters beyond orthogonal updates",
+                                   "lower": "orthogonal updates without the constraint do better than the constrained rule",
+                                   "tie": "constraint on the weights or orthogonal updates alone: no measurable difference"},
+    ("muon_no_decay", "muon"): {"higher": "decay on Muon's unconstrained W_Q, W_K costs accuracy",
+                                "lower": "decay on Muon's W_Q, W_K helps",
+                                "tie": "decay on Muon's W_Q, W_K: no measurable effect"},
+    ("orthogonal_param", "baseline"): {"higher": "the constraint alone, stepped by AdamW through a parametrization, beats AdamW",
+                                       "lower": "the constraint by parametrization does worse than AdamW",
+                                       "tie": "the constraint by parametrization: no measurable difference from AdamW"},
+    ("stiefel", "orthogonal_param"): {"higher": "how the constrained step is taken matters: the Stiefel rule beats the parametrization",
+                                      "lower": "the parametrization beats the Stiefel rule on the same constraint",
+                                      "tie": "the Stiefel rule or the parametrization: no measurable difference"},
+}
+
+
+def reading(row: dict) -> str:
+    """What one :func:`ingredient_rows` row says, by the fixed rule of :data:`READINGS`."""
+    if row["verdict"] == "untested":
+        n = row["comparison"].n if row["comparison"] is not None else 0
+        return f"untested ({n} paired seed(s); a verdict needs 3)"
+    return READINGS[(row["a"], row["b"])][row["verdict"]]
