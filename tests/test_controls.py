@@ -112,7 +112,7 @@ def test_cifar10_controls_build_what_they_say():
     same = cifar10.build_model(config, "baseline", 0)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))  # one start, one init
     with pytest.raises(ValueError, match="unknown arm"):
-        cifar10.build_model(config, "muon", 0)
+        cifar10.build_model(config, "lion", 0)
     long = get_config("cifar10_long", "full")
     assert long.task.epochs >= 100 and long.task.train_size == 10_000 and len(long.seeds) >= 3
     assert set(cifar10_long.arm_names(long)) == {f"{a}@wd={w:g}" for a in cifar10_long.LONG_ARMS for w in (0.05, 0.3, 1.0)}
