@@ -105,8 +105,9 @@ def peer_rows(results: dict, threshold: float = 0.9) -> list[dict]:
             row = {"peer": peer, "reference": ref, "n": len(seeds), "comparison": c, "verdict": direction(c)}
             if len(seeds) >= 2:
                 a, b = survival(results, peer, threshold, seeds), survival(results, ref, threshold, seeds)
-                row.update(median=a.median, reference_median=b.median, never=a.censored, reference_never=b.censored,
-                           logrank_p=logrank(results, peer, ref, threshold, seeds)[1])
+                with np.errstate(invalid="ignore", divide="ignore"):  # identical times: no variance, p is nan
+                    p = logrank(results, peer, ref, threshold, seeds)[1]
+                row.update(median=a.median, reference_median=b.median, never=a.censored, reference_never=b.censored, logrank_p=p)
             rows.append(row)
     return rows
 

@@ -76,7 +76,8 @@ def survival_figure(curves: list) -> Figure:
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("epoch")
         ax.set_ylabel("share of runs not yet at 90 %")
-        ax.legend(fontsize=7, loc="best")
+        if curves:
+            ax.legend(fontsize=7, loc="best")
     return fig
 
 
@@ -95,5 +96,6 @@ def movement_figure(series: dict[str, dict[str, np.ndarray]]) -> Figure:
         right.set_xlabel("epoch")
         right.set_ylabel("‖W_Qᵀ W_Q − I‖_F, worst head")
         right.set_yscale("log")
-        left.legend(fontsize=7, loc="best")
+        if series:
+            left.legend(fontsize=7, loc="best")
     return fig
