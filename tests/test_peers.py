@@ -123,6 +123,8 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
     out = run_experiment("cifar10_peers", "ci", config=config, arms=["baseline", *arms[1:]], progress=False)
     for arm in arms[1:]:
         assert out["runs"][f"{arm}/0"]["frame_lr"] == pytest.approx(task.lr * 1e-2 / 3e-3)
+    assert not any(k.startswith("step/") for k in out["runs"]["muon/0"]["final"])  # not measurable through a parametrization
+    assert any(k.startswith("step/") for k in out["runs"]["geoopt_radam/0"]["final"])
     losses = {key: run["final"]["test_loss"] for key, run in out["runs"].items()}
     assert len(set(losses.values())) == len(losses)  # every arm trains differently
     model = cifar10.build_model(task, "orthogonal_param", 0)

@@ -35,6 +35,7 @@ __all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "CifarPeer
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
+PARAMETRIZED = ("muon", "muon_no_decay", "orthogonal_param")  # W_Q, W_K computed by a torch parametrization
 FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
@@ -135,4 +136,10 @@ def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoin
     multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
     frame_lr = task.lr * multiple
     outcome = cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr)
+    if arm in PARAMETRIZED:  # cifar10.train sums per-step displacements of the tensors it was handed at the
+        # start, and a parametrization computes W_Q, W_K anew at every access: those sums are not this arm's steps
+        for record in outcome["history"]:
+            for key in [k for k in record if k.startswith("step/")]:
+                del record[key]
+        outcome["final"] = {k: v for k, v in outcome["final"].items() if not k.startswith("step/")}
     return {**outcome, "frame_lr": frame_lr, "lr_multiple": multiple, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
