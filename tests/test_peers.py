@@ -162,3 +162,15 @@ def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
     line = findings.claim(results)
     assert "muon -" in line and "(behind)" in line and "p = 31" in line and "1,500 epochs" in line
     assert findings.claim(None).startswith("not yet measured")
+
+
+def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale():
+    config = get_config("grokking_peers_lr", "full")
+    names = peers.sweep_arm_names(config)
+    assert len(names) == len(config.arms) * len(config.frame_lrs) and len(set(names)) == len(names)
+    d_head = config.task.d_model // config.task.n_heads
+    assert dict(config.lr_scales)["geoopt_radam"] == (config.task.d_model * d_head) ** 0.5
+    assert "geoopt_radam@flr=0.032" in names and "stiefel@flr=0.001" in names
+    assert set(config.seeds).isdisjoint(get_config("grokking_peers", "full").seeds)  # lrs not chosen on the judged seeds
+    with pytest.raises(ValueError, match="not on this profile's grid"):
+        peers.run_sweep(config, "geoopt_radam@flr=0.001", 100, CPU, progress=False)

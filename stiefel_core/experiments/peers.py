@@ -8,7 +8,8 @@ Two experiments:
 - ``grokking_peers_lr``: the learning-rate sweep, on the ``ci`` task (the same model and data,
   600 epochs). Every arm that trains W_Q, W_K apart from AdamW (the Stiefel rule included) gets
   the same budget: 4 frame lrs x 2 seeds, on seeds 100 and 101, apart from the comparison's
-  0-19, so that no arm's lr is chosen on the seeds it is judged on.
+  0-19, so that no arm's lr is chosen on the seeds it is judged on. geoopt's grid is the others'
+  times sqrt(d r) = 32: its second moment sums a frame's squares where the others average them.
   An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
 - ``grokking_peers``: the comparison. Each arm trains at the lr that
   :func:`stiefel_core.findings.peers.chosen_lr` reads from the sweep's results file (a
@@ -26,7 +27,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, cifar10, cifar10_long, grokking
-from .grid import grid_arms, parse_grid_arm
+from .grid import grid_arm, parse_grid_arm
 from .relatives import RELATIVES
 from .results import load_results
 
@@ -52,7 +53,16 @@ class LrSweepConfig:
     task: grokking.GrokkingConfig = field(default_factory=_sweep_task)
     arms: tuple[str, ...] = SWEPT_ARMS
     frame_lrs: tuple[float, ...] = FRAME_LRS
+    # geoopt's second moment is a frame's Riemannian ‖g‖², a sum over its d·r entries where the
+    # others' are means (or per entry): the same per-entry step takes sqrt(d r) = 32 times the lr
+    lr_scales: tuple[tuple[str, float], ...] = (("geoopt_radam", 32.0),)
     seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
+
+
+def swept_lrs(config: dict, arm: str) -> tuple[float, ...]:
+    """The lrs the sweep ``config`` (a results file's ``config``) tries for ``arm``."""
+    scale = dict(map(tuple, config.get("lr_scales", ()))).get(arm, 1.0)
+    return tuple(float(f"{lr * scale:.6g}") for lr in config["frame_lrs"])
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,9 @@ class PeersConfig:
 
 
 def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
-    return grid_arms(config.arms, "flr", config.frame_lrs)
+    as_dict = dataclasses.asdict(config)
+    lrs = {arm: swept_lrs(as_dict, arm) for arm in config.arms}
+    return tuple(grid_arm(arm, "flr", lrs[arm][i]) for i in range(len(config.frame_lrs)) for arm in config.arms)
 
 
 SWEEP_PROFILES = {
@@ -83,8 +95,9 @@ PROFILES = {
 def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the sweep: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with W_Q, W_K at that lr."""
     base, frame_lr = parse_grid_arm(arm, "flr", config.arms)
-    if frame_lr not in config.frame_lrs:
-        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")
+    grid = swept_lrs(dataclasses.asdict(config), base)
+    if frame_lr not in grid:
+        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid for {base} {grid}")
     task = dataclasses.replace(config.task, seeds=(seed,))
     return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
 

@@ -9,8 +9,9 @@ every arm.
   ``momentum=0.95``, Nesterov, 5 Newton-Schulz steps (its defaults). ``muon`` decays W_Q, W_K
   with the task's λ (decoupled, as AdamW), ``muon_no_decay`` does not.
 - ``geoopt_radam``: ``geoopt.optim.RiemannianAdam`` on ``geoopt.ManifoldParameter`` banks on
-  ``geoopt.Stiefel()`` (its default, canonical metric, with its own retraction); geoopt's
-  defaults otherwise (no weight decay, no ``stabilize``).
+  ``geoopt.Stiefel()`` (its default: the canonical metric, a Cayley retraction carrying the
+  momentum along; its second moment is one number per frame, the Riemannian ‖g‖², a sum over
+  the frame's entries); geoopt's defaults otherwise (no weight decay, no ``stabilize``).
 - ``orthogonal_param``: ``torch.nn.utils.parametrizations.orthogonal`` on each bank (a batch of
   per-head matrices; torch's default map for a tall matrix, Householder, with trivialization),
   its unconstrained coordinates trained by AdamW without weight decay, as frames get none: the

@@ -17,10 +17,12 @@ SWEEP_CRITERION = "mean validation accuracy over the logged epochs (the area und
 
 
 def _sweep_grid(sweep: dict, arm: str) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    from ..experiments.peers import swept_lrs
+
     config = sweep["config"]
     if arm not in config["arms"]:
         raise ValueError(f"the lr sweep has no arm {arm!r}; it sweeps {config['arms']}")
-    return tuple(config["frame_lrs"]), tuple(config["seeds"])
+    return swept_lrs(config, arm), tuple(config["seeds"])
 
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
