@@ -75,7 +75,7 @@ PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param
 REFERENCES = ("stiefel", "baseline")
 INGREDIENTS = (  # (a, b, what a − b isolates)
     ("stiefel", "per_entry", "scalar (per-frame) against per-entry second moments, the rest of the rule the same"),
-    ("stiefel", "geoopt_radam", "the Stiefel rule against the standard Riemannian Adam (per-entry moments, its own retraction)"),
+    ("stiefel", "geoopt_radam", "the Stiefel rule against the standard Riemannian Adam (canonical metric, Cayley retraction, no trust region)"),
     ("muon", "baseline", "orthogonalised updates on unconstrained weights against AdamW (both decayed)"),
     ("stiefel", "muon_no_decay", "a constraint on the weights against orthogonal updates alone, neither decayed"),
     ("muon_no_decay", "muon", "weight decay off an orthogonal-update optimizer's W_Q, W_K"),
