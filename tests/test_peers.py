@@ -125,6 +125,9 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
         assert out["runs"][f"{arm}/0"]["frame_lr"] == pytest.approx(task.lr * 1e-2 / 3e-3)
     assert not any(k.startswith("step/") for k in out["runs"]["muon/0"]["final"])  # not measurable through a parametrization
     assert any(k.startswith("step/") for k in out["runs"]["geoopt_radam/0"]["final"])
+    finals = {key.split("/")[0]: run["final"] for key, run in out["runs"].items()}
+    assert len({f["order_checksum"] for f in finals.values()}) == 1  # one start, one data order
+    assert finals["geoopt_radam"]["init_fingerprint"] == finals["baseline"]["init_fingerprint"]  # the same weights, the same names
     losses = {key: run["final"]["test_loss"] for key, run in out["runs"].items()}
     assert len(set(losses.values())) == len(losses)  # every arm trains differently
     model = cifar10.build_model(task, "orthogonal_param", 0)
