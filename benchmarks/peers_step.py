@@ -12,7 +12,8 @@ parametrization costs, the forward map and the backward through it, since that i
 constraint is paid. Orthonormality ``max ‖WᵀW − I‖_F`` is measured on one bank (12 frames)
 after ``--ortho-steps`` steps (10,000), each with a fresh random gradient (the same sequence
 for every optimizer); Muon, geoopt and the parametrization are far slower on a CPU and run the
-fewer steps their flags say (200, 200 and 10), which the output states.
+fewer steps their flags say (200, 200 and 10), which the output states. On one CPU thread a
+step is timed by the process's CPU time, which the load of a shared machine does not inflate.
 """
 
 from __future__ import annotations
@@ -103,14 +104,14 @@ def fixed_grads(shapes, device, seed=1) -> list[torch.Tensor]:
     return [(torch.randn(s, generator=g) * 1e-2).to(device) for s in shapes]
 
 
-def seconds_per_step(stepper: Stepper, grads, repeats: int, warmup: int) -> float:
+def seconds_per_step(stepper: Stepper, grads, repeats: int, warmup: int, clock=time.perf_counter) -> float:
     for _ in range(warmup):
         stepper.step(grads)
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         stepper.step(grads)
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -141,12 +142,17 @@ def main(argv=None) -> dict:
     out = Recorder(f"peers_step-{args.model}-{device.type}")
     out.say(f"{args.model}: {2 * layers * heads} frames of {d_model} x {d_head}, {device}, torch {torch.__version__}, "
             f"{torch.get_num_threads()} threads; one step each, fixed random gradients")
+    # On one CPU thread, the process's CPU time is the step's cost whatever else the machine runs
+    # (a shared machine's load inflates wall time); with more threads, or on a GPU, wall time.
+    cpu_clock = device.type == "cpu" and torch.get_num_threads() == 1
+    clock = time.process_time if cpu_clock else time.perf_counter
+    out.say(f"clock: {'CPU time of this process (one thread)' if cpu_clock else 'wall time'}")
     grads = fixed_grads(shapes, device)
     slow = ("Muon", "geoopt RiemannianAdam", "orthogonal_param")
     seconds, memory, error, steps = {}, {}, {}, {}
     for name in PEERS:
         stepper = Stepper(name, shapes, device)
-        seconds[name] = seconds_per_step(stepper, grads, args.slow_repeats if name in slow else args.repeats, 0 if name in slow else 2)
+        seconds[name] = seconds_per_step(stepper, grads, args.slow_repeats if name in slow else args.repeats, 0 if name in slow else 2, clock)
         memory[name] = stepper.state_ratio()
         buffers = f" + parametrization buffers {stepper.buffers / stepper.frame_bytes:.1f}x" if stepper.buffers else ""
         del stepper
