@@ -8,13 +8,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from . import COLORS, arm_color, figsize, style
+from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
 
-PEER_COLORS = {
-    "baseline": arm_color("baseline"), "stiefel": arm_color("stiefel"), "per_entry": COLORS["tangent"],
-    "muon": COLORS["highlight"], "muon_no_decay": COLORS["normal"], "geoopt_radam": "#56B4E9", "orthogonal_param": COLORS["reference"],
+PEER_COLORS = {  # the book's colours where the arm has one (plots.ARM_COLORS); the relatives from Tol's palette
+    **{arm: ARM_COLORS[arm] for arm in ("baseline", "stiefel", "per_entry")},
+    "muon": "#332288", "muon_no_decay": "#88CCEE", "geoopt_radam": "#882255", "orthogonal_param": "#999933",
 }
 PEER_LABELS = {
     "baseline": "AdamW", "stiefel": "Stiefel rule", "per_entry": "per-entry moments", "muon": "Muon",
