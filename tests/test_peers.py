@@ -132,7 +132,7 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
     assert len(set(losses.values())) == len(losses)  # every arm trains differently
     model = cifar10.build_model(task, "orthogonal_param", 0)
     reference = cifar10.build_model(task, "baseline", 0)
-    torch.testing.assert_close(model.blocks[1]["attn"].W_K, reference.blocks[1]["attn"].W_K, rtol=0, atol=1e-6)
+    torch.testing.assert_close(model.blocks[1].attn.W_K, reference.blocks[1].attn.W_K, rtol=0, atol=1e-6)
 
 
 def _history(acc_end: float, reach_at: int | None, epochs=(0, 500, 1000, 1500)):
