@@ -167,25 +167,30 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
     assert not any((isolated / "checkpoints").rglob("*.pt"))
 
 
-def test_an_interrupted_run_resumes_bit_identically(isolated, monkeypatch):
-    config = tiny(epochs=3)
-    whole = cifar10.run(config, "fixed_step", 0, "cpu", progress=False)
-    checkpoint = isolated / "run.pt"
+def interrupt_run(monkeypatch, config, arm, checkpoint, epoch=2):
+    """Run ``arm`` until a KeyboardInterrupt at ``epoch``, leaving its checkpoint behind."""
     real_fit = cifar10.fit
 
     def interrupted_fit(model, opt, step, *args, **kwargs):
-        def failing(epoch, logging):
-            if epoch == 2:
+        def failing(e, logging):
+            if e == epoch:
                 raise KeyboardInterrupt
-            return step(epoch, logging)
+            return step(e, logging)
 
         return real_fit(model, opt, failing, *args, **kwargs)
 
     monkeypatch.setattr(cifar10, "fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):
-        cifar10.run(config, "fixed_step", 0, "cpu", checkpoint, progress=False)
-    assert checkpoint.exists()
+        cifar10.run(config, arm, 0, "cpu", checkpoint, progress=False)
     monkeypatch.setattr(cifar10, "fit", real_fit)
+    assert checkpoint.exists()
+
+
+def test_an_interrupted_run_resumes_bit_identically(isolated, monkeypatch):
+    config = tiny(epochs=3)
+    whole = cifar10.run(config, "fixed_step", 0, "cpu", progress=False)
+    checkpoint = isolated / "run.pt"
+    interrupt_run(monkeypatch, config, "fixed_step", checkpoint)
     resumed = cifar10.run(config, "fixed_step", 0, "cpu", checkpoint, progress=False)
     assert resumed["history"] == whole["history"] and resumed["final"] == whole["final"]
 

@@ -11,7 +11,7 @@ import torch
 from stiefel_core import compiling
 from stiefel_core.experiments import cifar10, grokking
 from stiefel_core.experiments.metrics import Displacement
-from test_cifar10_experiment import isolated, jpeg_copy, tiny  # noqa: F401  (fixtures)
+from test_cifar10_experiment import interrupt_run, isolated, jpeg_copy, tiny  # noqa: F401  (fixtures)
 
 
 def test_displacement_sums_the_steps_it_is_told_about():
@@ -43,23 +43,11 @@ def test_a_checkpoint_without_scheduler_state_resumes_bit_identically(isolated, 
     """Checkpoints written before the CIFAR-10 runs had a scheduler (lr set by hand each step)."""
     config = tiny(epochs=3)
     whole = cifar10.run(config, "stiefel", 0, "cpu", progress=False)
-    checkpoint, real_fit = isolated / "run.pt", cifar10.fit
-
-    def interrupted_fit(model, opt, step, *args, **kwargs):
-        def failing(epoch, logging):
-            if epoch == 2:
-                raise KeyboardInterrupt
-            return step(epoch, logging)
-
-        return real_fit(model, opt, failing, *args, **kwargs)
-
-    monkeypatch.setattr(cifar10, "fit", interrupted_fit)
-    with pytest.raises(KeyboardInterrupt):
-        cifar10.run(config, "stiefel", 0, "cpu", checkpoint, progress=False)
+    checkpoint = isolated / "run.pt"
+    interrupt_run(monkeypatch, config, "stiefel", checkpoint)
     state = torch.load(checkpoint, weights_only=True)
     state["scheduler"] = None  # as the older code saved it
     torch.save(state, checkpoint)
-    monkeypatch.setattr(cifar10, "fit", real_fit)
     resumed = cifar10.run(config, "stiefel", 0, "cpu", checkpoint, progress=False)
     assert resumed["history"] == whole["history"] and resumed["final"] == whole["final"]
 
