@@ -33,6 +33,12 @@ INLINE := MPLBACKEND=module://matplotlib_inline.backend_inline
 NB_ENV := $(INLINE) PYTHONHASHSEED=0 TQDM_DISABLE=1 STIEFEL_PROFILE=ci
 NBVAL := $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
          --nbval-sanitize-with book/nbval_sanitize.cfg --nbval-cell-timeout=600
+# `make test` spreads its tests over JOBS processes of one thread each (pytest-xdist): unit tests
+# a file a process, chapters a notebook a kernel (--dist loadscope keeps a notebook's cells in
+# order, in one kernel). JOBS=1 runs them in one process.
+JOBS ?= 2
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+PARALLEL = $(if $(filter 1,$(JOBS)),,-n $(JOBS) --dist $(1))
 # nbval in `make test` re-executes the chapters under another CPU's kernels than this machine's:
 # torch's portable kernels (ATEN_CPU_CAPABILITY=default, no SIMD dispatch) and MKL's code path
 # for any x86-64 CPU (MKL_CBWR=COMPATIBLE). No x86-64 machine takes that path natively (avx2
@@ -71,10 +77,10 @@ book: $(STAMP) $(NODE_STAMP)
 	@echo "book: open _build/html/index.html"
 
 test: $(STAMP) $(NODE_STAMP)
-	$(PY) -m pytest -q tests -m "not ($(READER_MARKS))"
+	$(ONE_THREAD) $(PY) -m pytest -q tests -m "not ($(READER_MARKS))" $(call PARALLEL,loadfile)
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
-	else env $(EMULATED_CPU) $(NB_ENV) $(NO_STATIC_GRIDS) $(NBVAL) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
+	else env $(EMULATED_CPU) $(NB_ENV) $(NO_STATIC_GRIDS) $(ONE_THREAD) $(NBVAL) $(call PARALLEL,loadscope) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi
 	$(BUILD_BOOK) --all
 	tools/ensure_chromium.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests -m browser

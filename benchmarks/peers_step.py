@@ -9,11 +9,11 @@ Every optimizer steps the same frames with the same fixed random gradients (the 
 ``step_time.py``, one ``(n_heads, d_model, d_head)`` bank per layer and projection, except Muon,
 which takes 2-D matrices only: one per head). ``orthogonal_param``'s step includes what its
 parametrization costs, the forward map and the backward through it, since that is where its
-constraint is paid. Orthonormality ``max ‖WᵀW − I‖_F`` is measured on one bank (12 frames)
-after ``--ortho-steps`` steps (10,000), each with a fresh random gradient (the same sequence
-for every optimizer); Muon, geoopt and the parametrization are far slower on a CPU and run the
-fewer steps their flags say (200, 200 and 10), which the output states. On one CPU thread a
-step is timed by the process's CPU time, which the load of a shared machine does not inflate.
+constraint is paid. Orthonormality ``‖WᵀW − I‖_F`` is measured on one frame (d_model x d_head:
+drift is a property of one frame's steps, and one frame makes 10,000 steps affordable for every
+peer on a CPU) after ``--ortho-steps`` steps (10,000), each with a fresh random gradient, the
+same sequence for every optimizer. On one CPU thread a step is timed by the process's CPU time,
+which the load of a shared machine does not inflate.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def seconds_per_step(stepper: Stepper, grads, repeats: int, warmup: int, clock=t
 
 
 def drift(name: str, shape, steps: int, device) -> float:
-    """``max ‖WᵀW − I‖_F`` of one bank after ``steps`` steps with fresh random gradients."""
+    """``max ‖WᵀW − I‖_F`` of one bank of frames after ``steps`` steps with fresh random gradients."""
     stepper = Stepper(name, [shape], device)
     g = torch.Generator().manual_seed(2)
     from tqdm import trange
@@ -132,9 +132,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt2-small")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--slow-repeats", type=int, default=2, help="Muon, geoopt and the parametrization are slow on a CPU: fewer repeats")
-    parser.add_argument("--ortho-steps", type=int, default=10_000, help="steps of the drift run (StiefelAdam, AdamW, per_entry)")
-    parser.add_argument("--slow-ortho-steps", type=int, default=200, help="steps of the drift run for Muon and geoopt")
-    parser.add_argument("--param-ortho-steps", type=int, default=10, help="steps of the drift run for the parametrization")
+    parser.add_argument("--ortho-steps", type=int, default=10_000, help="steps of every optimizer's drift run on one frame")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     layers, heads, d_model, d_head = MODELS[args.model]
@@ -156,8 +154,8 @@ def main(argv=None) -> dict:
         memory[name] = stepper.state_ratio()
         buffers = f" + parametrization buffers {stepper.buffers / stepper.frame_bytes:.1f}x" if stepper.buffers else ""
         del stepper
-        steps[name] = args.param_ortho_steps if name == "orthogonal_param" else args.slow_ortho_steps if name in slow else args.ortho_steps
-        error[name] = drift(name, shapes[0], steps[name], device)
+        steps[name] = args.ortho_steps
+        error[name] = drift(name, (1, d_model, d_head), steps[name], device)
         out.say(f"  {name:22s} {1e3 * seconds[name]:8.1f} ms/step ({seconds[name] / seconds['StiefelAdam']:6.2f}x StiefelAdam)   "
                 f"state {memory[name]:.3f}x the frames{buffers}   max ‖WᵀW − I‖_F after {steps[name]:,} steps: {error[name]:.1e}")
     out.save(str(device) + f", {torch.get_num_threads()} threads")

@@ -144,11 +144,32 @@ def page_url_to_doc(url: str, base_url: str) -> str:
     return re.sub(r"\.html$", "", path)
 
 
+# In the page: move one control through the given positions as its input events do (an `input`
+# event for a slider, `change` for a menu) and report what each position shows.
+SWEEP_CONTROL = """async (control, positions) => {
+    const root = control.closest('.static-explorer');
+    const img = root.querySelector('img.static-explorer-figure');
+    const readout = root.querySelector('.static-explorer-readout');
+    const event = control.tagName === 'SELECT' ? 'change' : 'input';
+    const shown = [];
+    for (const position of positions) {
+        control.value = position;
+        control.dispatchEvent(new Event(event, {bubbles: true}));
+        await img.decode().catch(() => null);
+        shown.push({position, image: root.dataset.image, ok: img.complete && img.naturalWidth > 0, alt: img.alt,
+                    frame: root.dataset.frame, readout: readout ? readout.textContent : ''});
+    }
+    return shown;
+}"""
+
+
 def move_every_control(p) -> list[str]:
     """Move every control of every static explorer on the page (_static/explorers.js) through each
-    of its positions, as a reader would: each position must show a stored figure that decodes,
-    the figure or its readout must change as the control moves (a setting may leave the picture
-    as it was, e.g. eps = 1e-8 at c = 1), and the alt text must name each setting."""
+    of its positions: each position must show a stored figure that decodes, the figure or its
+    readout must change as the control moves (a setting may leave the picture as it was, e.g.
+    eps = 1e-8 at c = 1), and the alt text must name each setting. One move a control is made as
+    a reader makes it (Playwright's fill or select); the sweep through every position runs in the
+    page with the same events, one round trip a control."""
     problems = []
     for n, root in enumerate(p.locator(".static-explorer").all(), 1):
         controls = root.locator("[data-control]").all()
@@ -162,25 +183,21 @@ def move_every_control(p) -> list[str]:
             else:
                 positions = [str(i) for i in range(int(control.get_attribute("max")) + 1)]
                 move = control.fill
-            start, views, alts = control.input_value(), set(), set()
-            for position in positions:
-                move(position)
-                shown = root.evaluate(
-                    """async r => {
-                        const img = r.querySelector('img.static-explorer-figure');
-                        await img.decode().catch(() => null);
-                        const readout = r.querySelector('.static-explorer-readout');
-                        return {image: r.dataset.image, ok: img.complete && img.naturalWidth > 0, alt: img.alt,
-                                frame: r.dataset.frame, readout: readout ? readout.textContent : ''};
-                    }"""
-                )
-                if not shown["ok"] or shown["image"] is None:
-                    problems.append(f"static explorer {n}, {name} at position {position}: no figure shown ({shown['frame']})")
-                views.add((shown["image"], shown["readout"]))
-                alts.add(shown["alt"])
+            start = control.input_value()
             if len(positions) < 2:
                 problems.append(f"static explorer {n}: {name} offers {len(positions)} position(s)")
-            elif len(views) < 2 or len(alts) < len(positions):
+                continue
+            before = root.get_attribute("data-frame")
+            move(next(q for q in positions if q != start))  # as a reader moves it
+            if root.get_attribute("data-frame") == before:
+                problems.append(f"static explorer {n}: moving {name} by hand left the setting at {before}")
+            shown = control.evaluate(SWEEP_CONTROL, positions)
+            for s in shown:
+                if not s["ok"] or s["image"] is None:
+                    problems.append(f"static explorer {n}, {name} at position {s['position']}: no figure shown ({s['frame']})")
+            views = {(s["image"], s["readout"]) for s in shown}
+            alts = {s["alt"] for s in shown}
+            if len(views) < 2 or len(alts) < len(positions):
                 problems.append(f"static explorer {n}: moving {name} through {len(positions)} positions showed "
                                 f"{len(views)} different figure(s) with readout and {len(alts)} alt text(s)")
             move(start)
