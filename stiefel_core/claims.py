@@ -72,7 +72,7 @@ def _grokking() -> str:
 
 def _regimes() -> str:
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    return findings.regimes.claim(controls, dmap, get_config("grokking_decay_map", "full").task)
+    return findings.regimes.claim(controls, dmap, get_config("grokking_decay_map", "full").task, full_task=_full("grokking"))
 
 
 def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[], str]:

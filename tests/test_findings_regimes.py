@@ -40,6 +40,36 @@ def test_survival_and_logrank_keep_censored_runs():
     assert p < 0.05  # five against none reaching it is a difference; dropping the censored runs would hide it
 
 
+def test_time_rows_say_which_arm_gets_there_first_and_need_three_seeds():
+    fast = {f"stiefel/{s}": run([0.2] * s + [0.95] * (12 - s)) for s in range(1, 7)}
+    slow = {f"frozen/{s}": run([0.2] * (s + 5) + [0.95] * (7 - s)) for s in range(1, 7)}
+    never = {f"baseline/{s}": run([0.2] * 12) for s in range(1, 7)}
+    rows = {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **slow, **never}))}
+    assert rows[("stiefel", "baseline")]["verdict"] == "higher"  # six reach 0.9 against none
+    assert rows[("frozen", "baseline")]["verdict"] == "higher"
+    assert rows[("stiefel", "frozen")]["verdict"] == "higher" and rows[("stiefel", "frozen")]["seeds"] == 6
+    assert ("stiefel", "no_decay_qk") not in rows  # no runs of that arm: no row
+    same = {f"frozen/{s}": run([0.2] * s + [0.95] * (12 - s)) for s in range(1, 7)}
+    assert {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **same}))}[("stiefel", "frozen")]["verdict"] == "tie"
+    two = {k: v for k, v in {**fast, **slow}.items() if k.endswith(("/1", "/2"))}
+    assert [r["verdict"] for r in regimes.time_rows(results(two))] == ["untested"]  # two seeds: shown, no verdict
+
+
+def test_the_claim_adds_the_full_task_reading_only_once_its_controls_are_tested():
+    from types import SimpleNamespace
+
+    task = SimpleNamespace(p=31, lr=1e-3, warmup_epochs=10)
+    map_runs = {f"{arm}@wd=1/{s}": run([0.5, 0.7, 0.9 if arm == "stiefel" else 0.6 + 0.01 * s], every=500)
+                for arm in ("stiefel", "baseline") for s in range(3)}
+    dmap = results(map_runs, weight_decays=[1.0])
+    controls = results({f"{arm}/{s}": run([0.5, 0.9]) for arm in ("stiefel", "baseline") for s in range(3)})
+    fast = {f"{arm}/{s}": run([0.2] * s + [0.95] * (12 - s)) for arm in ("stiefel", "frozen") for s in range(1, 7)}
+    never = {f"{arm}/{s}": run([0.2] * 12) for arm in ("baseline", "no_decay_qk") for s in range(1, 7)}
+    assert "p = 97" not in regimes.claim(controls, dmap, task, full_task=results({**fast, **{k: v for k, v in never.items() if "baseline" in k}}))
+    line = regimes.claim(controls, dmap, task, full_task=results({**fast, **never}))
+    assert line.endswith("at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: fixed_scale")
+
+
 def test_gain_over_time_and_map_cells_pair_by_seed():
     runs = {}
     for s in range(4):
