@@ -215,8 +215,9 @@ def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05, min_se
         seeds = paired_seeds(results, a, b)
         if len(seeds) < 2:
             continue
-        statistic, p = logrank(results, a, b, threshold, seeds)
         sa, sb = survival(results, a, threshold, seeds), survival(results, b, threshold, seeds)
+        # Neither arm ever got there: the same (censored) times, nothing for a log-rank test to weigh.
+        statistic, p = logrank(results, a, b, threshold, seeds) if sa.reached + sb.reached else (0.0, 1.0)
         if len(seeds) < min_seeds:
             verdict = "untested"
         elif p < alpha and sa.median != sb.median:
