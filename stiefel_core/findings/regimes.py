@@ -375,4 +375,5 @@ def _full_task_reading(full_task: dict | None) -> str:
         return ""  # the full task's controls have too few seeds for any reading
     supported = ", ".join(k for k, v in readings.items() if v) or "none of the three readings"
     seeds = min(r["seeds"] for r in rows if r["verdict"] != "untested")
-    return f"; at p = 97 (20,000 epochs, ≥ {seeds} paired seeds), time to 90 % supports: {supported}"
+    config = full_task["config"]
+    return f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 % supports: {supported}"
