@@ -1,8 +1,15 @@
 """StiefelAdam under DistributedDataParallel (gloo, CPU): ranks stay identical and match one
-process that sees the same global batch."""
+process that sees the same global batch.
 
+Every wait is bounded: gloo talks over loopback only (``GLOO_SOCKET_IFNAME=lo``, not the address
+the host name resolves to), the process group times out after ``TIMEOUT`` seconds, and the test
+stops both ranks and fails if they have not finished by ``DEADLINE``.
+"""
+
+import datetime
 import os
 import socket
+import time
 
 import pytest
 import torch
@@ -15,6 +22,7 @@ from stiefel_core.attention import SelfAttention
 from stiefel_core.optim import configure_optimizer
 
 STEPS, GLOBAL_BATCH = 6, 8
+TIMEOUT, DEADLINE = 60, 300  # seconds: one collective, the whole test
 
 
 def make_model():
@@ -36,8 +44,8 @@ def train(model, optimizer, batches):
 
 
 def worker(rank, world, port, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=TIMEOUT))
     torch.set_num_threads(1)
     model = DistributedDataParallel(make_model())
     optimizer = configure_optimizer(model, lr=1e-2)
@@ -55,7 +63,13 @@ def free_port():
 
 @pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 def test_ddp_ranks_agree_with_each_other_and_with_one_process(tmp_path):
-    mp.spawn(worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
+    context = mp.start_processes(worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=False)
+    start = time.monotonic()
+    while not context.join(timeout=5):  # raises if a rank failed
+        if time.monotonic() - start > DEADLINE:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"the two DDP ranks did not finish within {DEADLINE} s")
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(2)]
     single_model = make_model()
     single = train(single_model, configure_optimizer(single_model, lr=1e-2), data())

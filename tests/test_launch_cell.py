@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import launch_cell  # noqa: E402
+from processes import run_bounded  # noqa: E402
 from test_packaging import closure, link_distribution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_a_chapter_runs_from_its_first_cell_in_a_fresh_kernel_without_the_librar
               "nb = nbformat.read(sys.argv[1], as_version=4)\n"
               "nbclient.NotebookClient(nb, kernel_name='python3', timeout=600).execute()\n"
               "nbformat.write(nb, sys.argv[1])\n")
-    run = subprocess.run([python, "-c", script, notebook], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    run = run_bounded([python, "-c", script, notebook], 900, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stderr[-4000:]
     executed = nbformat.read(notebook, as_version=4)
     first = next(c for c in executed.cells if c.cell_type == "code")

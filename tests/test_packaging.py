@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from processes import run_bounded
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY_TESTS = ["test_optim.py", "test_contracts.py", "test_convert.py"]  # need torch alone
@@ -63,8 +64,8 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "stiefel_core", source / "stiefel_core", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source],
-                   check=True, capture_output=True)
+    build = run_bounded([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source], 300)
+    assert build.returncode == 0, build.stderr[-4000:]
     (built,) = out.glob("stiefel_core-*.whl")
     return built
 
@@ -90,8 +91,8 @@ def test_the_library_tests_pass_in_a_clean_venv_with_only_the_core_requirements(
     for dist in closure(["torch", *RUNNERS]):
         link_distribution(dist, site)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_"))}
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index",
-                              "--no-cache-dir", wheel], capture_output=True, text=True, env=env)
+    install = run_bounded([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index",
+                           "--no-cache-dir", wheel], 300, env=env)
     assert install.returncode == 0, install.stderr  # every requirement of the wheel is already there
     tests = tmp_path / "tests"
     tests.mkdir()
@@ -103,7 +104,6 @@ def test_the_library_tests_pass_in_a_clean_venv_with_only_the_core_requirements(
                            cwd=tests, capture_output=True, text=True, env=env, check=True)
     location, present = probe.stdout.splitlines()
     assert location.startswith(str(site)) and present == "[]"
-    run = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *LIBRARY_TESTS],
-                         cwd=tests, capture_output=True, text=True, env=env, timeout=600)
+    run = run_bounded([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *LIBRARY_TESTS], 600, cwd=tests, env=env)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
