@@ -86,7 +86,16 @@ def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[
 
 
 def _cifar10_gain(results: dict) -> str:
-    return findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
+    return (findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full")) + "; "
+            + findings.long_training.claim_gain(_full("cifar10_long"), _full("cifar10_size")))
+
+
+def _cifar10_movement(results: dict) -> str:
+    return findings.cifar10.claim_movement(results) + "; " + findings.long_training.claim_movement(_full("cifar10_long"))
+
+
+def _peers(results: dict) -> str:
+    return findings.peers.claim(results) + "; " + findings.peers.cifar_claim(_full("cifar10_peers"))
 
 
 def _ablation(results: dict) -> str:
@@ -113,11 +122,11 @@ CLAIMS = [
     Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", preprint.MECHANISM, "book/p5_weight_decay", _certificate("P5")),
     Claim("Grokking: the frames survive weight decay's collapse cycles", preprint.grokking_claim(), "book/grokking", _grokking),
     Claim("CIFAR-10 patches: the Stiefel rule gains", preprint.cifar10_claim(), "book/cifar10_patches", _from_results(_cifar10_gain, "cifar10")),
-    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches", _from_results(findings.cifar10.claim_movement, "cifar10")),
+    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches", _from_results(_cifar10_movement, "cifar10")),
     Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation", _from_results(_ablation, "cifar10_ablation")),
     Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes),
     Claim("Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?", preprint.RELATIVES, "book/peers",
-          _from_results(findings.peers.claim, "grokking_peers")),
+          _from_results(_peers, "grokking_peers")),
     Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge),
 ]
 

@@ -80,3 +80,65 @@ def test_regime_rows_give_each_decay_its_budget_and_comparisons():
 
     line = regime_table([row]).splitlines()[2]
     assert line.startswith("| 0.3 |") and "+3.00 [" in line and ", 2/2: untested" in line and "2.00x" in line
+
+
+def test_the_preprints_protocol_reads_every_start_at_the_decay_chosen_on_the_first_three():
+    from stiefel_core.experiments import _as_json
+    from stiefel_core.findings.long_training import claim_gain, claim_movement, protocol_comparison
+
+    config = get_config("cifar10_long", "full")
+    results = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04, 0.01, 0.02]}, seeds=range(5))
+    results["config"] = {**_as_json(config), "weight_decays": [0.05, 1.0]}
+    for key, run in results["runs"].items():
+        run["final"]["train_acc"] = 0.8
+        arm = key.split("@")[0]
+        run["history"] = [{"step/blocks.0.W_Q": 1.0 if arm == "stiefel" else 3.0}]
+    assert protocol_comparison(None) == (None, None)
+    decay, c = protocol_comparison(results)
+    assert decay == 1.0 and c.n == 5 and c.mean_difference == pytest.approx(2.4)  # chosen on starts 0-2, read on all five
+    line = claim_gain(results)
+    assert line.startswith("100-epoch protocol at λ = 1 (Σ lr·λ = ") and "5 of 12 paired starts: Stiefel − AdamW +2.40 pp" in line
+    assert "5/5 (higher)" in line and line.endswith("data size at matched epochs: not yet measured")
+    assert "an AdamW step moves W_Q, W_K 3.00x as far as a Stiefel step; Stiefel − frozen untested" in claim_movement(results)
+
+
+def test_the_gap_widens_when_the_gain_at_the_largest_size_exceeds_the_smallest_in_pairs():
+    from stiefel_core.findings.long_training import claim_gain, widening
+
+    runs = {}
+    for seed in range(3):
+        for size, gain in ((2_500, 0.01), (10_000, 0.02), (20_000, 0.04 + 0.001 * seed)):
+            runs[f"baseline@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5}}
+            runs[f"stiefel@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5 + gain}}
+    sizes = {"runs": runs}
+    wide = widening(sizes)
+    assert (wide["small"], wide["large"], wide["n"], wide["verdict"]) == (2_500, 20_000, 3, "higher")
+    assert wide["comparison"].mean_difference == pytest.approx(3.1)
+    assert widening(None) is None and widening({"runs": {k: v for k, v in runs.items() if "/0" in k}}) is None
+    long = grid({1.0: [0.03, 0.02, 0.04]})
+    long["config"] = {**dataclasses.asdict(get_config("cifar10_long", "full")), "weight_decays": [1.0]}
+    for run in long["runs"].values():
+        run["final"]["train_acc"], run["history"] = 0.8, [{}]
+    assert "gain at 20,000 minus gain at 2,500 images (100 epochs each): +3.10 pp" in claim_gain(long, sizes)
+    assert claim_gain(long, sizes).endswith("3 starts (widens)")
+
+
+def test_the_size_table_gives_each_size_its_fit_and_its_gain():
+    from stiefel_core.findings.long_training import size_table
+
+    runs = {f"{arm}@wd=1@n={n}/{s}": {"final": {"train_acc": 0.9, "test_acc": 0.5 + 0.01 * (arm == "stiefel")}}
+            for arm in ("baseline", "stiefel") for n in (2_500, 20_000) for s in range(3)}
+    lines = size_table({"runs": runs}).splitlines()
+    assert lines[2].startswith("| 2,500 | 1 | 90.0 / 50.0 | 90.0 / 51.0 | 3 | +1.00 [") and lines[3].startswith("| 20,000 |")
+
+
+def test_the_cifar10_panel_lays_decay_against_size():
+    from stiefel_core.findings.long_training import panel_table
+
+    long = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04]})
+    long["config"]["task"] = {"train_size": 10_000}
+    runs = {f"{arm}@wd=1@n=2500/{s}": {"final": {"test_acc": 0.5}} for arm in ("baseline", "stiefel") for s in range(3)}
+    lines = panel_table(long, {"runs": runs}).splitlines()
+    assert lines[0] == "| λ | 2,500 images | 10,000 images |"
+    assert lines[2].startswith("| 0.05 | - | +1.00 [") and lines[3].startswith("| 1 | +0.00 [") and "+3.00 [" in lines[3]
+    assert panel_table(None, None).splitlines()[0] == "| λ |"

@@ -167,6 +167,29 @@ def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
     assert findings.claim(None).startswith("not yet measured")
 
 
+def test_the_cifar10_peer_findings_read_test_accuracy_with_its_regime():
+    from stiefel_core.findings import peers as findings
+
+    task = dataclasses.asdict(get_config("cifar10_peers", "full").task)
+    test_acc = {"stiefel": 0.50, "baseline": 0.45, "per_entry": 0.48}  # per_entry 2 pp behind, the rest tie with the rule
+    runs = {}
+    for arm in peers.PEER_ARMS:
+        for s in range(3):
+            acc = test_acc.get(arm, 0.50) + 0.001 * s
+            final = {"train_acc": acc + 0.2, "test_acc": acc}
+            runs[f"{arm}/{s}"] = {"history": [{"epoch": 100, **final}], "final": final, **({} if arm == "baseline" else {"frame_lr": 3e-3})}
+    results = {"config": {"task": task}, "runs": runs}
+    rows = {(r["peer"], r["reference"]): r for r in findings.peer_rows(results, threshold=None, metric="test_acc")}
+    assert rows[("per_entry", "stiefel")]["verdict"] == "lower" and "median" not in rows[("per_entry", "stiefel")]
+    assert rows[("muon", "baseline")]["verdict"] == "higher" and rows[("muon", "stiefel")]["verdict"] == "tie"
+    fits = {r["arm"]: r for r in findings.cifar_accuracy_rows(results)}
+    assert fits["baseline"]["frame_lr"] == task["lr"] and fits["stiefel"]["train_acc"] == pytest.approx(70.1)
+    line = findings.cifar_claim(results)
+    assert line.startswith("CIFAR-10 (10,000 images, 100 epochs, λ = 1, Σ lr·λ = ")
+    assert "per_entry -2.0 pp" in line and "(behind)" in line and "3-3 paired starts" in line and "1 behind, 4 tied" in line
+    assert findings.cifar_claim(None).endswith("not yet measured (fewer than two starts with a peer and the Stiefel rule)")
+
+
 def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale():
     config = get_config("grokking_peers_lr", "full")
     names = peers.sweep_arm_names(config)

@@ -18,7 +18,7 @@ Two experiments:
 - ``cifar10_peers``: the same arms in the long CIFAR-10 protocol of ``cifar10_long`` (100
   epochs on 10,000 images) at λ = 1, where decay acts most there, 3 paired starts. Each arm's
   W_Q, W_K lr is the task's lr times the multiple of the grokking task's lr that its sweep
-  chose (no sweep of its own: a CIFAR-10 run is ~7 minutes on a core). Defined for a later run.
+  chose (no sweep of its own: a CIFAR-10 run is ~7 minutes on a core).
 """
 
 from __future__ import annotations

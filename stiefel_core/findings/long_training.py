@@ -13,7 +13,8 @@ from .cifar10 import movement_ratios, paired_gain
 from .regimes import decay_budget, runs_of
 from .runs import finished_starts
 
-__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table"]
+__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table",
+           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -141,3 +142,112 @@ def regime_table(rows: list[dict]) -> str:
     return markdown_table(["λ", "Σ lr·λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs",
                            "Stiefel − AdamW (pp)", "Stiefel − frozen (pp)", "no decay on W_Q, W_K − AdamW (pp)",
                            "AdamW step / Stiefel step"], body)
+
+
+PREPRINT_STARTS = 12  # the preprint's paired starts, run at the decay of largest gap
+
+
+def protocol_comparison(results: dict | None, a: str = "stiefel", b: str = "baseline",
+                        metric: str = "test_acc") -> tuple[float | None, PairedComparison | None]:
+    """The preprint's protocol in the long regime: ``(decay, comparison)``, the paired gain
+    ``a - b`` over every start both finished at :func:`largest_gap_decay` (chosen on starts 0-2
+    alone); ``(None, None)`` until that decay can be chosen. Chapters: CIFAR-10 patches, regimes."""
+    decay = largest_gap_decay(results, a, b, metric)
+    return (None, None) if decay is None else (decay, paired_gain_at(results, decay, a, b, metric))
+
+
+def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> dict | None:
+    """Whether the gap widens with data in the size sweep at matched epochs: over the starts that
+    finished both the smallest and the largest size, the paired comparison of the gain ``a - b``
+    at the largest size against the gain at the smallest (``higher``: it widens). ``None`` with
+    fewer than two such starts. Chapters: CIFAR-10 patches, regimes."""
+    cells = size_gains(results, a, b, metric) if results and results.get("runs") else []
+    if not cells:
+        return None
+    decay = cells[0]["weight_decay"]
+    sizes = sorted({c["train_size"] for c in cells if c["weight_decay"] == decay})
+
+    def gains(size: int) -> dict[int, float]:
+        starts, x, y, _ = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
+        return dict(zip(starts, x - y))
+
+    small, large = gains(sizes[0]), gains(sizes[-1])
+    common = sorted(set(small) & set(large))
+    if len(sizes) < 2 or len(common) < 2:
+        return None
+    from ..stats import paired_comparison
+
+    c = paired_comparison([large[s] for s in common], [small[s] for s in common])
+    return {"weight_decay": decay, "small": sizes[0], "large": sizes[-1], "n": len(common), "comparison": c, "verdict": direction(c)}
+
+
+def _regime(row: dict) -> str:
+    acc = row["accuracy"]
+    fits = ", ".join(f"{name} {acc[arm]['train_acc']:.1f} / {acc[arm]['test_acc']:.1f} %" for arm, name in (("baseline", "AdamW"), ("stiefel", "Stiefel"))
+                     if arm in acc)
+    return f"100-epoch protocol at λ = {row['weight_decay']:g} (Σ lr·λ = {row['budget']:.3g}; train / test: {fits})"
+
+
+def claim_gain(results: dict | None, sizes: dict | None = None) -> str:
+    """The claims table's long-protocol clause on the gain: the preprint's paired starts at the
+    decay of largest gap (t, wins, interval, verdict) with its regime, and whether the gap widens
+    with data at matched epochs. Chapter: intro."""
+    decay, c = protocol_comparison(results)
+    if c is None:
+        return "long protocol: not yet measured (a decay lacks three paired starts)"
+    row = next(r for r in regime_rows(results) if r["weight_decay"] == decay)
+    line = (f"{_regime(row)}, {c.n} of {PREPRINT_STARTS} paired starts: Stiefel − AdamW {c.mean_difference:+.2f} pp "
+            f"[{c.ci_low:+.2f}, {c.ci_high:+.2f}], t = {c.t_statistic:.2f}, {c.wins}/{c.n} ({direction(c)})")
+    wide = widening(sizes)
+    if wide is None:
+        return line + "; data size at matched epochs: not yet measured"
+    w = wide["comparison"]
+    return line + (f"; gain at {wide['large']:,} minus gain at {wide['small']:,} images (100 epochs each): {w.mean_difference:+.2f} pp "
+                   f"[{w.ci_low:+.2f}, {w.ci_high:+.2f}], {w.n} starts ({'widens' if wide['verdict'] == 'higher' else wide['verdict']})")
+
+
+def claim_movement(results: dict | None) -> str:
+    """The claims table's long-protocol clause on movement and freezing, at the decay of
+    largest gap: how many times less a Stiefel step moves W_Q, W_K than an AdamW step, and the
+    cost of freezing (Stiefel − frozen). Chapter: intro."""
+    decay, c = protocol_comparison(results)
+    if c is None:
+        return "long protocol: not yet measured (a decay lacks three paired starts)"
+    row = next(r for r in regime_rows(results) if r["weight_decay"] == decay)
+    f = row["freezing_cost"]
+    ratio = "-" if row["movement_ratio"] is None else f"{row['movement_ratio']:.2f}x"
+    cost = "untested" if f is None else f"{f.mean_difference:+.2f} pp [{f.ci_low:+.2f}, {f.ci_high:+.2f}], {f.n} starts ({direction(f)})"
+    return f"{_regime(row)}: an AdamW step moves W_Q, W_K {ratio} as far as a Stiefel step; Stiefel − frozen {cost}"
+
+
+def size_table(results: dict) -> str:
+    """The size sweep at matched epochs as Markdown: per size, the arms' mean final train / test
+    accuracy (%) and the paired gain Stiefel − AdamW with its interval, wins and verdict.
+    Chapters: CIFAR-10 patches, regimes."""
+    body = []
+    for row in size_gains(results):
+        decay, size = row["weight_decay"], row["train_size"]
+        reached = []
+        for arm in ("baseline", "stiefel"):
+            runs = list(runs_of(results, size_arm(arm, decay, size)).values())
+            reached.append("-" if not runs else " / ".join(f"{100 * np.mean([r['final'][m] for r in runs]):.1f}" for m in ("train_acc", "test_acc")))
+        body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], _cell(row["comparison"])])
+    return markdown_table(["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body)
+
+
+def panel_table(results: dict | None, sizes: dict | None) -> str:
+    """The regime map's CIFAR-10 panel as Markdown: the paired gain Stiefel − AdamW (pp, interval,
+    wins, verdict) over decay (rows) × training-set size (columns), 100 epochs in every cell:
+    ``cifar10_long`` gives the 10,000-image column at every decay, ``cifar10_size`` the sizes at
+    its decay. A cell no run reached shows ``-``. Chapter: regimes."""
+    cells: dict[tuple[float, int], PairedComparison | None] = {}
+    if results and results.get("runs"):
+        size = results["config"]["task"]["train_size"]
+        for decay in decays_of(results):
+            cells[(decay, size)] = paired_gain_at(results, decay)
+    if sizes and sizes.get("runs"):
+        for row in size_gains(sizes):
+            cells.setdefault((row["weight_decay"], row["train_size"]), row["comparison"])
+    decays, columns = sorted({d for d, _ in cells}), sorted({n for _, n in cells})
+    body = [[f"{d:g}", *(_cell(cells[(d, n)]) if (d, n) in cells else "-" for n in columns)] for d in decays]
+    return markdown_table(["λ", *(f"{n:,} images" for n in columns)], body)

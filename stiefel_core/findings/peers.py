@@ -1,6 +1,7 @@
 """The Stiefel rule among its relatives (chapter "Among its relatives"): the learning rate each
 arm's sweep chose, and the paired comparisons of the peers against the Stiefel rule and against
-AdamW. Pure functions of the results dicts of ``grokking_peers_lr`` and ``grokking_peers``."""
+AdamW. Pure functions of the results dicts of ``grokking_peers_lr``, ``grokking_peers`` and
+``cifar10_peers``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..experiments.grid import parse_grid_arm
 __all__ = [
     "sweep_scores", "chosen_lr", "sweep_rows", "SWEEP_CRITERION", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
     "ingredient_rows", "READINGS", "reading", "movement_rows", "movement_series", "lr_consistent", "claim",
+    "cifar_accuracy_rows", "cifar_regime", "cifar_claim",
 ]
 
 SWEEP_CRITERION = "mean validation accuracy over the logged epochs (the area under the curve), averaged over the sweep's seeds"
@@ -92,10 +94,11 @@ def arms_in(results: dict | None) -> list[str]:
     return [arm for arm in PEER_ARMS if arm in present]
 
 
-def peer_rows(results: dict, threshold: float = 0.9) -> list[dict]:
-    """One row per peer and reference (``stiefel``, ``baseline``): the final validation accuracy's
-    paired comparison peer − reference (pp), its verdict (``stats.direction``), and time to
-    ``threshold`` as censored data: the Kaplan-Meier medians and the log-rank p over the pairs."""
+def peer_rows(results: dict, threshold: float | None = 0.9, metric: str = "val_acc") -> list[dict]:
+    """One row per peer and reference (``stiefel``, ``baseline``): the final ``metric``'s paired
+    comparison peer − reference (pp), its verdict (``stats.direction``), and, unless
+    ``threshold`` is ``None``, time to ``threshold`` as censored data: the Kaplan-Meier medians
+    and the log-rank p over the pairs."""
     from ..stats import direction
     from .regimes import endpoint_comparison, logrank, paired_seeds, survival
 
@@ -103,9 +106,9 @@ def peer_rows(results: dict, threshold: float = 0.9) -> list[dict]:
     for peer in PEERS:
         for ref in REFERENCES:
             seeds = paired_seeds(results, peer, ref)
-            c = endpoint_comparison(results, peer, ref)
+            c = endpoint_comparison(results, peer, ref, metric=metric)
             row = {"peer": peer, "reference": ref, "n": len(seeds), "comparison": c, "verdict": direction(c)}
-            if len(seeds) >= 2:
+            if threshold is not None and len(seeds) >= 2:
                 a, b = survival(results, peer, threshold, seeds), survival(results, ref, threshold, seeds)
                 with np.errstate(invalid="ignore", divide="ignore"):  # identical times: no variance, p is nan
                     p = logrank(results, peer, ref, threshold, seeds)[1]
@@ -114,14 +117,14 @@ def peer_rows(results: dict, threshold: float = 0.9) -> list[dict]:
     return rows
 
 
-def ingredient_rows(results: dict) -> list[dict]:
-    """:data:`INGREDIENTS` that the file holds: each comparison a − b at the end, its verdict."""
+def ingredient_rows(results: dict, metric: str = "val_acc") -> list[dict]:
+    """:data:`INGREDIENTS` that the file holds: each comparison a − b of the final ``metric``, its verdict."""
     from ..stats import direction
     from .regimes import endpoint_comparison
 
     rows = []
     for a, b, meaning in INGREDIENTS:
-        c = endpoint_comparison(results, a, b)
+        c = endpoint_comparison(results, a, b, metric=metric)
         rows.append({"a": a, "b": b, "meaning": meaning, "comparison": c, "verdict": direction(c)})
     return rows
 
@@ -157,30 +160,73 @@ def _interval(c) -> str:
 WORDS = {"higher": "ahead", "lower": "behind", "tie": "tied", "untested": "too few seeds"}
 
 
+def _against_stiefel(results: dict, metric: str) -> tuple[list[str], str, str] | None:
+    """Each peer's final ``metric`` minus the Stiefel rule's (interval and verdict), the count of
+    peers ahead and behind, and the paired seeds' range; ``None`` before any comparison exists."""
+    from ..stats import direction
+    from .regimes import endpoint_comparison, paired_seeds
+
+    comparisons = {peer: endpoint_comparison(results, peer, "stiefel", metric=metric) for peer in PEERS}
+    parts = [f"{peer} {_interval(c)} ({WORDS[direction(c)]})" for peer, c in comparisons.items() if c is not None]
+    if not parts:
+        return None
+    verdicts = [direction(c) for c in comparisons.values()]
+    ahead, behind = verdicts.count("higher"), verdicts.count("lower")
+    n = [len(paired_seeds(results, peer, "stiefel")) for peer in PEERS]
+    return parts, f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested", f"{min(n)}-{max(n)}"
+
+
 def claim(results: dict | None) -> str:
     """One line for the claims table: each peer's final validation accuracy against the Stiefel
     rule (pp, 95 % interval, verdict), over the seeds every arm finished, and the regime."""
-    from ..stats import direction
-    from .regimes import decay_budget, endpoint_comparison, grokking_lr_factors, paired_seeds
+    from .regimes import decay_budget, grokking_lr_factors, paired_seeds
 
     if not results or not results.get("runs"):
         return "not yet measured (no finished full run)"
-    seeds = paired_seeds(results, "stiefel", *PEERS)
-    parts = []
-    for peer in PEERS:
-        c = endpoint_comparison(results, peer, "stiefel")
-        if c is not None:
-            parts.append(f"{peer} {_interval(c)} ({WORDS[direction(c)]})")
-    if not parts:
-        return f"not yet measured ({len(seeds)} seed(s) with every arm finished)"
+    measured = _against_stiefel(results, "val_acc")
+    if measured is None:
+        return f"not yet measured ({len(paired_seeds(results, 'stiefel', *PEERS))} seed(s) with every arm finished)"
+    parts, verdict, n = measured
     c = results["config"]["task"]
     budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
-    behind = sum(direction(endpoint_comparison(results, peer, "stiefel")) == "lower" for peer in PEERS)
-    ahead = sum(direction(endpoint_comparison(results, peer, "stiefel")) == "higher" for peer in PEERS)
-    verdict = f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested"
-    n = {peer: len(paired_seeds(results, peer, "stiefel")) for peer in PEERS}
     return (f"grokking (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs), each peer minus the Stiefel rule at its swept lr, "
-            f"final val. acc., {min(n.values())}-{max(n.values())} paired seeds: " + "; ".join(parts) + f"; {verdict}")
+            f"final val. acc., {n} paired seeds: " + "; ".join(parts) + f"; {verdict}")
+
+
+def cifar_accuracy_rows(results: dict) -> list[dict]:
+    """Per arm of ``cifar10_peers``: its finished starts, mean final train and test accuracy (%),
+    and the W_Q, W_K lr it ran at (the task's lr for AdamW): how far each arm fit its data."""
+    from .regimes import runs_of
+
+    rows = []
+    for arm in arms_in(results):
+        runs = list(runs_of(results, arm).values())
+        rows.append({"arm": arm, "n": len(runs), "frame_lr": runs[0].get("frame_lr", results["config"]["task"]["lr"]),
+                     **{m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")}})
+    return rows
+
+
+def cifar_regime(results: dict) -> str:
+    """The regime of ``cifar10_peers``: images, epochs, λ, the decay budget Σ lr·λ and the
+    accuracy the Stiefel rule and AdamW reached (train / test, %)."""
+    from ..experiments.cifar10 import CIFAR10Config, lr_factors
+    from .regimes import decay_budget
+
+    task = CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
+    reached = {r["arm"]: f"{r['train_acc']:.1f} / {r['test_acc']:.1f} %" for r in cifar_accuracy_rows(results)}
+    fits = ", ".join(f"{arm} {reached[arm]}" for arm in ("baseline", "stiefel") if arm in reached)
+    return (f"CIFAR-10 ({task.train_size:,} images, {task.epochs} epochs, λ = {task.weight_decay:g}, "
+            f"Σ lr·λ = {decay_budget(task.lr, task.weight_decay, lr_factors(task)):.3g}; train / test: {fits})")
+
+
+def cifar_claim(results: dict | None) -> str:
+    """The claims table's CIFAR-10 clause: each peer's final test accuracy against the Stiefel
+    rule in the long protocol, with its regime (:func:`cifar_regime`)."""
+    measured = _against_stiefel(results, "test_acc") if results and results.get("runs") else None
+    if measured is None:
+        return "CIFAR-10 in the long protocol: not yet measured (fewer than two starts with a peer and the Stiefel rule)"
+    parts, verdict, n = measured
+    return f"{cifar_regime(results)}, final test acc., {n} paired starts: " + "; ".join(parts) + f"; {verdict}"
 
 
 def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
