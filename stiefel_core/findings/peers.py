@@ -173,7 +173,8 @@ def _against_stiefel(results: dict, metric: str) -> tuple[list[str], str, str] |
     verdicts = [direction(c) for c in comparisons.values()]
     ahead, behind = verdicts.count("higher"), verdicts.count("lower")
     n = [len(paired_seeds(results, peer, "stiefel")) for peer in PEERS]
-    return parts, f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested", f"{min(n)}-{max(n)}"
+    seeds = f"{min(n)}" if min(n) == max(n) else f"{min(n)}-{max(n)}"
+    return parts, f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested", seeds
 
 
 def claim(results: dict | None) -> str:
