@@ -14,7 +14,7 @@ from .regimes import decay_budget, runs_of
 from .runs import finished_starts
 
 __all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table",
-           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table"]
+           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -91,6 +91,14 @@ def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: s
     return rows
 
 
+def task_of(results: dict):
+    """The ``CIFAR10Config`` a CIFAR-10 results file's ``config["task"]`` records (lists as tuples).
+    Chapters: CIFAR-10 patches, regimes, peers."""
+    from ..experiments.cifar10 import CIFAR10Config
+
+    return CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
+
+
 def regime_rows(results: dict) -> list[dict]:
     """Per decay of the long-training grid: the decay budget Σ lr·λ, the arms' mean final train
     and test accuracy, and the paired comparisons that decide the CIFAR-10 claims there: the gain
@@ -98,9 +106,9 @@ def regime_rows(results: dict) -> list[dict]:
     AdamW), and how many times less a Stiefel step moves W_Q, W_K than an AdamW step (the
     movement ratio, over every block's projections and the starts both finished).
     Chapters: CIFAR-10 patches, regimes."""
-    from ..experiments.cifar10 import CIFAR10Config, lr_factors
+    from ..experiments.cifar10 import lr_factors
 
-    task = CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
+    task = task_of(results)
     factors = lr_factors(task)
     rows = []
     for decay in decays_of(results):

@@ -210,10 +210,11 @@ def cifar_accuracy_rows(results: dict) -> list[dict]:
 def cifar_regime(results: dict) -> str:
     """The regime of ``cifar10_peers``: images, epochs, λ, the decay budget Σ lr·λ and the
     accuracy the Stiefel rule and AdamW reached (train / test, %)."""
-    from ..experiments.cifar10 import CIFAR10Config, lr_factors
+    from ..experiments.cifar10 import lr_factors
+    from .long_training import task_of
     from .regimes import decay_budget
 
-    task = CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
+    task = task_of(results)
     reached = {r["arm"]: f"{r['train_acc']:.1f} / {r['test_acc']:.1f} %" for r in cifar_accuracy_rows(results)}
     fits = ", ".join(f"{arm} {reached[arm]}" for arm in ("baseline", "stiefel") if arm in reached)
     return (f"CIFAR-10 ({task.train_size:,} images, {task.epochs} epochs, λ = {task.weight_decay:g}, "
