@@ -24,6 +24,17 @@ def test_starts_and_pairing_come_from_the_runs():
     assert findings.regimes.paired_seeds(results, "a", "b") == [0, 1] and findings.regimes.paired_seeds(results) == []
 
 
+def test_where_run_says_which_device_ran_which_runs_and_for_how_long():
+    def run(device, seconds, threads=1):
+        return {"provenance": {"device": device, "threads": threads, "wall_seconds": seconds}}
+
+    results = {"runs": {"a/0": run("cpu: x86_64", 300.0), "b/0": run("cpu: x86_64", 420.0), "a/1": run("cuda: NVIDIA H200", 30.0)}}
+    assert findings.runs.where_run(results) == (
+        "2 runs, 0.2 h of wall time, 6.0 min a run on cpu: x86_64, 1 thread(s); "
+        "1 runs, 0.0 h of wall time, 0.5 min a run on cuda: NVIDIA H200, 1 thread(s)")
+    assert findings.runs.where_run({"runs": {}}) == "no runs"
+
+
 def test_the_abstracts_numbers_are_formatted_from_one_place():
     assert preprint.cifar10_wins() == "12/12" and preprint.movement_range() == "24-40x"
     assert preprint.frozen_cost() == "0.28 pp" and preprint.frozen_cost_signed() == "+0.28"

@@ -4,7 +4,7 @@ paired (the same initial weights, the same data order). Every chapter that compa
 
 from __future__ import annotations
 
-__all__ = ["finished_starts", "same_across_arms", "distinct_across_starts", "unpaired_starts"]
+__all__ = ["finished_starts", "same_across_arms", "distinct_across_starts", "unpaired_starts", "where_run"]
 
 
 def finished_starts(results: dict | None, arms) -> list[int]:
@@ -41,3 +41,17 @@ def unpaired_starts(runs: dict) -> dict[str, list[str]]:
         if len(marks) > 1:
             out[seed] = sorted(map(str, marks))
     return out
+
+
+def where_run(results: dict) -> str:
+    """Which device ran a results file's runs, and how long they took, from each run's
+    provenance: ``"36 runs, 3.4 h of wall time, 5.6 min a run on cpu: x86_64, 1 thread(s)"``
+    (per device when there are several, so a chapter can say which result came from which).
+    Chapters: cifar10_patches, regimes."""
+    by_device: dict[str, list[float]] = {}
+    for run in results["runs"].values():
+        p = run["provenance"]
+        by_device.setdefault(f"{p['device']}, {p['threads']} thread(s)", []).append(p["wall_seconds"])
+    parts = [f"{len(w)} runs, {sum(w) / 3600:.1f} h of wall time, {sum(w) / len(w) / 60:.1f} min a run on {device}"
+             for device, w in sorted(by_device.items())]
+    return "; ".join(parts) if parts else "no runs"
