@@ -142,3 +142,40 @@ def test_the_cifar10_panel_lays_decay_against_size():
     assert lines[0] == "| λ | 2,500 images | 10,000 images |"
     assert lines[2].startswith("| 0.05 | - | +1.00 [") and lines[3].startswith("| 1 | +0.00 [") and "+3.00 [" in lines[3]
     assert panel_table(None, None).splitlines()[0] == "| λ |"
+
+
+def test_the_readings_split_the_decays_by_whether_the_arms_fit_their_training_set():
+    from stiefel_core.experiments import _as_json
+    from stiefel_core.findings.long_training import readings, readings_text
+
+    config = get_config("cifar10_long", "full")
+    results = grid({0.05: [0.01, 0.02, 0.015], 1.0: [-0.01, -0.011, -0.009]})
+    results["config"] = {**_as_json(config), "weight_decays": [0.05, 1.0]}
+    for key, run in results["runs"].items():
+        run["final"]["train_acc"] = 1.0 if "wd=0.05" in key else 0.6
+        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.5}]
+    r = readings(results)
+    assert r["fitting"] == {0.05: "higher"} and r["held"] == {1.0: "lower"}
+    assert r["protocol"] == (0.05, "higher", 3)  # the larger gap: +1.5 pp against -1.0 pp
+    assert r["movement"] == pytest.approx((1.5, 1.5)) and r["freezing"] == {0.05: "untested", 1.0: "untested"}
+    text = readings_text(r)
+    assert "(train ≥ 95 %): λ = 0.05: higher" in text and "below it: λ = 1: lower" in text and "3 of 12 starts: higher" in text
+
+
+def test_a_run_that_changes_a_stated_reading_is_named():
+    from stiefel_core.experiments import _as_json
+    from stiefel_core.findings.long_training import departures_from_stated
+
+    config = get_config("cifar10_long", "full")
+    results = grid({0.05: [0.01, -0.01, 0.0], 0.3: [0.005, -0.002, 0.0], 1.0: [-0.01, -0.011, -0.009]})
+    results["config"] = {**_as_json(config), "weight_decays": [0.05, 0.3, 1.0]}
+    for key, run in results["runs"].items():
+        run["final"]["train_acc"] = 0.6 if "wd=1/" in key else 1.0
+        if "wd=1/" in key:
+            run["final"]["test_acc"] += 0.1  # the best test accuracy, at the largest decay
+        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
+    assert departures_from_stated(results) == []
+    for seed in (0, 1, 2):  # the Stiefel rule now gains at λ = 1
+        results["runs"][f"stiefel@wd=1/{seed}"]["final"]["test_acc"] += 0.05
+    wrong = departures_from_stated(results)
+    assert len(wrong) == 2 and wrong[0].startswith("Stiefel behind where decay holds") and "preprint's protocol" in wrong[1]

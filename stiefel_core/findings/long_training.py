@@ -14,7 +14,8 @@ from .regimes import decay_budget, runs_of
 from .runs import finished_starts
 
 __all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table",
-           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of"]
+           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of",
+           "FITS", "readings", "readings_text", "departures_from_stated"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -153,6 +154,7 @@ def regime_table(rows: list[dict]) -> str:
 
 
 PREPRINT_STARTS = 12  # the preprint's paired starts, run at the decay of largest gap
+FITS = 95.0  # final train accuracy (%) from which an arm fits its training set
 
 
 def protocol_comparison(results: dict | None, a: str = "stiefel", b: str = "baseline",
@@ -259,3 +261,67 @@ def panel_table(results: dict | None, sizes: dict | None) -> str:
     decays, columns = sorted({d for d, _ in cells}), sorted({n for _, n in cells})
     body = [[f"{d:g}", *(_cell(cells[(d, n)]) if (d, n) in cells else "-" for n in columns)] for d in decays]
     return markdown_table(["λ", *(f"{n:,} images" for n in columns)], body)
+
+
+def readings(results: dict) -> dict:
+    """What the long grid says, by rules fixed before its runs: the gain's verdict at each decay
+    where both arms fit their training set (final train accuracy ≥ :data:`FITS` %, ``"fitting"``)
+    and where decay holds them below it (``"held"``); the 12-start protocol (decay, verdict,
+    pairs); the movement ratio's range over the decays; the cost of freezing's verdict per decay.
+    Chapter: CIFAR-10 patches."""
+    rows = regime_rows(results)
+
+    def fits(row) -> bool:
+        acc = row["accuracy"]
+        return all(arm in acc and acc[arm]["train_acc"] >= FITS for arm in ("baseline", "stiefel"))
+
+    decay, twelve = protocol_comparison(results)
+    ratios = [r["movement_ratio"] for r in rows if r["movement_ratio"] is not None]
+    return {
+        "fitting": {r["weight_decay"]: direction(r["gain"]) for r in rows if fits(r)},
+        "held": {r["weight_decay"]: direction(r["gain"]) for r in rows if not fits(r)},
+        "protocol": (decay, direction(twelve), 0 if twelve is None else twelve.n),
+        "movement": (min(ratios), max(ratios)) if ratios else None,
+        "freezing": {r["weight_decay"]: direction(r["freezing_cost"]) for r in rows},
+    }
+
+
+def readings_text(r: dict) -> str:
+    """:func:`readings` in words, one line each. Chapter: CIFAR-10 patches."""
+    def per_decay(verdicts: dict) -> str:
+        return ", ".join(f"λ = {d:g}: {v}" for d, v in verdicts.items()) or "none"
+
+    decay, verdict, n = r["protocol"]
+    move = "-" if r["movement"] is None else f"{r['movement'][0]:.2f}x to {r['movement'][1]:.2f}x"
+    return "\n".join([
+        f"Stiefel − AdamW where both fit their training set (train ≥ {FITS:g} %): {per_decay(r['fitting'])}",
+        f"Stiefel − AdamW where decay holds train accuracy below it: {per_decay(r['held'])}",
+        "preprint's protocol: " + ("not yet run" if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
+        f"AdamW step / Stiefel step over the decays: {move}",
+        f"Stiefel − frozen: {per_decay(r['freezing'])}",
+    ])
+
+
+def departures_from_stated(results: dict) -> list[str]:
+    """The readings the CIFAR-10 and regimes chapters state in words, each that ``results`` does
+    not bear out (empty: all hold), so that a run which changes a verdict fails the chapter
+    instead of leaving its sentence wrong. Stated: both arms fit their training set at two
+    decays and tie there; at every other decay they do not, and the Stiefel rule is behind; the
+    preprint's protocol runs at the largest decay and is behind too; both arms reach their best
+    test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step.
+    Chapters: CIFAR-10 patches, regimes."""
+    r, rows = readings(results), regime_rows(results)
+    wrong = []
+    if len(r["fitting"]) != 2 or set(r["fitting"].values()) != {"tie"}:
+        wrong.append(f"both arms fit and tie at two decays: {r['fitting']}")
+    if not r["held"] or set(r["held"].values()) != {"lower"}:
+        wrong.append(f"Stiefel behind where decay holds train accuracy down: {r['held']}")
+    if r["protocol"][1] != "lower" or r["held"] and r["protocol"][0] != max(r["held"]):
+        wrong.append(f"the preprint's protocol runs at the largest decay and is behind: {r['protocol']}")
+    for arm in ("baseline", "stiefel"):
+        test_acc = {row["weight_decay"]: row["accuracy"].get(arm, {}).get("test_acc", 0.0) for row in rows}
+        if not r["held"] or max(test_acc, key=test_acc.get) != max(r["held"]):
+            wrong.append(f"{arm}'s best test accuracy at the largest decay: {test_acc}")
+    if r["movement"] is None or not (0.8 < r["movement"][0] and r["movement"][1] < 1.25):
+        wrong.append(f"AdamW step / Stiefel step within 0.8x-1.25x: {r['movement']}")
+    return wrong
