@@ -174,6 +174,10 @@ def test_a_run_that_changes_a_stated_reading_is_named():
         if "wd=1/" in key:
             run["final"]["test_acc"] += 0.1  # the best test accuracy, at the largest decay
         run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
+    for decay, costs in ((0.05, (0.01, -0.01, 0.0)), (1.0, (0.01, 0.012, 0.011))):  # freezing: a tie, then a cost
+        for seed, cost in enumerate(costs):
+            stiefel = results["runs"][f"stiefel@wd={decay:g}/{seed}"]
+            results["runs"][f"frozen@wd={decay:g}/{seed}"] = {**stiefel, "final": {**stiefel["final"], "test_acc": stiefel["final"]["test_acc"] - cost}}
     assert departures_from_stated(results) == []
     for seed in (0, 1, 2):  # the Stiefel rule now gains at λ = 1
         results["runs"][f"stiefel@wd=1/{seed}"]["final"]["test_acc"] += 0.05

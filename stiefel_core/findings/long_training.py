@@ -308,8 +308,9 @@ def departures_from_stated(results: dict) -> list[str]:
     instead of leaving its sentence wrong. Stated: both arms fit their training set at two
     decays and tie there; at every other decay they do not, and the Stiefel rule is behind; the
     preprint's protocol runs at the largest decay and is behind too; both arms reach their best
-    test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step.
-    Chapters: CIFAR-10 patches, regimes."""
+    test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step;
+    freezing the frames costs accuracy at the largest decay and nothing distinguishable at the
+    smallest. Chapters: CIFAR-10 patches, regimes."""
     r, rows = readings(results), regime_rows(results)
     wrong = []
     if len(r["fitting"]) != 2 or set(r["fitting"].values()) != {"tie"}:
@@ -324,4 +325,7 @@ def departures_from_stated(results: dict) -> list[str]:
             wrong.append(f"{arm}'s best test accuracy at the largest decay: {test_acc}")
     if r["movement"] is None or not (0.8 < r["movement"][0] and r["movement"][1] < 1.25):
         wrong.append(f"AdamW step / Stiefel step within 0.8x-1.25x: {r['movement']}")
+    freezing = r["freezing"]
+    if not freezing or freezing[max(freezing)] != "higher" or freezing[min(freezing)] != "tie":
+        wrong.append(f"Stiefel − frozen above zero at the largest decay, a tie at the smallest: {freezing}")
     return wrong
