@@ -174,12 +174,68 @@ def test_a_run_that_changes_a_stated_reading_is_named():
         if "wd=1/" in key:
             run["final"]["test_acc"] += 0.1  # the best test accuracy, at the largest decay
         run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
-    for decay, costs in ((0.05, (0.01, -0.01, 0.0)), (1.0, (0.01, 0.012, 0.011))):  # freezing: a tie, then a cost
+    for decay, costs in ((0.05, (0.01, -0.01, 0.0)), (0.3, (-0.01, -0.012, -0.011)), (1.0, (0.01, 0.012, 0.011))):  # freezing: a tie, a gain, a cost
         for seed, cost in enumerate(costs):
             stiefel = results["runs"][f"stiefel@wd={decay:g}/{seed}"]
             results["runs"][f"frozen@wd={decay:g}/{seed}"] = {**stiefel, "final": {**stiefel["final"], "test_acc": stiefel["final"]["test_acc"] - cost}}
+    for decay in (0.05, 0.3, 1.0):  # sparing W_Q, W_K the decay: a tie everywhere
+        for seed, change in enumerate((0.01, -0.01, 0.0)):
+            base = results["runs"][f"baseline@wd={decay:g}/{seed}"]
+            results["runs"][f"no_decay_qk@wd={decay:g}/{seed}"] = {**base, "final": {**base["final"], "test_acc": base["final"]["test_acc"] + change}}
     assert departures_from_stated(results) == []
     for seed in (0, 1, 2):  # the Stiefel rule now gains at λ = 1
         results["runs"][f"stiefel@wd=1/{seed}"]["final"]["test_acc"] += 0.05
     wrong = departures_from_stated(results)
     assert len(wrong) == 2 and wrong[0].startswith("Stiefel behind where decay holds") and "preprint's protocol" in wrong[1]
+    for seed in (0, 1, 2):  # frozen frames now trail at λ = 0.3, and sparing W_Q, W_K the decay pays there
+        results["runs"][f"frozen@wd=0.3/{seed}"]["final"]["test_acc"] -= 0.05
+        results["runs"][f"no_decay_qk@wd=0.3/{seed}"]["final"]["test_acc"] += 0.05
+    wrong = departures_from_stated(results)
+    assert len(wrong) == 4 and wrong[2].startswith("Stiefel − frozen above zero") and wrong[3].startswith("no decay on W_Q, W_K ties")
+
+
+def size_sweep(gains: dict[int, list[float]], train: dict[int, float]) -> dict:
+    """A size-sweep results file at λ = 1: the Stiefel arm beats the baseline by ``gains[n][seed]``
+    at ``n`` images, both arms at final train accuracy ``train[n]``."""
+    runs = {}
+    for size, per_seed in gains.items():
+        for seed, gain in enumerate(per_seed):
+            runs[f"baseline@wd=1@n={size}/{seed}"] = {"final": {"train_acc": train[size], "test_acc": 0.5}}
+            runs[f"stiefel@wd=1@n={size}/{seed}"] = {"final": {"train_acc": train[size], "test_acc": 0.5 + gain}}
+    return {"runs": runs}
+
+
+def test_the_size_readings_say_where_the_arms_fit_and_whether_the_gap_narrows():
+    from stiefel_core.findings.long_training import claim_gain, size_readings, size_readings_text, widening
+
+    sizes = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.55})
+    r = size_readings(sizes)
+    assert r == {"gain": {2_500: "tie", 20_000: "lower"}, "fitting_arms": {2_500: 2, 20_000: 0}, "widening": "lower"}
+    assert widening(sizes)["differences"] == pytest.approx([-2.0, -2.2, -1.8])
+    text = size_readings_text(r)
+    assert "2,500 images (2 of 2 arms fit): tie" in text and text.endswith("smallest): lower")
+    long = grid({1.0: [0.03, 0.02, 0.04]})
+    long["config"] = {**dataclasses.asdict(get_config("cifar10_long", "full")), "weight_decays": [1.0]}
+    for run in long["runs"].values():
+        run["final"]["train_acc"], run["history"] = 0.8, [{}]
+    assert claim_gain(long, sizes).endswith("3 starts (narrows)")
+    assert size_readings({"runs": {}}) == {"gain": {}, "fitting_arms": {}, "widening": None}
+
+
+def test_a_size_run_that_changes_a_stated_reading_is_named(monkeypatch):
+    from stiefel_core.findings import long_training
+
+    monkeypatch.setattr(long_training, "readings", lambda results: {  # the long grid as stated
+        "fitting": {0.05: "tie", 0.3: "tie"}, "held": {1.0: "lower"}, "protocol": (1.0, "lower", 12),
+        "movement": (1.0, 1.0), "freezing": {0.05: "tie", 0.3: "lower", 1.0: "higher"}, "decay_on_qk": {0.05: "tie", 0.3: "tie", 1.0: "tie"}})
+    monkeypatch.setattr(long_training, "regime_rows", lambda results: [
+        {"weight_decay": d, "accuracy": {arm: {"test_acc": 50.0 + d} for arm in ("baseline", "stiefel")}} for d in (0.05, 0.3, 1.0)])
+    train = {2_500: 0.96, 20_000: 0.55}
+    stated = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, train)
+    assert long_training.departures_from_stated({}, stated) == []
+    widens = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [0.02, 0.021, 0.019]}, train)
+    wrong = long_training.departures_from_stated({}, widens)
+    assert len(wrong) == 2 and wrong[0].startswith("the Stiefel rule ahead at no size") and wrong[1].startswith("the gap narrows")
+    fits_everywhere = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.97})
+    assert long_training.departures_from_stated({}, fits_everywhere) == [
+        "both arms fit at the smallest size, neither at the largest: {2500: 2, 20000: 2}"]

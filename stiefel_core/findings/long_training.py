@@ -15,7 +15,7 @@ from .runs import finished_starts
 
 __all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table",
            "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of",
-           "FITS", "readings", "readings_text", "departures_from_stated"]
+           "FITS", "readings", "readings_text", "size_readings", "size_readings_text", "departures_from_stated"]
 
 MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
 
@@ -187,8 +187,10 @@ def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metr
         return None
     from ..stats import paired_comparison
 
+    differences = [float(large[s] - small[s]) for s in common]
     c = paired_comparison([large[s] for s in common], [small[s] for s in common])
-    return {"weight_decay": decay, "small": sizes[0], "large": sizes[-1], "n": len(common), "comparison": c, "verdict": direction(c)}
+    return {"weight_decay": decay, "small": sizes[0], "large": sizes[-1], "n": len(common), "comparison": c,
+            "verdict": direction(c), "differences": differences}
 
 
 def _regime(row: dict) -> str:
@@ -196,6 +198,9 @@ def _regime(row: dict) -> str:
     fits = ", ".join(f"{name} {acc[arm]['train_acc']:.1f} / {acc[arm]['test_acc']:.1f} %" for arm, name in (("baseline", "AdamW"), ("stiefel", "Stiefel"))
                      if arm in acc)
     return f"100-epoch protocol at λ = {row['weight_decay']:g} (Σ lr·λ = {row['budget']:.3g}; train / test: {fits})"
+
+
+_GAP_WITH_DATA = {"higher": "widens", "lower": "narrows"}  # the verdict of :func:`widening` in words
 
 
 def claim_gain(results: dict | None, sizes: dict | None = None) -> str:
@@ -213,7 +218,7 @@ def claim_gain(results: dict | None, sizes: dict | None = None) -> str:
         return line + "; data size at matched epochs: not yet measured"
     w = wide["comparison"]
     return line + (f"; gain at {wide['large']:,} minus gain at {wide['small']:,} images (100 epochs each): {w.mean_difference:+.2f} pp "
-                   f"[{w.ci_low:+.2f}, {w.ci_high:+.2f}], {w.n} starts ({'widens' if wide['verdict'] == 'higher' else wide['verdict']})")
+                   f"[{w.ci_low:+.2f}, {w.ci_high:+.2f}], {w.n} starts ({_GAP_WITH_DATA.get(wide['verdict'], wide['verdict'])})")
 
 
 def claim_movement(results: dict | None) -> str:
@@ -267,7 +272,8 @@ def readings(results: dict) -> dict:
     """What the long grid says, by rules fixed before its runs: the gain's verdict at each decay
     where both arms fit their training set (final train accuracy ≥ :data:`FITS` %, ``"fitting"``)
     and where decay holds them below it (``"held"``); the 12-start protocol (decay, verdict,
-    pairs); the movement ratio's range over the decays; the cost of freezing's verdict per decay.
+    pairs); the movement ratio's range over the decays; per decay, the verdicts of the cost of
+    freezing (Stiefel − frozen) and of decay on W_Q, W_K alone (no_decay_qk − AdamW).
     Chapter: CIFAR-10 patches."""
     rows = regime_rows(results)
 
@@ -283,6 +289,7 @@ def readings(results: dict) -> dict:
         "protocol": (decay, direction(twelve), 0 if twelve is None else twelve.n),
         "movement": (min(ratios), max(ratios)) if ratios else None,
         "freezing": {r["weight_decay"]: direction(r["freezing_cost"]) for r in rows},
+        "decay_on_qk": {r["weight_decay"]: direction(r["decay_on_qk"]) for r in rows},
     }
 
 
@@ -299,18 +306,46 @@ def readings_text(r: dict) -> str:
         "preprint's protocol: " + ("not yet run" if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
         f"AdamW step / Stiefel step over the decays: {move}",
         f"Stiefel − frozen: {per_decay(r['freezing'])}",
+        f"no decay on W_Q, W_K − AdamW: {per_decay(r.get('decay_on_qk', {}))}",
     ])
 
 
-def departures_from_stated(results: dict) -> list[str]:
+def size_readings(sizes: dict) -> dict:
+    """What the size sweep says, by the rules of :func:`readings`: per size, how many of the two
+    arms fit their training set (mean final train accuracy ≥ :data:`FITS` %) and the gain's
+    verdict; and the verdict of :func:`widening` (``None`` until two starts reach both ends).
+    Chapters: CIFAR-10 patches, regimes."""
+    rows, wide = size_gains(sizes), widening(sizes)
+
+    def fitting_arms(decay: float, size: int) -> int:
+        train = ([r["final"]["train_acc"] for r in runs_of(sizes, size_arm(arm, decay, size)).values()] for arm in ("baseline", "stiefel"))
+        return sum(bool(accs) and 100 * float(np.mean(accs)) >= FITS for accs in train)
+
+    return {"gain": {r["train_size"]: direction(r["comparison"]) for r in rows},
+            "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
+            "widening": None if wide is None else wide["verdict"]}
+
+
+def size_readings_text(r: dict) -> str:
+    """:func:`size_readings` in words, two lines. Chapters: CIFAR-10 patches, regimes."""
+    per_size = ", ".join(f"{n:,} images ({r['fitting_arms'][n]} of 2 arms fit): {v}" for n, v in r["gain"].items()) or "none"
+    return (f"Stiefel − AdamW by size at matched epochs: {per_size}\n"
+            f"the gap with data (gain at the largest size − gain at the smallest): {r['widening'] or 'not yet measured'}")
+
+
+def departures_from_stated(results: dict, sizes: dict | None = None) -> list[str]:
     """The readings the CIFAR-10 and regimes chapters state in words, each that ``results`` does
     not bear out (empty: all hold), so that a run which changes a verdict fails the chapter
     instead of leaving its sentence wrong. Stated: both arms fit their training set at two
     decays and tie there; at every other decay they do not, and the Stiefel rule is behind; the
     preprint's protocol runs at the largest decay and is behind too; both arms reach their best
     test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step;
-    freezing the frames costs accuracy at the largest decay and nothing distinguishable at the
-    smallest. Chapters: CIFAR-10 patches, regimes."""
+    freezing the frames costs accuracy at the largest decay, nothing distinguishable at the
+    smallest, and gains at every decay between; sparing W_Q, W_K the decay changes nothing
+    distinguishable at any decay. With ``sizes`` (the size sweep), also: the Stiefel rule is ahead at no size; the gap
+    narrows with data (the gain at the largest size is below the gain at the smallest, in
+    pairs); both arms fit their training set at the smallest size and neither at the largest.
+    Chapters: CIFAR-10 patches, regimes."""
     r, rows = readings(results), regime_rows(results)
     wrong = []
     if len(r["fitting"]) != 2 or set(r["fitting"].values()) != {"tie"}:
@@ -326,6 +361,18 @@ def departures_from_stated(results: dict) -> list[str]:
     if r["movement"] is None or not (0.8 < r["movement"][0] and r["movement"][1] < 1.25):
         wrong.append(f"AdamW step / Stiefel step within 0.8x-1.25x: {r['movement']}")
     freezing = r["freezing"]
-    if not freezing or freezing[max(freezing)] != "higher" or freezing[min(freezing)] != "tie":
-        wrong.append(f"Stiefel − frozen above zero at the largest decay, a tie at the smallest: {freezing}")
+    between = {d: v for d, v in freezing.items() if min(freezing) < d < max(freezing)}
+    if not freezing or freezing[max(freezing)] != "higher" or freezing[min(freezing)] != "tie" or set(between.values()) - {"lower"}:
+        wrong.append(f"Stiefel − frozen above zero at the largest decay, a tie at the smallest, below zero between: {freezing}")
+    if not r["decay_on_qk"] or set(r["decay_on_qk"].values()) != {"tie"}:
+        wrong.append(f"no decay on W_Q, W_K ties AdamW at every decay: {r['decay_on_qk']}")
+    if sizes is not None:
+        z = size_readings(sizes)
+        if not z["gain"] or "higher" in z["gain"].values():
+            wrong.append(f"the Stiefel rule ahead at no size: {z['gain']}")
+        if z["widening"] != "lower":
+            wrong.append(f"the gap narrows with data: {z['widening']}")
+        fitting = z["fitting_arms"]
+        if not fitting or fitting[min(fitting)] != 2 or fitting[max(fitting)] != 0:
+            wrong.append(f"both arms fit at the smallest size, neither at the largest: {fitting}")
     return wrong
