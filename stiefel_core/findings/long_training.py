@@ -114,11 +114,7 @@ def regime_rows(results: dict) -> list[dict]:
     rows = []
     for decay in decays_of(results):
         arm = {name: grid_arm(name, "wd", decay) for name in ("baseline", "stiefel", "frozen", "no_decay_qk")}
-        accuracy = {}
-        for name, key in arm.items():
-            runs = list(runs_of(results, key).values())
-            if runs:
-                accuracy[name] = {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")}
+        accuracy = {name: acc for name, key in arm.items() if (acc := _accuracy(results, key)) is not None}
         ratios = movement_ratios(results, arm["stiefel"], arm["baseline"])
         rows.append({
             "weight_decay": decay, "budget": decay_budget(task.lr, decay, factors), "epochs": task.epochs,
@@ -235,6 +231,12 @@ def claim_movement(results: dict | None) -> str:
     return f"{_regime(row)}: an AdamW step moves W_Q, W_K {ratio} as far as a Stiefel step; Stiefel − frozen {cost}"
 
 
+def _accuracy(results: dict, key: str) -> dict[str, float] | None:
+    """Mean final train and test accuracy (%) of arm ``key``'s runs; ``None`` before its first."""
+    runs = list(runs_of(results, key).values())
+    return {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")} if runs else None
+
+
 def size_table(results: dict) -> str:
     """The size sweep at matched epochs as Markdown: per size, the arms' mean final train / test
     accuracy (%) and the paired gain Stiefel − AdamW with its interval, wins and verdict.
@@ -242,10 +244,8 @@ def size_table(results: dict) -> str:
     body = []
     for row in size_gains(results):
         decay, size = row["weight_decay"], row["train_size"]
-        reached = []
-        for arm in ("baseline", "stiefel"):
-            runs = list(runs_of(results, size_arm(arm, decay, size)).values())
-            reached.append("-" if not runs else " / ".join(f"{100 * np.mean([r['final'][m] for r in runs]):.1f}" for m in ("train_acc", "test_acc")))
+        accuracy = (_accuracy(results, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
+        reached = ["-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}" for acc in accuracy]
         body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], _cell(row["comparison"])])
     return markdown_table(["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body)
 
@@ -306,7 +306,7 @@ def readings_text(r: dict) -> str:
         "preprint's protocol: " + ("not yet run" if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
         f"AdamW step / Stiefel step over the decays: {move}",
         f"Stiefel − frozen: {per_decay(r['freezing'])}",
-        f"no decay on W_Q, W_K − AdamW: {per_decay(r.get('decay_on_qk', {}))}",
+        f"no decay on W_Q, W_K − AdamW: {per_decay(r['decay_on_qk'])}",
     ])
 
 
@@ -318,8 +318,8 @@ def size_readings(sizes: dict) -> dict:
     rows, wide = size_gains(sizes), widening(sizes)
 
     def fitting_arms(decay: float, size: int) -> int:
-        train = ([r["final"]["train_acc"] for r in runs_of(sizes, size_arm(arm, decay, size)).values()] for arm in ("baseline", "stiefel"))
-        return sum(bool(accs) and 100 * float(np.mean(accs)) >= FITS for accs in train)
+        accuracy = (_accuracy(sizes, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
+        return sum(acc is not None and acc["train_acc"] >= FITS for acc in accuracy)
 
     return {"gain": {r["train_size"]: direction(r["comparison"]) for r in rows},
             "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
@@ -341,10 +341,11 @@ def departures_from_stated(results: dict, sizes: dict | None = None) -> list[str
     preprint's protocol runs at the largest decay and is behind too; both arms reach their best
     test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step;
     freezing the frames costs accuracy at the largest decay, nothing distinguishable at the
-    smallest, and gains at every decay between; sparing W_Q, W_K the decay changes nothing
-    distinguishable at any decay. With ``sizes`` (the size sweep), also: the Stiefel rule is ahead at no size; the gap
-    narrows with data (the gain at the largest size is below the gain at the smallest, in
-    pairs); both arms fit their training set at the smallest size and neither at the largest.
+    smallest, and gains accuracy at every decay between; sparing W_Q, W_K the decay changes
+    nothing distinguishable at any decay. With ``sizes`` (the size sweep), also: the Stiefel rule
+    is ahead at no size; the gap narrows with data (the gain at the largest size is below the
+    gain at the smallest, in pairs); both arms fit their training set at the smallest size and
+    neither at the largest.
     Chapters: CIFAR-10 patches, regimes."""
     r, rows = readings(results), regime_rows(results)
     wrong = []
