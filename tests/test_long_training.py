@@ -233,6 +233,7 @@ def test_a_size_run_that_changes_a_stated_reading_is_named(monkeypatch):
     train = {2_500: 0.96, 20_000: 0.55}
     stated = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, train)
     assert long_training.departures_from_stated({}, stated) == []
+    assert long_training.departures_from_stated({}, {"runs": {}}) == long_training.departures_from_stated({}, None) == []  # no size run yet
     widens = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [0.02, 0.021, 0.019]}, train)
     wrong = long_training.departures_from_stated({}, widens)
     assert len(wrong) == 2 and wrong[0].startswith("the Stiefel rule ahead at no size") and wrong[1].startswith("the gap narrows")
