@@ -19,7 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="run one experiment (resumes; skips finished runs)")
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
-    for p in (run, run_all):
+    sweep = sub.add_parser("sweep", help="grow the W_Q, W_K lr sweep until every arm's choice is interior (resumes)")
+    sweep.add_argument("name", choices=["grokking_qk_lr"])
+    sweep.add_argument("--arms", nargs="+", default=None, help="a subset of the swept arms (a shard)")
+    for p in (run, run_all, sweep):
         p.add_argument("--profile", choices=PROFILES, default=None, help="default: $STIEFEL_PROFILE, else full with CUDA, ci without")
         p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: cuda if available)")
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -43,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         print(repr(claims_table()))
         return 0
     profile = args.profile or default_profile()
+    if args.command == "sweep":
+        from .experiments import fair_fight
+
+        results = fair_fight.sweep(run_experiment, profile, tuple(args.arms or fair_fight.FAIR_ARMS),
+                                   device=args.device, progress=not args.no_progress)
+        print(f"{args.name} ({profile}): {len(results['runs'])} runs in {results_path(args.name, profile)}")
+        return 0
     names = [args.name] if args.command == "run" else list(EXPERIMENTS)
     for name in names:
         results = run_experiment(

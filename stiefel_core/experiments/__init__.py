@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, grokking, peers, trust_region
+from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers, trust_region
 from .variants import ABLATION_ARMS
 from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
 
@@ -46,6 +46,7 @@ class Experiment:
     description: str
     optional_arms: tuple[str, ...] = ()  # run only when named (--arms): controls on an expensive task
     arms_of: Callable | None = None  # config -> the arms a profile runs (grid experiments), default ``arms``
+    resolve: Callable | None = None  # (config, directory) -> config with settings chosen from earlier results
 
     def default_arms(self, config) -> tuple[str, ...]:
         return tuple(self.arms_of(config)) if self.arms_of else self.arms
@@ -72,6 +73,12 @@ EXPERIMENTS = {
     "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 epochs",
                                     arms_of=peers.sweep_arm_names),
     "grokking_peers": Experiment("grokking_peers", peers.PROFILES, peers.PEER_ARMS, peers.run, "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal parametrization, 20 seeds"),
+    "grokking_qk_lr": Experiment("grokking_qk_lr", fair_fight.SWEEP_PROFILES, fair_fight.SWEEP_ARMS, fair_fight.run_sweep,
+                                 "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+                                 arms_of=fair_fight.start_arms),
+    "grokking_fair": Experiment("grokking_fair", fair_fight.PROFILES, (*fair_fight.FAIR_ARMS, "frozen"), fair_fight.run,
+                                "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
+                                resolve=fair_fight.resolve),
     "cifar10_peers": Experiment("cifar10_peers", peers.CIFAR10_PROFILES, peers.PEER_ARMS, peers.run_cifar10, "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts"),
 }
 
@@ -158,6 +165,8 @@ def run_experiment(
     experiment = _experiment(name)
     profile = profile or default_profile()
     config = config or get_config(name, profile)
+    if experiment.resolve is not None:  # settings chosen from earlier results, fixed before the runs
+        config = experiment.resolve(config, directory)
     arms = list(arms or experiment.default_arms(config))
     if seeds is None:  # under torchrun, each process takes its share of the seeds
         world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))

@@ -21,7 +21,7 @@ from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
-from .variants import ABLATION_ARMS, CONTROL_ARMS, frame_options, is_euclidean, trains_frames
+from .variants import ABLATION_ARMS, CONTROL_ARMS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
 
 ARMS = ("baseline", "stiefel")
 RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS, *FOREIGN_ARMS)
@@ -59,13 +59,13 @@ PROFILES = {
 def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True,
         *, frame_lr: float | None = None) -> dict:
     """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
-    ``config.lr``) is the frames' lr. The arm ``fixed_step_matched`` calibrates its own
+    ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, or AdamW's on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
     (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}, "
                          f"its relatives {FOREIGN_ARMS}")
-    if frame_lr is not None and (arm == "fixed_step_matched" or not (trains_frames(arm) or arm in FOREIGN_ARMS)):
-        raise ValueError(f"frame_lr is for arms that train frames at a chosen lr; {arm!r} does not")
+    if frame_lr is not None and (arm == "fixed_step_matched" or not (trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS)):
+        raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
             return _run(config, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
@@ -108,6 +108,9 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
     if arm in FOREIGN_ARMS:
         opt = relative_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
                                  weight_decay=config.weight_decay, betas=config.betas)
+    elif is_euclidean(arm) and frame_lr is not None:
+        opt = euclidean_optimizer(model, lr=config.lr, qk_lr=frame_lr, weight_decay=config.weight_decay, betas=config.betas,
+                                  decay_qk=arm != "no_decay_qk")
     else:
         opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas,
                                   frame_lr=frame_lr, no_decay=no_decay, **frames)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 __all__ = [
     "VARIANTS", "ABLATION_ARMS", "COMPONENTS", "CONTROLS", "CONTROL_ARMS", "MECHANISM_ARMS",
-    "frame_options", "is_euclidean", "trains_frames",
+    "frame_options", "is_euclidean", "trains_frames", "euclidean_optimizer",
 ]
+
+import torch
+from torch import nn
 
 VARIANTS: dict[str, dict] = {  # arm -> the switches it changes
     "stiefel": {},
@@ -61,3 +64,19 @@ def frame_options(arm: str, trust_radius: float | None) -> dict:
     if arm not in VARIANTS:
         raise ValueError(f"{arm!r} trains no frames with StiefelAdam; the variants are {tuple(VARIANTS)}")
     return {"trust_radius": trust_radius, **VARIANTS[arm]}
+
+
+def euclidean_optimizer(model: nn.Module, *, lr: float, qk_lr: float, weight_decay: float, betas: tuple[float, float],
+                        decay_qk: bool = True, eps: float = 1e-8) -> torch.optim.AdamW:
+    """AdamW for a Euclidean arm with W_Q, W_K at their own ``qk_lr`` (decayed by ``weight_decay``
+    unless ``decay_qk`` is false), every other parameter at ``lr``: the baseline's W_Q, W_K lr as
+    a knob of its own, as every frame-training arm has."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    qk = [p for n, p in named if n.rpartition(".")[2] in ("W_Q", "W_K")]
+    if not qk:
+        raise ValueError("euclidean_optimizer: the model has no trainable W_Q, W_K parameters")
+    rest = [p for n, p in named if n.rpartition(".")[2] not in ("W_Q", "W_K")]
+    return torch.optim.AdamW(
+        [{"params": rest}, {"params": qk, "lr": qk_lr, "weight_decay": weight_decay if decay_qk else 0.0}],
+        lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=True,
+    )

@@ -1,0 +1,184 @@
+"""A fair fight (issue 28): every arm at its own tuned W_Q, W_K learning rate.
+
+- ``grokking_qk_lr``: the sweep, on the ablation's task (p = 31, 1,500 epochs), on selection
+  seeds 100-104, apart from the judged seeds 0-19. An arm is ``"<arm>@qklr=<lr>"``; every other
+  parameter keeps the task's lr (3e-3). The grid starts at four rungs of the half-decade ladder
+  around the task's lr (geoopt's around 30x it: its second moment sums a frame's d r = 1,024
+  squares where the others average them) and grows by the rule of :mod:`.selection` until each
+  arm's choice is interior; ``frozen`` is every arm's lr 0. :func:`sweep` drives that growth.
+- ``grokking_fair``: the comparison at 20 paired seeds, each arm at the lr the sweep chose,
+  resolved before the runs by :func:`resolve` and written into the results file's config.
+
+Histories keep the metrics the book reads (accuracy, loss, W_Q, W_K's norm, movement), so that
+hundreds of runs stay a few MB.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import ablation, grokking
+from .grid import grid_arm, parse_grid_arm
+from .results import load_results
+from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+
+__all__ = ["FAIR_ARMS", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
+           "sweep_scores", "chosen", "resolve", "pending_rungs", "KEPT_METRICS"]
+
+FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel", "fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam",
+             "orthogonal_param")
+CENTERS = {"geoopt_radam": 1e-1}  # the start of each arm's grid; the task's lr for the rest
+KEY = "qklr"
+KEPT_METRICS = ("epoch", "train_acc", "val_acc", "train_loss", "val_loss", "norm/attn.W_Q", "norm/attn.W_K",
+                "angle_mean/W_Q", "step/W_Q", "ortho/W_Q")
+
+
+def _task() -> grokking.GrokkingConfig:
+    return ablation.GROKKING_PROFILES["full"]  # the ablation's task: p = 31, 1,500 epochs
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_task)
+    seeds: tuple[int, ...] = (100, 101, 102, 103, 104)  # selection seeds, apart from the judged 0-19
+    start_below: int = 2  # the first grid: two rungs under the center, one over it
+    start_above: int = 1
+
+
+SWEEP_PROFILES = {
+    "full": SweepConfig(),
+    "ci": SweepConfig(task=dataclasses.replace(_task(), epochs=100), seeds=(100,), start_below=1, start_above=0),
+}
+SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in FAIR_ARMS for lr in LADDER), "frozen")
+
+
+def center(arm: str, task_lr: float) -> float:
+    return CENTERS.get(arm, task_lr)
+
+
+def start_rungs(config: SweepConfig, arm: str) -> tuple[float, ...]:
+    return ladder_around(center(arm, config.task.lr), config.start_below, config.start_above)
+
+
+def start_arms(config: SweepConfig) -> tuple[str, ...]:
+    """The first grid of every arm, then ``frozen`` (lr 0)."""
+    return (*(grid_arm(arm, KEY, lr) for arm in FAIR_ARMS for lr in start_rungs(config, arm)), "frozen")
+
+
+def compact(outcome: dict) -> dict:
+    """``outcome`` with its history cut to :data:`KEPT_METRICS`."""
+    history = [{k: r[k] for k in KEPT_METRICS if k in r} for r in outcome["history"]]
+    return {**outcome, "history": history, "final": history[-1]}
+
+
+def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``) from ``seed``."""
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    if arm == "frozen":
+        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress))
+    base, lr = parse_grid_arm(arm, KEY, FAIR_ARMS)
+    if lr not in LADDER:
+        raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
+    return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
+
+
+def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
+    """``{lr: [late score per finished selection seed]}`` of ``arm``; lr 0 (``frozen``) counts
+    once the arm's grid has reached the ladder's bottom, its neighbour."""
+    epochs = sweep["config"]["task"]["epochs"]
+    out: dict[float, list[float]] = {}
+    for key, outcome in sorted(sweep["runs"].items()):
+        name, _, _ = key.rpartition("/")
+        if name == "frozen":
+            lr = 0.0
+        elif name.startswith(arm + "@"):
+            lr = parse_grid_arm(name, KEY, FAIR_ARMS)[1]
+        else:
+            continue
+        out.setdefault(lr, []).append(late_score(outcome["history"], epochs))
+    if LADDER[0] not in out:
+        out.pop(0.0, None)
+    return out
+
+
+def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
+    """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
+    n = len(config.seeds)
+    scores = sweep_scores(sweep, arm) if sweep else {}
+    wanted = set(start_rungs(config, arm)) | set(scores)
+    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < n)
+    if unfinished:
+        return unfinished
+    return next_rungs(rung_scores(scores, n), scores, center(arm, config.task.lr))
+
+
+def chosen(sweep: dict, arm: str) -> dict:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep."""
+    n = len(sweep["config"]["seeds"])
+    complete = rung_scores(sweep_scores(sweep, arm), n)
+    lr = choice(complete, center(arm, sweep["config"]["task"]["lr"]))
+    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+
+
+@dataclass(frozen=True)
+class FairConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_task)
+    sweep_profile: str = "full"  # the profile of grokking_qk_lr whose choices the arms take
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
+    seeds: tuple[int, ...] = tuple(range(20))
+
+
+PROFILES = {
+    "full": FairConfig(),
+    "ci": FairConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
+}
+
+
+def resolve(config: FairConfig, directory=None) -> FairConfig:
+    """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
+    choice is final: interior, or lr 0)."""
+    if config.qk_lrs:
+        return config
+    sweep = load_results("grokking_qk_lr", config.sweep_profile, directory)
+    if not sweep:
+        raise ValueError(f"no W_Q, W_K lr sweep yet: run `python -m stiefel_core sweep grokking_qk_lr --profile "
+                         f"{config.sweep_profile}` first")
+    lrs, open_arms = [], []
+    for arm in FAIR_ARMS:
+        c = chosen(sweep, arm)
+        (lrs if c["interior"] else open_arms).append((arm, c["lr"]))
+    if open_arms:
+        raise ValueError(f"the sweep has not settled {[a for a, _ in open_arms]} (choice at a grid edge): "
+                         "grow it with `python -m stiefel_core sweep grokking_qk_lr` first")
+    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+
+def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One judged run: ``arm`` from ``seed`` at its resolved W_Q, W_K lr (``frozen``: none)."""
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    if arm == "frozen":
+        return compact(grokking.run(task, arm, seed, device, checkpoint, progress))
+    lrs = dict(config.qk_lrs)
+    if arm not in lrs:
+        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+    lr = lrs[arm]
+    if lr == 0.0:  # the sweep chose lr 0: the arm is frozen frames
+        return {**compact(grokking.run(task, "frozen", seed, device, checkpoint, progress)), "qk_lr": 0.0}
+    return {**compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=lr)), "qk_lr": lr}
+
+
+def sweep(run_experiment, profile: str, arms: tuple[str, ...] = FAIR_ARMS, **options) -> dict:
+    """Grow the sweep for ``arms`` until every choice is final, one round of pending rungs at a
+    time (resumable: each round reads the file). ``run_experiment`` is the experiments' runner."""
+    from .results import load_results as load
+
+    config = SWEEP_PROFILES[profile]
+    directory = options.get("directory")
+    while True:
+        results = load("grokking_qk_lr", profile, directory)
+        names = [grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)]
+        names = list(dict.fromkeys(names))
+        if not names:
+            return results
+        run_experiment("grokking_qk_lr", profile, arms=names, **options)
