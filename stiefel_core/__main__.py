@@ -20,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
     sweep = sub.add_parser("sweep", help="grow the W_Q, W_K lr sweep until every arm's choice is interior (resumes)")
-    sweep.add_argument("name", choices=["grokking_qk_lr"])
-    sweep.add_argument("--arms", nargs="+", default=None, help="a subset of the swept arms (a shard)")
+    sweep.add_argument("name", choices=["grokking_qk_lr", "cifar10_qk_lr"])
+    sweep.add_argument("--arms", nargs="+", default=None,
+                       help="a subset of the swept arms (a shard); for cifar10_qk_lr, cells such as stiefel@wd=1")
     for p in (run, run_all, sweep):
         p.add_argument("--profile", choices=PROFILES, default=None, help="default: $STIEFEL_PROFILE, else full with CUDA, ci without")
         p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: cuda if available)")
@@ -47,10 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     profile = args.profile or default_profile()
     if args.command == "sweep":
-        from .experiments import fair_fight
+        from .experiments import cifar10_fair, fair_fight
 
-        results = fair_fight.sweep(run_experiment, profile, tuple(args.arms or fair_fight.FAIR_ARMS),
-                                   device=args.device, progress=not args.no_progress)
+        options = dict(device=args.device, progress=not args.no_progress)
+        if args.name == "cifar10_qk_lr":
+            results = cifar10_fair.sweep(run_experiment, profile, tuple(args.arms or ()) or None, **options)
+        else:
+            results = fair_fight.sweep(run_experiment, profile, tuple(args.arms or fair_fight.SWEPT_ARMS), **options)
         print(f"{args.name} ({profile}): {len(results['runs'])} runs in {results_path(args.name, profile)}")
         return 0
     names = [args.name] if args.command == "run" else list(EXPERIMENTS)

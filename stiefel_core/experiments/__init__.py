@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from ..train import pick_device
-from . import ablation, cifar10, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers, trust_region
+from . import ablation, cifar10, cifar10_fair, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers, trust_region
 from .variants import ABLATION_ARMS
 from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
 
@@ -79,6 +79,12 @@ EXPERIMENTS = {
     "grokking_fair": Experiment("grokking_fair", fair_fight.PROFILES, (*fair_fight.FAIR_ARMS, "frozen"), fair_fight.run,
                                 "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
                                 resolve=fair_fight.resolve),
+    "grokking_fair_scale": Experiment("grokking_fair_scale", fair_fight.SCALE_PROFILES, (*fair_fight.SCALE_ARMS,), fair_fight.run,
+                                      "grokking at p = 31, the scale controls and Cayley Adam at their tuned W_Q, W_K lrs, "
+                                      "20 seeds paired with grokking_fair", resolve=fair_fight.resolve),
+    "cifar10_qk_lr": Experiment("cifar10_qk_lr", cifar10_fair.PROFILES, cifar10_fair.ARMS, cifar10_fair.run,
+                                "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
+                                arms_of=cifar10_fair.start_arms),
     "cifar10_peers": Experiment("cifar10_peers", peers.CIFAR10_PROFILES, peers.PEER_ARMS, peers.run_cifar10, "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts"),
 }
 

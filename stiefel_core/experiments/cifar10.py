@@ -47,7 +47,7 @@ from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .results import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
-from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, frame_options, is_euclidean, trains_frames
+from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
 
 __all__ = [
     "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
@@ -179,11 +179,13 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
 
 def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None) -> torch.optim.Optimizer:
     """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
-    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is the frames' lr (default ``lr``).
+    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is W_Q, W_K's lr (default ``lr``), frames or not.
     Chapter: cifar10_patches."""
     common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
     if arm in FOREIGN_ARMS:
         opt = relative_optimizer(model, arm, frame_lr=config.lr if frame_lr is None else frame_lr, **common)
+    elif is_euclidean(arm) and frame_lr is not None:  # baseline, no_decay_qk with W_Q, W_K at their own lr
+        opt = euclidean_optimizer(model, qk_lr=frame_lr, decay_qk=arm != "no_decay_qk", **common)
     elif not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
         no_decay = [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")] if arm == "no_decay_qk" else ()
         opt = configure_optimizer(model, **common, no_decay=no_decay)

@@ -23,11 +23,13 @@ from .grid import grid_arm, parse_grid_arm
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
-__all__ = ["FAIR_ARMS", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
+__all__ = ["FAIR_ARMS", "SCALE_ARMS", "SWEPT_ARMS", "SCALE_PROFILES", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
            "sweep_scores", "chosen", "resolve", "pending_rungs", "KEPT_METRICS"]
 
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel", "fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam",
              "orthogonal_param")
+SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp", "cayley_adam")  # scale without orthonormality, and prior art
+SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS)
 CENTERS = {"geoopt_radam": 1e-1}  # the start of each arm's grid; the task's lr for the rest
 KEY = "qklr"
 KEPT_METRICS = ("epoch", "train_acc", "val_acc", "train_loss", "val_loss", "norm/attn.W_Q", "norm/attn.W_K",
@@ -50,7 +52,7 @@ SWEEP_PROFILES = {
     "full": SweepConfig(),
     "ci": SweepConfig(task=dataclasses.replace(_task(), epochs=100), seeds=(100,), start_below=1, start_above=0),
 }
-SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in FAIR_ARMS for lr in LADDER), "frozen")
+SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen")
 
 
 def center(arm: str, task_lr: float) -> float:
@@ -63,7 +65,7 @@ def start_rungs(config: SweepConfig, arm: str) -> tuple[float, ...]:
 
 def start_arms(config: SweepConfig) -> tuple[str, ...]:
     """The first grid of every arm, then ``frozen`` (lr 0)."""
-    return (*(grid_arm(arm, KEY, lr) for arm in FAIR_ARMS for lr in start_rungs(config, arm)), "frozen")
+    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in start_rungs(config, arm)), "frozen")
 
 
 def compact(outcome: dict) -> dict:
@@ -77,7 +79,7 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
     task = dataclasses.replace(config.task, seeds=(seed,))
     if arm == "frozen":
         return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress))
-    base, lr = parse_grid_arm(arm, KEY, FAIR_ARMS)
+    base, lr = parse_grid_arm(arm, KEY, SWEPT_ARMS)
     if lr not in LADDER:
         raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
     return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
@@ -93,7 +95,7 @@ def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
         if name == "frozen":
             lr = 0.0
         elif name.startswith(arm + "@"):
-            lr = parse_grid_arm(name, KEY, FAIR_ARMS)[1]
+            lr = parse_grid_arm(name, KEY, SWEPT_ARMS)[1]
         else:
             continue
         out.setdefault(lr, []).append(late_score(outcome["history"], epochs))
@@ -124,6 +126,7 @@ def chosen(sweep: dict, arm: str) -> dict:
 @dataclass(frozen=True)
 class FairConfig:
     task: grokking.GrokkingConfig = field(default_factory=_task)
+    arms: tuple[str, ...] = FAIR_ARMS  # the swept arms it judges (beside frozen)
     sweep_profile: str = "full"  # the profile of grokking_qk_lr whose choices the arms take
     qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
     seeds: tuple[int, ...] = tuple(range(20))
@@ -133,6 +136,8 @@ PROFILES = {
     "full": FairConfig(),
     "ci": FairConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
 }
+# The scale controls and the prior art, judged on the same seeds (so paired with grokking_fair's runs)
+SCALE_PROFILES = {name: dataclasses.replace(config, arms=SCALE_ARMS) for name, config in PROFILES.items()}
 
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
@@ -145,7 +150,7 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
         raise ValueError(f"no W_Q, W_K lr sweep yet: run `python -m stiefel_core sweep grokking_qk_lr --profile "
                          f"{config.sweep_profile}` first")
     lrs, open_arms = [], []
-    for arm in FAIR_ARMS:
+    for arm in config.arms:
         c = chosen(sweep, arm)
         (lrs if c["interior"] else open_arms).append((arm, c["lr"]))
     if open_arms:
@@ -168,7 +173,7 @@ def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progre
     return {**compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=lr)), "qk_lr": lr}
 
 
-def sweep(run_experiment, profile: str, arms: tuple[str, ...] = FAIR_ARMS, **options) -> dict:
+def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **options) -> dict:
     """Grow the sweep for ``arms`` until every choice is final, one round of pending rungs at a
     time (resumable: each round reads the file). ``run_experiment`` is the experiments' runner."""
     from .results import load_results as load

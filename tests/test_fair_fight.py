@@ -1,0 +1,73 @@
+"""The fair fight's lr selection: the rule grows a grid until its choice is interior, and the
+comparison takes the choice into its config before any run."""
+
+import dataclasses
+
+import pytest
+
+from stiefel_core.experiments import fair_fight, run_experiment
+from stiefel_core.experiments.grid import grid_arm
+from stiefel_core.experiments.selection import LADDER, choice, is_interior, late_score, next_rungs
+
+
+def test_the_grid_grows_upward_while_the_largest_rung_scores_best():
+    assert next_rungs({1e-3: 0.5, 3e-3: 0.6, 1e-2: 0.7}, [1e-3, 3e-3, 1e-2], 3e-3) == (3e-2,)
+
+
+def test_the_grid_grows_downward_to_lr_zero_past_the_ladder_bottom():
+    assert next_rungs({3e-6: 0.5, 1e-5: 0.4}, [3e-6, 1e-5], 1e-5) == (1e-6,)
+    assert next_rungs({1e-6: 0.6, 3e-6: 0.5}, [1e-6, 3e-6], 3e-6) == (0.0,)
+    assert next_rungs({0.0: 0.7, 1e-6: 0.6}, [0.0, 1e-6], 3e-6) == ()  # lr 0 is a true boundary
+
+
+def test_an_interior_choice_stops_the_growth():
+    scores = {1e-3: 0.5, 3e-3: 0.8, 1e-2: 0.6}
+    assert next_rungs(scores, scores, 3e-3) == ()
+    assert is_interior(scores, 3e-3) and not is_interior({1e-3: 0.9, 3e-3: 0.8}, 1e-3)
+
+
+def test_ties_go_to_the_rung_nearest_the_start_so_a_plateau_is_not_walked():
+    plateau = {3e-4: 1.0, 1e-3: 1.0, 3e-3: 1.0, 1e-2: 1.0}
+    assert choice(plateau, 3e-3) == 3e-3
+    assert next_rungs(plateau, plateau, 3e-3) == ()
+
+
+def test_the_score_is_the_mean_over_the_last_fifth_of_training():
+    history = [{"epoch": e, "val_acc": a} for e, a in ((20, 0.0), (80, 0.1), (90, 0.5), (100, 1.0))]
+    assert late_score(history, 100) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="too short"):
+        late_score(history[:2], 100)
+
+
+def _sweep(scores_by_arm: dict, seeds=(100, 101)) -> dict:
+    runs = {}
+    for arm, scores in scores_by_arm.items():
+        for lr, value in scores.items():
+            name = "frozen" if lr == 0 else grid_arm(arm, "qklr", lr)
+            for seed in seeds:
+                runs[f"{name}/{seed}"] = {"history": [{"epoch": 1500, "val_acc": value}]}
+    return {"config": {"seeds": list(seeds), "task": {"epochs": 1500, "lr": 3e-3}}, "runs": runs}
+
+
+def test_the_comparison_resolves_each_arms_lr_before_its_runs_and_refuses_an_open_sweep(tmp_path, monkeypatch):
+    settled = {"baseline": {1e-3: 0.9, 3e-3: 0.8, 3e-4: 0.7}}
+    monkeypatch.setattr(fair_fight, "load_results", lambda *a, **k: _sweep(settled))
+    config = dataclasses.replace(fair_fight.PROFILES["ci"], arms=("baseline",))
+    assert dict(fair_fight.resolve(config).qk_lrs) == {"baseline": 1e-3}
+    settled["baseline"] = {1e-3: 0.7, 3e-3: 0.8}  # the choice sits on the grid's edge
+    with pytest.raises(ValueError, match="not settled"):
+        fair_fight.resolve(config)
+
+
+def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):
+    config = dataclasses.replace(fair_fight.SWEEP_PROFILES["ci"], task=dataclasses.replace(
+        fair_fight.SWEEP_PROFILES["ci"].task, epochs=20, log_every=10))
+    name = grid_arm("baseline", "qklr", LADDER[0])
+    results = run_experiment("grokking_qk_lr", "ci", config=config, arms=[name, "frozen"], directory=tmp_path,
+                             checkpoints=tmp_path / "ck", progress=False)
+    tiny, frozen = results["runs"][f"{name}/100"], results["runs"]["frozen/100"]
+    assert set(tiny["history"][-1]) <= set(fair_fight.KEPT_METRICS)
+    # at lr 1e-6 W_Q barely moves (decay and steps both scale with the lr): its norm stays the frozen one's
+    assert tiny["final"]["norm/attn.W_Q"] == pytest.approx(frozen["final"]["norm/attn.W_Q"], rel=1e-3)
+    # the rest of the model trains at the task's lr in both: their losses agree to the W_Q, W_K drift
+    assert tiny["final"]["train_loss"] == pytest.approx(frozen["final"]["train_loss"], rel=5e-2)
