@@ -6,7 +6,7 @@ the library installed by the cell from a copy of this checkout (``STIEFEL_INSTAL
 The fresh venv links this environment's installed files in (as tests/test_packaging.py does),
 and pip runs with ``--no-index`` (``PIP_NO_INDEX``): nothing is downloaded, and pip fails if
 ``stiefel-core[chapters]`` asks for anything the venv does not hold. The chapters' other
-requirements (scipy, tqdm, pillow) are linked in too, since offline pip could not fetch them;
+requirements (scipy, tqdm, pillow, pyyaml) are linked in too, since offline pip could not fetch them;
 the test checks that the venv did not hold stiefel_core before the cell ran. About a minute:
 marker ``packaging``.
 """
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "p4_equivariance"  # a short chapter: certificates and a static explorer, no results files
 HOSTED = ["torch", "numpy", "matplotlib", "ipywidgets"]  # what a hosted kernel has
 KERNEL = ["ipykernel", "nbclient", "nbformat"]  # what runs the notebook
-CHAPTER_EXTRAS = ["scipy", "tqdm", "pillow"]  # stiefel-core[chapters] beyond HOSTED, linked in: pip here is offline
+CHAPTER_EXTRAS = ["scipy", "tqdm", "pillow", "pyyaml"]  # stiefel-core[chapters] beyond HOSTED, linked in: pip here is offline
 BUILD = ["pip", "setuptools"]  # the cell runs pip, which builds the checkout with setuptools
 
 

@@ -3,6 +3,8 @@
 ``paired_comparison(a, b)`` treats ``a[i]`` and ``b[i]`` as one pair (same seed, same
 initialisation) and reports the differences ``a - b``: mean, spread, paired t test,
 win counts and a t-based confidence interval. ``mean_and_spread`` summarises one sample.
+``direction`` is the book's first verdict rule (interval above, below or holding zero); the
+four-word rule of :mod:`stiefel_core.stats.equivalence` replaces it as chapters move over.
 """
 
 from __future__ import annotations
