@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from ..protocol import protocol_hash
+
 __all__ = [
     "checkout_root", "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
     "git_commit", "code_commit", "without_seeds", "InstallFolderError",
@@ -139,6 +141,8 @@ def provenance(device: torch.device, wall_seconds: float, commit: str | None = N
     is the commit of the code that ran (``None``: :func:`code_commit`). A run resumed from a
     checkpoint records the epoch it resumed from; its wall time adds the seconds its checkpoint
     had trained to those of the last segment (time lost after a checkpoint is not counted).
+    ``protocol`` is the hash of the rules of inference in force when the run finished
+    (:func:`stiefel_core.protocol.protocol_hash` of ``book/protocol.yml``; ``None`` where there is none).
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {
@@ -150,4 +154,5 @@ def provenance(device: torch.device, wall_seconds: float, commit: str | None = N
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_seconds": round(wall_seconds, 1),
         "resumed_from_epoch": resumed_from_epoch,
+        "protocol": protocol_hash(missing_ok=True),
     }

@@ -1,0 +1,175 @@
+"""The declared protocol (book/protocol.yml): it loads, its families say what they must, and no
+run predates a rule that claims to precede it (the check of the issue on inference). The check
+itself is tested on small synthetic protocols and results that must fail and must pass."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from stiefel_core import protocol
+from stiefel_core.experiments.results import provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+EXISTING = ["controls_p31", "controls_p97_time", "grokking_p97", "decay_map", "decay_map_controls", "trust_region",
+            "ablation_grokking", "ablation_cifar10", "cifar10_protocol", "cifar10_long", "cifar10_size",
+            "peers_grokking", "peers_cifar10"]
+
+
+def test_the_books_protocol_holds():
+    p = protocol.load()
+    assert protocol.violations(p, BOOK / "results", BOOK) == []
+
+
+def test_the_books_protocol_declares_its_families():
+    p = protocol.load()
+    assert set(EXISTING) | {"grokking_fair", "routing_mqar", "routing_induction", "routing_charlm"} <= set(p.families)
+    for name in EXISTING:  # every existing family's margin and correction came after its runs
+        f = p.families[name]
+        assert f.set_after_runs and f.after_runs and f.correction == "holm" and f.alpha == 0.05
+        assert f.results and all((BOOK / "results" / f"{stem}.json").exists() for stem in f.results), name
+        assert f.chapters and all((BOOK / f"{c}.ipynb").exists() for c in f.chapters), name
+    for name in ("controls_p31", "ablation_grokking", "cifar10_protocol"):  # the issue's three, named with their commits
+        assert "commit" in p.families[name].after_runs
+    assert protocol.margin("grokking_fair") == 2.0 and protocol.margin("cifar10_protocol") == 0.5
+    assert protocol.alpha("decay_map") == 0.05
+    with pytest.raises(protocol.ProtocolError, match="no equivalence margin"):
+        protocol.margin("controls_p97_time")
+    with pytest.raises(protocol.ProtocolError, match="declares no family 'nope'"):
+        protocol.family("nope")
+
+
+def test_hash_is_the_files_sha256(tmp_path):
+    path = BOOK / "protocol.yml"
+    assert protocol.protocol_hash() == hashlib.sha256(path.read_bytes()).hexdigest()[:12] == protocol.load().hash
+    assert protocol.protocol_hash(tmp_path / "none.yml", missing_ok=True) is None
+    with pytest.raises(protocol.ProtocolError, match="no protocol file"):
+        protocol.protocol_hash(tmp_path / "none.yml")
+
+
+def test_new_runs_record_the_protocols_hash(tmp_path, monkeypatch):
+    import torch
+
+    assert provenance(torch.device("cpu"), 1.0)["protocol"] == protocol.protocol_hash()
+    monkeypatch.setenv("STIEFEL_PROTOCOL", str(tmp_path / "absent.yml"))
+    assert provenance(torch.device("cpu"), 1.0)["protocol"] is None
+
+
+# --- synthetic protocols ----------------------------------------------------------------------
+
+FAMILY = """\
+  {name}:
+    declared: "{declared}"
+    comparisons: "a − b"
+    endpoint: "final accuracy"
+    correction: holm
+    alpha: 0.05
+    margin_pp: 2.0
+    margin_reason: "a reason"
+    results: [toy-full]
+{extra}"""
+
+
+def write_protocol(tmp_path: Path, *families: str) -> Path:
+    path = tmp_path / "protocol.yml"
+    path.write_text("version: 1\nfamilies:\n" + "".join(families))
+    return path
+
+
+def family_text(name="toy", declared="2026-12-01T10:00Z", **extra) -> str:
+    lines = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in extra.items())
+    return FAMILY.format(name=name, declared=declared, extra=lines)
+
+
+def write_results(tmp_path: Path, dates: dict[str, str | None]) -> Path:
+    runs = {key: {"final": {}, "provenance": {} if date is None else {"date": date}} for key, date in dates.items()}
+    folder = tmp_path / "results"
+    folder.mkdir(exist_ok=True)
+    (folder / "toy-full.json").write_text(json.dumps({"runs": runs}))
+    return folder
+
+
+def write_chapter(tmp_path: Path, name: str, text: str) -> None:
+    notebook = {"cells": [{"cell_type": "code", "source": ["print(note)"],
+                           "outputs": [{"output_type": "stream", "name": "stdout", "text": [text]}]}]}
+    (tmp_path / f"{name}.ipynb").write_text(json.dumps(notebook))
+
+
+def check(tmp_path, *families, dates):
+    return protocol.violations(protocol.load(write_protocol(tmp_path, *families)), write_results(tmp_path, dates), tmp_path)
+
+
+def test_a_run_before_the_declaration_fails(tmp_path):
+    problems = check(tmp_path, family_text(), dates={"a/0": "2026-12-01T09:59:59+00:00", "a/1": "2026-12-01T11:00:00+00:00"})
+    assert len(problems) == 1 and "a/0" in problems[0] and "set_after_runs" in problems[0]
+
+
+def test_runs_after_the_declaration_pass(tmp_path):
+    assert check(tmp_path, family_text(), dates={"a/0": "2026-12-01T10:00:01+00:00", "b/0": "2026-12-02T00:00:00+00:00"}) == []
+
+
+def test_a_date_only_declaration_is_compared_by_day(tmp_path):
+    family = family_text(declared="2026-12-01, before the runs")
+    assert check(tmp_path, family, dates={"a/0": "2026-12-01T00:00:01+00:00"}) == []
+    assert len(check(tmp_path, family, dates={"a/0": "2026-11-30T23:59:59+00:00"})) == 1
+
+
+def test_a_run_without_a_date_fails(tmp_path):
+    problems = check(tmp_path, family_text(), dates={"a/0": None})
+    assert len(problems) == 1 and "no provenance date" in problems[0]
+
+
+def test_only_the_familys_arms_are_governed(tmp_path):
+    family = family_text(arms=["stiefel"])
+    early = "2026-11-01T00:00:00+00:00"
+    assert check(tmp_path, family, dates={"other/0": early}) == []
+    assert len(check(tmp_path, family, dates={"stiefel/0": early, "stiefel@wd=1/0": early})) == 2
+
+
+def test_set_after_runs_lets_early_runs_pass_but_then_needs_the_chapters_note(tmp_path):
+    early = {"a/0": "2026-11-01T00:00:00+00:00"}
+    after = dict(set_after_runs=True, after_runs="the rule came after the runs", chapters=["ch"])
+    write_chapter(tmp_path, "ch", "The verdicts below use a rule that was not declared first.")
+    assert check(tmp_path, family_text(**after), dates=early) == []  # chapters not yet marked by the lead
+    problems = check(tmp_path, family_text(**after, chapters_checked=True), dates=early)
+    assert len(problems) == 1 and "set after the runs" in problems[0]
+    write_chapter(tmp_path, "ch", "Note: this rule was Set after the\n runs (see the protocol).")
+    assert check(tmp_path, family_text(**after, chapters_checked=True), dates=early) == []
+    missing = check(tmp_path, family_text(**{**after, "chapters": ["absent"]}, chapters_checked=True), dates=early)
+    assert len(missing) == 1 and "not found" in missing[0]
+
+
+def test_a_missing_results_file_is_no_run(tmp_path):
+    p = protocol.load(write_protocol(tmp_path, family_text()))
+    assert protocol.violations(p, tmp_path / "empty", tmp_path) == []
+
+
+@pytest.mark.parametrize("text, message", [
+    ("version: 1\nfamilies: {}\n", "non-empty 'families'"),
+    ("families:\n" + family_text(), "'version'"),
+    ("version: 1\nfamilies: [\n", "not valid YAML"),
+    ("version: 1\nfamilies:\n" + family_text(declared="last week"), "ISO date"),
+    ("version: 1\nfamilies:\n" + family_text(declared="2026-13-01"), "not a valid date"),
+    ("version: 1\nfamilies:\n" + family_text(set_after_run=True), r"unknown keys \['set_after_run'\]"),
+    ("version: 1\nfamilies:\n" + family_text(set_after_runs=True), "after_runs must say"),
+    ("version: 1\nfamilies:\n" + family_text(set_after_runs="yes"), "true or false"),
+    ("version: 1\nfamilies:\n" + family_text().replace("holm", "bonferroni"), "correction must be one of"),
+    ("version: 1\nfamilies:\n" + family_text().replace("alpha: 0.05", "alpha: 5"), "alpha must be"),
+    ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin_pp: -1"), "positive number"),
+    ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin: 2.0"), "margin_unit"),
+    ("version: 1\nfamilies:\n" + family_text().replace("    endpoint: \"final accuracy\"\n", ""), r"missing \['endpoint'\]"),
+    ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
+    ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
+])
+def test_invalid_protocols_say_what_is_wrong(tmp_path, text, message):
+    path = tmp_path / "protocol.yml"
+    path.write_text(text)
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.load(path)
+
+
+def test_a_missing_file_says_where_to_put_it(tmp_path):
+    with pytest.raises(protocol.ProtocolError, match="book/protocol.yml"):
+        protocol.load(tmp_path / "absent.yml")
