@@ -84,8 +84,8 @@ def paired_t_p(differences: Sequence[float] | np.ndarray) -> float:
     d = _sample(differences, "differences")
     if len(d) < 2:
         raise ValueError(f"a paired t test needs at least 2 differences, got {len(d)}")
-    if np.all(d == d[0]):
-        return 0.0 if d[0] else math.nan
+    if np.all(d == d[0]) or d.std(ddof=1) == 0.0:  # the second: a spread below the smallest float
+        return 0.0 if d.mean() else math.nan
     return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
