@@ -148,9 +148,9 @@ def _family(name: str, raw, where: str) -> Family:
         raise ProtocolError(f"{where} must be a mapping of its settings, got {raw!r}")
     missing, unknown = _REQUIRED - set(raw), set(raw) - _REQUIRED - _OPTIONAL
     if missing or unknown:
-        raise ProtocolError(f"{where}: " + "; ".join(
-            ([f"missing {sorted(missing)}"] if missing else []) + ([f"unknown keys {sorted(unknown)}"] if unknown else []))
-            + f" (a family takes {sorted(_REQUIRED)} and optionally {sorted(_OPTIONAL)})")
+        wrong = [f"missing {sorted(missing)}"] * bool(missing) + [f"unknown keys {sorted(unknown)}"] * bool(unknown)
+        raise ProtocolError(f"{where}: " + "; ".join(wrong)
+                            + f" (a family takes {sorted(_REQUIRED)} and optionally {sorted(_OPTIONAL)})")
     declared, declared_text = _declared(raw["declared"], where)
     if raw["correction"] not in CORRECTIONS:
         raise ProtocolError(f"{where}: correction must be one of {CORRECTIONS}, got {raw['correction']!r}")
@@ -173,7 +173,8 @@ def _family(name: str, raw, where: str) -> Family:
         if not isinstance(raw.get(key, False), bool):
             raise ProtocolError(f"{where}: {key} must be true or false, got {raw[key]!r}")
     if after and not (isinstance(raw.get("after_runs"), str) and raw["after_runs"].strip()):
-        raise ProtocolError(f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, and when")
+        raise ProtocolError(f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, "
+                            "and when")
     past = raw.get("count_past")
     if past is not None and (isinstance(past, bool) or not isinstance(past, int | float)):
         raise ProtocolError(f"{where}: count_past must be a number (the endpoint's threshold), got {past!r}")

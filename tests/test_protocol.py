@@ -31,7 +31,7 @@ def test_the_books_protocol_declares_its_families():
         assert f.set_after_runs and f.after_runs and f.correction == "holm" and f.alpha == 0.05
         assert f.results and all((BOOK / "results" / f"{stem}.json").exists() for stem in f.results), name
         assert f.chapters and all((BOOK / f"{c}.ipynb").exists() for c in f.chapters), name
-    for name in ("controls_p31", "ablation_grokking", "cifar10_protocol"):  # the three, named with their commits
+    for name in ("controls_p31", "ablation_grokking", "cifar10_protocol"):  # the three, with their commits
         assert "commit" in p.families[name].after_runs
     assert protocol.margin("grokking_fair") == 2.0 and protocol.margin("cifar10_protocol") == 0.5
     assert protocol.alpha("decay_map") == 0.05
@@ -98,16 +98,19 @@ def write_chapter(tmp_path: Path, name: str, text: str) -> None:
 
 
 def check(tmp_path, *families, dates):
-    return protocol.violations(protocol.load(write_protocol(tmp_path, *families)), write_results(tmp_path, dates), tmp_path)
+    loaded = protocol.load(write_protocol(tmp_path, *families))
+    return protocol.violations(loaded, write_results(tmp_path, dates), tmp_path)
 
 
 def test_a_run_before_the_declaration_fails(tmp_path):
-    problems = check(tmp_path, family_text(), dates={"a/0": "2026-12-01T09:59:59+00:00", "a/1": "2026-12-01T11:00:00+00:00"})
+    dates = {"a/0": "2026-12-01T09:59:59+00:00", "a/1": "2026-12-01T11:00:00+00:00"}
+    problems = check(tmp_path, family_text(), dates=dates)
     assert len(problems) == 1 and "a/0" in problems[0] and "set_after_runs" in problems[0]
 
 
 def test_runs_after_the_declaration_pass(tmp_path):
-    assert check(tmp_path, family_text(), dates={"a/0": "2026-12-01T10:00:01+00:00", "b/0": "2026-12-02T00:00:00+00:00"}) == []
+    dates = {"a/0": "2026-12-01T10:00:01+00:00", "b/0": "2026-12-02T00:00:00+00:00"}
+    assert check(tmp_path, family_text(), dates=dates) == []
 
 
 def test_a_date_only_declaration_is_compared_by_day(tmp_path):
@@ -159,7 +162,8 @@ def test_a_missing_results_file_is_no_run(tmp_path):
     ("version: 1\nfamilies:\n" + family_text().replace("alpha: 0.05", "alpha: 5"), "alpha must be"),
     ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin_pp: -1"), "positive number"),
     ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin: 2.0"), "margin_unit"),
-    ("version: 1\nfamilies:\n" + family_text().replace("    endpoint: \"final accuracy\"\n", ""), r"missing \['endpoint'\]"),
+    ("version: 1\nfamilies:\n" + family_text().replace('    endpoint: "final accuracy"\n', ""),
+     r"missing \['endpoint'\]"),
     ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
     ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
 ])

@@ -33,8 +33,9 @@ def holm(pvalues: Sequence[float] | np.ndarray, nan: Literal["raise", "one", "om
     if missing.any() and nan == "raise":
         raise ValueError(f"holm got NaN p-values at positions {np.flatnonzero(missing).tolist()}: "
                          'pass nan="one" to count them as p = 1, or nan="omit" to leave them out of the family')
-    if np.any((p[~missing] < 0) | (p[~missing] > 1)):
-        raise ValueError(f"p-values must lie in [0, 1], got {p[~missing][(p[~missing] < 0) | (p[~missing] > 1)].tolist()}")
+    outside = ~missing & ((p < 0) | (p > 1))
+    if outside.any():
+        raise ValueError(f"p-values must lie in [0, 1], got {p[outside].tolist()}")
     if nan == "one":
         p = np.where(missing, 1.0, p)
         missing = np.zeros_like(missing)
