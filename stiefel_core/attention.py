@@ -59,9 +59,14 @@ class SelfAttention(nn.Module):
         W_flat = W.transpose(0, 1).reshape(self.d_model, self.n_heads * self.d_head)  # (D, H r)
         return (x @ W_flat).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
 
+    def _score_inputs(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        """Queries and keys ``(..., H, T, r)`` as the scores ``q kᵀ / √r`` use them: unchanged here;
+        :class:`~stiefel_core.tempered.TemperedAttention` normalises and rescales them per head."""
+        return q, k
+
     def attention_weights(self, x: Tensor) -> Tensor:
         """The attention pattern ``softmax(q kᵀ / √r)`` of shape ``(B, H, T, T)``, for plots."""
-        q, k = self._heads(x, self.W_Q), self._heads(x, self.W_K)
+        q, k = self._score_inputs(self._heads(x, self.W_Q), self._heads(x, self.W_K))
         logits = q @ k.transpose(-2, -1) / self.d_head**0.5  # (B, H, T, T)
         if self.causal:
             T = x.shape[1]
@@ -77,7 +82,7 @@ class SelfAttention(nn.Module):
             raise ValueError(f"expected input of shape (batch, tokens, {self.d_model}), got {tuple(x.shape)}")
         B, T, _ = x.shape
         queries = x[:, -1:] if last_only else x
-        q, k = self._heads(queries, self.W_Q), self._heads(x, self.W_K)  # (B, H, T_q, r), (B, H, T, r)
+        q, k = self._score_inputs(self._heads(queries, self.W_Q), self._heads(x, self.W_K))  # (B, H, T_q, r), (B, H, T, r)
         v = self.W_V(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
         y = F.scaled_dot_product_attention(  # the last query sees every key, causal or not
             q, k, v, is_causal=self.causal and not last_only, dropout_p=self.dropout if self.training else 0.0
@@ -96,8 +101,9 @@ class SelfAttention(nn.Module):
         if tokens.ndim != 2 or tokens.shape[1] != T:
             raise ValueError(f"tokens must have shape (batch, {T}) to match the table, got {tuple(tokens.shape)}")
         position = torch.arange(T, device=tokens.device)
-        q = self._heads(table[-1:], self.W_Q)[0][:, tokens[:, -1]].unsqueeze(2).transpose(0, 1)  # (B, H, 1, r)
-        k = self._heads(table, self.W_K).transpose(1, 2)[position, tokens].transpose(1, 2)  # (B, H, T, r)
+        q_rows, k_rows = self._score_inputs(self._heads(table[-1:], self.W_Q), self._heads(table, self.W_K))  # (1 | T, H, V, r)
+        q = q_rows[0][:, tokens[:, -1]].unsqueeze(2).transpose(0, 1)  # (B, H, 1, r)
+        k = k_rows.transpose(1, 2)[position, tokens].transpose(1, 2)  # (B, H, T, r)
         v = self.W_V(table).view(T, V, self.n_heads, self.d_head)[position, tokens].transpose(1, 2)  # (B, H, T, r)
         # One query over a few keys: elementwise products beat a fused kernel made for long sequences.
         weights = ((q * k).sum(-1, keepdim=True) / self.d_head**0.5).softmax(2)  # (B, H, T, 1)

@@ -21,10 +21,11 @@ from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
+from .scale_arms import SCALE_ARM_NAMES, holds_frames, modular_inputs, prepare_attention, scale_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
 
 ARMS = ("baseline", "stiefel")
-RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS, *FOREIGN_ARMS)
+RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS, *FOREIGN_ARMS, *SCALE_ARM_NAMES)
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,14 @@ PROFILES = {
 def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True,
         *, frame_lr: float | None = None) -> dict:
     """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
-    ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, or AdamW's on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
+    ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, a scale arm's (:mod:`.scale_arms`), or AdamW's
+    on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
     (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}, "
-                         f"its relatives {FOREIGN_ARMS}")
-    if frame_lr is not None and (arm == "fixed_step_matched" or not (trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS)):
+                         f"its relatives {FOREIGN_ARMS}, its arms of scale against orthonormality {SCALE_ARM_NAMES}")
+    trains_qk = trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES
+    if frame_lr is not None and (arm == "fixed_step_matched" or not trains_qk):
         raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
@@ -88,11 +91,12 @@ def matched_frame_lr(config: GrokkingConfig, seed: int, device: torch.device) ->
 def build_model(config: GrokkingConfig, arm: str, seed: int, vocab_size: int) -> ModularTransformer:
     """``arm``'s model from ``seed``: the same seed gives every arm the same initial weights."""
     torch.manual_seed(seed)
-    model = ModularTransformer(
-        vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS)
-    )
+    plain = is_euclidean(arm) or arm in FOREIGN_ARMS or (arm in SCALE_ARM_NAMES and not holds_frames(arm))
+    model = ModularTransformer(vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not plain)
     if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K: the same values, held as its library wants them
         prepare_projections(model.attn, arm)
+    if arm in SCALE_ARM_NAMES:  # the same weights; qk_norm's scores match the baseline's RMS over every input
+        model.attn = prepare_attention(model.attn, arm, modular_inputs(model, config.p))
     return model
 
 
@@ -108,6 +112,9 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
     if arm in FOREIGN_ARMS:
         opt = relative_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
                                  weight_decay=config.weight_decay, betas=config.betas)
+    elif arm in SCALE_ARM_NAMES:
+        opt = scale_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
+                              weight_decay=config.weight_decay, betas=config.betas, trust_radius=config.trust_radius)
     elif is_euclidean(arm) and frame_lr is not None:
         opt = euclidean_optimizer(model, lr=config.lr, qk_lr=frame_lr, weight_decay=config.weight_decay, betas=config.betas,
                                   decay_qk=arm != "no_decay_qk")

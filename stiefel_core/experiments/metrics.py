@@ -103,10 +103,8 @@ class Displacement:
 
 def trust_region_metrics(optimizer) -> dict[str, float]:
     """``trust_capped``: the share of frame-steps so far that the trust region capped, for an
-    optimizer that is (or combines) a ``StiefelAdam``; nothing for one that trains no frames.
-    Chapters: grokking, cifar10_patches, regimes."""
-    from ..optim import StiefelAdam
-
+    optimizer that is (or combines) one with a trust region (``StiefelAdam``, ``SphereAdam``);
+    nothing for one without. Chapters: grokking, cifar10_patches, regimes."""
     inner = getattr(optimizer, "optimizers", [optimizer])
-    shares = [opt.trust_region_fraction() for opt in inner if isinstance(opt, StiefelAdam)]
+    shares = [opt.trust_region_fraction() for opt in inner if hasattr(opt, "trust_region_fraction")]
     return {"trust_capped": shares[0]} if shares and shares[0] is not None else {}

@@ -41,6 +41,8 @@ ARM_COLORS = {
     "no_projector": COLORS["normal"], "per_entry": COLORS["highlight"], "no_trust_region": "#56B4E9",  # Okabe-Ito sky blue
     "no_decay_qk": "#000000",  # Okabe-Ito black
     "fixed_step_matched": "#005A41",  # a darker bluish green: the fixed step, at the matched step size
+    # scale against orthonormality (experiments.scale_arms), from Tol's palette; stiefel_temp a darker Stiefel blue
+    "qk_norm": "#CC6677", "sphere": "#44AA99", "stiefel_temp": "#003F72", "cayley_adam": "#AA4499",
 }
 
 # Names under which chapters refer to the two arms of a comparison.
