@@ -101,7 +101,7 @@ class SelfAttention(nn.Module):
         if tokens.ndim != 2 or tokens.shape[1] != T:
             raise ValueError(f"tokens must have shape (batch, {T}) to match the table, got {tuple(tokens.shape)}")
         position = torch.arange(T, device=tokens.device)
-        q_rows, k_rows = self._score_inputs(self._heads(table[-1:], self.W_Q), self._heads(table, self.W_K))  # (1 | T, H, V, r)
+        q_rows, k_rows = self._score_inputs(self._heads(table[-1:], self.W_Q), self._heads(table, self.W_K))  # (1|T, H, V, r)
         q = q_rows[0][:, tokens[:, -1]].unsqueeze(2).transpose(0, 1)  # (B, H, 1, r)
         k = k_rows.transpose(1, 2)[position, tokens].transpose(1, 2)  # (B, H, T, r)
         v = self.W_V(table).view(T, V, self.n_heads, self.d_head)[position, tokens].transpose(1, 2)  # (B, H, T, r)

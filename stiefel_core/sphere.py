@@ -51,7 +51,8 @@ class SphereAdam(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if trust_radius is not None and not trust_radius > 0.0:
             raise ValueError(f"Invalid trust_radius: {trust_radius} (use a positive number, or None for no cap)")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, trust_radius=trust_radius))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, trust_radius=trust_radius)
+        super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)

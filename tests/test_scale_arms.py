@@ -75,6 +75,9 @@ def test_qk_norm_scores_do_not_see_the_scale_of_W_Q_W_K():
         prepare_attention(grokking.build_model(SMALL, "stiefel", 0, 14).attn, "qk_norm", modular_inputs(model, SMALL.p))
 
 
+EXPECTED = {"qk_norm": torch.optim.AdamW, "sphere": SphereAdam, "stiefel_temp": StiefelAdam, "cayley_adam": CayleyAdam}
+
+
 def test_each_scale_arm_is_trained_by_what_it_says():
     for arm in SCALE_ARM_NAMES:
         model = grokking.build_model(SMALL, arm, 0, 14)
@@ -86,8 +89,7 @@ def test_each_scale_arm_is_trained_by_what_it_says():
         assert qk_group["lr"] == 2e-2 and group_of[id(model.attn.W_K)][1] is qk_group, arm
         rest_type, rest_group = group_of[id(model.embed.weight)]
         assert rest_type is torch.optim.AdamW and rest_group["lr"] == 1e-3 and rest_group["weight_decay"] == 1.0, arm
-        expected = {"qk_norm": torch.optim.AdamW, "sphere": SphereAdam, "stiefel_temp": StiefelAdam, "cayley_adam": CayleyAdam}
-        assert qk_type is expected[arm], arm
+        assert qk_type is EXPECTED[arm], arm
         if arm == "qk_norm":
             assert qk_group["weight_decay"] == 1.0  # decayed, as the baseline's W_Q, W_K
         if arm in ("qk_norm", "stiefel_temp"):
@@ -116,7 +118,8 @@ def test_each_scale_arm_runs_a_short_grokking_and_keeps_its_invariant():
 def test_sphere_arm_holds_every_head_at_norm_sqrt_r():
     data = modular_data(SMALL.p, "add", SMALL.train_fraction, 1)
     model = grokking.build_model(SMALL, "sphere", 1, data.vocab_size)
-    opt = scale_optimizer(model, "sphere", lr=3e-3, frame_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5)
+    opt = scale_optimizer(model, "sphere", lr=3e-3, frame_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98),
+                          trust_radius=0.5)
     start = model.attn.W_Q.detach().clone()
     for _ in range(150):
         opt.zero_grad()
@@ -124,7 +127,8 @@ def test_sphere_arm_holds_every_head_at_norm_sqrt_r():
         opt.step()
     r = SMALL.d_model // SMALL.n_heads
     for W in (model.attn.W_Q, model.attn.W_K):
-        torch.testing.assert_close(torch.linalg.matrix_norm(W.detach()), torch.full((SMALL.n_heads,), r**0.5), rtol=1e-5, atol=0)
+        norms = torch.linalg.matrix_norm(W.detach())  # (heads,)
+        torch.testing.assert_close(norms, torch.full((SMALL.n_heads,), r**0.5), rtol=1e-5, atol=0)
     assert (model.attn.W_Q.detach() - start).norm() > 0.1
 
 
@@ -163,7 +167,8 @@ def test_sphere_adam_equals_the_plain_rule(radius):
 
 def test_sphere_adam_is_scale_free_and_refuses_a_matrix_off_the_sphere():
     gen = torch.Generator().manual_seed(4)
-    W0, G = random_frame(10, 3, generator=gen, dtype=torch.float64), torch.randn(10, 3, generator=gen, dtype=torch.float64)
+    W0 = random_frame(10, 3, generator=gen, dtype=torch.float64)
+    G = torch.randn(10, 3, generator=gen, dtype=torch.float64)
     steps = []
     for c in (1.0, 1e4):
         p = torch.nn.Parameter(W0.clone())
@@ -201,7 +206,8 @@ def test_cayley_adam_stays_on_the_manifold_and_decreases_the_objective():
 
 def test_cayley_adam_iteration_converges_to_the_cayley_transform():
     gen = torch.Generator().manual_seed(1)
-    X0, G = random_frame(9, 3, generator=gen, dtype=torch.float64), torch.randn(9, 3, generator=gen, dtype=torch.float64)
+    X0 = random_frame(9, 3, generator=gen, dtype=torch.float64)
+    G = torch.randn(9, 3, generator=gen, dtype=torch.float64)
     p = torch.nn.Parameter(X0.clone())
     lr, betas, eps = 0.05, (0.9, 0.99), 1e-8
     opt = CayleyAdam([p], lr=lr, betas=betas, eps=eps, s=200)
@@ -252,3 +258,26 @@ def test_existing_arms_train_as_before():
     for arm, (train_loss, val_loss) in STORED.items():
         final = grokking.run(SMALL, arm, 0, CPU, progress=False)["final"]
         assert (final["train_loss"], final["val_loss"]) == pytest.approx((train_loss, val_loss), rel=1e-5), arm
+
+
+@pytest.mark.parametrize("arm", SCALE_ARM_NAMES)
+def test_an_interrupted_run_of_a_scale_arm_resumes_bit_identically(arm, tmp_path, monkeypatch):
+    config = dataclasses.replace(SMALL, epochs=30, log_every=5, checkpoint_every=10)
+    whole = grokking.run(config, arm, 0, CPU, progress=False, frame_lr=1e-2)
+    real_fit = grokking.fit
+
+    def interrupted_fit(model, opt, step, *args, **kwargs):  # stop after the first checkpoint, as a killed process
+        def failing_step(epoch, logging):
+            if epoch == 15:
+                raise KeyboardInterrupt
+            return step(epoch, logging)
+
+        return real_fit(model, opt, failing_step, *args, **kwargs)
+
+    checkpoint = tmp_path / "run.pt"
+    monkeypatch.setattr(grokking, "fit", interrupted_fit)
+    with pytest.raises(KeyboardInterrupt):
+        grokking.run(config, arm, 0, CPU, checkpoint, progress=False, frame_lr=1e-2)
+    monkeypatch.setattr(grokking, "fit", real_fit)
+    assert checkpoint.exists()
+    assert grokking.run(config, arm, 0, CPU, checkpoint, progress=False, frame_lr=1e-2)["history"] == whole["history"]

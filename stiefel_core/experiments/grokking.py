@@ -64,8 +64,9 @@ def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, check
     on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
     (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, its controls {CONTROL_ARMS}, "
-                         f"its relatives {FOREIGN_ARMS}, its arms of scale against orthonormality {SCALE_ARM_NAMES}")
+        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, "
+                         f"its controls {CONTROL_ARMS}, its relatives {FOREIGN_ARMS}, "
+                         f"its arms of scale against orthonormality {SCALE_ARM_NAMES}")
     trains_qk = trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES
     if frame_lr is not None and (arm == "fixed_step_matched" or not trains_qk):
         raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")

@@ -90,8 +90,8 @@ def scale_optimizer(model: nn.Module, arm: str, *, lr: float, frame_lr: float, w
     without decay, every other parameter by AdamW at ``lr`` with decoupled ``weight_decay``."""
     _check(arm)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    kind = {n: "qk" if n.rpartition(".")[2] in PROJECTIONS else "scale" if n.rpartition(".")[2] == LOGIT_SCALE else "rest"
-            for n, _ in named}
+    leaf = {n: n.rpartition(".")[2] for n, _ in named}
+    kind = {n: "qk" if leaf[n] in PROJECTIONS else "scale" if leaf[n] == LOGIT_SCALE else "rest" for n, _ in named}
     if "qk" not in kind.values():
         raise ValueError(f"{arm!r}: the model has no trainable W_Q, W_K parameters")
     if arm == "stiefel_temp":
