@@ -97,7 +97,7 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
     with pytest.raises(ValueError, match="grid"):
         trust_region.run(tiny, "stiefel@flr=0.5", 0, CPU, progress=False)
     with pytest.raises(ValueError, match="frame_lr"):
-        grokking.run(task, "baseline", 0, CPU, progress=False, frame_lr=0.1)
+        grokking.run(task, "frozen", 0, CPU, progress=False, frame_lr=0.1)  # no W_Q, W_K to train
 
 
 def test_cifar10_controls_build_what_they_say():
