@@ -30,7 +30,7 @@ FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel", "fixed_step", "per_entry", "m
              "orthogonal_param")
 SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp", "cayley_adam")  # scale without orthonormality, and prior art
 SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS)
-CENTERS = {"geoopt_radam": 1e-1}  # the start of each arm's grid; the task's lr for the rest
+CENTERS = {"geoopt_radam": 1e-1, "cayley_adam": 1e-1}  # sums of squares, not means: ~sqrt(d r) = 32x the others' lr
 KEY = "qklr"
 KEPT_METRICS = ("epoch", "train_acc", "val_acc", "train_loss", "val_loss", "norm/attn.W_Q", "norm/attn.W_K",
                 "angle_mean/W_Q", "step/W_Q", "ortho/W_Q")
