@@ -71,3 +71,19 @@ def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):
     assert tiny["final"]["norm/attn.W_Q"] == pytest.approx(frozen["final"]["norm/attn.W_Q"], rel=1e-3)
     # the rest of the model trains at the task's lr in both: their losses agree to the W_Q, W_K drift
     assert tiny["final"]["train_loss"] == pytest.approx(frozen["final"]["train_loss"], rel=5e-2)
+
+
+def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_it():
+    from stiefel_core.findings.fair_fight import answers, family_rows, verdict_counts
+
+    seeds = range(20)
+    values = {"baseline": {s: 0.6 + 0.01 * (s % 3) for s in seeds},
+              "stiefel": {s: 0.91 + 0.01 * (s % 2) for s in seeds},  # far ahead of AdamW
+              "frozen": {s: 0.91 + 0.01 * ((s + 1) % 2) for s in seeds}}  # within 1 pp of the rule, seed by seed
+    rows = family_rows(values, ("stiefel", "frozen"), ("baseline", "stiefel"), margin=0.02)
+    words = {(r["arm"], r["reference"]): r["verdict"] for r in rows}
+    assert words == {("stiefel", "baseline"): "higher", ("frozen", "baseline"): "higher",
+                     ("frozen", "stiefel"): "equivalent"}
+    assert verdict_counts(rows) == {"higher": 2, "lower": 0, "equivalent": 1, "inconclusive": 0}
+    assert all(r["p_holm"] >= r["p"] for r in rows)
+    assert answers(rows)["tuned_baseline"]["past"] == (20, 0) and answers(rows)["qk_norm"] is None

@@ -163,7 +163,7 @@ def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progre
     """One judged run: ``arm`` from ``seed`` at its resolved W_Q, W_K lr (``frozen``: none)."""
     task = dataclasses.replace(config.task, seeds=(seed,))
     if arm == "frozen":
-        return compact(grokking.run(task, arm, seed, device, checkpoint, progress))
+        return {**compact(grokking.run(task, arm, seed, device, checkpoint, progress)), "qk_lr": 0.0}
     lrs = dict(config.qk_lrs)
     if arm not in lrs:
         raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")

@@ -1,0 +1,131 @@
+"""A fair fight (chapter "A fair fight"): every arm of the grokking task at its own tuned W_Q, W_K
+learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sweep),
+``grokking_fair`` and ``grokking_fair_scale`` (the judged runs), read under the families that
+``book/protocol.yml`` declared before those runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..stats import family_verdicts, mcnemar_exact
+
+__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts"]
+
+THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
+LADDER_BOTTOM = 1e-6
+
+
+def _late(history: list[dict], epochs: int, fraction: float = 0.2) -> float:
+    start = epochs * (1.0 - fraction)
+    return float(np.mean([r["val_acc"] for r in history if r["epoch"] > start]))
+
+
+def _sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
+    epochs = sweep["config"]["task"]["epochs"]
+    out: dict[float, list[float]] = {}
+    for key, run in sweep["runs"].items():
+        name = key.rpartition("/")[0]
+        base, sep, lr = name.partition("@qklr=")
+        if name == "frozen":
+            out.setdefault(0.0, []).append(_late(run["history"], epochs))
+        elif sep and base == arm:
+            out.setdefault(float(lr), []).append(_late(run["history"], epochs))
+    if LADDER_BOTTOM not in out:
+        out.pop(0.0, None)
+    return out
+
+
+def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
+    """Per arm: ``scores`` (lr -> mean late score over the selection seeds that finished every
+    seed), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``, from a
+    comparison's config), else ``None``."""
+    n = len(sweep["config"]["seeds"])
+    rows = []
+    for arm in arms:
+        scores = {lr: float(np.mean(v)) for lr, v in sorted(_sweep_scores(sweep, arm).items()) if len(v) >= n}
+        rows.append({"arm": arm, "scores": scores, "n": n, "chosen": (chosen or {}).get(arm)})
+    return rows
+
+
+def tuned_lrs(*results: dict | None) -> dict[str, float]:
+    """``{arm: W_Q, W_K lr}`` as the comparisons' configs recorded them before their runs."""
+    out: dict[str, float] = {}
+    for r in results:
+        if r:
+            out.update({arm: float(lr) for arm, lr in r["config"]["qk_lrs"]})
+    return out
+
+
+def finals(*results: dict | None, metric: str = "val_acc") -> dict[str, dict[int, float]]:
+    """``{arm: {seed: final metric}}`` over the files (same seeds, same initial weights: paired)."""
+    out: dict[str, dict[int, float]] = {}
+    for r in results:
+        for key, run in (r or {}).get("runs", {}).items():
+            arm, _, seed = key.rpartition("/")
+            out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
+    return out
+
+
+def family_rows(values: dict[str, dict[int, float]], arms: tuple[str, ...], references: tuple[str, ...],
+                margin: float, alpha: float = 0.05, threshold: float = THRESHOLD) -> list[dict]:
+    """Every comparison arm − reference of one declared family, on the seeds both finished: the
+    mean difference (pp), its t interval, the Holm-corrected verdict (one of four words), and the
+    seeds past ``threshold`` in each arm with the exact McNemar p (the endpoint is bimodal)."""
+    family, pairs = {}, {}
+    for ref in references:
+        for arm in arms:
+            if arm == ref or arm not in values or ref not in values:
+                continue
+            seeds = sorted(set(values[arm]) & set(values[ref]))
+            pairs[(arm, ref)] = seeds
+            family[f"{arm} - {ref}"] = [values[arm][s] - values[ref][s] for s in seeds]
+    verdicts = family_verdicts(family, margin, alpha) if family else {}
+    rows = []
+    for (arm, ref), seeds in pairs.items():
+        v = verdicts[f"{arm} - {ref}"]
+        d = np.asarray(family[f"{arm} - {ref}"])
+        half = _half_width(d, alpha)
+        past_a = [values[arm][s] > threshold for s in seeds]
+        past_b = [values[ref][s] > threshold for s in seeds]
+        rows.append({
+            "arm": arm, "reference": ref, "n": len(seeds), "mean_pp": 100 * v.mean_difference,
+            "ci_pp": (100 * (v.mean_difference - half), 100 * (v.mean_difference + half)),
+            "p": v.p_value, "p_holm": v.p_adjusted, "tost_p_holm": v.tost_p_adjusted, "verdict": v.word,
+            "past": (sum(past_a), sum(past_b)),
+            "mcnemar_p": mcnemar_exact(past_a, past_b).p_value if seeds else math.nan,
+        })
+    return rows
+
+
+def _half_width(d: np.ndarray, alpha: float) -> float:
+    from scipy import stats
+
+    if len(d) < 2:
+        return math.nan
+    return float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+
+
+def verdict_counts(rows: list[dict]) -> dict[str, int]:
+    """How many comparisons read each of the four words."""
+    out = {w: 0 for w in ("higher", "lower", "equivalent", "inconclusive")}
+    for row in rows:
+        out[row["verdict"]] += 1
+    return out
+
+
+def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
+    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
+
+
+def answers(rows: list[dict]) -> dict[str, dict | None]:
+    """The chapter's questions, each answered by one row (``None`` where its runs are missing):
+    does the Stiefel rule beat the tuned baseline; do frozen frames do as well; does scale alone
+    (AdamW with QK-norm; the sphere) do what the Stiefel rule does."""
+    return {
+        "tuned_baseline": _find(rows, "stiefel", "baseline"),
+        "frozen": _find(rows, "frozen", "stiefel"),
+        "qk_norm": _find(rows, "qk_norm", "stiefel"),
+        "sphere": _find(rows, "sphere", "stiefel"),
+    }
