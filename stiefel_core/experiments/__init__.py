@@ -80,8 +80,11 @@ EXPERIMENTS = {
                                 "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
                                 resolve=fair_fight.resolve),
     "grokking_fair_scale": Experiment("grokking_fair_scale", fair_fight.SCALE_PROFILES, (*fair_fight.SCALE_ARMS,), fair_fight.run,
-                                      "grokking at p = 31, the scale controls and Cayley Adam at their tuned W_Q, W_K lrs, "
+                                      "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, "
                                       "20 seeds paired with grokking_fair", resolve=fair_fight.resolve),
+    "grokking_fair_peers": Experiment("grokking_fair_peers", fair_fight.PEER_PROFILES, (*fair_fight.PEER_ARMS,), fair_fight.run,
+                                      "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
+                                      "W_Q, W_K lrs, 20 seeds paired with grokking_fair", resolve=fair_fight.resolve),
     "cifar10_qk_lr": Experiment("cifar10_qk_lr", cifar10_fair.PROFILES, cifar10_fair.ARMS, cifar10_fair.run,
                                 "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
                                 arms_of=cifar10_fair.start_arms),

@@ -6,8 +6,10 @@
   around the task's lr (geoopt's around 30x it: its second moment sums a frame's d r = 1,024
   squares where the others average them) and grows by the rule of :mod:`.selection` until each
   arm's choice is interior; ``frozen`` is every arm's lr 0. :func:`sweep` drives that growth.
-- ``grokking_fair``: the comparison at 20 paired seeds, each arm at the lr the sweep chose,
-  resolved before the runs by :func:`resolve` and written into the results file's config.
+- ``grokking_fair`` (AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule, frozen frames),
+  ``grokking_fair_scale`` (the scale controls) and ``grokking_fair_peers`` (the ablation's variants,
+  the relatives, Cayley Adam): the comparison at 20 paired seeds, each arm at the lr the sweep
+  chose, resolved before the runs by :func:`resolve` and written into the results file's config.
 
 Histories keep the metrics the book reads (accuracy, loss, W_Q, W_K's norm, movement), so that
 hundreds of runs stay a few MB.
@@ -23,13 +25,13 @@ from .grid import grid_arm, parse_grid_arm
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
-__all__ = ["FAIR_ARMS", "SCALE_ARMS", "SWEPT_ARMS", "SCALE_PROFILES", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
+__all__ = ["FAIR_ARMS", "SCALE_ARMS", "PEER_ARMS", "SWEPT_ARMS", "SCALE_PROFILES", "PEER_PROFILES", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
            "sweep_scores", "chosen", "resolve", "pending_rungs", "KEPT_METRICS"]
 
-FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel", "fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam",
-             "orthogonal_param")
-SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp", "cayley_adam")  # scale without orthonormality, and prior art
-SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS)
+FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")  # the headline and the preprint's mechanism control
+SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")  # scale without orthonormality; a frame's scale made free
+PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
+SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS, *PEER_ARMS)
 CENTERS = {"geoopt_radam": 1e-1, "cayley_adam": 1e-1}  # sums of squares, not means: ~sqrt(d r) = 32x the others' lr
 KEY = "qklr"
 KEPT_METRICS = ("epoch", "train_acc", "val_acc", "train_loss", "val_loss", "norm/attn.W_Q", "norm/attn.W_K",
@@ -136,8 +138,10 @@ PROFILES = {
     "full": FairConfig(),
     "ci": FairConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
 }
-# The scale controls and the prior art, judged on the same seeds (so paired with grokking_fair's runs)
+# The scale controls, and the ablation's variants with the relatives, judged on the same seeds (so paired with
+# grokking_fair's runs): three files, so that each starts once its own arms' choices are final
 SCALE_PROFILES = {name: dataclasses.replace(config, arms=SCALE_ARMS) for name, config in PROFILES.items()}
+PEER_PROFILES = {name: dataclasses.replace(config, arms=PEER_ARMS) for name, config in PROFILES.items()}
 
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
