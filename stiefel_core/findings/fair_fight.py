@@ -11,7 +11,7 @@ import numpy as np
 
 from ..stats import family_verdicts, mcnemar_exact
 
-__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts", "sentence", "lr_text", "takeaways"]
+__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts", "sentence", "result_text", "lr_text", "takeaways"]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 LADDER_BOTTOM = 1e-6
@@ -135,16 +135,19 @@ def lr_text(lr: float | None) -> str:
     return "not chosen yet" if lr is None else ("0 (frozen)" if lr == 0 else f"{lr:.0e}".replace("e-0", "e-"))
 
 
-def sentence(row: dict | None, a: str, b: str) -> str:
-    """One comparison as a reader reads it: "<a> against <b>: <verdict>, <mean> pp [lo, hi] over n
-    seeds (past 90 %: x against y)"."""
+def result_text(row: dict | None) -> str:
+    """A comparison's verdict and numbers: "<verdict>, <mean> pp [lo, hi] over n paired seeds (seeds
+    past 90 %: x against y)"."""
     if row is None:
-        return f"{a} against {b}: not yet run."
+        return "not yet run"
     lo, hi = row["ci_pp"]
-    word = {"higher": f"{a} is higher", "lower": f"{a} is lower", "equivalent": "equivalent within the margin",
-            "inconclusive": "inconclusive"}[row["verdict"]]
-    return (f"{a} against {b}: {word}, {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] over {row['n']} paired seeds "
+    return (f"{row['verdict']}, {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] over {row['n']} paired seeds "
             f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})")
+
+
+def sentence(row: dict | None, a: str, b: str) -> str:
+    """One comparison as a reader reads it: "<a> against <b>: <verdict>, <numbers>"."""
+    return f"{a} against {b}: {result_text(row)}"
 
 
 def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judged: int, label) -> list[str]:
@@ -155,11 +158,14 @@ def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judge
     out = []
     tuned = ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
     out.append(f"Each arm's W_Q, W_K learning rate was chosen on selection seeds by a rule fixed before the sweep: "
-               f"{tuned or 'no arm has a final choice yet'} (the task's lr, which every arm used before, is 3e-3).")
+               f"{tuned or 'no arm has a final choice yet'} (every arm used the task's lr, "
+               f"{lr_text(sweep['config']['task']['lr'])}, before).")
     a = answers(rows)
     n = max((r["n"] for r in rows), default=0)
     interim = f" Interim: {n} of the {judged} judged seeds have run." if 0 < n < judged else ""
     out.append(sentence(a["tuned_baseline"], label("stiefel", capital=True), label("baseline")) + "." + interim)
+    if a["tuned_baseline"] is None:
+        return out
     out.append(sentence(a["frozen"], label("frozen", capital=True), label("stiefel")) + ".")
     for arm in ("qk_norm", "sphere"):
         out.append(sentence(a[arm], label(arm, capital=True), label("stiefel")) + ".")
