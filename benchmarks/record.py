@@ -1,10 +1,12 @@
 """Benchmarks print what they measure and keep it in ``benchmarks/results/NAME.json``, from
-which the README's benchmark section is generated (``python -m stiefel_core claims --write-readme``)."""
+which the README's benchmark section is generated (``python -m stiefel_core claims --write-readme``).
+``$STIEFEL_BENCH_RESULTS`` names another folder (the device check writes under its ``OUT``)."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,8 +24,9 @@ class Recorder:
         self.lines.append(line.strip())
 
     def save(self, device: str) -> Path:
-        RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"{self.name}.json"
+        folder = Path(os.environ.get("STIEFEL_BENCH_RESULTS") or RESULTS)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.name}.json"
         record = {
             "command": "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name, *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
