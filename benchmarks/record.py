@@ -14,10 +14,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 class Recorder:
-    """``say(line)`` prints a line and keeps it; ``save(device)`` writes them all."""
+    """``say(line)`` prints a line and keeps it; ``save(device)`` writes them all, with
+    ``values`` (numbers a program reads, e.g. the device check's estimate) when set."""
 
     def __init__(self, name: str):
-        self.name, self.lines = name, []
+        self.name, self.lines, self.values = name, [], {}
 
     def say(self, line: str) -> None:
         print(line)
@@ -32,6 +33,7 @@ class Recorder:
             "date": datetime.date.today().isoformat(),
             "device": device,
             "lines": self.lines,
+            **({"values": self.values} if self.values else {}),
         }
         path.write_text(json.dumps(record, indent=1) + "\n")
         return path
