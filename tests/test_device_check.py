@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -106,3 +107,14 @@ def test_files_a_lent_machine_would_not_return_are_named(tmp_path):
         (tmp_path / f"f{i}.log").write_text("x")
     _, problems = device_check.returned_files(tmp_path)
     assert problems == ["9 files (at most 8)", "a/b/c/deep.json: 3 folders down (at most 2)"]
+
+
+def test_stopped_runs_checkpoints_return_as_many_as_fit_one_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(device_job, "MAX_FILE_BYTES", 250)
+    for arm in ("frozen", "no_decay_qk", "stiefel"):
+        (tmp_path / f"{arm}-3.pt").write_bytes(b"x" * 100)
+    said = []
+    bundle = device_job.bundle_checkpoints(tmp_path, [("frozen", 3), ("no_decay_qk", 3), ("stiefel", 3)],
+                                           tmp_path / "checkpoints.tar", said.append)
+    assert tarfile.open(bundle).getnames() == ["frozen-3.pt", "no_decay_qk-3.pt"]
+    assert "1 stopped runs' checkpoints do not fit" in said[0]

@@ -9,10 +9,10 @@ The steps, in order, each under its own time limit, all inside ``DEVICE_CHECK_BU
 1. the environment: torch, the GPU, the commit (``STIEFEL_GIT_COMMIT`` where the copy has no .git);
 2. ``pytest -m gpu tests/test_gpu.py`` (dry run: rehearsed on the CPU, ``STIEFEL_TEST_DEVICE=cpu``);
 3. one optimizer step on GPT-2 small's frames against fused AdamW, both layouts, with the
-   step's own floor (``benchmarks/step_time.py``), and the relatives' step
-   (``benchmarks/peers_step.py``, 1,000 drift steps);
-4. the grokking epoch at p = 97 (``benchmarks/grokking_epoch.py``), whose time sizes
-5. the paper-scale job (``tools/device_job.py``): the p = 97 grokking arms, several processes
+   step's own floor (``benchmarks/step_time.py``);
+4. the grokking epoch at p = 97 (``benchmarks/grokking_epoch.py``), whose time sizes step 6;
+5. the relatives' step (``benchmarks/peers_step.py``, 1,000 drift steps);
+6. the paper-scale job (``tools/device_job.py``): the p = 97 grokking arms, several processes
    sharing the GPU, until a guard stops them before the budget ends.
 
 Everything goes under ``$OUT`` (default ``device-results/``), within what a lent machine
@@ -69,22 +69,23 @@ def steps(dry: bool, scratch: Path) -> list[Step]:
                  ["CUDA itself: the tests' code runs on the CPU, their CUDA claims are not tested"]),
             Step("optimizer step (tiny frames)", [py, "benchmarks/step_time.py", "--model", "tiny", "--repeats", "3",
                  "--skip-geoopt"], 40, skipped=["fused AdamW: CUDA only"]),
-            Step("relatives' step (tiny frames)", [py, "benchmarks/peers_step.py", "--model", "tiny", "--repeats", "2",
-                 "--slow-repeats", "1", "--ortho-steps", "20"], 40),
             Step("grokking epoch (ci model)", [py, "benchmarks/grokking_epoch.py", "--profile", "ci", "--epochs", "5",
                  "--blocks", "1"], 40),
+            Step("relatives' step (tiny frames)", [py, "benchmarks/peers_step.py", "--model", "tiny", "--repeats", "2",
+                 "--slow-repeats", "1", "--ortho-steps", "20"], 40),
         ]
     return [
         Step("pytest -m gpu", pytest, 150),
         Step("optimizer step (GPT-2 small frames)", [py, "benchmarks/step_time.py", "--device", "cuda"], 60),
+        Step("grokking epoch (p = 97)", [py, "benchmarks/grokking_epoch.py", "--device", "cuda"], 120),
         Step("relatives' step (GPT-2 small frames)", [py, "benchmarks/peers_step.py", "--device", "cuda",
              "--ortho-steps", "1000"], 60),
-        Step("grokking epoch (p = 97)", [py, "benchmarks/grokking_epoch.py", "--device", "cuda"], 120),
     ]
 
 
 class Log:
-    """Prints a line and appends it to ``$OUT/device-check.log`` at once (a killed call keeps it)."""
+    """Prints a line and appends it to ``$OUT/device-check.log`` at once (a killed call keeps it);
+    the steps' own output goes to the log alone."""
 
     def __init__(self, path: Path):
         self.file = open(path, "a", buffering=1)
@@ -101,23 +102,26 @@ def run_step(step: Step, env: dict, limit_s: float, say: Log) -> dict:
         say("skipped: no time left in the budget")
         return {"name": step.name, "status": "skipped", "seconds": 0.0, "note": "no time left"}
     started = time.monotonic()
-    with tempfile.TemporaryFile("w+") as output:
-        process = subprocess.Popen(step.command, cwd=ROOT, env={**env, **step.env}, stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = process.wait(timeout=limit_s)
-        except subprocess.TimeoutExpired:
-            device_job.stop([process])
-            rc = None
-        output.seek(0)
-        say(output.read().rstrip())
+    say.file.flush()  # the step writes its output straight into the log: a killed call keeps it
+    offset = say.file.tell()
+    process = subprocess.Popen(step.command, cwd=ROOT, env={**env, **step.env}, stdout=say.file,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        rc = process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        device_job.stop([process])
+        rc = None
     status = "passed" if rc == 0 else "timed out" if rc is None else f"failed (exit {rc})"
+    if rc != 0:  # the end of what it said, here too
+        with open(say.file.name) as log:
+            log.seek(offset)
+            print(log.read()[-3000:].rstrip(), flush=True)
     seconds = time.monotonic() - started
     say(f"--- {step.name}: {status} in {seconds:.0f} s" + "".join(f"; left out: {s}" for s in step.skipped))
     return {"name": step.name, "status": status, "seconds": round(seconds, 1), "left_out": step.skipped}
 
 
-def test_counts(junit: Path) -> dict | None:
+def junit_counts(junit: Path) -> dict | None:
     """Passed, failed and skipped tests (with the names of failures and skips) from pytest's junit file."""
     if not junit.exists():
         return None
@@ -133,8 +137,12 @@ def test_counts(junit: Path) -> dict | None:
 def environment(dry: bool) -> dict:
     import torch
 
-    from stiefel_core.experiments.results import git_commit
+    try:
+        from stiefel_core.experiments.results import git_commit
 
+        commit = git_commit()
+    except Exception as error:  # the tests will say more; the check goes on
+        commit = f"unknown: stiefel_core did not import ({type(error).__name__}: {error})"
     cuda = torch.cuda.is_available()
     smi = shutil.which("nvidia-smi")
     return {
@@ -145,7 +153,7 @@ def environment(dry: bool) -> dict:
         "nvidia_smi": subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip() if smi else None,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "git_commit": git_commit(),
+        "git_commit": commit,
     }
 
 
@@ -180,9 +188,9 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
     lines += ["  then commit them, saying which machine and commit they came from (summary.json has both).",
               "Keep beside the issue, not in the repository: F/device-check.log, F/summary.json."]
     if job and job.get("checkpoints"):
-        folder = f"device-checkpoints/{device_job.EXPERIMENT}-full"
+        folder = f"device-work/checkpoints/{device_job.EXPERIMENT}-full"
         lines += [f"Stopped runs resume on a later machine: mkdir -p {folder} && "
-                  f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-checkpoints along."]
+                  f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-work along."]
     return lines
 
 
@@ -211,15 +219,15 @@ def main() -> int:
     for step in steps(dry, scratch):
         limit = min(step.limit_s, deadline - RESERVE_S - time.monotonic())
         summary["steps"].append(run_step(step, env, limit, say))
-    summary["tests"] = test_counts(scratch / "junit.xml")
+    summary["tests"] = junit_counts(scratch / "junit.xml")
 
-    say("\n=== paper-scale job: grokking at p = 97 (dry run: the ci model, 40 epochs) ===")
+    say("\n=== paper-scale job: " + ("the ci model, 40 epochs (dry run) ===" if dry else "grokking at p = 97 ==="))
     epoch = out / "benchmarks" / "results" / f"grokking_epoch-{'ci-cpu' if dry else 'full-cuda'}.json"
     ms = json.loads(epoch.read_text()).get("values", {}).get("ms_per_epoch") if epoch.exists() else None
-    checkpoints = scratch / "checkpoints" if dry else ROOT / "device-checkpoints"
+    work = scratch / "job" if dry else ROOT / "device-work"  # kept on the machine: a second call resumes the first
     job_started = time.monotonic()
     try:
-        job = device_job.run_job(out, scratch, checkpoints, deadline - RESERVE_S, max(ms.values()) if ms else None,
+        job = device_job.run_job(out, work, deadline - RESERVE_S, max(ms.values()) if ms else None,
                                  dry=dry, device="cpu" if dry else "cuda", say=say, most=2 if dry else 7)
         status = "failed" if job["failed"] else "passed"
     except Exception as error:  # the job's failure is reported; the rest of the check still returns
@@ -240,7 +248,8 @@ def main() -> int:
         + ", ".join(f"{s['name']} {s['status']}" for s in summary["steps"]))
     if summary["tests"]:
         t = summary["tests"]
-        say(f"tests: {t['passed']} passed, {len(t['failed'])} failed {t['failed'] or ''}, {len(t['skipped'])} skipped")
+        failures = f" ({', '.join(t['failed'])})" if t["failed"] else ""
+        say(f"tests: {t['passed']} passed, {len(t['failed'])} failed{failures}, {len(t['skipped'])} skipped")
     for problem in problems:
         say(f"NOT RETURNABLE: {problem}")
     if failed:

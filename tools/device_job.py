@@ -150,30 +150,35 @@ def supervise(queue: list, start: Callable, deadline: float, estimate: Estimate,
     return outcome
 
 
-def run_job(out: Path, scratch: Path, checkpoints: Path, deadline: float, ms_per_epoch: float | None, *,
+def run_job(out: Path, work: Path, deadline: float, ms_per_epoch: float | None, *,
             dry: bool, device: str, say: Callable = print, most: int = 7) -> dict:
-    """The job: plan, estimate, supervise; the results file under ``out/runs`` (copied there
-    after every run), and the checkpoints of stopped runs bundled beside it where they fit."""
+    """The job: plan, estimate, supervise. ``work`` keeps its results file, checkpoints and logs
+    (on a GPU machine ``device-work/``, so that a second call there resumes the first); the
+    results file is copied to ``out/runs`` after every run, and the checkpoints of stopped runs
+    are bundled beside it where they fit."""
     profile = "ci" if dry else "full"
     from stiefel_core.experiments import get_config
 
     config = get_config(EXPERIMENT, profile, **(DRY_CONFIG if dry else {}))
-    done, bytes_per_run = committed_runs(profile)
-    queue = plan(done, seeds=(0,)) if dry else plan(done)
-    cap = MAX_FILE_BYTES // (bytes_per_run or 2**20)
+    results, checkpoints, logs, runs_out = work / "results", work / "checkpoints", work / "logs", out / "runs"
+    for folder in (results, logs, runs_out):
+        folder.mkdir(parents=True, exist_ok=True)
+    name = f"{EXPERIMENT}-{profile}.json"
+    earlier = set(json.loads((results / name).read_text())["runs"]) if (results / name).exists() else set()
+    if earlier:  # an earlier call on this machine: its runs return with this call's
+        shutil.copyfile(results / name, runs_out / name)
+    committed, bytes_per_run = committed_runs(profile)
+    queue = plan(committed | earlier, seeds=(0,)) if dry else plan(committed | earlier)
+    cap = MAX_FILE_BYTES // (bytes_per_run or 2**20) - len(earlier)
     if len(queue) > cap:
-        say(f"at about {bytes_per_run or 2**20:,} bytes a run, {cap} runs fit one returned file: the plan is cut")
-        queue = queue[:cap]
+        say(f"at about {bytes_per_run or 2**20:,} bytes a run, {cap} more runs fit one returned file: the plan is cut")
+        queue = queue[:max(0, cap)]
     say(f"plan: {EXPERIMENT} ({profile}{', tiny' if dry else ''}: p = {config.p}, {config.epochs:,} epochs), "
-        f"{len(done)} runs committed, {len(queue)} to run: " + ", ".join(f"{a}/{s}" for a, s in queue))
+        f"{len(committed)} runs committed, {len(earlier)} from an earlier call here, {len(queue)} to run: "
+        + ", ".join(f"{a}/{s}" for a, s in queue))
     source = "the grokking epoch benchmark" if ms_per_epoch else "a prior: no benchmark measured it"
     estimate = Estimate(ms_per_epoch or 5.0, source, config.epochs, startup_s=10.0 if dry else 60.0,
                         sharing=float(os.environ.get("DEVICE_CHECK_SHARING") or 1.0))
-    results, runs_out = scratch / "results", out / "runs"
-    results.mkdir(parents=True, exist_ok=True)
-    runs_out.mkdir(parents=True, exist_ok=True)
-    logs = scratch / "worker-logs"
-    logs.mkdir(exist_ok=True)
     env = {**os.environ, "STIEFEL_RESULTS": str(results), "STIEFEL_CHECKPOINTS": str(checkpoints),
            "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
@@ -190,10 +195,9 @@ def run_job(out: Path, scratch: Path, checkpoints: Path, deadline: float, ms_per
         log = (logs / f"{arm}-{seed}.log").read_text().strip()
         if log:
             say(f"--- output of {arm} seed {seed} ---\n{log}")
-        source_file = results / f"{EXPERIMENT}-{profile}.json"
-        if source_file.exists():
-            shutil.copyfile(source_file, runs_out / ".partial")
-            os.replace(runs_out / ".partial", runs_out / source_file.name)
+        if (results / name).exists():
+            shutil.copyfile(results / name, runs_out / ".partial")
+            os.replace(runs_out / ".partial", runs_out / name)
 
     started = time.monotonic()
     outcome = supervise(queue, start, deadline, estimate, most, on_exit=on_exit, say=say)
@@ -208,26 +212,31 @@ def run_job(out: Path, scratch: Path, checkpoints: Path, deadline: float, ms_per
     n = max(1, outcome["processes"])
     outcome["estimate"] = {**dataclasses.asdict(estimate), "run_seconds": estimate.run_seconds(n),
                            "statement": estimate.statement(n, deadline - started)}
-    outcome["results_file"] = str(runs_out / f"{EXPERIMENT}-{profile}.json")
+    outcome["results_file"] = str(runs_out / name)
+    outcome["earlier_runs"] = sorted(earlier)
     outcome["checkpoints"] = bundle_checkpoints(checkpoints / f"{EXPERIMENT}-{profile}", outcome["stopped"],
                                                 runs_out / CHECKPOINT_BUNDLE, say)
     return outcome
 
 
 def bundle_checkpoints(folder: Path, stopped: list, target: Path, say: Callable) -> str | None:
-    """The stopped runs' checkpoints in one tar beside the results, if under the size a lent
-    machine returns; else they stay in ``folder`` (a rerun on the same machine resumes them)."""
+    """The stopped runs' checkpoints (about 2.5 MB each at p = 97) in one tar beside the results,
+    as many as fit the size a lent machine returns; the rest stay in ``folder``, where a second
+    call on the same machine resumes them."""
     files = [folder / f"{arm}-{seed}.pt" for arm, seed in stopped if (folder / f"{arm}-{seed}.pt").exists()]
-    if not files:
-        return None
-    size = sum(f.stat().st_size for f in files)
-    if size > MAX_FILE_BYTES:
-        say(f"the stopped runs' checkpoints ({size:,} bytes) are too large to return; they stay in {folder}")
+    kept, size = [], 0
+    for f in files:
+        if size + f.stat().st_size <= MAX_FILE_BYTES:
+            kept.append(f)
+            size += f.stat().st_size
+    if len(kept) < len(files):
+        say(f"{len(files) - len(kept)} stopped runs' checkpoints do not fit the returned file; they stay in {folder}")
+    if not kept:
         return None
     with tarfile.open(target, "w") as tar:
-        for f in files:
+        for f in kept:
             tar.add(f, arcname=f.name)
-    say(f"the stopped runs' checkpoints: {target} ({size:,} bytes)")
+    say(f"the stopped runs' checkpoints: {target} ({len(kept)} files, {size:,} bytes)")
     return str(target)
 
 
