@@ -4,7 +4,7 @@
     DEVICE_CHECK_DRY=1 make device-check   # the same script on the CPU at tiny sizes (make test runs it)
 
 The steps, in order, each under its own time limit, all inside ``DEVICE_CHECK_BUDGET_S``
-(570 s; dry run 300 s, a guard: it takes about two minutes):
+(570 s; dry run 600 s, limits wide enough for a loaded CPU: it takes about a minute):
 
 1. the environment: torch, the GPU, the commit (``STIEFEL_GIT_COMMIT`` where the copy has no .git);
 2. ``pytest -m gpu tests/test_gpu.py`` (dry run: rehearsed on the CPU, ``STIEFEL_TEST_DEVICE=cpu``);
@@ -65,14 +65,14 @@ def steps(dry: bool, scratch: Path) -> list[Step]:
               f"--junitxml={scratch / 'junit.xml'}"]
     if dry:
         return [
-            Step("pytest -m gpu (rehearsed on the CPU)", pytest, 110, {"STIEFEL_TEST_DEVICE": "cpu"},
+            Step("pytest -m gpu (rehearsed on the CPU)", pytest, 240, {"STIEFEL_TEST_DEVICE": "cpu"},
                  ["CUDA itself: the tests' code runs on the CPU, their CUDA claims are not tested"]),
             Step("optimizer step (tiny frames)", [py, "benchmarks/step_time.py", "--model", "tiny", "--repeats", "3",
-                 "--skip-geoopt"], 40, skipped=["fused AdamW: CUDA only"]),
+                 "--skip-geoopt"], 90, skipped=["fused AdamW: CUDA only"]),
             Step("grokking epoch (ci model)", [py, "benchmarks/grokking_epoch.py", "--profile", "ci", "--epochs", "5",
-                 "--blocks", "1"], 40),
+                 "--blocks", "1"], 90),
             Step("relatives' step (tiny frames)", [py, "benchmarks/peers_step.py", "--model", "tiny", "--repeats", "2",
-                 "--slow-repeats", "1", "--ortho-steps", "20"], 40),
+                 "--slow-repeats", "1", "--ortho-steps", "20"], 90),
         ]
     return [
         Step("pytest -m gpu", pytest, 150),
@@ -196,7 +196,7 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
 
 def main() -> int:
     dry = os.environ.get("DEVICE_CHECK_DRY", "") not in ("", "0")
-    budget = float(os.environ.get("DEVICE_CHECK_BUDGET_S") or (300 if dry else 570))
+    budget = float(os.environ.get("DEVICE_CHECK_BUDGET_S") or (600 if dry else 570))
     started = time.monotonic()
     deadline = started + budget
     out = Path(os.environ.get("OUT") or "device-results")
