@@ -7,7 +7,8 @@
 #   make bench     optimizer step and grokking epoch timings, as ratios against peers
 #   make sync      repair notebook/twin pairs
 #   make execute   rerun notebooks as nbval does and store their outputs (NB=book/x.ipynb: one)
-# Every target first brings .venv in step with pyproject.toml and requirements.txt (make venv),
+#   make device-check  on a lent GPU: CUDA tests, benchmarks, a paper-scale job into OUT (README)
+# Every target but device-check first brings .venv in step with pyproject.toml and requirements.txt (make venv),
 # and node_modules/ with package-lock.json (npm ci: MathJax for the book, axe-core for its test).
 
 SHELL := bash
@@ -54,10 +55,10 @@ BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
 # Tests of what a reader gets: the built book in Chromium, every chapter in a Jupyter server.
 READER_MARKS := browser or lab
 
-.PHONY: help venv node book test test-portable lab results bench sync execute clean
+.PHONY: help venv node book test test-portable lab results bench sync execute device-check clean
 
 help:
-	@sed -n '2,10s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
+	@sed -n '2,12s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml requirements.txt
@@ -105,6 +106,15 @@ bench: $(STAMP)
 	$(PY) benchmarks/peers_step.py
 	$(PY) benchmarks/grokking_epoch.py
 	$(PY) benchmarks/train_throughput.py
+
+# A lent GPU machine has no .venv and no network: the check runs on the Python it finds (its
+# python3 holds torch), reads the checkout through PYTHONPATH, and writes under OUT (the device
+# tool sets it there). DEVICE_CHECK_DRY=1: the same script on the CPU at tiny sizes, in about two
+# minutes (tests/test_device_check.py runs it inside make test). Its steps: tools/device_check.py.
+DEVICE_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+OUT ?= device-results
+device-check:
+	OUT="$(OUT)" $(DEVICE_PY) tools/device_check.py
 
 # Twice: a pass that rewrites the twin makes it the newer file, and the second pass settles.
 sync: $(STAMP)

@@ -53,7 +53,9 @@ def main(argv=None) -> dict:
         out.say(f"  {arm:9s} {1e3 * value:8.1f} ms/epoch")
     ratio = medians["stiefel"] / medians["baseline"]
     out.say(f"ratio stiefel / baseline: {ratio:.2f} (target <= 1.2)")
-    out.save(f"{device}, {torch.get_num_threads()} threads")
+    out.values = {"ms_per_epoch": {arm: 1e3 * value for arm, value in medians.items()}, "p": config.p}
+    gpu = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    out.save(f"{device}{gpu}, {torch.get_num_threads()} threads")
     return {"seconds_per_epoch": medians, "ratio": ratio}
 
 

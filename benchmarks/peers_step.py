@@ -19,6 +19,7 @@ which the load of a shared machine does not inflate.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import time
 
@@ -105,12 +106,16 @@ def fixed_grads(shapes, device, seed=1) -> list[torch.Tensor]:
 
 
 def seconds_per_step(stepper: Stepper, grads, repeats: int, warmup: int, clock=time.perf_counter) -> float:
+    """Median seconds of ``stepper.step(grads)``; on CUDA each step's kernels are waited for."""
+    wait = torch.cuda.synchronize if stepper.device.type == "cuda" else (lambda: None)
     for _ in range(warmup):
         stepper.step(grads)
     times = []
     for _ in range(repeats):
+        wait()
         t0 = clock()
         stepper.step(grads)
+        wait()
         times.append(clock() - t0)
     return statistics.median(times)
 
@@ -148,7 +153,11 @@ def main(argv=None) -> dict:
     grads = fixed_grads(shapes, device)
     slow = ("Muon", "geoopt RiemannianAdam", "orthogonal_param")
     seconds, memory, error, steps = {}, {}, {}, {}
+    missing = {"geoopt RiemannianAdam": "geoopt"}
     for name in PEERS:
+        if name in missing and importlib.util.find_spec(missing[name]) is None:
+            out.say(f"  {name:22s} left out: {missing[name]} is not installed")
+            continue
         stepper = Stepper(name, shapes, device)
         seconds[name] = seconds_per_step(stepper, grads, args.slow_repeats if name in slow else args.repeats, 0 if name in slow else 2, clock)
         memory[name] = stepper.state_ratio()

@@ -3,6 +3,7 @@
     python benchmarks/step_time.py                      # GPT-2 small, CPU
     python benchmarks/step_time.py --device cuda        # also fused AdamW, timed with CUDA events
     python benchmarks/step_time.py --model large        # 24 layers x 16 heads x {Q, K}, 1024 x 64
+    python benchmarks/step_time.py --model tiny         # seconds: the device check's dry run
 
 Every optimizer steps the same frames, laid out as the library lays them out (one
 ``(n_heads, d_model, d_head)`` bank per layer and projection), with fixed random gradients.
@@ -17,6 +18,7 @@ AdamW's memory passes (the AdamW (foreach) step on the same layout).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import time
 
@@ -27,7 +29,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from stiefel_core.manifold import random_frame
 from stiefel_core.optim import FrameParameter, StiefelAdam
 
-MODELS = {"gpt2-small": (12, 12, 768, 64), "large": (24, 16, 1024, 64)}  # layers, heads, d_model, d_head
+# layers, heads, d_model, d_head
+MODELS = {"gpt2-small": (12, 12, 768, 64), "large": (24, 16, 1024, 64), "tiny": (2, 2, 64, 16)}
 
 
 LAYOUTS = ("contiguous", "column-major")
@@ -142,7 +145,9 @@ def main(argv=None) -> dict:
     names = ["StiefelAdam", "AdamW (foreach)"]
     if device.type == "cuda":
         names.append("AdamW (fused)")
-    if not args.skip_geoopt:
+    if not args.skip_geoopt and importlib.util.find_spec("geoopt") is None:
+        out.say("geoopt is not installed: its RiemannianAdam is left out")
+    elif not args.skip_geoopt:
         names.append("geoopt RiemannianAdam")
     base = "AdamW (fused)" if device.type == "cuda" else "AdamW (foreach)"
     rate = bmm_rate(shapes[0], device, args.repeats)

@@ -48,18 +48,26 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+AUTOCAST_DEVICES = ("cpu", "cuda")  # where an autocast block can lower the step's products
+
+
 @contextlib.contextmanager
 def full_precision_matmul(device: torch.device):
-    """Disable TF32 on CUDA inside the block: TF32 would cap orthonormality near 1e-3. Chapter: primer."""
-    if device.type != "cuda":
-        yield
-        return
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
+    """Products in the operands' own precision inside the block: no autocast (its bfloat16 or
+    float16 products would cap orthonormality near 1e-2, and its in-place products refuse float32
+    outputs: an optimizer stepped inside an autocast block) and, on CUDA, no TF32 (which would cap
+    it near 1e-3). Chapter: primer."""
+    on_autocast_device = device.type in AUTOCAST_DEVICES
+    with torch.autocast(device.type, enabled=False) if on_autocast_device else contextlib.nullcontext():
+        if device.type != "cuda":
+            yield
+            return
+        saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            yield
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def sym(A: Tensor) -> Tensor:

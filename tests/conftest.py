@@ -1,4 +1,7 @@
-"""Shared test settings: float64 determinism, and GPU tests skipped with a visible reason."""
+"""Shared test settings: float64 determinism, and GPU tests skipped with a visible reason
+(``STIEFEL_TEST_DEVICE=cpu`` rehearses them on the CPU instead: see ``tests/test_gpu.py``)."""
+
+import os
 
 import pytest
 import torch
@@ -9,7 +12,7 @@ settings.load_profile("default")
 
 
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() or os.environ.get("STIEFEL_TEST_DEVICE") == "cpu":
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU: run `pytest -m gpu` on a machine that has one")
     for item in items:

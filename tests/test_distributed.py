@@ -1,5 +1,5 @@
 """StiefelAdam under DistributedDataParallel (gloo, CPU): ranks stay identical and match one
-process that sees the same global batch.
+process that sees the same global batch (NCCL on two GPUs: ``tests/test_gpu.py``, the same check).
 
 Every wait is bounded: gloo talks over loopback only (``GLOO_SOCKET_IFNAME=lo``, not the address
 the host name resolves to), the process group times out after ``TIMEOUT`` seconds, and the test
@@ -43,15 +43,20 @@ def train(model, optimizer, batches):
     return [p.detach().clone() for p in model.parameters()]
 
 
-def worker(rank, world, port, out):
+def worker(rank, world, port, out, backend="gloo"):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=TIMEOUT))
+    device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")  # NCCL: a GPU a rank
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=TIMEOUT))
     torch.set_num_threads(1)
-    model = DistributedDataParallel(make_model())
+    model = DistributedDataParallel(make_model().to(device), device_ids=[rank] if device.type == "cuda" else None)
     optimizer = configure_optimizer(model, lr=1e-2)
     share = GLOBAL_BATCH // world
-    params = train(model, optimizer, [(x[rank * share : (rank + 1) * share], y[rank * share : (rank + 1) * share]) for x, y in data()])
-    torch.save(params, os.path.join(out, f"rank{rank}.pt"))
+    mine = slice(rank * share, (rank + 1) * share)
+    batches = [(x[mine].to(device), y[mine].to(device)) for x, y in data()]
+    params = train(model, optimizer, batches)
+    torch.save([p.cpu() for p in params], os.path.join(out, f"rank{rank}.pt"))
     dist.destroy_process_group()
 
 
@@ -61,9 +66,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
-def test_ddp_ranks_agree_with_each_other_and_with_one_process(tmp_path):
-    context = mp.start_processes(worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=False)
+def check_ddp_ranks(tmp_path, backend="gloo"):
+    """Two DDP ranks over ``backend`` (gloo: CPU processes; nccl: a GPU each): their parameters
+    are bit-identical, and equal to one CPU process's on the global batch."""
+    context = mp.start_processes(worker, args=(2, free_port(), str(tmp_path), backend), nprocs=2, join=False)
     start = time.monotonic()
     while not context.join(timeout=5):  # raises if a rank failed
         if time.monotonic() - start > DEADLINE:
@@ -76,3 +82,8 @@ def test_ddp_ranks_agree_with_each_other_and_with_one_process(tmp_path):
     for a, b, c in zip(*ranks, single):
         assert torch.equal(a, b)  # DDP keeps the ranks bit-identical
         assert torch.allclose(a, c, atol=1e-10)  # and equal to one process on the global batch
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
+def test_ddp_ranks_agree_with_each_other_and_with_one_process(tmp_path):
+    check_ddp_ranks(tmp_path)

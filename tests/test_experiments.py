@@ -110,6 +110,18 @@ def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monke
     assert run["provenance"]["wall_seconds"] >= round(trained_before, 1)  # both segments, not only the last
 
 
+def test_a_copy_without_git_reports_the_commit_its_caller_states(tmp_path, monkeypatch):
+    """A lent GPU machine runs a copy of the checkout without ``.git``: provenance then says
+    which commit the caller stated, marked as stated, or ``unknown``."""
+    from stiefel_core.experiments import results as results_module
+
+    monkeypatch.setattr(results_module, "checkout_root", lambda: tmp_path)  # no repository here
+    monkeypatch.delenv("STIEFEL_GIT_COMMIT", raising=False)
+    assert results_module.git_commit() == "unknown"
+    monkeypatch.setenv("STIEFEL_GIT_COMMIT", "0123abc")
+    assert results_module.git_commit() == "0123abc (stated: no git here)"
+
+
 def test_a_profile_may_ask_for_more_seeds_without_mixing_configurations(isolated):
     config = get_config("grokking", "ci", **{**TINY, "seeds": (0,)})
     run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)

@@ -65,6 +65,18 @@ def test_batched_step_equals_the_per_frame_reference(options):
     assert torch.allclose(run(W0, grads, **options)[-1], W, atol=1e-12)
 
 
+def test_a_step_inside_an_autocast_block_is_the_step_outside_it():
+    """Autocast would run the step's products in bfloat16 (its in-place ones refuse float32
+    outputs outright): the step turns it off for its own products, so a loop that steps inside
+    the block takes the same steps, to the bit."""
+    W0 = frames(6, d=24, r=4, dtype=torch.float32)
+    grads = gradients(W0.shape, steps=5, dtype=torch.float32)
+    outside = run(W0, grads, lr=0.05)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        inside = run(W0, grads, lr=0.05)
+    assert torch.equal(inside, outside)
+
+
 def test_frames_of_one_shape_in_several_parameters_step_as_one_bank(monkeypatch):
     calls = []
     original = optim_module.polar_factor

@@ -114,7 +114,9 @@ def write_results(results: dict, path: Path) -> None:
 
 def git_commit() -> str:
     """The checkout's HEAD, with ``-dirty`` when the library's tracked files (the code a run
-    executes) differ from it.
+    executes) differ from it. A copy of a checkout without its ``.git`` (a lent GPU machine's)
+    reports the commit its caller states in ``$STIEFEL_GIT_COMMIT``, marked as stated, else
+    ``unknown``.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     root = checkout_root()
     if root is None:
@@ -122,9 +124,12 @@ def git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"], cwd=root, capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "") if out.returncode == 0 else "unknown"
+        if out.returncode == 0:
+            return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        pass
+    stated = os.environ.get("STIEFEL_GIT_COMMIT", "").strip()
+    return f"{stated} (stated: no git here)" if stated else "unknown"
 
 
 @functools.cache
