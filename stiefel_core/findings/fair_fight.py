@@ -76,8 +76,8 @@ def family_rows(values: dict[str, dict[int, float]], arms: tuple[str, ...], refe
     family, pairs = {}, {}
     for ref in references:
         for arm in arms:
-            if arm == ref or arm not in values or ref not in values:
-                continue
+            if arm == ref or arm not in values or ref not in values or (ref, arm) in pairs:
+                continue  # one comparison a pair: "baseline - stiefel" is "stiefel - baseline"
             seeds = sorted(set(values[arm]) & set(values[ref]))
             pairs[(arm, ref)] = seeds
             family[f"{arm} - {ref}"] = [values[arm][s] - values[ref][s] for s in seeds]
