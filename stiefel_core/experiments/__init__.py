@@ -27,11 +27,11 @@ import torch
 from ..train import pick_device
 from . import ablation, cifar10, cifar10_fair, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers, trust_region
 from .variants import ABLATION_ARMS
-from .results import checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path, without_seeds, write_results
+from ..results_reading import run_key, without_seeds
+from .results import (checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path,
+                      write_results)
 
 __all__ = ["Experiment", "EXPERIMENTS", "default_profile", "get_config", "run_experiment", "run_live", "load_results"]
-
-code_commit()  # the commit of the code this process imported, for every run's provenance
 
 PROFILES = ("ci", "full")
 
@@ -171,6 +171,7 @@ def run_experiment(
     :func:`results.results_dir` and :func:`results.checkpoints_dir`).
     Chapters: grokking, cifar10_patches, ablation, regimes.
     """
+    code_commit()  # the commit of the code this process runs, fixed before its first run trains
     experiment = _experiment(name)
     profile = profile or default_profile()
     config = config or get_config(name, profile)
@@ -196,7 +197,7 @@ def run_experiment(
     checkpoints = refuse_install_folder(checkpoints_dir(checkpoints) / f"{name}-{profile}")
     for seed in seeds:
         for arm in arms:
-            key = f"{arm}/{seed}"
+            key = run_key(arm, seed)
             done = load_results(name, profile, directory)
             if done is not None and key in done["runs"]:
                 continue

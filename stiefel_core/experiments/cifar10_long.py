@@ -14,7 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 
 from . import cifar10
-from .grid import grid_arms, parse_grid_arm
+from ..results_reading import parse_grid_arm
+from .grid import grid_arms
 
 __all__ = ["LongConfig", "PROFILES", "LONG_ARMS", "ARMS", "arm_names", "run"]
 

@@ -6,9 +6,10 @@ size has the same tiny decay budget. Here every size trains the long-training pr
 epochs (each image seen as often at every size), baseline and Stiefel, 3 paired starts, at
 2,500 to 20,000 class-balanced images (nested prefixes of one balanced order). The decay is the
 one at which ``cifar10_long``'s paired gain over its first three starts is largest
-(:func:`stiefel_core.findings.long_training.largest_gap_decay`): it is chosen from that results
-file when the runs start, and each arm carries it in its name (``"stiefel@wd=0.3@n=2500"``), so
-runs at two decays never mix. Chapters: CIFAR-10 patches, regimes.
+(:func:`stiefel_core.choices.largest_gap_decay`): it is chosen from that results file when the
+runs start, and each arm carries it in its name (``"stiefel@wd=0.3@n=2500"``), so runs at two
+decays never mix and every run key records it. (It is not written into the config: the committed
+``cifar10_size-full`` file's config says ``weight_decay: null``, and resuming it must not change it.) Chapters: CIFAR-10 patches, regimes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..findings.long_training import largest_gap_decay, parse_size_arm, size_arm
+from ..choices import largest_gap_decay
+from ..results_reading import parse_size_arm, size_arm
 from . import cifar10, cifar10_long
 from .results import load_results
 

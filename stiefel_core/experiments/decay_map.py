@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
-from .grid import grid_arm, grid_arms, parse_grid_arm
+from ..results_reading import grid_arm, parse_grid_arm
+from .grid import grid_arms
 
 __all__ = ["DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
 

@@ -12,8 +12,10 @@ Two experiments:
   times sqrt(d r) = 32: its second moment sums a frame's squares where the others average them.
   An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
 - ``grokking_peers``: the comparison. Each arm trains at the lr that
-  :func:`stiefel_core.findings.peers.chosen_lr` reads from the sweep's results file (a
-  recorded function of it, never a typed-in number), and records it (``frame_lr``).
+  :func:`stiefel_core.choices.chosen_lr` reads from the sweep's results file (a recorded
+  function of it, never a typed-in number), and records it in each run (``frame_lr``,
+  ``lr_from``). The lr is read when a run starts rather than written into the config: the
+  committed ``grokking_peers-full`` file's config has no lrs, and resuming it must not change it.
   The baseline is the task's AdamW (its lr is the task's, tuned with the task).
 - ``cifar10_peers``: the same arms in the long CIFAR-10 protocol of ``cifar10_long`` (100
   epochs on 10,000 images) at λ = 1, where decay acts most there, 3 paired starts. Each arm's
@@ -27,7 +29,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, cifar10, cifar10_long, grokking
-from .grid import grid_arm, parse_grid_arm
+from ..choices import chosen_lr, swept_lrs
+from ..results_reading import grid_arm, parse_grid_arm
 from .relatives import RELATIVES
 from .results import load_results
 
@@ -57,12 +60,6 @@ class LrSweepConfig:
     # others' are means (or per entry): the same per-entry step takes sqrt(d r) = 32 times the lr
     lr_scales: tuple[tuple[str, float], ...] = (("geoopt_radam", 32.0),)
     seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
-
-
-def swept_lrs(config: dict, arm: str) -> tuple[float, ...]:
-    """The lrs the sweep ``config`` (a results file's ``config``) tries for ``arm``."""
-    scale = dict(map(tuple, config.get("lr_scales", ()))).get(arm, 1.0)
-    return tuple(float(f"{lr * scale:.6g}") for lr in config["frame_lrs"])
 
 
 @dataclass(frozen=True)
@@ -104,8 +101,6 @@ def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=Non
 
 def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the comparison: ``arm`` from ``seed`` at the lr the sweep chose for it."""
-    from ..findings.peers import chosen_lr
-
     if arm not in PEER_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking_peers has {PEER_ARMS}")
     task = dataclasses.replace(config.task, seeds=(seed,))
@@ -137,8 +132,6 @@ CIFAR10_PROFILES = {
 def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of ``cifar10_peers``: ``arm`` from start ``seed``, its W_Q, W_K at the task's lr
     times the multiple its grokking sweep chose."""
-    from ..findings.peers import chosen_lr
-
     if arm not in PEER_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10_peers has {PEER_ARMS}")
     task = dataclasses.replace(config.task, seeds=(seed,))

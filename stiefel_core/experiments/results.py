@@ -21,7 +21,7 @@ from ..protocol import protocol_hash
 
 __all__ = [
     "checkout_root", "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
-    "git_commit", "code_commit", "without_seeds", "InstallFolderError",
+    "git_commit", "code_commit", "InstallFolderError",
 ]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkout or in site-packages
@@ -93,13 +93,6 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
         return json.load(f)
 
 
-def without_seeds(config: dict) -> dict:
-    """A configuration without its list of seeds: what every run of a file must share. The seed
-    list only says which runs a profile asks for, so it may grow without mixing configurations.
-    Chapters: grokking, cifar10_patches, ablation, regimes."""
-    return {k: v for k, v in config.items() if k != "seeds"}
-
-
 def write_results(results: dict, path: Path) -> None:
     """Write JSON atomically (temporary file, then rename); never into the installed library.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
@@ -134,9 +127,9 @@ def git_commit() -> str:
 
 @functools.cache
 def code_commit() -> str:
-    """:func:`git_commit` as it was when this process first asked, which the experiments package
-    does on import: the code a process runs is the code it imported, however the checkout
-    moves on while a long sweep trains.
+    """:func:`git_commit` as it was when this process first asked, which ``run_experiment`` does
+    before its first run trains: the code a process runs is the code it had then, however the
+    checkout moves on while a long sweep trains. (Not asked on import: importing runs no git.)
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     return git_commit()
 

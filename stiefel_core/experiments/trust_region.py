@@ -13,7 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
-from .grid import grid_arms, parse_grid_arm
+from ..results_reading import parse_grid_arm
+from .grid import grid_arms
 
 __all__ = ["TrustRegionConfig", "PROFILES", "TR_ARMS", "ARMS", "arm_names", "run"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.results import without_seeds
 from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 from ..stats import MIN_PAIRS_FOR_VERDICT, direction, mean_and_spread, paired_comparison
+from ..results_reading import arm_of, without_seeds
 from ..tables import Table
 from .regimes import decay_budget, grokking_lr_factors, never_binds
 from .runs import finished_starts, unpaired_starts
@@ -45,7 +45,7 @@ def merged_results(ablation: dict, reference: dict | None) -> dict:
                          "rerun the missing arms in the ablation itself (`python -m stiefel_core run cifar10_ablation`)")
     runs = dict(ablation["runs"])
     for key, run in reference["runs"].items():
-        if key.split("/")[0] in ABLATION_ARMS:
+        if arm_of(key) in ABLATION_ARMS:
             runs.setdefault(key, run)
     for seed, marks in unpaired_starts(runs).items():
         raise ValueError(f"start {seed}: the merged runs began from different weights or data orders ({marks})")

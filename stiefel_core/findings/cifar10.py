@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import preprint
 from ..experiments.cifar10 import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
+from ..results_reading import Paired, arm_of, finished_starts, paired, run_key
 from ..stats import direction, mean_and_spread, paired_comparison
 from .regimes import decay_budget
-from .runs import finished_starts
 
 __all__ = [
     "finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime",
@@ -21,15 +21,11 @@ __all__ = [
 ]
 
 
-def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc"):
+def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc") -> Paired:
     """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
-    ``arm`` and ``against`` over the starts both finished, and their paired comparison.
-    Chapter: cifar10_patches."""
-    starts = finished_starts(results, (arm, against))
-    scale = 100.0 if metric.endswith("acc") else 1.0
-    a = np.array([results["runs"][f"{arm}/{s}"]["final"][metric] * scale for s in starts])
-    b = np.array([results["runs"][f"{against}/{s}"]["final"][metric] * scale for s in starts])
-    return starts, a, b, (paired_comparison(a, b) if len(starts) >= 2 else None)
+    ``arm`` and ``against`` over the starts both finished, and their paired comparison
+    (:func:`results_reading.paired`). Chapter: cifar10_patches."""
+    return paired(results, arm, against, metric)
 
 
 def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
@@ -38,19 +34,19 @@ def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[
     averaged over the run's logged epochs.
     Chapter: cifar10_patches."""
     starts = finished_starts(results, (arm, against))
-    names = [k[len("step/"):] for k in results["runs"][f"{arm}/{starts[0]}"]["history"][0] if k.startswith("step/")] if starts else []
+    names = [k[len("step/"):] for k in results["runs"][run_key(arm, starts[0])]["history"][0] if k.startswith("step/")] if starts else []
 
     def mean_step(key: str, name: str) -> float:
         return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
 
-    return {name: np.array([mean_step(f"{against}/{s}", name) / mean_step(f"{arm}/{s}", name) for s in starts]) for name in names}
+    return {name: np.array([mean_step(run_key(against, s), name) / mean_step(run_key(arm, s), name) for s in starts]) for name in names}
 
 
 def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
     """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
     at the start, over ``starts`` and every block's W_Q and W_K.
     Chapter: cifar10_patches."""
-    return {arm: np.mean([results["runs"][f"{arm}/{s}"]["final"][f"angle_mean/blocks.{i}.{m}"] for s in starts
+    return {arm: np.mean([results["runs"][run_key(arm, s)]["final"][f"angle_mean/blocks.{i}.{m}"] for s in starts
                           for i in range(depth) for m in ("W_Q", "W_K")]) for arm in arms}
 
 
@@ -83,7 +79,7 @@ def regime(results: dict) -> str:
     Chapter: cifar10_patches."""
     fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
     config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
-    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if k.startswith(arm + "/")]) for arm in SWEEP_ARMS}
+    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if arm_of(k) == arm]) for arm in SWEEP_ARMS}
     return (f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
             f"{config.train_size:,} images, test accuracy reached " + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items()))
 
@@ -131,7 +127,7 @@ def sweep_trend(sweep: dict):
     small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
     arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
     starts = finished_starts(sweep, arms)
-    acc = {arm: np.array([100 * sweep["runs"][f"{arm}/{s}"]["final"]["test_acc"] for s in starts]) for arm in arms}
+    acc = {arm: np.array([100 * sweep["runs"][run_key(arm, s)]["final"]["test_acc"] for s in starts]) for arm in arms}
     gain_large, gain_small = acc[arms[0]] - acc[arms[1]], acc[arms[2]] - acc[arms[3]]
     return starts, (paired_comparison(gain_large, gain_small) if len(starts) >= 2 else None)
 

@@ -6,85 +6,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.grid import grid_arm
+from ..choices import decays_of, largest_gap_decay, paired_gain_at  # noqa: F401  (the chapters read these here)
+from ..results_reading import arm_of, finished_starts, grid_arm, parse_size_arm, runs_of, size_arm
 from ..stats import PairedComparison, direction
 from ..tables import markdown_table
 from .cifar10 import movement_ratios, paired_gain
-from .regimes import decay_budget, runs_of
-from .runs import finished_starts
+from .regimes import decay_budget
 
-__all__ = ["decays_of", "paired_gain_at", "largest_gap_decay", "size_arm", "parse_size_arm", "size_gains", "regime_rows", "regime_table",
+__all__ = ["size_gains", "regime_rows", "regime_table",
            "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of",
            "FITS", "readings", "readings_text", "size_readings", "size_readings_text", "departures_from_stated"]
-
-MIN_PAIRS = 3  # the issue's "at least 3 paired starts" before a decay can be chosen
-
-
-def decays_of(results: dict) -> list[float]:
-    """The weight decays of a grid results file: its configuration's grid, or else those its
-    ``"<arm>@wd=<λ>/<seed>"`` keys name; ascending.
-    Chapter: regimes."""
-    grid = results.get("config", {}).get("weight_decays")
-    if grid:
-        return sorted(float(d) for d in grid)
-    return sorted({float(key.split("@wd=")[1].split("/")[0].split("@")[0]) for key in results["runs"] if "@wd=" in key})
-
-
-def _of_seeds(results: dict, seeds) -> dict:
-    """``results`` with only the runs of ``seeds`` (all of them when ``None``)."""
-    if seeds is None:
-        return results
-    keep = {int(s) for s in seeds}
-    return {**results, "runs": {k: r for k, r in results["runs"].items() if int(k.rpartition("/")[2]) in keep}}
-
-
-def paired_gain_at(results: dict, weight_decay: float, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
-                   seeds=None) -> PairedComparison | None:
-    """Paired ``a - b`` of the final ``metric`` (points for accuracies) at ``weight_decay``, over the
-    starts both finished (of ``seeds``, when given); ``None`` with fewer than two pairs.
-    Chapter: CIFAR-10 patches."""
-    return paired_gain(_of_seeds(results, seeds), grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay), metric)[3]
-
-
-def largest_gap_decay(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
-                      seeds=(0, 1, 2)) -> float | None:
-    """The decay at which the mean paired gain ``a - b`` over ``seeds`` is largest in absolute
-    value: where the preprint's 12-start protocol is run. ``None`` until every decay of the grid
-    has those seeds for both arms (the choice is made on them alone, and said so where reported).
-    Chapter: regimes."""
-    if not results:
-        return None
-    gains = {}
-    for decay in decays_of(results):
-        comparison = paired_gain_at(results, decay, a, b, metric, seeds=seeds)
-        if comparison is None or comparison.n < min(MIN_PAIRS, len(seeds)):
-            return None
-        gains[decay] = comparison.mean_difference
-    return max(gains, key=lambda decay: abs(gains[decay])) if gains else None
-
-
-def size_arm(arm: str, weight_decay: float, size: int) -> str:
-    """``"stiefel@wd=0.3@n=2500"``: an arm of the data-size sweep. Chapter: regimes."""
-    return f"{grid_arm(arm, 'wd', weight_decay)}@n={int(size)}"
-
-
-def parse_size_arm(name: str, arms: tuple[str, ...]) -> tuple[str, float, int]:
-    """``parse_size_arm("stiefel@wd=0.3@n=2500", arms)`` -> ``("stiefel", 0.3, 2500)``. Chapter: regimes."""
-    head, sep, size = name.rpartition("@n=")
-    arm, sep2, decay = head.partition("@wd=")
-    if not (sep and sep2) or arm not in arms:
-        raise ValueError(f"size-sweep arm {name!r}: expected '<arm>@wd=<λ>@n=<images>' with arm one of {arms}")
-    try:
-        return arm, float(decay), int(size)
-    except ValueError:
-        raise ValueError(f"size-sweep arm {name!r}: {decay!r} and {size!r} must be numbers") from None
 
 
 def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> list[dict]:
     """Per (decay, size) of the size sweep: the starts both arms finished and the paired gain
     ``a - b`` of the final ``metric`` (``None`` with fewer than two).
     Chapter: CIFAR-10 patches."""
-    cells = sorted({parse_size_arm(key.split("/")[0], (a, b))[1:] for key in results["runs"]})
+    cells = sorted({parse_size_arm(arm_of(key), (a, b))[1:] for key in results["runs"]})
     rows = []
     for decay, size in cells:
         starts, _, _, comparison = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)

@@ -7,54 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.grid import parse_grid_arm
+from ..choices import SWEEP_CRITERION, chosen_lr, sweep_scores
+from ..results_reading import arm_of
 
 __all__ = [
-    "sweep_scores", "chosen_lr", "sweep_rows", "SWEEP_CRITERION", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
+    "sweep_scores", "chosen_lr", "SWEEP_CRITERION",  # the rule's home is choices.py; the chapter reads them here
+    "sweep_rows", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
     "ingredient_rows", "READINGS", "reading", "movement_rows", "movement_series", "lr_consistent", "claim",
     "cifar_accuracy_rows", "cifar_regime", "cifar_claim",
 ]
-
-SWEEP_CRITERION = "mean validation accuracy over the logged epochs (the area under the curve), averaged over the sweep's seeds"
-
-
-def _sweep_grid(sweep: dict, arm: str) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    from ..experiments.peers import swept_lrs
-
-    config = sweep["config"]
-    if arm not in config["arms"]:
-        raise ValueError(f"the lr sweep has no arm {arm!r}; it sweeps {config['arms']}")
-    return swept_lrs(config, arm), tuple(config["seeds"])
-
-
-def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [score per finished seed]}`` of one arm, the score being :data:`SWEEP_CRITERION`
-    for one run: it rewards reaching high accuracy early and holding it."""
-    lrs, _ = _sweep_grid(sweep, arm)
-    out: dict[float, list[float]] = {lr: [] for lr in lrs}
-    for key, run in sorted(sweep["runs"].items()):
-        name, _, _seed = key.rpartition("/")
-        if not name.startswith(arm + "@"):
-            continue
-        base, lr = parse_grid_arm(name, "flr", tuple(sweep["config"]["arms"]))
-        if base == arm and lr in out:
-            out[lr].append(float(np.mean([r["val_acc"] for r in run["history"]])))
-    return out
-
-
-def chosen_lr(sweep: dict | None, arm: str) -> float:
-    """The lr of ``arm`` with the highest mean score over the sweep's seeds (ties to the smaller
-    lr). Refuses an incomplete sweep: every arm must have the same budget."""
-    if not sweep or not sweep.get("runs"):
-        raise ValueError("no lr sweep results: run `python -m stiefel_core run grokking_peers_lr --profile full` first")
-    lrs, seeds = _sweep_grid(sweep, arm)
-    scores = sweep_scores(sweep, arm)
-    missing = [lr for lr in lrs if len(scores[lr]) < len(seeds)]
-    if missing:
-        raise ValueError(f"the lr sweep of {arm!r} is incomplete (lrs {missing} lack seeds of {list(seeds)}); "
-                         "finish it with `python -m stiefel_core run grokking_peers_lr --profile full`")
-    return min(lrs, key=lambda lr: (-float(np.mean(scores[lr])), lr))
-
 
 def sweep_rows(sweep: dict) -> list[dict]:
     """One row per swept arm: its mean score at each lr and the lr chosen (``None`` while the
@@ -90,7 +51,7 @@ def arms_in(results: dict | None) -> list[str]:
     """The arms of ``results`` that finished at least one run, in the chapter's order."""
     from ..experiments.peers import PEER_ARMS
 
-    present = {key.rpartition("/")[0] for key in (results or {}).get("runs", {})}
+    present = {arm_of(key) for key in (results or {}).get("runs", {})}
     return [arm for arm in PEER_ARMS if arm in present]
 
 
@@ -148,7 +109,7 @@ def lr_consistent(results: dict, sweep: dict) -> bool:
     """Whether every run of ``results`` that records a ``frame_lr`` ran at the lr the sweep
     chooses for its arm now (a sweep changed after the runs would break this)."""
     for key, run in results.get("runs", {}).items():
-        if "frame_lr" in run and run["frame_lr"] != chosen_lr(sweep, key.rpartition("/")[0]):
+        if "frame_lr" in run and run["frame_lr"] != chosen_lr(sweep, arm_of(key)):
             return False
     return True
 

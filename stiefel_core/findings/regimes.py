@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-from ..stats import PairedComparison, direction, paired_comparison
-from .runs import finished_starts
+from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of  # noqa: F401  (metric_at: chapters)
+from ..stats import PairedComparison, direction
 
 __all__ = [
-    "grokking_lr_factors", "decay_budget", "runs_of", "paired_seeds", "metric_at", "gain_over_time",
+    "grokking_lr_factors", "decay_budget", "paired_seeds", "gain_over_time",
     "time_to_threshold", "Survival", "survival", "logrank", "MapCell", "map_cells", "cell_word",
     "CONTROL_PAIRS", "endpoint_comparison", "control_rows", "time_rows", "READINGS", "supported_readings", "trust_rows", "never_binds",
     "cells_by_verdict", "regime_line", "map_summary", "nearest_cell", "claim",
@@ -32,27 +32,9 @@ def decay_budget(lr: float, weight_decay: float, factors) -> float:
     return float(lr * weight_decay * np.sum(factors))
 
 
-def runs_of(results: dict | None, arm: str) -> dict[int, dict]:
-    """``{seed: run}`` of one arm. Chapter: regimes."""
-    out = {}
-    for key, run in (results or {}).get("runs", {}).items():
-        name, _, seed = key.rpartition("/")
-        if name == arm:
-            out[int(seed)] = run
-    return out
-
-
 def paired_seeds(results: dict | None, *arms: str) -> list[int]:
     """The seeds that every one of ``arms`` finished (:func:`runs.finished_starts`). Chapter: regimes."""
     return finished_starts(results, arms) if arms else []
-
-
-def metric_at(run: dict, epoch: int, metric: str = "val_acc") -> float:
-    """``metric`` at the logged record of ``epoch`` (``KeyError`` when the run did not log it). Chapter: regimes."""
-    for record in run["history"]:
-        if record["epoch"] == epoch:
-            return record[metric]
-    raise KeyError(f"no record at epoch {epoch}")
 
 
 def gain_over_time(results: dict, a: str, b: str, metric: str = "val_acc", scale: float = 100.0) -> list[dict]:
@@ -63,13 +45,9 @@ def gain_over_time(results: dict, a: str, b: str, metric: str = "val_acc", scale
     if len(seeds) < 2:
         return []
     ra, rb = runs_of(results, a), runs_of(results, b)
-    epochs = sorted(set.intersection(*({r["epoch"] for r in run["history"]} for run in [*(ra[s] for s in seeds), *(rb[s] for s in seeds)])))
-    out = []
-    for epoch in epochs:
-        x = [scale * metric_at(ra[s], epoch, metric) for s in seeds]
-        y = [scale * metric_at(rb[s], epoch, metric) for s in seeds]
-        out.append({"epoch": epoch, "comparison": paired_comparison(x, y)})
-    return out
+    runs = [*(ra[s] for s in seeds), *(rb[s] for s in seeds)]
+    epochs = sorted(set.intersection(*({r["epoch"] for r in run["history"]} for run in runs)))
+    return [{"epoch": epoch, "comparison": paired(results, a, b, metric, epoch, scale).comparison} for epoch in epochs]
 
 
 def time_to_threshold(run: dict, threshold: float = 0.9, metric: str = "val_acc") -> tuple[int, bool]:
@@ -153,14 +131,10 @@ def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: fl
     cells = []
     for wd in results["config"]["weight_decays"]:
         name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
-        seeds = paired_seeds(results, name_a, name_b)
-        ra, rb = runs_of(results, name_a), runs_of(results, name_b)
         for epoch in lengths:
-            x = [100 * metric_at(ra[s], epoch, metric) for s in seeds]
-            y = [100 * metric_at(rb[s], epoch, metric) for s in seeds]
-            c = paired_comparison(x, y) if len(seeds) >= 2 else None
+            _, x, y, c = paired(results, name_a, name_b, metric, epoch, scale=100.0)
             cells.append(MapCell(wd, epoch, budget_at(wd, epoch), c, direction(c),
-                                 float(np.mean(x)) if x else math.nan, float(np.mean(y)) if y else math.nan))
+                                 float(np.mean(x)) if len(x) else math.nan, float(np.mean(y)) if len(y) else math.nan))
     return cells
 
 
@@ -182,14 +156,10 @@ CONTROL_PAIRS = (  # (a, b, what a − b measures)
 )
 
 
-def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None, metric: str = "val_acc") -> PairedComparison | None:
+def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None,
+                        metric: str = "val_acc") -> PairedComparison | None:
     """The paired comparison of ``100 · (a − b)`` at ``epoch`` (default: the last record). Chapter: regimes."""
-    seeds = paired_seeds(results, a, b)
-    if len(seeds) < 2:
-        return None
-    ra, rb = runs_of(results, a), runs_of(results, b)
-    at = (lambda run: run["history"][-1][metric]) if epoch is None else (lambda run: metric_at(run, epoch, metric))
-    return paired_comparison([100 * at(ra[s]) for s in seeds], [100 * at(rb[s]) for s in seeds])
+    return paired(results, a, b, metric, LAST if epoch is None else epoch, scale=100.0).comparison
 
 
 def control_rows(results: dict, epoch: int | None = None) -> list[dict]:

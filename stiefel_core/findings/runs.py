@@ -4,15 +4,9 @@ paired (the same initial weights, the same data order). Every chapter that compa
 
 from __future__ import annotations
 
-__all__ = ["finished_starts", "same_across_arms", "distinct_across_starts", "unpaired_starts", "where_run"]
+from ..results_reading import finished_starts, run_key, seed_of  # noqa: F401  (finished_starts: the chapters read it here)
 
-
-def finished_starts(results: dict | None, arms) -> list[int]:
-    """Starts (seeds) for which every arm of ``arms`` has finished, in order.
-    Chapters: cifar10_patches, ablation, grokking, regimes."""
-    runs = (results or {}).get("runs", {})
-    seeds = sorted({int(key.rsplit("/", 1)[1]) for key in runs})
-    return [s for s in seeds if all(f"{arm}/{s}" in runs for arm in arms)]
+__all__ = ["same_across_arms", "distinct_across_starts", "unpaired_starts", "where_run"]
 
 
 def same_across_arms(results: dict, arms, starts, field: str) -> bool:
@@ -21,14 +15,14 @@ def same_across_arms(results: dict, arms, starts, field: str) -> bool:
     the same data order).
     Chapters: cifar10_patches, ablation, grokking, regimes."""
     runs = results["runs"]
-    return all(len({runs[f"{arm}/{s}"]["final"][field] for arm in arms}) == 1 for s in starts)
+    return all(len({runs[run_key(arm, s)]["final"][field] for arm in arms}) == 1 for s in starts)
 
 
 def distinct_across_starts(results: dict, arm: str, starts, field: str = "init_fingerprint") -> bool:
     """Whether ``arm``'s runs recorded a different ``final[field]`` in every start: different
     starts begin differently.
     Chapters: cifar10_patches, ablation, grokking, regimes."""
-    return len({results["runs"][f"{arm}/{s}"]["final"][field] for s in starts}) == len(starts)
+    return len({results["runs"][run_key(arm, s)]["final"][field] for s in starts}) == len(starts)
 
 
 def unpaired_starts(runs: dict) -> dict[str, list[str]]:
@@ -36,8 +30,9 @@ def unpaired_starts(runs: dict) -> dict[str, list[str]]:
     different weights or data orders; empty when every start is paired.
     Chapters: cifar10_patches, ablation, grokking, regimes."""
     out = {}
-    for seed in {key.split("/")[1] for key in runs}:
-        marks = {(r["final"].get("init_fingerprint"), r["final"].get("order_checksum")) for k, r in runs.items() if k.endswith(f"/{seed}")}
+    for seed in {str(seed_of(key)) for key in runs}:
+        marks = {(r["final"].get("init_fingerprint"), r["final"].get("order_checksum"))
+                 for k, r in runs.items() if str(seed_of(k)) == seed}
         if len(marks) > 1:
             out[seed] = sorted(map(str, marks))
     return out

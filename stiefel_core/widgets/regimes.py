@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..findings.regimes import endpoint_comparison, metric_at, runs_of
+from ..findings.regimes import endpoint_comparison
+from ..results_reading import metric_at, runs_of
 from ..plots import figsize, style
 from ..plots.regimes import draw_cell
 from ..stats import direction
