@@ -6,11 +6,19 @@ import argparse
 import sys
 
 from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
-from .experiments.results import checkout_root, results_path
+from .experiments.results import DamagedResultsError, checkout_root, results_path
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: list, claims, run, run-all. Chapters: grokking, cifar10_patches, ablation, regimes."""
+    try:
+        return _main(argv)
+    except DamagedResultsError as error:  # a user's file, not a bug: its name and the remedy, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stiefel_core", description="Run the book's experiments into book/results/.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and their results files")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import pickle
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -13,7 +15,7 @@ from tqdm.auto import tqdm
 
 from .threads import one_thread, single_threaded, threads  # noqa: F401  (re-exported: their home is stiefel_core.threads)
 
-__all__ = ["fit", "pick_device", "save_atomically", "one_thread", "single_threaded", "threads"]
+__all__ = ["fit", "pick_device", "save_atomically", "load_checkpoint", "one_thread", "single_threaded", "threads"]
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -33,6 +35,24 @@ def save_atomically(obj, path: Path) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(obj, tmp)
     os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path | None) -> dict | None:
+    """The state saved at ``path``, or ``None`` without one. A damaged file (cut short by a full
+    disk or a copy stopped half way) is moved aside to ``<name>.damaged`` with a warning that
+    names it, and its run starts again from epoch 0."""
+    if path is None or not Path(path).exists():
+        return None
+    path = Path(path)
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except (RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        aside = path.with_suffix(path.suffix + ".damaged")
+        os.replace(path, aside)
+        reason = (str(error).splitlines() or [type(error).__name__])[0]
+        warnings.warn(f"checkpoint {path} is damaged ({reason}); moved it aside to {aside}: its run starts again "
+                      "from epoch 0", stacklevel=2)
+        return None
 
 
 def _fast_forward(scheduler: torch.optim.lr_scheduler.LambdaLR, steps: int) -> None:
@@ -78,8 +98,7 @@ def fit(
     if log_every < 1 or epochs < 0:
         raise ValueError(f"need epochs >= 0 and log_every >= 1, got {epochs} and {log_every}")
     start, history, elapsed_before, clock = 0, [], 0.0, time.perf_counter()
-    if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, weights_only=True, map_location="cpu")
+    if (state := load_checkpoint(checkpoint)) is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None and state.get("scheduler") is not None:

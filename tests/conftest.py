@@ -23,3 +23,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def generator():
     return torch.Generator().manual_seed(1234)
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """Results and checkpoints in a temporary folder, never beside the book."""
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    return tmp_path

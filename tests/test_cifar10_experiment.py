@@ -37,12 +37,10 @@ def jpeg_copy(tmp_path_factory):
 
 
 @pytest.fixture
-def isolated(tmp_path, monkeypatch, jpeg_copy):
+def isolated(isolated, monkeypatch, jpeg_copy):  # conftest's folders, and the JPEG copy of CIFAR-10
     monkeypatch.setenv("STIEFEL_CIFAR10", str(jpeg_copy))
-    monkeypatch.setenv("STIEFEL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "checkpoints"))
-    return tmp_path
+    monkeypatch.setenv("STIEFEL_CACHE", str(isolated / "cache"))
+    return isolated
 
 
 def tiny(name="cifar10", **overrides):

@@ -16,13 +16,6 @@ from stiefel_core.train import fit
 TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0, 1))
 
 
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "checkpoints"))
-    return tmp_path
-
-
 def test_an_interrupted_run_resumes_bit_identically(isolated):
     config = get_config("grokking", "ci", **TINY)
     whole = grokking.run(config, "stiefel", 0, torch.device("cpu"), None, progress=False)

@@ -24,7 +24,7 @@ from typing import Callable
 
 import torch
 
-from ..train import pick_device
+from ..train import load_checkpoint, pick_device
 from . import ablation, cifar10, cifar10_fair, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers, trust_region
 from .variants import ABLATION_ARMS
 from ..results_reading import run_key, without_seeds
@@ -144,10 +144,10 @@ def json_safe(value):
 
 def _checkpoint_progress(path: Path) -> tuple[int, float]:
     """The epoch a run will resume from and the seconds it has trained so far (0, 0 without a
-    checkpoint)."""
-    if not path.exists():
+    checkpoint, or with a damaged one: :func:`train.load_checkpoint` moves it aside)."""
+    state = load_checkpoint(path)
+    if state is None:
         return 0, 0.0
-    state = torch.load(path, weights_only=True, map_location="cpu")
     return int(state["epoch"]), float(state.get("elapsed", 0.0))
 
 

@@ -21,7 +21,7 @@ from ..protocol import protocol_hash
 
 __all__ = [
     "checkout_root", "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
-    "git_commit", "code_commit", "InstallFolderError",
+    "git_commit", "code_commit", "InstallFolderError", "DamagedResultsError",
 ]
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkout or in site-packages
@@ -30,6 +30,11 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkou
 class InstallFolderError(ValueError):
     """A results or checkpoint folder that would lie inside an installed library's folder.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
+
+
+class DamagedResultsError(ValueError):
+    """A results file that is not valid JSON (cut short by a full disk, a copy stopped half way,
+    a merge left unresolved). Nothing reads or writes it until it is restored."""
 
 
 def checkout_root() -> Path | None:
@@ -89,8 +94,15 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
     path = results_path(experiment, profile, directory)
     if not path.exists():
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        why = (f"{error.msg}, line {error.lineno} column {error.colno}" if isinstance(error, json.JSONDecodeError)
+               else error.reason)
+        raise DamagedResultsError(
+            f"{path} is damaged: not valid JSON ({why}). Restore it from git "
+            f"(`git checkout -- {path}`), or move it aside to start its runs again; it was left as it is.") from None
 
 
 def write_results(results: dict, path: Path) -> None:
