@@ -27,7 +27,8 @@ from record import Recorder
 from torch.utils.flop_counter import FlopCounterMode
 
 from stiefel_core.manifold import random_frame
-from stiefel_core.optim import FrameParameter, StiefelAdam
+from stiefel_core.frames import FrameParameter
+from stiefel_core.optim import StiefelAdam
 
 # layers, heads, d_model, d_head
 MODELS = {"gpt2-small": (12, 12, 768, 64), "large": (24, 16, 1024, 64), "tiny": (2, 2, 64, 16)}

@@ -38,7 +38,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from stiefel_core.data import modular_data
 from stiefel_core.experiments import cifar10, get_config, grokking
 from stiefel_core.models import ModularTransformer
-from stiefel_core.optim import configure_optimizer
+from stiefel_core.combined import configure_optimizer
 
 ARMS = ("baseline", "stiefel")
 PATHS = ("bare", "compiled", "experiment", "logged_steps", "logged_epoch", "amortized")

@@ -2,12 +2,12 @@
 
 :class:`CombinedOptimizer` puts several optimizers behind one complete ``torch.optim``
 interface, and :func:`configure_optimizer` builds it from a model, as nanoGPT's
-``configure_optimizers`` routes decay groups. Both are re-exported by :mod:`stiefel_core.optim`.
+``configure_optimizers`` routes decay groups. The top of the optimizer's chain (``step_checks``
+-> ``optim`` -> ``combined``); ``stiefel_core`` exports both.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 from collections import OrderedDict
 from typing import Callable, Iterable
@@ -17,22 +17,10 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from .frames import is_frame, retag_frames
-from .optim import StiefelAdam, _evaluate, check_step
+from .optim import StiefelAdam, _evaluate
+from .step_checks import check_step
 
 __all__ = ["CombinedOptimizer", "split_frames", "configure_optimizer"]
-
-
-@contextlib.contextmanager
-def _prechecked(optimizers: list[Optimizer]):
-    """Inner StiefelAdams skip their own check: the combined one ran already."""
-    inner = [opt for opt in optimizers if isinstance(opt, StiefelAdam)]
-    for opt in inner:
-        opt._prechecked = True
-    try:
-        yield
-    finally:
-        for opt in inner:
-            opt._prechecked = False
 
 
 class CombinedOptimizer(Optimizer):
@@ -45,7 +33,7 @@ class CombinedOptimizer(Optimizer):
       (``lr``, ``betas``, ...), which schedulers read (``OneCycleLR`` cycles ``betas[0]``);
     - step pre and post hooks (``register_step_pre_hook``, the global ones) and state-dict hooks
       fire; ``state_dict()`` and ``load_state_dict()`` round-trip every inner optimizer;
-    - with ``check_finite`` (default), one :func:`~stiefel_core.optim.check_step` over *all* inner
+    - with ``check_finite`` (default), one :func:`~stiefel_core.step_checks.check_step` over *all* inner
       optimizers runs before any parameter changes, so a step is never partial: a non-finite
       gradient anywhere, or a frame that left the manifold, raises a named error first.
 
@@ -86,8 +74,10 @@ class CombinedOptimizer(Optimizer):
         loss = _evaluate(closure)
         if self.check_finite:
             check_step(*self.optimizers)
-        with _prechecked(self.optimizers):
-            for opt in self.optimizers:
+        for opt in self.optimizers:
+            if isinstance(opt, StiefelAdam):
+                opt.step(checked=True)  # the check is this optimizer's: above, over every optimizer at once
+            else:
                 opt.step()
         return loss
 

@@ -31,7 +31,7 @@ class FrameTagWarning(UserWarning):
 class FrameParameter(nn.Parameter):
     """An ``nn.Parameter`` whose trailing ``(d, r)`` matrices are frames on St(d, r).
 
-    The tag is what :func:`~stiefel_core.optim.split_frames` routes to
+    The tag is what :func:`~stiefel_core.combined.split_frames` routes to
     :class:`~stiefel_core.optim.StiefelAdam`. A bank of frames of one shape is one parameter of
     shape ``(n_frames, d, r)``: it is stepped in one kernel. The class survives ``pickle``,
     ``torch.save(model)`` and ``copy.deepcopy``.

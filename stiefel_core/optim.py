@@ -1,5 +1,7 @@
 """``StiefelAdam``: Riemannian Adam with one scalar second moment per frame, a trust region and
-a polar retraction; and the helpers that give a model's frames to it and the rest to AdamW."""
+a polar retraction; ``bank_update_``, its update of a bank of frames; ``reference_update``, the
+same written plainly. The chain runs one way: ``manifold``, ``frames`` and ``step_checks`` below
+this module, ``combined`` (a whole model's optimizer) above it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from .frames import FrameParameter, FrameTagWarning, declare_frames, is_frame, retag_frames
 from .manifold import (
     check_frame_shape,
     compute_dtype,
@@ -22,27 +23,17 @@ from .manifold import (
     retract_polar,
     sym,
 )
-from .step_checks import ORTHONORMALITY_TOLERANCE, FrameOffManifoldError, NonFiniteGradientError, _param_name, check_step
+from .step_checks import ORTHONORMALITY_TOLERANCE, _param_name, check_step
 
-__all__ = [
-    "FrameParameter",
-    "is_frame",
-    "declare_frames",
-    "retag_frames",
-    "FrameTagWarning",
-    "StiefelAdam",
-    "NonFiniteGradientError",
-    "FrameOffManifoldError",
-    "check_step",
-    "CombinedOptimizer",
-    "split_frames",
-    "configure_optimizer",
-    "reference_update",
-]
+__all__ = ["StiefelAdam", "bank_update_", "reference_update", "UPDATE_OPTIONS", "STEP_RULES", "SECOND_MOMENTS",
+           "PROJECTORS"]
 
 STEP_RULES = ("scale_free", "fixed")
 SECOND_MOMENTS = ("frame", "entry")
 PROJECTORS = ("tangent", "euclidean")
+UPDATE_OPTIONS = ("lr", "betas", "eps", "trust_radius", "step_rule", "projector", "second_moment")  # bank_update_'s keywords
+IN_PLACE_NUMEL = 2**18  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
+
 
 def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
     """The loss from ``closure`` (evaluated with gradients on, as torch's optimizers do), or None."""
@@ -92,6 +83,8 @@ class StiefelAdam(Optimizer):
             step uses the Gram matrix's trace as the spectral bound, so it stays finite and lands
             near the manifold (each later step forms the Gram matrix again and finishes the job).
     """
+
+    holds_frames = True  # check_step checks this optimizer's parameters as frames
 
     def __init__(
         self,
@@ -200,11 +193,13 @@ class StiefelAdam(Optimizer):
 
     @torch.compiler.disable  # host decisions (buckets, Newton-Schulz counts): compiled callers run it eagerly
     @torch.no_grad()
-    def step(self, closure: Callable[[], Tensor] | None = None):
+    def step(self, closure: Callable[[], Tensor] | None = None, *, checked: bool = False):
         """Perform one optimisation step; ``closure`` re-evaluates the model and returns the loss.
 
-        With ``check_finite``, :func:`check_step` runs first. Under ``torch.compile`` the step runs
-        eagerly (compile the model's forward and backward instead)."""
+        With ``check_finite``, :func:`check_step` runs first, unless ``checked`` says the caller has
+        taken the check over (``CombinedOptimizer`` runs it once over all its optimizers, under its
+        own ``check_finite``).
+        Under ``torch.compile`` the step runs eagerly (compile the model's forward and backward instead)."""
         loss = _evaluate(closure)
 
         work = []  # (group, [params with grads])
@@ -215,7 +210,7 @@ class StiefelAdam(Optimizer):
                     raise RuntimeError("StiefelAdam does not support sparse gradients")
             work.append((group_index, group, params))
 
-        if self.check_finite and not getattr(self, "_prechecked", False):
+        if self.check_finite and not checked:
             check_step(self)
 
         for _, group, params in work:
@@ -256,8 +251,6 @@ class StiefelAdam(Optimizer):
             for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
                 _unbank(bank, targets)
 
-
-IN_PLACE_NUMEL = 2**18  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
 
 
 def _n_frames(p: Tensor) -> int:
@@ -303,9 +296,6 @@ def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
         offset += n
 
 
-UPDATE_OPTIONS = ("lr", "betas", "eps", "trust_radius", "step_rule", "projector", "second_moment")  # bank_update_'s keywords
-
-
 def bank_update_(
     W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, *,
     lr: float, betas: tuple[float, float], eps: float, trust_radius: float | None,
@@ -316,19 +306,24 @@ def bank_update_(
     the step count (one number, or one per frame). The hyperparameters are keywords, as in
     torch's functional optimizers (:data:`UPDATE_OPTIONS`, the names of a param group's keys).
     ``capped`` (``(F,)``, optional) counts, per frame, the steps the trust region capped."""
-    hp = dict(lr=lr, betas=betas, eps=eps, trust_radius=trust_radius, step_rule=step_rule, projector=projector, second_moment=second_moment)
     dt = compute_dtype(W.dtype)
-    if W.dtype != dt:  # low precision: compute on float32 copies, then round once
-        W32, m32 = W.to(dt), m.to(dt)
-        bank_update_(W32, G.to(dt), m32, v, t, **hp, capped=capped)
-        W.copy_(W32)
-        m.copy_(m32)
+    if W.dtype == dt:
+        _bank_update(W, G.to(dt), m, v, t, lr, betas, eps, trust_radius, step_rule, projector, second_moment, capped)
         return
-    G = G.to(dt)
-    beta1, beta2 = hp["betas"]
-    lr, eps, radius = hp["lr"], hp["eps"], hp["trust_radius"]
+    W32, m32 = W.to(dt), m.to(dt)  # low precision: compute on float32 copies, then round once
+    _bank_update(W32, G.to(dt), m32, v, t, lr, betas, eps, trust_radius, step_rule, projector, second_moment, capped)
+    W.copy_(W32)
+    m.copy_(m32)
+
+
+def _bank_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, lr: float, betas: tuple[float, float],
+                 eps: float, radius: float | None, step_rule: str, projector: str, second_moment: str,
+                 capped: Tensor | None) -> None:
+    """:func:`bank_update_` on tensors of its compute dtype."""
+    dt = W.dtype
+    beta1, beta2 = betas
     F, d, r = W.shape
-    tangent, per_entry = hp["projector"] == "tangent", hp["second_moment"] == "entry"
+    tangent, per_entry = projector == "tangent", second_moment == "entry"
     if isinstance(t, Tensor):
         t = t.to(dt)
         bias1, bias2 = 1 - torch.pow(beta1, t), 1 - torch.pow(beta2, t)  # (F,)
@@ -351,7 +346,7 @@ def bank_update_(
         v.lerp_(g_sq if per_entry else g_sq / (d * r), 1 - beta2)
 
         direction, scale = m, lr / bias1  # ξ = -scale · direction
-        if hp["step_rule"] == "scale_free":
+        if step_rule == "scale_free":
             if per_entry:
                 denom = (v / bias2[:, None, None]).sqrt() + eps  # (F, d, r)
                 direction = torch.where(denom > 0, m / denom, torch.zeros_like(m))
@@ -397,12 +392,3 @@ def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dic
         xi = xi * (radius / torch.linalg.matrix_norm(xi))
     return retract_polar(W, xi), m, v
 
-
-def __getattr__(name: str):
-    """``CombinedOptimizer``, ``configure_optimizer`` and ``split_frames`` live in
-    :mod:`stiefel_core.combined`; they are re-exported here (imported on first use: no cycle)."""
-    if name in ("CombinedOptimizer", "configure_optimizer", "split_frames"):
-        from . import combined
-
-        return getattr(combined, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

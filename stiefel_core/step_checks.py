@@ -1,6 +1,7 @@
 """Checks before an optimizer step touches anything: finite gradients, frames still on the
 manifold; their errors name the parameter and say how to fix it. ``StiefelAdam`` and
-``CombinedOptimizer`` run :func:`check_step` first. Chapter: use on your model."""
+``CombinedOptimizer`` run :func:`check_step` first. A leaf: it imports no optimizer (an optimizer
+whose parameters are frames says so by ``holds_frames = True``). Chapter: use on your model."""
 
 from __future__ import annotations
 
@@ -41,16 +42,15 @@ def _drift_tolerance(p: Tensor) -> float:
 @torch.no_grad()
 def check_step(*optimizers: Optimizer) -> None:
     """Check, before any parameter changes, that the next ``step()`` of ``optimizers`` is safe:
-    every gradient is finite, and every frame of a :class:`StiefelAdam` still has ``‖W‖²_F = r``
+    every gradient is finite, and every frame of an optimizer that holds frames (``holds_frames``:
+    :class:`~stiefel_core.optim.StiefelAdam`) still has ``‖W‖²_F = r``
     (to rounding), which a frame rescaled, re-initialised or perturbed after the optimizer was
     built does not. One host synchronisation for all of them, so a combined step is never
     partial. Raises :class:`FrameOffManifoldError` or :class:`NonFiniteGradientError`, naming the
     parameter (frame or not)."""
-    from .optim import StiefelAdam  # the optimizer imports this module
-
     entries, probes = [], []
     for opt in optimizers:
-        stiefel = isinstance(opt, StiefelAdam)
+        stiefel = getattr(opt, "holds_frames", False)
         for group_index, group in enumerate(opt.param_groups):
             for i, p in enumerate(group["params"]):
                 if p.grad is None:

@@ -104,7 +104,7 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
     for arm in model_arms:  # a few steps of every rule stay orthonormal
         torch.manual_seed(0)
         from stiefel_core.models import ModularTransformer
-        from stiefel_core.optim import configure_optimizer
+        from stiefel_core.combined import configure_optimizer
 
         model = ModularTransformer(8, 7, 16, 2, 32)
         opt = configure_optimizer(model, lr=1e-2, weight_decay=1.0, **frame_options(arm, 0.5))

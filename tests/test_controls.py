@@ -12,7 +12,7 @@ from stiefel_core.experiments.metrics import bilinear_change, principal_angles
 from stiefel_core.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 from stiefel_core.manifold import random_frame
 from stiefel_core.models import ModularTransformer
-from stiefel_core.optim import configure_optimizer
+from stiefel_core.combined import configure_optimizer
 
 TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=40, log_every=10, seeds=(0,), cpu_threads=1)
 CPU = torch.device("cpu")

@@ -9,7 +9,9 @@ from torch import nn
 import foreign_models as fm
 from stiefel_core.convert import HeadFrames, stiefelize, unstiefelize
 from stiefel_core.manifold import orthonormality_error, orthonormalize, random_frame
-from stiefel_core.optim import StiefelAdam, configure_optimizer, is_frame
+from stiefel_core.combined import configure_optimizer
+from stiefel_core.frames import is_frame
+from stiefel_core.optim import StiefelAdam
 
 try:
     import transformers  # noqa: F401

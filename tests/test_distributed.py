@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from stiefel_core.attention import SelfAttention
-from stiefel_core.optim import configure_optimizer
+from stiefel_core.combined import configure_optimizer
 
 STEPS, GLOBAL_BATCH = 6, 8
 TIMEOUT, DEADLINE = 60, 300  # seconds: one collective, the whole test

@@ -37,7 +37,7 @@ from stiefel_core.gauge import (  # noqa: E402
     tangency_error,
 )
 from stiefel_core.manifold import orthonormality_error, orthonormalize, project_tangent, random_frame  # noqa: E402
-from stiefel_core.optim import is_frame  # noqa: E402
+from stiefel_core.frames import is_frame  # noqa: E402
 
 DT = torch.float64
 

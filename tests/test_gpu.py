@@ -18,7 +18,9 @@ from stiefel_core.attention import SelfAttention
 from stiefel_core.experiments import get_config, grokking
 from stiefel_core.frames import is_frame
 from stiefel_core.manifold import orthonormality_error, orthonormalize, project_tangent, random_frame, retract_polar
-from stiefel_core.optim import FrameParameter, StiefelAdam, configure_optimizer, reference_update
+from stiefel_core.combined import configure_optimizer
+from stiefel_core.frames import FrameParameter
+from stiefel_core.optim import StiefelAdam, reference_update
 
 pytestmark = pytest.mark.gpu
 DEVICE = torch.device(os.environ.get("STIEFEL_TEST_DEVICE", "cuda"))

@@ -11,14 +11,10 @@ from torch import nn
 import stiefel_core.optim as optim_module
 from stiefel_core.attention import SelfAttention
 from stiefel_core.manifold import orthonormality_error, random_frame
-from stiefel_core.optim import (
-    CombinedOptimizer,
-    FrameParameter,
-    NonFiniteGradientError,
-    StiefelAdam,
-    configure_optimizer,
-    reference_update,
-)
+from stiefel_core.combined import CombinedOptimizer, configure_optimizer
+from stiefel_core.frames import FrameParameter
+from stiefel_core.optim import StiefelAdam, reference_update
+from stiefel_core.step_checks import NonFiniteGradientError
 
 ABLATIONS = [
     {},

@@ -11,7 +11,8 @@ from torch import Tensor, nn
 
 from ..attention import SelfAttention
 from ..manifold import orthonormalize, project_tangent, random_frame, retract_polar
-from ..optim import configure_optimizer, is_frame
+from ..combined import configure_optimizer
+from ..frames import is_frame
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most
 from .trajectory import QuadraticProblem, run_trajectory

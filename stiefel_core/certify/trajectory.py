@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 from torch.optim import Optimizer
 
-from ..optim import FrameParameter, StiefelAdam
+from ..frames import FrameParameter
+from ..optim import StiefelAdam
 from ..threads import single_threaded
 from .base import DTYPE
 

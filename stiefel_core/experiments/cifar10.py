@@ -40,7 +40,7 @@ from .. import preprint
 from ..data import channel_stats, load_cifar10, normalize_images
 from ..manifold import orthonormality_error
 from ..models import PatchTransformer
-from ..optim import configure_optimizer
+from ..combined import configure_optimizer
 from ..train import fit
 from ..compiling import compile_model
 from .metrics import Displacement, geometry_since_start, trust_region_metrics

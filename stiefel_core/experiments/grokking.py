@@ -15,7 +15,7 @@ from ..compiling import compile_model
 from ..data import modular_data
 from ..manifold import orthonormality_error
 from ..models import ModularTransformer
-from ..optim import configure_optimizer
+from ..combined import configure_optimizer
 from ..threads import threads
 from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step

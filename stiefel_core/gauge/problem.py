@@ -16,7 +16,7 @@ from ..attention import SelfAttention
 from ..data.modular import ModularData, modular_data
 from ..manifold import orthonormalize, project_tangent
 from ..models import ModularTransformer
-from ..optim import is_frame
+from ..frames import is_frame
 from .algebra import DTYPE, _check_group, _pair_norm, direction_cosines, gauge_component, project_gauge
 
 

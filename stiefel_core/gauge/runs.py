@@ -11,7 +11,8 @@ from torch import Tensor, nn
 from ..certify import inverse_retract_polar
 from ..data.modular import ModularData
 from ..manifold import random_frame, retract_polar
-from ..optim import configure_optimizer, is_frame
+from ..combined import configure_optimizer
+from ..frames import is_frame
 from ..threads import one_thread
 from .algebra import DTYPE, GROUPS, gauge_component, gl_action, remove_gauge
 from .problem import (
