@@ -22,7 +22,7 @@ from .stats import PairedComparison, paired_comparison
 __all__ = [
     "run_key", "split_key", "arm_of", "seed_of", "grid_arm", "parse_grid_arm", "size_arm",
     "parse_size_arm", "without_seeds", "runs_of",
-    "finished_starts", "metric_at", "FINAL", "LAST", "value_at", "Paired", "paired",
+    "finished_starts", "metric_at", "FINAL", "LAST", "value_at", "Paired", "paired", "movement_ratios",
 ]
 
 FINAL = "final"  # a run's ``final`` record
@@ -152,3 +152,17 @@ def paired(results: dict | None, a: str, b: str, metric: str = "val_acc", epoch:
     x = np.array([value_at(runs[run_key(a, s)], metric, epoch) * scale for s in starts])
     y = np.array([value_at(runs[run_key(b, s)], metric, epoch) * scale for s in starts])
     return Paired(starts, x, y, paired_comparison(x, y) if len(starts) >= 2 else None)
+
+
+def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
+    """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
+    mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
+    averaged over the run's logged epochs.
+    Chapter: cifar10_patches."""
+    starts = finished_starts(results, (arm, against))
+    names = [k[len("step/"):] for k in results["runs"][run_key(arm, starts[0])]["history"][0] if k.startswith("step/")] if starts else []
+
+    def mean_step(key: str, name: str) -> float:
+        return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
+
+    return {name: np.array([mean_step(run_key(against, s), name) / mean_step(run_key(arm, s), name) for s in starts]) for name in names}

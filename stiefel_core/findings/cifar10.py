@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import preprint
 from ..experiments.cifar10 import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
-from ..results_reading import Paired, arm_of, finished_starts, paired, run_key
+from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
 from ..stats import direction, mean_and_spread, paired_comparison
 from .regimes import decay_budget
 
@@ -26,20 +26,6 @@ def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", 
     ``arm`` and ``against`` over the starts both finished, and their paired comparison
     (:func:`results_reading.paired`). Chapter: cifar10_patches."""
     return paired(results, arm, against, metric)
-
-
-def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[str, np.ndarray]:
-    """Per projection (``blocks.i.W_Q``...): over the finished starts, the ratio of ``against``'s
-    mean per-step displacement to ``arm``'s (how many times less ``arm`` moves a step), each
-    averaged over the run's logged epochs.
-    Chapter: cifar10_patches."""
-    starts = finished_starts(results, (arm, against))
-    names = [k[len("step/"):] for k in results["runs"][run_key(arm, starts[0])]["history"][0] if k.startswith("step/")] if starts else []
-
-    def mean_step(key: str, name: str) -> float:
-        return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
-
-    return {name: np.array([mean_step(run_key(against, s), name) / mean_step(run_key(arm, s), name) for s in starts]) for name in names}
 
 
 def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from . import COLORS, figsize, style
-from .cifar10 import ARM_COLORS, ARM_LABELS
+from . import ARM_COLORS, COLORS, figsize, style
+from .cifar10 import ARM_LABELS
 
 __all__ = ["differences_figure", "draw_variant"]
 

@@ -1,5 +1,6 @@
 """Figures of the CIFAR-10 patches chapter, drawn from results files (or live runs in the same
-format: ``{"runs": {"<arm>/<start>": {"history": [...], "final": {...}}}}``)."""
+format: ``{"runs": {"<arm>/<start>": {"history": [...], "final": {...}}}}``), read through
+:mod:`stiefel_core.results_reading`; no finding or experiment is imported here."""
 
 from __future__ import annotations
 
@@ -8,20 +9,20 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..experiments import cifar10
-from ..findings.cifar10 import finished_starts, movement_ratios, paired_gain
+from ..results_reading import arm_of, finished_starts, movement_ratios, paired, run_key
 from . import ARM_COLORS, COLORS, figsize, style
 
-__all__ = ["ARM_COLORS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
+__all__ = ["CHAPTER_ARMS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
 
+CHAPTER_ARMS = ("baseline", "stiefel", "fixed_step", "frozen")  # the cifar10 experiment's ARMS (a test holds them equal)
 ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames",
               "no_projector": "no projector", "per_entry": "per-entry v", "no_trust_region": "no trust region"}
 
 
-def draw_curves(ax: Axes, runs: dict, arms=cifar10.ARMS, metric: str = "test_acc") -> None:
+def draw_curves(ax: Axes, runs: dict, arms=CHAPTER_ARMS, metric: str = "test_acc") -> None:
     """``metric`` (in %) against the step count, one thin line per start and arm. Chapter: cifar10_patches."""
     for arm in arms:
-        keys = [k for k in runs if k.split("/")[0] == arm]
+        keys = [k for k in runs if arm_of(k) == arm]
         for i, key in enumerate(sorted(keys)):
             history = runs[key]["history"]
             ax.plot([r["steps_done"] for r in history], [100 * r[metric] for r in history], "o-", ms=3, lw=1,
@@ -46,7 +47,7 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
     """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (points),
     the mean with its 95 % interval and, dashed, the preprint's gain.
     Chapter: cifar10_patches."""
-    starts, a, b, comparison = paired_gain(results)
+    starts, a, b, comparison = paired(results, "stiefel", "baseline", "test_acc")
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
         for s, x, y in zip(starts, b, a):
@@ -73,16 +74,16 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
     return fig
 
 
-def arms_figure(results: dict, title: str = "", arms=cifar10.ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
+def arms_figure(results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
     """Final ``metric`` of every arm, one line per start across the arms. Chapter: cifar10_patches."""
     starts = finished_starts(results, arms)
     with style():
         fig, ax = plt.subplots(figsize=(1.0 + 1.25 * len(arms), 3.4))
         for s in starts:
-            ax.plot(range(len(arms)), [100 * results["runs"][f"{arm}/{s}"]["final"][metric] for arm in arms],
+            ax.plot(range(len(arms)), [100 * results["runs"][run_key(arm, s)]["final"][metric] for arm in arms],
                     "-", color=COLORS["reference"], lw=0.8, alpha=0.5)
         for i, arm in enumerate(arms):
-            ax.scatter([i] * len(starts), [100 * results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts], color=ARM_COLORS[arm], zorder=3)
+            ax.scatter([i] * len(starts), [100 * results["runs"][run_key(arm, s)]["final"][metric] for s in starts], color=ARM_COLORS[arm], zorder=3)
         ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=8)
         ax.set_ylabel(ylabel)
         if title:
@@ -135,7 +136,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
     with style():
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
         for arm in ("baseline", "stiefel", "fixed_step"):
-            keys = sorted(k for k in runs if k.split("/")[0] == arm)
+            keys = sorted(k for k in runs if arm_of(k) == arm)
             for i, key in enumerate(keys):
                 history = runs[key]["history"]
                 names = [k for k in history[0] if k.startswith("step/")]

@@ -1,0 +1,156 @@
+"""The library's imports run one way: no module imports one that imports it back (directly or
+around a cycle, at the top or inside a function), and no import runs against the layers
+(experiments never read findings; plots draw what they are handed; the library never needs the
+explorers). Read from the source with ``ast``, so an import hidden in a function counts too."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "stiefel_core"
+
+
+def _modules(package: Path = ROOT) -> dict[str, Path]:
+    """``{dotted name: path}`` of every module of ``package``."""
+    def name(path: Path) -> str:
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return {name(p): p for p in package.rglob("*.py")}
+
+
+def import_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """``{module: the stiefel_core modules it imports}``; ``from package import name`` counts as an
+    import of ``package.name`` when that is a module, else of ``package``; a module of another
+    package counts as an import of that package too (its ``__init__`` runs first)."""
+    edges = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    targets.add(f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source)
+        targets = {t for t in targets if t in modules}
+        for t in list(targets):  # importing a.b.c from outside package a.b first runs a.b's __init__
+            parent = t.rpartition(".")[0]
+            while parent in modules and not (name + ".").startswith(parent + "."):
+                targets.add(parent)
+                parent = parent.rpartition(".")[0]
+        edges[name] = targets - {name}
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _in(module: str, layer: str) -> bool:
+    return module == f"stiefel_core.{layer}" or module.startswith(f"stiefel_core.{layer}.")
+
+
+FORBIDDEN = (  # (importer's layer, imported layer, why)
+    ("experiments", "findings", "experiments never read findings: a rule they need lives in choices or results_reading"),
+    ("plots", "findings", "plots draw what they are handed"),
+    ("plots", "experiments", "plots draw what they are handed"),
+)
+
+
+def upward_edges(edges: dict[str, set[str]]) -> list[str]:
+    found = []
+    for a, targets in sorted(edges.items()):
+        for b in sorted(targets):
+            found += [f"{a} -> {b}: {why}" for low, high, why in FORBIDDEN if _in(a, low) and _in(b, high)]
+            if _in(b, "widgets") and not _in(a, "widgets"):
+                found.append(f"{a} -> {b}: the library never needs the explorers")
+    return found
+
+
+def test_no_module_imports_itself_back():
+    assert cycles(import_edges(_modules())) == []
+
+
+def test_no_import_runs_against_the_layers():
+    assert upward_edges(import_edges(_modules())) == []
+
+
+def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
+    """Negative controls: the same checks on made-up edges find what they should."""
+    made_up = {"stiefel_core.optim": {"stiefel_core.step_checks"}, "stiefel_core.step_checks": {"stiefel_core.optim"},
+               "stiefel_core.experiments.peers": {"stiefel_core.findings.peers"}, "stiefel_core.findings.peers": set(),
+               "stiefel_core.plots.cifar10": {"stiefel_core.experiments"}, "stiefel_core.experiments": set(),
+               "stiefel_core.certify": {"stiefel_core.widgets.static"}, "stiefel_core.widgets.static": set()}
+    assert cycles(made_up) == [["stiefel_core.optim", "stiefel_core.step_checks"]]
+    assert len(upward_edges(made_up)) == 3
+    package = tmp_path / "stiefel_core"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from .sub import b\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "b.py").write_text("from .. import a\n")
+    found = import_edges(_modules(package))
+    assert found["stiefel_core.a"] == {"stiefel_core.sub", "stiefel_core.sub.b"}  # a package's __init__ runs first
+    assert found["stiefel_core.sub.b"] == {"stiefel_core.a"}
+
+
+def test_the_chapters_default_arms_are_the_experiments():
+    from stiefel_core.experiments import cifar10
+    from stiefel_core.plots.cifar10 import CHAPTER_ARMS
+
+    assert CHAPTER_ARMS == cifar10.ARMS
+
+
+@pytest.mark.parametrize("module", ["stiefel_core.findings", "stiefel_core.results_reading", "stiefel_core.choices"])
+def test_reading_results_runs_no_git(module):
+    """Importing a reader runs no subprocess (no ``git`` at import)."""
+    import subprocess
+
+    code = f"import subprocess\nsubprocess.run = subprocess.Popen = None\nimport {module}\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_readers_load_no_torch():
+    import subprocess
+
+    code = "import sys\nimport stiefel_core.results_reading, stiefel_core.choices\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
