@@ -82,9 +82,10 @@ def test_the_cifar10_reports_set_ours_beside_the_preprint():
 
 def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_folder(monkeypatch):
     import stiefel_core.experiments as experiments
+    from stiefel_core.experiments import runner
 
     calls = []
-    monkeypatch.setattr(experiments, "run_experiment", lambda name, profile, **kw: calls.append((name, profile, kw)) or {})
+    monkeypatch.setattr(runner, "run_experiment", lambda name, profile, **kw: calls.append((name, profile, kw)) or {})
     experiments.run_live("cifar10", "full", arms=["stiefel"])
     experiments.run_live("cifar10", "ci")
     (_, full, full_kw), (_, ci, ci_kw) = calls

@@ -131,11 +131,16 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
     assert found["stiefel_core.sub.b"] == {"stiefel_core.a"}
 
 
-def test_the_chapters_default_arms_are_the_experiments():
-    from stiefel_core.experiments import cifar10
+def test_the_light_modules_name_the_experiments_arms():
+    """The arm names a light module keeps (so that it loads no torch) are the experiment's own."""
+    from stiefel_core.experiments import cifar10, grokking, peers
+    from stiefel_core.findings import grokking as grokking_findings
+    from stiefel_core.findings import peers as peers_findings
     from stiefel_core.plots.cifar10 import CHAPTER_ARMS
 
     assert CHAPTER_ARMS == cifar10.ARMS
+    assert grokking_findings.ARMS == grokking.ARMS
+    assert peers_findings.ARMS == peers.PEER_ARMS
 
 
 @pytest.mark.parametrize("module", ["stiefel_core.findings", "stiefel_core.results_reading", "stiefel_core.choices"])
@@ -148,9 +153,10 @@ def test_reading_results_runs_no_git(module):
     assert out.returncode == 0, out.stderr
 
 
-def test_the_readers_load_no_torch():
+def test_the_readers_and_findings_load_no_torch():
     import subprocess
 
-    code = "import sys\nimport stiefel_core.results_reading, stiefel_core.choices\nprint('torch' in sys.modules)"
+    findings = " ".join(f"stiefel_core.findings.{p.stem}," for p in (ROOT / "findings").glob("[!_]*.py"))
+    code = f"import sys\nimport {findings} stiefel_core.results_reading, stiefel_core.choices\nprint('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr

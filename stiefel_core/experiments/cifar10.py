@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import os
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,58 +46,15 @@ from .results import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
+from .cifar10_config import (ARMS, CONTROL_ONLY_ARMS, PROFILES, SWEEP_ARM_NAMES, SWEEP_ARMS, SWEEP_FRACTIONS,  # noqa: F401
+                             SWEEP_PROFILES, CIFAR10Config, lr_factors, warmup_cosine)
 
 __all__ = [
-    "ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES", "SWEEP_PROFILES",
     "prepared_data", "build_model", "build_optimizer", "train", "train_arm", "matched_frame_lr", "run", "run_sweep",
-    "warmup_cosine", "lr_factors", "RUNNABLE_ARMS", "CONTROL_ONLY_ARMS", "sweep_arm",
+    "RUNNABLE_ARMS", "sweep_arm",
 ]
 
-ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
-CONTROL_ONLY_ARMS = ("no_decay_qk", "fixed_step_matched")  # the mechanism's other controls, run on request
 RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
-SWEEP_ARMS = ("baseline", "stiefel")
-SWEEP_FRACTIONS = (0.1, 0.2, 0.4, 1.0)  # of the training pool: 5k, 10k, 20k, 50k images at full scale
-SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for arm in SWEEP_ARMS)
-
-
-@dataclass(frozen=True)
-class CIFAR10Config:
-    """The settings of a CIFAR-10 patches run, each default with its reason. Chapter: cifar10_patches."""
-    # data
-    train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
-    test_size: int = 10_000  # the whole test set: test accuracy is the reported number
-    subset_seed: int = 0  # which class-balanced subset; fixed, so starts differ only in init and order
-    hflip: bool = True  # random horizontal flips, the one augmentation that costs nothing on the CPU
-    # model: the PatchTransformer defaults, with 8x8 patches
-    patch_size: int = 8  # 16 tokens: 3.5x cheaper per image than 4x4 patches on the CPU (measured)
-    d_model: int = 64  # small enough for 48 runs in the CPU budget; d_head = 16
-    n_heads: int = 4
-    depth: int = 2
-    mlp_ratio: int = 2
-    # optimisation
-    epochs: int = 2  # ~40 s of CPU a run on one core (measured): 48 runs in ~35 CPU-min (sweep: epochs at 100 %)
-    batch_size: int = 128  # 780 steps in 2 epochs; as fast per image as 256 on one core (measured)
-    lr: float = 1e-3  # AdamW's usual ViT rate at this batch size; frames get the same per-entry rate
-    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's defaults, shared by StiefelAdam
-    weight_decay: float = 0.05  # DeiT's decoupled decay, on every non-frame parameter (baseline: W_Q, W_K too)
-    warmup_fraction: float = 0.05  # linear warm-up over the first 5 % of steps, then cosine to zero
-    trust_radius: float = 0.5  # StiefelAdam's default; never binds at lr 1e-3 (a step is ~0.03)
-    # bookkeeping
-    log_every: int = 1  # one record per epoch (the sweep: per 100 %-pool-sized chunk of steps)
-    checkpoint_every: int = 1  # at most one epoch (~20 s) lost to an interruption
-    seeds: tuple[int, ...] = tuple(range(12))  # the preprint's 12 paired starts
-
-
-PROFILES = {
-    "full": CIFAR10Config(),
-    # The chapter's live run: 2,000 training and 1,000 test images, two starts, seconds a run.
-    "ci": CIFAR10Config(train_size=2_000, test_size=1_000, batch_size=64, epochs=2, checkpoint_every=1_000, seeds=(0, 1)),
-}
-SWEEP_PROFILES = {
-    "full": replace(PROFILES["full"], seeds=tuple(range(4))),  # 4 starts x 8 runs: ~40 min on one core
-    "ci": replace(PROFILES["ci"], seeds=(0, 1)),
-}
 
 
 # --- data -------------------------------------------------------------------------------
@@ -213,21 +168,6 @@ _CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
 
 
 # --- one run ------------------------------------------------------------------------------
-
-def warmup_cosine(step: int, warmup: int, total_steps: int) -> float:
-    """The lr factor at ``step``: linear warm-up over ``warmup`` steps, then a cosine to zero."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
-
-
-def lr_factors(config: CIFAR10Config, train_size: int | None = None, epochs: int | None = None) -> list[float]:
-    """The lr factor of every step of a run, as :func:`train` schedules it."""
-    n = config.train_size if train_size is None else train_size
-    total = (config.epochs if epochs is None else epochs) * (n // min(config.batch_size, n))
-    warmup = max(1, round(config.warmup_fraction * total))
-    return [warmup_cosine(step, warmup, total) for step in range(total)]
-
 
 def train(
     config: CIFAR10Config,

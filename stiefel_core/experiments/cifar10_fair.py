@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import cifar10, cifar10_long
-from .grid import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm, parse_grid_arm
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
 __all__ = ["SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "start_arms", "run", "sweep_scores", "pending", "chosen"]

@@ -5,13 +5,16 @@ where it does. Shared by the CIFAR-10 and the grokking experiments."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch loads with the optimizer that needs it: the arms' names stay light for the findings
+    import torch
+    from torch import nn
+
 __all__ = [
     "VARIANTS", "ABLATION_ARMS", "COMPONENTS", "CONTROLS", "CONTROL_ARMS", "MECHANISM_ARMS",
     "frame_options", "is_euclidean", "trains_frames", "euclidean_optimizer",
 ]
-
-import torch
-from torch import nn
 
 VARIANTS: dict[str, dict] = {  # arm -> the switches it changes
     "stiefel": {},
@@ -71,6 +74,8 @@ def euclidean_optimizer(model: nn.Module, *, lr: float, qk_lr: float, weight_dec
     """AdamW for a Euclidean arm with W_Q, W_K at their own ``qk_lr`` (decayed by ``weight_decay``
     unless ``decay_qk`` is false), every other parameter at ``lr``: the baseline's W_Q, W_K lr as
     a knob of its own, as every frame-training arm has."""
+    import torch
+
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     qk = [p for n, p in named if n.rpartition(".")[2] in ("W_Q", "W_K")]
     if not qk:

@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from .. import preprint
-from ..experiments.cifar10 import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
+from ..experiments.cifar10_config import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
 from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
 from ..stats import direction, mean_and_spread, paired_comparison
 from .regimes import decay_budget

@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import preprint
-from ..experiments.grokking import ARMS
+from ..results_reading import arm_of
 from ..stats import direction, mean_and_spread, paired_comparison
 from ..tables import Table
 from . import regimes
+
+ARMS = ("baseline", "stiefel")  # experiments.grokking.ARMS (a test holds them equal; this module loads no torch)
 
 __all__ = [
     "endpoint_accuracies", "report", "largest_spike", "run_summary", "runs_table", "frame_table",
@@ -36,7 +38,7 @@ def report(results: dict | None, epoch: int = 20_000) -> str:
     if not results or not results.get("runs"):
         return "No run of this profile has finished yet: the results file is missing or empty."
     table = endpoint_accuracies(results, epoch)
-    finished = sum(key.split("/")[0] in ARMS for key in results["runs"])
+    finished = sum(arm_of(key) in ARMS for key in results["runs"])
     lines = [f"validation accuracy at epoch {epoch:,} ({finished} finished runs of {' and '.join(ARMS)})"]
     for arm in ARMS:
         per_seed = table.get(arm, {})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..experiments.cifar10_config import CIFAR10Config, lr_factors
 from ..choices import decays_of, largest_gap_decay, paired_gain_at  # noqa: F401  (the chapters read these here)
 from ..results_reading import arm_of, finished_starts, grid_arm, parse_size_arm, runs_of, size_arm
 from ..stats import PairedComparison, direction
@@ -33,8 +34,6 @@ def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: s
 def task_of(results: dict):
     """The ``CIFAR10Config`` a CIFAR-10 results file's ``config["task"]`` records (lists as tuples).
     Chapters: CIFAR-10 patches, regimes, peers."""
-    from ..experiments.cifar10 import CIFAR10Config
-
     return CIFAR10Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"]["task"].items()})
 
 
@@ -45,8 +44,6 @@ def regime_rows(results: dict) -> list[dict]:
     AdamW), and how many times less a Stiefel step moves W_Q, W_K than an AdamW step (the
     movement ratio, over every block's projections and the starts both finished).
     Chapters: CIFAR-10 patches, regimes."""
-    from ..experiments.cifar10 import lr_factors
-
     task = task_of(results)
     factors = lr_factors(task)
     rows = []

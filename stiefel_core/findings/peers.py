@@ -34,6 +34,8 @@ def sweep_rows(sweep: dict) -> list[dict]:
 
 # --- the comparison --------------------------------------------------------------------------
 
+ARMS = ("baseline", "stiefel", "muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")  # the
+# chapter's order: experiments.peers.PEER_ARMS (a test holds them equal; this module loads no torch)
 PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param")
 REFERENCES = ("stiefel", "baseline")
 INGREDIENTS = (  # (a, b, what a − b isolates)
@@ -49,10 +51,8 @@ INGREDIENTS = (  # (a, b, what a − b isolates)
 
 def arms_in(results: dict | None) -> list[str]:
     """The arms of ``results`` that finished at least one run, in the chapter's order."""
-    from ..experiments.peers import PEER_ARMS
-
     present = {arm_of(key) for key in (results or {}).get("runs", {})}
-    return [arm for arm in PEER_ARMS if arm in present]
+    return [arm for arm in ARMS if arm in present]
 
 
 def peer_rows(results: dict, threshold: float | None = 0.9, metric: str = "val_acc") -> list[dict]:
@@ -171,7 +171,7 @@ def cifar_accuracy_rows(results: dict) -> list[dict]:
 def cifar_regime(results: dict) -> str:
     """The regime of ``cifar10_peers``: images, epochs, λ, the decay budget Σ lr·λ and the
     accuracy the Stiefel rule and AdamW reached (train / test, %)."""
-    from ..experiments.cifar10 import lr_factors
+    from ..experiments.cifar10_config import lr_factors
     from .long_training import task_of
     from .regimes import decay_budget
 
