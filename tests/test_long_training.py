@@ -7,7 +7,7 @@ import pytest
 
 from stiefel_core.experiments import EXPERIMENTS, cifar10_size, get_config, run_experiment
 from stiefel_core.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
-from test_cifar10_experiment import TINY, isolated, jpeg_copy  # noqa: F401  (fixtures)
+from tiny import TINY
 
 
 def grid(gains: dict[float, list[float]], seeds=(0, 1, 2)) -> dict:

@@ -10,7 +10,7 @@ from torch import nn
 
 import stiefel_core.optim as optim_module
 from stiefel_core.attention import SelfAttention
-from stiefel_core.manifold import orthonormality_error, random_frame
+from stiefel_core.manifold import orthonormality_error, project_tangent, random_frame
 from stiefel_core.combined import CombinedOptimizer, configure_optimizer
 from stiefel_core.frames import FrameParameter
 from stiefel_core.optim import StiefelAdam, reference_update
@@ -171,10 +171,14 @@ def test_a_per_entry_second_moment_breaks_equivariance():
     assert (rotated - Q @ plain).abs().max() > 1e-4
 
 
-def test_weight_decay_changes_nothing():
+def test_weight_decay_has_no_riemannian_gradient_so_the_update_takes_none():
+    """Proposition 5: decay's Riemannian gradient ``P_W(λW)`` is zero on St(d, r), so ``StiefelAdam``
+    accepts ``weight_decay`` for API parity and its update has no such option."""
     W0 = frames(3)
-    grads = gradients(W0.shape)
-    assert torch.equal(run(W0, grads, weight_decay=0.0), run(W0, grads, weight_decay=10.0))
+    assert project_tangent(W0, 10.0 * W0).abs().max() < 1e-12
+    assert project_tangent(W0, 10.0 * W0 + W0.flip(-2)).abs().max() > 1e-3  # a non-radial term does not vanish
+    assert "weight_decay" not in optim_module.UPDATE_OPTIONS
+    assert StiefelAdam([FrameParameter(W0.clone())], weight_decay=10.0).param_groups[0]["weight_decay"] == 10.0
 
 
 @given(st.floats(1e-3, 10.0), st.floats(0.01, 2.0), st.integers(0, 1000))

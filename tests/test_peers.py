@@ -6,7 +6,6 @@ import dataclasses
 import geoopt
 import pytest
 import torch
-from test_cifar10_experiment import isolated, jpeg_copy  # noqa: F401 (fixtures)
 
 from stiefel_core.experiments import get_config, grokking, peers, run_experiment
 from stiefel_core.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer

@@ -1,6 +1,6 @@
 """The experiments' fast training path: compiled and eager runs agree and stay paired, the
-per-step logging measures what the clone-based one did, the lr schedule is one idiom that
-resumes (older checkpoints too), and the policy's errors are clear."""
+per-step logging measures what the clone-based one did, the logged lr is the schedule's, and the
+compile policy's errors are clear. (Resuming, older checkpoints too: ``test_resume.py``.)"""
 
 import dataclasses
 import warnings
@@ -11,7 +11,7 @@ import torch
 from stiefel_core import compiling
 from stiefel_core.experiments import cifar10, grokking
 from stiefel_core.experiments.metrics import Displacement
-from test_cifar10_experiment import interrupt_run, isolated, jpeg_copy, tiny  # noqa: F401  (fixtures)
+from tiny import tiny
 
 
 def test_displacement_sums_the_steps_it_is_told_about():
@@ -39,21 +39,10 @@ def test_logged_lr_is_that_of_the_epochs_last_step(isolated):
     assert [r["lr"] for r in out["history"]] == [config.lr * factors[(e + 1) * steps - 1] for e in range(config.epochs)]
 
 
-def test_a_checkpoint_without_scheduler_state_resumes_bit_identically(isolated, monkeypatch):
-    """Checkpoints written before the CIFAR-10 runs had a scheduler (lr set by hand each step)."""
-    config = tiny(epochs=3)
-    whole = cifar10.run(config, "stiefel", 0, "cpu", progress=False)
-    checkpoint = isolated / "run.pt"
-    interrupt_run(monkeypatch, config, "stiefel", checkpoint)
-    state = torch.load(checkpoint, weights_only=True)
-    state["scheduler"] = None  # as the older code saved it
-    torch.save(state, checkpoint)
-    resumed = cifar10.run(config, "stiefel", 0, "cpu", checkpoint, progress=False)
-    assert resumed["history"] == whole["history"] and resumed["final"] == whole["final"]
-
-
+@pytest.mark.slow
 @pytest.mark.skipif(compiling.compiler_missing("cpu") is not None, reason="no C++ compiler for inductor")
 def test_compiled_and_eager_runs_agree_and_stay_paired(isolated):
+    """The one compile test (the experiments' compiled path is one: ``compiling.compile_model``)."""
     config = tiny(epochs=2)
     eager = cifar10.train(config, "stiefel", 0, "cpu", None, False, compile=False)
     compiled = cifar10.train(config, "stiefel", 0, "cpu", None, False, compile=True)
@@ -64,16 +53,6 @@ def test_compiled_and_eager_runs_agree_and_stay_paired(isolated):
         assert a.keys() == b.keys()
         for key in ("train_loss", "test_loss", "step/blocks.0.W_Q", "angle_mean/blocks.1.W_K"):
             assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), key
-
-
-@pytest.mark.skipif(compiling.compiler_missing("cpu") is not None, reason="no C++ compiler for inductor")
-def test_compiled_grokking_agrees_with_eager():
-    config = dataclasses.replace(grokking.PROFILES["ci"], epochs=20, log_every=10)
-    runs = [grokking._run(config, "stiefel", 0, torch.device("cpu"), None, False, compile=c) for c in (False, True)]
-    assert [r["compiled"] for r in runs] == [False, True]
-    for a, b in zip(*(r["history"] for r in runs)):
-        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-4)
-        assert b["norm/total"] == pytest.approx(a["norm/total"], rel=1e-5)
 
 
 def test_the_compile_policy(monkeypatch):
