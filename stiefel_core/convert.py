@@ -210,49 +210,13 @@ def stiefelize(
         if name in done or (skip and re.fullmatch(skip, name)):
             continue
         if isinstance(module, nn.MultiheadAttention):
-            H, r = module.num_heads, module.head_dim
-            if module._qkv_same_embed_dim:
-                conversions.append(_convert(name, module, "in_proj_weight", 0, [("q", H), ("k", H)], r, scale,
-                                            "nn.MultiheadAttention in_proj_weight [q; k; v]"))
-            else:
-                for attr, kind in (("q_proj_weight", "q"), ("k_proj_weight", "k")):
-                    conversions.append(_convert(name, module, attr, 0, [(kind, H)], r, scale,
-                                                f"nn.MultiheadAttention {attr}"))
+            conversions += _multihead_attention(name, module, scale)
             done.update(n for n in modules if n.startswith(f"{name}."))
         elif re.fullmatch(fused, leaf) and (isinstance(module, nn.Linear) or _is_conv1d(module)):
-            conv = _is_conv1d(module)
-            if getattr(parent, "is_cross_attention", False):
-                raise ValueError(f"stiefelize: '{name}' is a cross-attention projection (K and V only); leave it out with skip=")
-            d_model = module.weight.shape[0 if conv else 1]
-            H, r = _heads(name, [parent, module], d_model, n_heads, head_dim)
-            Hk = n_kv_heads or _attr([parent], KV_HEAD_ATTRS) or H
-            width = module.weight.shape[1 if conv else 0]
-            if width != (H + 2 * Hk) * r:
-                raise ValueError(
-                    f"stiefelize: '{name}' has {width} outputs, not (n_heads + 2 n_kv_heads) head_dim = "
-                    f"({H} + 2·{Hk})·{r}; pass n_heads=, n_kv_heads=, head_dim=, or skip= it."
-                )
-            kind = "Hugging Face Conv1D [q | k | v]" if conv else "fused nn.Linear [q; k; v]"
-            conversions.append(_convert(name, module, "weight", 1 if conv else 0, [("q", H), ("k", Hk)], r, scale, kind))
+            conversions.append(_fused(name, module, parent, n_heads, n_kv_heads, head_dim, scale))
         elif re.fullmatch(query, leaf) and isinstance(module, nn.Linear):
-            siblings = [(n, m) for n, m in parent.named_children() if re.fullmatch(key, n) and isinstance(m, nn.Linear)]
-            if len(siblings) != 1:
-                raise ValueError(
-                    f"stiefelize: '{name}' looks like a query projection, but its parent has "
-                    f"{len(siblings)} key projections matching {key!r}; pass key= (or skip=)."
-                )
-            key_leaf, key_module = siblings[0]
-            H, r = _heads(name, [parent, module], module.in_features, n_heads, head_dim)
-            if module.out_features != H * r or key_module.out_features % r:
-                raise ValueError(
-                    f"stiefelize: '{name}' ({module.out_features} outputs) and its key '{key_leaf}' "
-                    f"({key_module.out_features}) do not split into heads of width {r} with {H} query heads; "
-                    "pass n_heads= / head_dim=."
-                )
-            key_name = f"{parent_name}.{key_leaf}" if parent_name else key_leaf
-            conversions.append(_convert(name, module, "weight", 0, [("q", H)], r, scale, "nn.Linear query"))
-            conversions.append(_convert(key_name, key_module, "weight", 0, [("k", key_module.out_features // r)], r,
-                                        scale, "nn.Linear key"))
+            key_name, pair = _query_and_key(name, module, parent, parent_name, key, n_heads, head_dim, scale)
+            conversions += pair
             done.add(key_name)
     if not conversions and not already:
         raise ValueError(
@@ -261,6 +225,61 @@ def stiefelize(
             "fused=, query= and key= (regular expressions on module names) for your model."
         )
     return conversions
+
+
+def _multihead_attention(name: str, module: nn.MultiheadAttention, scale) -> list[Conversion]:
+    """``nn.MultiheadAttention``: its fused ``in_proj_weight`` ``[q; k; v]``, or its separate
+    ``q_proj_weight`` and ``k_proj_weight``."""
+    H, r = module.num_heads, module.head_dim
+    if module._qkv_same_embed_dim:
+        return [_convert(name, module, "in_proj_weight", 0, [("q", H), ("k", H)], r, scale,
+                         "nn.MultiheadAttention in_proj_weight [q; k; v]")]
+    return [_convert(name, module, attr, 0, [(kind, H)], r, scale, f"nn.MultiheadAttention {attr}")
+            for attr, kind in (("q_proj_weight", "q"), ("k_proj_weight", "k"))]
+
+
+def _fused(name: str, module: nn.Module, parent: nn.Module, n_heads, n_kv_heads, head_dim, scale) -> Conversion:
+    """A fused ``[q; k; v]`` ``nn.Linear`` (rows) or Hugging Face ``Conv1D`` (columns), with
+    ``n_kv_heads`` key heads (grouped-query attention) when the parent says so."""
+    conv = _is_conv1d(module)
+    if getattr(parent, "is_cross_attention", False):
+        raise ValueError(f"stiefelize: '{name}' is a cross-attention projection (K and V only); leave it out with skip=")
+    d_model = module.weight.shape[0 if conv else 1]
+    H, r = _heads(name, [parent, module], d_model, n_heads, head_dim)
+    Hk = n_kv_heads or _attr([parent], KV_HEAD_ATTRS) or H
+    width = module.weight.shape[1 if conv else 0]
+    if width != (H + 2 * Hk) * r:
+        raise ValueError(
+            f"stiefelize: '{name}' has {width} outputs, not (n_heads + 2 n_kv_heads) head_dim = "
+            f"({H} + 2·{Hk})·{r}; pass n_heads=, n_kv_heads=, head_dim=, or skip= it."
+        )
+    kind = "Hugging Face Conv1D [q | k | v]" if conv else "fused nn.Linear [q; k; v]"
+    return _convert(name, module, "weight", 1 if conv else 0, [("q", H), ("k", Hk)], r, scale, kind)
+
+
+def _query_and_key(name: str, module: nn.Linear, parent: nn.Module, parent_name: str, key: str, n_heads, head_dim,
+                   scale) -> tuple[str, list[Conversion]]:
+    """A separate query ``nn.Linear`` and its one key sibling in ``parent`` (fewer key heads,
+    grouped-query attention, read from the key's width): the key's name, and both conversions."""
+    siblings = [(n, m) for n, m in parent.named_children() if re.fullmatch(key, n) and isinstance(m, nn.Linear)]
+    if len(siblings) != 1:
+        raise ValueError(
+            f"stiefelize: '{name}' looks like a query projection, but its parent has "
+            f"{len(siblings)} key projections matching {key!r}; pass key= (or skip=)."
+        )
+    key_leaf, key_module = siblings[0]
+    H, r = _heads(name, [parent, module], module.in_features, n_heads, head_dim)
+    if module.out_features != H * r or key_module.out_features % r:
+        raise ValueError(
+            f"stiefelize: '{name}' ({module.out_features} outputs) and its key '{key_leaf}' "
+            f"({key_module.out_features}) do not split into heads of width {r} with {H} query heads; "
+            "pass n_heads= / head_dim=."
+        )
+    key_name = f"{parent_name}.{key_leaf}" if parent_name else key_leaf
+    return key_name, [
+        _convert(name, module, "weight", 0, [("q", H)], r, scale, "nn.Linear query"),
+        _convert(key_name, key_module, "weight", 0, [("k", key_module.out_features // r)], r, scale, "nn.Linear key"),
+    ]
 
 
 def unstiefelize(model: nn.Module) -> list[str]:
