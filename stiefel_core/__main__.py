@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
-from .experiments.results import DamagedResultsError, checkout_root, results_path
+from .checkout import checkout_root
+from .experiments.results import DamagedResultsError, results_path
 
 
 def main(argv: list[str] | None = None) -> int:

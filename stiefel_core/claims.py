@@ -15,7 +15,8 @@ from typing import Callable
 from . import findings, preprint
 from .certify import certify_all
 from .experiments import get_config
-from .experiments.results import checkout_root, load_results
+from .checkout import checkout_root
+from .experiments.results import load_results
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 

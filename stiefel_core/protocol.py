@@ -80,7 +80,7 @@ def protocol_path(path: Path | str | None = None) -> Path:
         return Path(path)
     if os.environ.get("STIEFEL_PROTOCOL"):
         return Path(os.environ["STIEFEL_PROTOCOL"])
-    from .experiments.results import checkout_root
+    from .checkout import checkout_root
 
     root = checkout_root()
     if root is None:

@@ -42,7 +42,7 @@ from ..combined import configure_optimizer
 from ..train import fit
 from ..compiling import compile_model
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
-from .results import checkout_root
+from ..checkout import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, euclidean_optimizer, frame_options, is_euclidean, trains_frames

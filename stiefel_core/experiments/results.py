@@ -17,15 +17,13 @@ from pathlib import Path
 
 import torch
 
+from ..checkout import PACKAGE_DIR, checkout_root
 from ..protocol import protocol_hash
 
 __all__ = [
-    "checkout_root", "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
+    "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
     "git_commit", "code_commit", "InstallFolderError", "DamagedResultsError",
 ]
-
-PACKAGE_DIR = Path(__file__).resolve().parents[1]  # stiefel_core/, in a checkout or in site-packages
-
 
 class InstallFolderError(ValueError):
     """A results or checkpoint folder that would lie inside an installed library's folder.
@@ -35,14 +33,6 @@ class InstallFolderError(ValueError):
 class DamagedResultsError(ValueError):
     """A results file that is not valid JSON (cut short by a full disk, a copy stopped half way,
     a merge left unresolved). Nothing reads or writes it until it is restored."""
-
-
-def checkout_root() -> Path | None:
-    """The repository's root when the library runs from a checkout (an editable install or the
-    source tree: ``pyproject.toml`` and ``book/`` beside the package), else ``None`` (a wheel).
-    Chapters: grokking, cifar10_patches, ablation, regimes."""
-    root = PACKAGE_DIR.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "book").is_dir() else None
 
 
 def _folder(directory: Path | str | None, variable: str, default: str, what: str) -> Path:
