@@ -13,9 +13,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .threads import one_thread, single_threaded, threads  # noqa: F401  (re-exported: their home is stiefel_core.threads)
-
-__all__ = ["fit", "pick_device", "save_atomically", "load_checkpoint", "one_thread", "single_threaded", "threads"]
+__all__ = ["fit", "pick_device", "save_atomically", "load_checkpoint"]
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
