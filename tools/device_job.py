@@ -265,7 +265,8 @@ def worker(arm: str, seed: int, profile: str, device: str, dry: bool) -> None:
 def merge(source: Path, target: Path) -> dict:
     """Add ``source``'s runs that ``target`` lacks (under the results files' lock); refuse a
     file of another experiment, profile or configuration."""
-    from stiefel_core.experiments.results import without_seeds, write_results
+    from stiefel_core.experiments.results import write_results
+    from stiefel_core.results_reading import without_seeds
 
     new = json.loads(source.read_text())
     with open(target.with_suffix(".lock"), "w") as lock:
