@@ -8,6 +8,7 @@ import sys
 from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
 from .checkout import checkout_root
 from .experiments.results import DamagedResultsError, results_path
+from .experiments.routing_sweep import SWEEPS as ROUTING_SWEEPS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +30,7 @@ def _main(argv: list[str] | None) -> int:
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
     sweep = sub.add_parser("sweep", help="grow the W_Q, W_K lr sweep until every arm's choice is interior (resumes)")
-    sweep.add_argument("name", choices=["grokking_qk_lr", "cifar10_qk_lr"])
+    sweep.add_argument("name", choices=["grokking_qk_lr", "cifar10_qk_lr", *ROUTING_SWEEPS])
     sweep.add_argument("--arms", nargs="+", default=None,
                        help="a subset of the swept arms (a shard); for cifar10_qk_lr, cells such as stiefel@wd=1")
     for p in (run, run_all, sweep):
@@ -56,6 +57,14 @@ def _main(argv: list[str] | None) -> int:
         print(repr(claims_table()))
         return 0
     profile = args.profile or default_profile()
+    if args.command == "sweep" and args.name in ROUTING_SWEEPS:
+        from .experiments import routing_sweep
+
+        results = routing_sweep.sweep(run_experiment, args.name, profile, EXPERIMENTS[args.name].profiles[profile],
+                                      tuple(args.arms or routing_sweep.SWEPT_ARMS), device=args.device,
+                                      progress=not args.no_progress)
+        print(f"{args.name} ({profile}): {len(results['runs'])} runs in {results_path(args.name, profile)}")
+        return 0
     if args.command == "sweep":
         from .experiments import cifar10_fair, fair_fight
 

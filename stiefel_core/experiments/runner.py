@@ -19,6 +19,7 @@ from ..results_reading import run_key, without_seeds
 from ..train import load_checkpoint, pick_device
 from . import (ablation, cifar10, cifar10_fair, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers,
                trust_region)
+from . import charlm, routing, routing_sweep
 from .variants import ABLATION_ARMS
 from .results import (checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path,
                       write_results)
@@ -81,6 +82,16 @@ EXPERIMENTS = {
     "cifar10_qk_lr": Experiment("cifar10_qk_lr", cifar10_fair.PROFILES, cifar10_fair.ARMS, cifar10_fair.run,
                                 "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
                                 arms_of=cifar10_fair.start_arms),
+    "mqar": Experiment("mqar", routing.MQAR_PROFILES, routing.ARMS, routing.run_mqar,
+                       "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds"),
+    "induction": Experiment("induction", routing.INDUCTION_PROFILES, routing.ARMS, routing.run_induction,
+                            "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds"),
+    "charlm": Experiment("charlm", charlm.PROFILES, charlm.ARMS, charlm.run,
+                         "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds"),
+    **{name: Experiment(name, profiles, routing_sweep.sweep_arms(), routing_sweep.runner(run_task),
+                        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+                        arms_of=routing_sweep.start_arms)
+       for name, (profiles, run_task) in routing_sweep.SWEEPS.items()},
     "cifar10_peers": Experiment("cifar10_peers", peers.CIFAR10_PROFILES, peers.PEER_ARMS, peers.run_cifar10, "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts"),
 }
 

@@ -1,0 +1,114 @@
+"""A character-level language model (issue 30): the model people train, written as nanoGPT writes
+it (fused ``c_attn``), its arms made by ``stiefelize`` and ``configure_optimizer``
+(:mod:`.routing_arms`), on the Gutenberg texts of :mod:`stiefel_core.data.gutenberg`, split by
+document. Training windows are drawn fresh each step from the training texts (a generator seeded
+by (seed, step)); validation is a fixed set of windows of the held-out texts, the same for every
+arm and seed, scored in bits per character at every position.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..data.gutenberg import CharCorpus, load_corpus
+from ..data.routing import generator
+from ..nanogpt import GPTConfig
+from ..threads import threads
+from ..train import fit
+from .routing import VAL_SEED, schedule
+from .routing_arms import ARMS, build, make_optimizer, qk_metrics
+
+__all__ = ["ARMS", "CharLMConfig", "PROFILES", "run", "corpus", "windows"]
+
+
+@dataclass(frozen=True)
+class CharLMConfig:
+    # nanoGPT's shakespeare_char recipe (lr 1e-3, betas (0.9, 0.99), weight decay 0.1, warm-up
+    # then cosine) at a size one CPU core trains in minutes: 2 layers of width 64, 64 characters
+    # of context (enough for words and a line's rhythm, where attention must find what to copy).
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    block_size: int = 64
+    lr: float = 1e-3
+    qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
+    betas: tuple[float, float] = (0.9, 0.99)
+    weight_decay: float = 0.1
+    trust_radius: float = 0.5
+    batch_size: int = 32
+    steps: int = 1500
+    warmup_steps: int = 100
+    val_windows: int = 256  # 16,384 held-out characters
+    log_every: int = 100
+    checkpoint_every: int = 500
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    cpu_threads: int | None = 1
+
+
+PROFILES = {
+    "full": CharLMConfig(),
+    "ci": CharLMConfig(n_embd=32, block_size=32, batch_size=16, steps=30, warmup_steps=5, val_windows=16,
+                       log_every=10, checkpoint_every=10, seeds=(0,)),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def corpus() -> CharCorpus:
+    """The corpus, read and hash-checked once per process."""
+    return load_corpus()
+
+
+def windows(text: torch.Tensor, n: int, length: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` windows of ``length`` characters at random starts, and their next characters."""
+    starts = torch.randint(len(text) - length - 1, (n,), generator=g)
+    idx = starts[:, None] + torch.arange(length + 1)
+    chunk = text[idx].long()
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+def run(config: CharLMConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
+        progress: bool = True, *, qk_lr: float | None = None) -> dict:
+    """One run of ``arm`` from ``seed``: history of train loss, validation bits per character."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; charlm has {ARMS}")
+    if qk_lr is not None and arm == "frozen":
+        raise ValueError("frozen frames have no W_Q, W_K lr (lr 0): run 'frozen' without qk_lr")
+    data = corpus()
+    with threads(config.cpu_threads if device.type == "cpu" else None):
+        model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
+        model = build(model_config, arm, seed).to(device)
+        lr_qk = next(lr for lr in (qk_lr, config.qk_lr, config.lr) if lr is not None)
+        opt = make_optimizer(model, arm, lr=config.lr, qk_lr=lr_qk, weight_decay=config.weight_decay,
+                             betas=config.betas, trust_radius=config.trust_radius)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
+        val_x, val_y = (t.to(device) for t in windows(data.val, config.val_windows, config.block_size,
+                                                       generator(VAL_SEED)))
+
+        def loss_of(x, y):
+            logits = model(x)
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
+
+        def train_step(step: int, logging: bool) -> dict | None:
+            x, y = (t.to(device) for t in windows(data.train, config.batch_size, config.block_size,
+                                                   generator(seed * 1_000_003 + step)))
+            loss = loss_of(x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return {"train_loss": loss.item()} if logging else None
+
+        def evaluate() -> dict:
+            val_loss = loss_of(val_x, val_y).item()
+            return {"val_loss": val_loss, "val_bpc": val_loss / math.log(2), **qk_metrics(model)}
+
+        history = fit(model, opt, train_step, evaluate, epochs=config.steps, log_every=config.log_every,
+                      scheduler=sched, checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
+                      description=f"charlm {arm} seed {seed}", progress=progress)
+    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}

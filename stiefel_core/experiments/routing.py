@@ -1,0 +1,198 @@
+"""Two tasks whose whole difficulty is routing (issue 30), on a 2-layer nanoGPT-style model with
+the arms of :mod:`.routing_arms`: multi-query associative recall (``mqar``) and induction heads
+(``induction``). Batches are drawn fresh every step (a stream, no training set to overfit), from
+a generator seeded by (seed, step), so a resumed run sees what it would have seen; validation is
+one fixed batch, the same for every arm and seed. What the runs say is read by the findings.
+
+Costs below are seconds per run on one core of the project's machine with a second job on the
+other (``nice``), measured while choosing the settings.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..data.routing import IGNORE, TokenBatch, generator, induction, induction_targets, mqar
+from ..nanogpt import GPTConfig
+from ..threads import threads
+from ..train import fit
+from .routing_arms import ARMS, build, make_optimizer, qk_metrics
+
+__all__ = ["ARMS", "MQARConfig", "InductionConfig", "MQAR_PROFILES", "INDUCTION_PROFILES", "run_mqar", "run_induction"]
+
+VAL_SEED = 2**31 - 1  # the validation batch's generator: apart from every training stream
+
+
+@dataclass(frozen=True)
+class MQARConfig:
+    # Zoology's MQAR with a vocabulary a CPU model embeds cheaply. 256 tokens (keys 1-127, values
+    # 128-255) make a pair's value unguessable (1 in 128); 16 pairs in 128 tokens is Zoology's
+    # harder end at its shortest length (their Figure 2: 4-64 pairs, 64-512 tokens), where a
+    # 2-layer attention model still solves it but must find one of 16 keys per query.
+    vocab_size: int = 256
+    seq_len: int = 128
+    kv_pairs: int = 16
+    power_a: float = 0.01  # Zoology's: most queries soon after the context, a few far
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64  # d_head 16: Zoology's smallest width; a frame is 64 x 16
+    lr: float = 3e-3
+    qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.1  # Zoology's and nanoGPT's
+    trust_radius: float = 0.5
+    batch_size: int = 64
+    steps: int = 3000
+    warmup_steps: int = 100
+    val_size: int = 512
+    log_every: int = 100
+    checkpoint_every: int = 500
+    seeds: tuple[int, ...] = tuple(range(10))
+    cpu_threads: int | None = 1  # a small model: one thread is fastest and leaves the other cores free
+
+    def model(self) -> GPTConfig:
+        return GPTConfig(self.vocab_size, self.seq_len, self.n_layer, self.n_head, self.n_embd)
+
+    def batch(self, size: int, g: torch.Generator) -> TokenBatch:
+        return mqar(size, self.vocab_size, self.seq_len, self.kv_pairs, g, self.power_a)
+
+
+@dataclass(frozen=True)
+class InductionConfig:
+    # Olsson et al.'s repeated random tokens on a 2-layer attention-only model (the smallest
+    # that forms induction heads: a previous-token head, then one that matches on it). 32
+    # distinct tokens repeated once; a vocabulary of 128 leaves no statistics but the repeat.
+    vocab_size: int = 128
+    half_len: int = 32
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    lr: float = 3e-3
+    qk_lr: float | None = None
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.1
+    trust_radius: float = 0.5
+    batch_size: int = 64
+    steps: int = 2000
+    warmup_steps: int = 100
+    val_size: int = 512
+    log_every: int = 100
+    checkpoint_every: int = 500
+    seeds: tuple[int, ...] = tuple(range(10))
+    cpu_threads: int | None = 1
+
+    def model(self) -> GPTConfig:
+        return GPTConfig(self.vocab_size, 2 * self.half_len, self.n_layer, self.n_head, self.n_embd, mlp=False)
+
+    def batch(self, size: int, g: torch.Generator) -> TokenBatch:
+        return induction(size, self.vocab_size, self.half_len, g)
+
+
+MQAR_PROFILES = {
+    "full": MQARConfig(),
+    "ci": MQARConfig(vocab_size=64, seq_len=32, kv_pairs=4, n_embd=32, batch_size=16, steps=60, log_every=20,
+                     checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,)),
+}
+INDUCTION_PROFILES = {
+    "full": InductionConfig(),
+    "ci": InductionConfig(vocab_size=32, half_len=8, n_embd=32, batch_size=16, steps=60, log_every=20,
+                          checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,)),
+}
+
+
+def schedule(step: int, warmup: int, total: int) -> float:
+    """Linear warm-up, then cosine decay to 10 % of the lr at ``total`` (nanoGPT's)."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def scored(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """Loss and accuracy over the positions whose label is not ``IGNORE``."""
+    keep = y != IGNORE
+    loss = F.cross_entropy(logits[keep], y[keep]).item()
+    return loss, (logits[keep].argmax(-1) == y[keep]).float().mean().item()
+
+
+def induction_scores(model, half_len: int) -> dict:
+    """Each head's induction score on the last forward's attention: the mean weight a repeated
+    token puts on the position after its earlier occurrence (1 for a perfect induction head,
+    about 1/position for a uniform one)."""
+    queries, keys = induction_targets(half_len)
+    out = {}
+    for i, attn in enumerate(model.attentions()):
+        a = attn.attention[:, :, queries, keys]  # (B, nh, n)
+        for h, score in enumerate(a.mean(dim=(0, 2)).tolist()):
+            out[f"induction/{i}.{h}"] = score
+    out["induction_max"] = max(out.values())
+    return out
+
+
+def _run(config, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
+         qk_lr: float | None, task: str) -> dict:
+    model = build(config.model(), arm, seed).to(device)
+    lr_qk = config.lr if qk_lr is None else qk_lr
+    opt = make_optimizer(model, arm, lr=config.lr, qk_lr=lr_qk, weight_decay=config.weight_decay,
+                         betas=config.betas, trust_radius=config.trust_radius)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
+    val = config.batch(config.val_size, generator(VAL_SEED)).to(device)
+    last = {}
+
+    def train_step(step: int, logging: bool) -> dict | None:
+        batch = config.batch(config.batch_size, generator(seed * 1_000_003 + step)).to(device)
+        logits = model(batch.x)
+        keep = batch.y != IGNORE
+        loss = F.cross_entropy(logits[keep], batch.y[keep])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        last["train_loss"] = loss.item() if logging else None
+        return {"train_loss": last["train_loss"]} if logging else None
+
+    def evaluate() -> dict:
+        keep_attention = task == "induction"
+        for attn in model.attentions():
+            attn.keep_attention = keep_attention
+        val_loss, val_acc = scored(model(val.x), val.y)
+        metrics = {"val_loss": val_loss, "val_acc": val_acc, **qk_metrics(model)}
+        if keep_attention:
+            metrics.update(induction_scores(model, config.half_len))
+            for attn in model.attentions():
+                attn.keep_attention, attn.attention = False, None
+        return metrics
+
+    history = fit(model, opt, train_step, evaluate, epochs=config.steps, log_every=config.log_every, scheduler=sched,
+                  checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
+                  description=f"{task} {arm} seed {seed}", progress=progress)
+    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
+
+
+def _check(arm: str, qk_lr: float | None) -> None:
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS}")
+    if qk_lr is not None and arm == "frozen":
+        raise ValueError("frozen frames have no W_Q, W_K lr (lr 0): run 'frozen' without qk_lr")
+
+
+def run_mqar(config: MQARConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
+             progress: bool = True, *, qk_lr: float | None = None) -> dict:
+    """One MQAR run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default ``config.qk_lr``, else ``lr``)."""
+    _check(arm, qk_lr)
+    with threads(config.cpu_threads if device.type == "cpu" else None):
+        return _run(config, arm, seed, device, checkpoint, progress, config.qk_lr if qk_lr is None else qk_lr, "mqar")
+
+
+def run_induction(config: InductionConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
+                  progress: bool = True, *, qk_lr: float | None = None) -> dict:
+    """One induction run of ``arm`` from ``seed`` (histories hold each head's induction score)."""
+    _check(arm, qk_lr)
+    with threads(config.cpu_threads if device.type == "cpu" else None):
+        return _run(config, arm, seed, device, checkpoint, progress, config.qk_lr if qk_lr is None else qk_lr,
+                    "induction")
