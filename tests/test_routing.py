@@ -40,16 +40,19 @@ def test_mqar_refuses_a_layout_that_does_not_fit():
 
 
 def test_induction_repeats_and_labels_the_next_token_of_the_repeat():
-    n = 10
-    batch = induction(16, 40, n, generator(2))
-    assert torch.equal(batch.x[:, :n], batch.x[:, n:])
-    assert all(len(set(row.tolist())) == n for row in batch.x[:, :n])
-    scored = (batch.y != IGNORE).nonzero()[:, 1].unique()
-    assert scored.tolist() == list(range(n, 2 * n - 1))
-    assert torch.equal(batch.y[:, n:-1], batch.x[:, n + 1:])
-    queries, keys = induction_targets(n)
-    assert torch.equal(batch.x[:, keys - 1], batch.x[:, queries])  # the earlier occurrence of each token
-    assert torch.equal(batch.x[:, keys], batch.y[:, queries])  # and the token after it is the answer
+    half = 10
+    batch = induction(64, 40, half, generator(2))
+    T = 2 * half
+    assert set(batch.period.tolist()) == set(range(5, 11))  # the repeat's length varies from row to row
+    for x, y, n in zip(batch.x, batch.y, batch.period.tolist()):
+        assert torch.equal(x[T - n:], x[T - 2 * n:T - n])  # the second copy repeats the first
+        assert len(set(x[:T - n].tolist())) == T - n  # no token twice before the repeat
+        scored = (y != IGNORE).nonzero().flatten()
+        assert scored.tolist() == list(range(T - n, T - 1))
+        assert torch.equal(y[scored], x[scored + 1])
+    rows, queries, keys = induction_targets(batch)
+    assert torch.equal(batch.x[rows, keys - 1], batch.x[rows, queries])  # the earlier occurrence of each token
+    assert torch.equal(batch.x[rows, keys], batch.y[rows, queries])  # and the token after it is the answer
 
 
 def test_batches_are_a_function_of_the_seed():
@@ -116,7 +119,8 @@ def test_stiefel_frames_stay_orthonormal():
 @pytest.mark.parametrize("name", ["mqar", "induction", "charlm"])
 def test_each_ci_profile_runs_end_to_end_and_a_rerun_resumes(name, tmp_path, monkeypatch):
     arms = routing_arms.ARMS if name == "mqar" else ("baseline", "stiefel", "frozen")
-    results = run_experiment(name, "ci", arms=list(arms), directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    results = run_experiment(name, "ci", arms=list(arms), **folders)
     assert sorted(results["runs"]) == sorted(f"{arm}/0" for arm in arms)
     metric = "val_bpc" if name == "charlm" else "val_acc"
     for outcome in results["runs"].values():
@@ -127,7 +131,7 @@ def test_each_ci_profile_runs_end_to_end_and_a_rerun_resumes(name, tmp_path, mon
     calls = []
     experiment = experiments.EXPERIMENTS[name]
     monkeypatch.setitem(experiments.EXPERIMENTS, name, dataclasses.replace(experiment, run=lambda *a: calls.append(a)))
-    run_experiment(name, "ci", arms=list(arms), directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    run_experiment(name, "ci", arms=list(arms), **folders)
     assert calls == []
 
 
@@ -166,7 +170,8 @@ def test_a_sweep_grows_until_each_choice_is_interior(tmp_path):
     assert config.seeds == (100,)
     scores = {1e-3: 0.5, 3e-3: 0.8}
     fake = {"config": {"task": {"steps": 10, "lr": config.task.lr}, "metric": "val_acc", "seeds": [100]},
-            "runs": {f"stiefel@qklr={lr:g}/100": {"history": [{"epoch": 10, "val_acc": s}]} for lr, s in scores.items()}}
+            "runs": {f"stiefel@qklr={lr:g}/100": {"history": [{"epoch": 10, "val_acc": s}]}
+                     for lr, s in scores.items()}}
     assert routing_sweep.pending_rungs(fake, config, "stiefel") == (1e-2,)  # the best is the top rung: grow up
     fake["runs"]["stiefel@qklr=0.01/100"] = {"history": [{"epoch": 10, "val_acc": 0.6}]}
     assert routing_sweep.pending_rungs(fake, config, "stiefel") == ()

@@ -7,8 +7,11 @@
   soon after the context, some late), the rest filled with token 0. The label of a query's
   position is its key's value; every other label is ``IGNORE``.
 - :func:`induction`: a random token sequence of length ``n`` followed by itself (Olsson et al.
-  2022): from its second copy on, each next token is predictable only by finding the token's
-  earlier occurrence and reading the one after it.
+  2022), after a random prefix: from its second copy on, each next token is predictable only by
+  finding the token's earlier occurrence and reading the one after it. ``n`` is drawn per
+  sequence, so the earlier occurrence lies at no fixed distance: with one ``n`` for all, a head
+  attending ``n - 1`` positions back (learned positions alone) solves the task without
+  matching any content, and fixed W_Q, W_K do as well as trained ones.
 
 Every batch comes from a ``torch.Generator`` seeded by the caller, so a step's batch is a
 function of (seed, step) and a resumed run sees the batches it would have seen.
@@ -28,12 +31,15 @@ IGNORE = -100  # the label of a position the loss and accuracy skip (F.cross_ent
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """Inputs ``x`` and labels ``y``, both ``(B, T)`` int64; ``y`` is ``IGNORE`` where not scored."""
+    """Inputs ``x`` and labels ``y``, both ``(B, T)`` int64; ``y`` is ``IGNORE`` where not scored.
+    ``period``: each row's repeat length (induction), else None."""
     x: Tensor
     y: Tensor
+    period: Tensor | None = None
 
     def to(self, device) -> "TokenBatch":
-        return TokenBatch(self.x.to(device), self.y.to(device))
+        period = None if self.period is None else self.period.to(device)
+        return TokenBatch(self.x.to(device), self.y.to(device), period)
 
 
 def generator(seed: int) -> torch.Generator:
@@ -71,22 +77,32 @@ def mqar(batch_size: int, vocab_size: int, seq_len: int, kv_pairs: int, g: torch
     return TokenBatch(x, y)
 
 
-def induction(batch_size: int, vocab_size: int, half_len: int, g: torch.Generator) -> TokenBatch:
-    """A batch of ``[s, s]``, ``s`` of ``half_len`` distinct random tokens (so that a token's
-    earlier occurrence is unique). Labels are the next token at positions ``half_len ..
-    2 half_len - 2`` (those whose token occurred before, with a successor: the repeat) and
-    ``IGNORE`` elsewhere, where nothing in the sequence tells the next token."""
-    if half_len > vocab_size:
-        raise ValueError(f"induction: half_len={half_len} distinct tokens need vocab_size >= half_len, got {vocab_size}")
-    s = _distinct(batch_size, 0, vocab_size, half_len, g)
-    x = torch.cat([s, s], dim=1)
+def induction(batch_size: int, vocab_size: int, half_len: int, g: torch.Generator, min_len: int | None = None
+              ) -> TokenBatch:
+    """A batch of rows ``[prefix, s, s]`` of length ``2 half_len``: ``s`` of ``n`` tokens, ``n``
+    uniform in ``[min_len, half_len]`` per row (default ``min_len = half_len // 2``), the prefix
+    random, and no token twice in ``[prefix, s]`` (so a token's earlier occurrence is unique).
+    Labels are the next token on the second copy but its last (positions ``T - n .. T - 2``:
+    those whose token occurred before, with a successor) and ``IGNORE`` elsewhere, where nothing
+    in the row tells the next token."""
+    T, min_len = 2 * half_len, half_len // 2 if min_len is None else min_len
+    if not 2 <= min_len <= half_len or T > vocab_size:
+        raise ValueError(f"induction: need 2 <= min_len <= half_len and vocab_size >= 2 half_len (distinct tokens); "
+                         f"got min_len={min_len}, half_len={half_len}, vocab_size={vocab_size}")
+    period = torch.randint(min_len, half_len + 1, (batch_size,), generator=g)
+    fresh = _distinct(batch_size, 0, vocab_size, T, g)  # row b uses its first T - n: prefix, then s
+    pos = torch.arange(T)
+    first = T - 2 * period[:, None]  # where s starts
+    source = torch.where(pos >= first + period[:, None], pos - period[:, None], pos)  # the repeat copies s
+    x = fresh.gather(1, source)
     y = torch.full_like(x, IGNORE)
-    y[:, half_len:-1] = x[:, half_len + 1:]
-    return TokenBatch(x, y)
+    scored = (pos >= T - period[:, None]) & (pos < T - 1)
+    y[:, :-1] = torch.where(scored[:, :-1], x[:, 1:], IGNORE)
+    return TokenBatch(x, y, period)
 
 
-def induction_targets(half_len: int) -> tuple[Tensor, Tensor]:
-    """``(queries, keys)``: the positions ``i`` of the repeat and, for each, the position after
-    its token's earlier occurrence (``i - half_len + 1``), where an induction head looks."""
-    queries = torch.arange(half_len, 2 * half_len - 1)
-    return queries, queries - half_len + 1
+def induction_targets(batch: TokenBatch) -> tuple[Tensor, Tensor, Tensor]:
+    """``(rows, queries, keys)``: each scored position ``i`` of the repeat, its row, and the
+    position after its token's earlier occurrence (``i - n + 1``), where an induction head looks."""
+    rows, queries = (batch.y != IGNORE).nonzero(as_tuple=True)
+    return rows, queries, queries - batch.period[rows] + 1

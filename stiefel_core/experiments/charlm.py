@@ -21,7 +21,7 @@ from ..data.routing import generator
 from ..nanogpt import GPTConfig
 from ..threads import threads
 from ..train import fit
-from .routing import VAL_SEED, schedule
+from .routing import VAL_SEED, arm_qk_lr, schedule
 from .routing_arms import ARMS, build, make_optimizer, qk_metrics
 
 __all__ = ["ARMS", "CharLMConfig", "PROFILES", "run", "corpus", "windows"]
@@ -38,6 +38,7 @@ class CharLMConfig:
     block_size: int = 64
     lr: float = 1e-3
     qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # per-arm W_Q, W_K lrs (a sweep's choices), before ``qk_lr``
     betas: tuple[float, float] = (0.9, 0.99)
     weight_decay: float = 0.1
     trust_radius: float = 0.5
@@ -75,15 +76,12 @@ def windows(text: torch.Tensor, n: int, length: int, g: torch.Generator) -> tupl
 def run(config: CharLMConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
         progress: bool = True, *, qk_lr: float | None = None) -> dict:
     """One run of ``arm`` from ``seed``: history of train loss, validation bits per character."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; charlm has {ARMS}")
-    if qk_lr is not None and arm == "frozen":
-        raise ValueError("frozen frames have no W_Q, W_K lr (lr 0): run 'frozen' without qk_lr")
+    qk_lr = arm_qk_lr(config, arm, qk_lr)
     data = corpus()
     with threads(config.cpu_threads if device.type == "cpu" else None):
         model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
         model = build(model_config, arm, seed).to(device)
-        lr_qk = next(lr for lr in (qk_lr, config.qk_lr, config.lr) if lr is not None)
+        lr_qk = config.lr if qk_lr is None else qk_lr
         opt = make_optimizer(model, arm, lr=config.lr, qk_lr=lr_qk, weight_decay=config.weight_decay,
                              betas=config.betas, trust_radius=config.trust_radius)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))

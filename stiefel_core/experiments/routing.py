@@ -23,7 +23,8 @@ from ..threads import threads
 from ..train import fit
 from .routing_arms import ARMS, build, make_optimizer, qk_metrics
 
-__all__ = ["ARMS", "MQARConfig", "InductionConfig", "MQAR_PROFILES", "INDUCTION_PROFILES", "run_mqar", "run_induction"]
+__all__ = ["ARMS", "MQARConfig", "InductionConfig", "MQAR_PROFILES", "INDUCTION_PROFILES", "run_mqar", "run_induction",
+           "arm_qk_lr"]
 
 VAL_SEED = 2**31 - 1  # the validation batch's generator: apart from every training stream
 
@@ -41,8 +42,10 @@ class MQARConfig:
     n_layer: int = 2
     n_head: int = 4
     n_embd: int = 64  # d_head 16: Zoology's smallest width; a frame is 64 x 16
+    mlp: bool = True
     lr: float = 3e-3
     qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # per-arm W_Q, W_K lrs (a sweep's choices), before ``qk_lr``
     betas: tuple[float, float] = (0.9, 0.98)
     weight_decay: float = 0.1  # Zoology's and nanoGPT's
     trust_radius: float = 0.5
@@ -56,7 +59,7 @@ class MQARConfig:
     cpu_threads: int | None = 1  # a small model: one thread is fastest and leaves the other cores free
 
     def model(self) -> GPTConfig:
-        return GPTConfig(self.vocab_size, self.seq_len, self.n_layer, self.n_head, self.n_embd)
+        return GPTConfig(self.vocab_size, self.seq_len, self.n_layer, self.n_head, self.n_embd, mlp=self.mlp)
 
     def batch(self, size: int, g: torch.Generator) -> TokenBatch:
         return mqar(size, self.vocab_size, self.seq_len, self.kv_pairs, g, self.power_a)
@@ -65,8 +68,10 @@ class MQARConfig:
 @dataclass(frozen=True)
 class InductionConfig:
     # Olsson et al.'s repeated random tokens on a 2-layer attention-only model (the smallest
-    # that forms induction heads: a previous-token head, then one that matches on it). 32
-    # distinct tokens repeated once; a vocabulary of 128 leaves no statistics but the repeat.
+    # that forms induction heads: a previous-token head, then one that matches on it). Rows of
+    # 64 tokens: a random prefix, then 16-32 distinct tokens twice (the length drawn per row, so
+    # that no fixed offset finds the earlier occurrence); a vocabulary of 128 leaves no
+    # statistics but the repeat.
     vocab_size: int = 128
     half_len: int = 32
     n_layer: int = 2
@@ -74,6 +79,7 @@ class InductionConfig:
     n_embd: int = 64
     lr: float = 3e-3
     qk_lr: float | None = None
+    qk_lrs: tuple[tuple[str, float], ...] = ()
     betas: tuple[float, float] = (0.9, 0.98)
     weight_decay: float = 0.1
     trust_radius: float = 0.5
@@ -120,15 +126,15 @@ def scored(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     return loss, (logits[keep].argmax(-1) == y[keep]).float().mean().item()
 
 
-def induction_scores(model, half_len: int) -> dict:
-    """Each head's induction score on the last forward's attention: the mean weight a repeated
-    token puts on the position after its earlier occurrence (1 for a perfect induction head,
-    about 1/position for a uniform one)."""
-    queries, keys = induction_targets(half_len)
+def induction_scores(model, batch: TokenBatch) -> dict:
+    """Each head's induction score on the last forward's attention (over ``batch``): the mean
+    weight a repeated token puts on the position after its earlier occurrence (1 for a perfect
+    induction head, about 1/position for a uniform one)."""
+    rows, queries, keys = induction_targets(batch)
     out = {}
     for i, attn in enumerate(model.attentions()):
-        a = attn.attention[:, :, queries, keys]  # (B, nh, n)
-        for h, score in enumerate(a.mean(dim=(0, 2)).tolist()):
+        a = attn.attention[rows, :, queries, keys]  # (n, nh)
+        for h, score in enumerate(a.mean(dim=0).tolist()):
             out[f"induction/{i}.{h}"] = score
     out["induction_max"] = max(out.values())
     return out
@@ -163,7 +169,7 @@ def _run(config, arm: str, seed: int, device: torch.device, checkpoint: Path | N
         val_loss, val_acc = scored(model(val.x), val.y)
         metrics = {"val_loss": val_loss, "val_acc": val_acc, **qk_metrics(model)}
         if keep_attention:
-            metrics.update(induction_scores(model, config.half_len))
+            metrics.update(induction_scores(model, val))
             for attn in model.attentions():
                 attn.keep_attention, attn.attention = False, None
         return metrics
@@ -174,25 +180,29 @@ def _run(config, arm: str, seed: int, device: torch.device, checkpoint: Path | N
     return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
 
 
-def _check(arm: str, qk_lr: float | None) -> None:
+def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
+    """The W_Q, W_K lr ``arm`` trains at: ``qk_lr`` if given, else the config's for the arm
+    (``qk_lrs``, then ``qk_lr``); None means the task's lr. ``frozen`` has none."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS}")
     if qk_lr is not None and arm == "frozen":
         raise ValueError("frozen frames have no W_Q, W_K lr (lr 0): run 'frozen' without qk_lr")
+    if arm == "frozen":
+        return None
+    return next((lr for lr in (qk_lr, dict(config.qk_lrs).get(arm), config.qk_lr) if lr is not None), None)
 
 
 def run_mqar(config: MQARConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
              progress: bool = True, *, qk_lr: float | None = None) -> dict:
     """One MQAR run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default ``config.qk_lr``, else ``lr``)."""
-    _check(arm, qk_lr)
+    qk_lr = arm_qk_lr(config, arm, qk_lr)
     with threads(config.cpu_threads if device.type == "cpu" else None):
-        return _run(config, arm, seed, device, checkpoint, progress, config.qk_lr if qk_lr is None else qk_lr, "mqar")
+        return _run(config, arm, seed, device, checkpoint, progress, qk_lr, "mqar")
 
 
 def run_induction(config: InductionConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
                   progress: bool = True, *, qk_lr: float | None = None) -> dict:
     """One induction run of ``arm`` from ``seed`` (histories hold each head's induction score)."""
-    _check(arm, qk_lr)
+    qk_lr = arm_qk_lr(config, arm, qk_lr)
     with threads(config.cpu_threads if device.type == "cpu" else None):
-        return _run(config, arm, seed, device, checkpoint, progress, config.qk_lr if qk_lr is None else qk_lr,
-                    "induction")
+        return _run(config, arm, seed, device, checkpoint, progress, qk_lr, "induction")

@@ -109,7 +109,8 @@ def sweep(run_experiment: Callable, name: str, profile: str, config: RoutingSwee
     directory = options.get("directory")
     while True:
         results = load_results(name, profile, directory)
-        names = [grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)]
+        names = [grid_arm(arm, KEY, lr) if lr else "frozen"
+                 for arm in arms for lr in pending_rungs(results, config, arm)]
         names = list(dict.fromkeys(names))
         if not names:
             return results
