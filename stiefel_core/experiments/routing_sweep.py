@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
-from .grid import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
