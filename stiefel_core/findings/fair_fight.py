@@ -11,7 +11,7 @@ import numpy as np
 
 from ..stats import family_verdicts, mcnemar_exact
 
-__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts", "sentence", "result_text", "lr_text", "takeaways"]
+__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts", "sentence", "result_text", "lr_text", "takeaways", "what_we_found"]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 LADDER_BOTTOM = 1e-6
@@ -170,3 +170,27 @@ def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judge
     for arm in ("qk_norm", "sphere"):
         out.append(sentence(a[arm], label(arm, capital=True), label("stiefel")) + ".")
     return out
+
+
+def what_we_found(fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float,
+                  label) -> str | None:
+    """The intro's sentence on the fair fight (``None`` before its runs): the Stiefel rule against
+    AdamW at their tuned lrs beside the same comparison at the task's shared lr, then scale alone."""
+    values = finals(fair, scale)
+    rows = family_rows(values, ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
+    a = answers(rows)
+    if a["tuned_baseline"] is None:
+        return None
+    text = (f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
+            f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}")
+    if before:
+        old = answers(family_rows(finals(before), ("stiefel",), ("baseline",), margin, alpha))["tuned_baseline"]
+        if old is not None:
+            text += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
+    text += "."
+    scale_rows = family_rows(values, ("qk_norm", "sphere"), ("baseline", "stiefel"), margin, alpha)
+    for arm in ("qk_norm", "sphere"):
+        row = _find(scale_rows, arm, "baseline")
+        if row is not None:
+            text += f" {label(arm, capital=True)} against {label('baseline')}: {row['verdict']}, {row['mean_pp']:+.1f} pp."
+    return text
