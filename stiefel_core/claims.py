@@ -14,13 +14,15 @@ from typing import Callable
 
 from . import findings, preprint
 from .certify import certify_all
+from .findings import summary
+from .findings.summary import Verdict
 from .experiments import get_config
 from .checkout import checkout_root
 from .experiments.results import load_results
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
-__all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table"]
+__all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table", "chapter_title"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Claim:
     preprint: str
     chapter: str  # book/NAME, the chapter that holds the evidence
     measure: Callable[[], str]
+    verdict: Callable[[], Verdict]
 
 
 # The measured numbers of each certificate that the table quotes (keys of its summary()).
@@ -50,6 +53,21 @@ def _certificate(key: str) -> Callable[[], str]:
         return ("certified" if cert.passed else "NOT certified") + f" in float64 ({details})"
 
     return measure
+
+
+# What each certificate states, as the intro's "What we found" says it.
+STATES = {"P1": "the update is steepest descent in the embedded metric", "P2": "it does not depend on the gradient's scale",
+          "P3": "it is well conditioned", "P4": "it is exactly O(d)-equivariant",
+          "P5": "weight decay has zero Riemannian gradient on the frames"}
+
+
+def _certificate_verdict(key: str) -> Callable[[], Verdict]:
+    def verdict() -> Verdict:
+        cert = _certificates()[key]
+        name = HEADLINES[key][0]
+        return summary.certificate(cert.passed, f"{name}: {cert.summary()[name]}", STATES[key])
+
+    return verdict
 
 
 _CACHE: dict = {}
@@ -104,6 +122,29 @@ def _ablation(results: dict) -> str:
                                    load_results("grokking_decay_map", "full"))
 
 
+def _verdicts() -> dict[str, Callable[[], Verdict]]:
+    """Each experiment claim's verdict from the same files its measure reads."""
+    ablation = lambda: summary.ablation_verdict(_full("cifar10_ablation"), load_results("cifar10", "full"))  # noqa: E731
+    return {
+        "grokking": lambda: summary.grokking_verdict(_full("grokking")),
+        "cifar10": lambda: summary.cifar10_gain_verdict(_full("cifar10"), load_results("cifar10_sweep", "full"),
+                                                        _full("cifar10_long"), _full("cifar10_size")),
+        "movement": lambda: summary.movement_verdict(_full("cifar10")),
+        "ablation": ablation,
+        "regimes": lambda: summary.regimes_verdict(load_results("grokking_ablation", "full"),
+                                                   load_results("grokking_decay_map", "full"),
+                                                   get_config("grokking_decay_map", "full").task),
+        "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
+    }
+
+
+def _gauge_verdict() -> Verdict:
+    gradients, projected = certify_gauge_gradients(), certify_projected_run()
+    return summary.certificate(gradients.passed and projected.passed, "no gradient along the gauge",
+                               "a direction along which the loss is invariant carries no gradient, so gauge removal "
+                               "cannot motivate the method")
+
+
 def _gauge() -> str:
     gradients, projected = certify_gauge_gradients(), certify_projected_run()
     g, p = gradients.summary(), projected.summary()
@@ -115,45 +156,83 @@ def _gauge() -> str:
     )
 
 
+_V = _verdicts()
 CLAIMS = [
-    Claim("P1: the update is steepest descent in the embedded metric", preprint.CERTIFIED, "book/p1_steepest_descent", _certificate("P1")),
-    Claim("P2: the update is independent of gradient scale", preprint.CERTIFIED, "book/p2_scale_invariance", _certificate("P2")),
-    Claim("P3: the update is well conditioned", preprint.CERTIFIED, "book/p3_conditioning", _certificate("P3")),
-    Claim("P4: the update is exactly O(d)-equivariant", preprint.CERTIFIED, "book/p4_equivariance", _certificate("P4")),
-    Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", preprint.MECHANISM, "book/p5_weight_decay", _certificate("P5")),
-    Claim("Grokking: the frames survive weight decay's collapse cycles", preprint.grokking_claim(), "book/grokking", _grokking),
-    Claim("CIFAR-10 patches: the Stiefel rule gains", preprint.cifar10_claim(), "book/cifar10_patches", _from_results(_cifar10_gain, "cifar10")),
-    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches", _from_results(_cifar10_movement, "cifar10")),
-    Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation", _from_results(_ablation, "cifar10_ablation")),
-    Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes),
-    Claim("Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?", preprint.RELATIVES, "book/peers",
-          _from_results(_peers, "grokking_peers")),
-    Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge),
+    Claim("P1: the update is steepest descent in the embedded metric", preprint.CERTIFIED, "book/p1_steepest_descent",
+          _certificate("P1"), _certificate_verdict("P1")),
+    Claim("P2: the update is independent of gradient scale", preprint.CERTIFIED, "book/p2_scale_invariance",
+          _certificate("P2"), _certificate_verdict("P2")),
+    Claim("P3: the update is well conditioned", preprint.CERTIFIED, "book/p3_conditioning",
+          _certificate("P3"), _certificate_verdict("P3")),
+    Claim("P4: the update is exactly O(d)-equivariant", preprint.CERTIFIED, "book/p4_equivariance",
+          _certificate("P4"), _certificate_verdict("P4")),
+    Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", preprint.MECHANISM, "book/p5_weight_decay",
+          _certificate("P5"), _certificate_verdict("P5")),
+    Claim("Grokking: the frames survive weight decay's collapse cycles", preprint.grokking_claim(), "book/grokking",
+          _grokking, _V["grokking"]),
+    Claim("CIFAR-10 patches: the Stiefel rule gains", preprint.cifar10_claim(), "book/cifar10_patches",
+          _from_results(_cifar10_gain, "cifar10"), _V["cifar10"]),
+    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches",
+          _from_results(_cifar10_movement, "cifar10"), _V["movement"]),
+    Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation",
+          _from_results(_ablation, "cifar10_ablation"), _V["ablation"]),
+    Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes, _V["regimes"]),
+    Claim("Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?", preprint.RELATIVES,
+          "book/peers", _from_results(_peers, "grokking_peers"), _V["peers"]),
+    Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge, _gauge_verdict),
 ]
 
 
-class ClaimsTable:
-    """The claims as a table: Markdown in a notebook, plain text for nbval, rows for code. Chapter: intro."""
+def chapter_title(chapter: str) -> str:
+    """The chapter's short title in the book's table of contents (``_toc.yml``), else its file name."""
+    root = checkout_root()
+    try:
+        import yaml
 
-    def __init__(self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str]):
+        toc = yaml.safe_load((root / "_toc.yml").read_text()) if root is not None else {}
+    except (ImportError, OSError):
+        toc = {}
+    entries = [entry for part in toc.get("parts", []) for entry in part.get("chapters", [])]
+    return next((e["title"] for e in entries if e.get("file") == chapter and "title" in e), Path(chapter).name)
+
+
+class ClaimsTable:
+    """The claims as a short table (claim, the preprint, verdict, headline, chapter) with each
+    row's full measurement in a collapsed block under it: Markdown in a notebook, plain text
+    for nbval, rows for code. Chapter: intro."""
+
+    def __init__(self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str],
+                 verdicts: list[Verdict] | None = None):
         self.rows, self.link = rows, link
+        self.verdicts = verdicts or [summary.PENDING] * len(rows)
 
     def _chapter(self, chapter: str) -> str:
         """A link to the chapter where its notebook exists, else its name (not yet written)."""
-        name, root = Path(chapter).name, checkout_root()
+        title, root = chapter_title(chapter), checkout_root()
         if root is not None and not (root / f"{chapter}.ipynb").exists():
-            return f"{name} (to come)"
-        return f"[{name}]({self.link(chapter)})"
+            return f"{title} (to come)"
+        return f"[{title}]({self.link(chapter)})"
+
+    def short_markdown(self) -> str:
+        """The short table alone."""
+        return markdown_table(["Claim", "The preprint", "Verdict", "We measure", "Chapter"],
+                              [(c, p, str(v), v.headline, self._chapter(ch))
+                               for (c, p, _, ch), v in zip(self.rows, self.verdicts)])
+
+    def details_markdown(self) -> str:
+        """Each row's full measurement, behind a toggle."""
+        items = "\n".join(f"- **{c}**: {m}" for c, _, m, _ in self.rows)
+        return f"<details>\n<summary>What we measure for each claim, in full</summary>\n\n{items}\n\n</details>\n"
 
     def _repr_markdown_(self) -> str:
-        return markdown_table(["Claim", "The preprint reports", "We measure", "Chapter"],
-                              [(c, p, m, self._chapter(ch)) for c, p, m, ch in self.rows])
+        return self.short_markdown() + "\n" + self.details_markdown()
 
     def __repr__(self) -> str:
-        return "\n".join(f"{c}\n    preprint: {p}\n    we measure: {m}" for c, p, m, _ in self.rows)
+        return "\n".join(f"{c}\n    preprint: {p}\n    verdict: {v} ({v.headline})\n    we measure: {m}"
+                         for (c, p, m, _), v in zip(self.rows, self.verdicts))
 
 
 def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
     """Measure every claim now (certificates run live, results files are read). Chapter: intro."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
-    return ClaimsTable([(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link)
+    return ClaimsTable([(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link, [c.verdict() for c in CLAIMS])

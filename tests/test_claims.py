@@ -28,3 +28,30 @@ def test_the_benchmark_block_lists_recorded_measurements(tmp_path):
     block = readme_tool.bench_block(tmp_path)
     assert "ratio a / b: 2.00" in block and "python benchmarks/x.py" in block
     assert "No benchmark" in readme_tool.bench_block(tmp_path / "empty")
+
+
+def test_without_results_every_verdict_is_certified_or_pending(tmp_path, monkeypatch):
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    table = claims.claims_table()
+    assert {v.word for v in table.verdicts} <= {"certified", "pending"}
+    short = table.short_markdown()
+    assert "| Claim | The preprint | Verdict |" in short and "<details>" in table._repr_markdown_()
+    assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
+
+
+def test_a_claim_word_gathers_the_verdicts_it_rests_on():
+    from stiefel_core.findings.summary import word_of
+
+    assert word_of(["reproduced", "reproduced"]) == "reproduced"
+    assert word_of(["not reproduced: the baseline is better", "not measured"]) == "not reproduced"
+    assert word_of(["reproduced", "not reproduced: the gap narrows"]) == "partly"
+    assert word_of(["qualitatively reproduced: it moves even less"]) == "partly"
+    assert word_of(["not measured"]) == "pending"
+
+
+def test_labels_name_arms_and_grid_arms_in_words():
+    from stiefel_core.labels import label
+
+    assert label("no_decay_qk") == "AdamW without decay on W_Q, W_K"
+    assert label("stiefel@wd=0.3") == "the Stiefel rule, λ = 0.3"
+    assert label("fixed_scale") == "a fixed orthonormal scale is what helps"

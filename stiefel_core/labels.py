@@ -1,0 +1,63 @@
+"""Words for identifiers: every arm, grid arm, component and reading the book names, as a reader
+reads it. Tables, verdicts, takeaways, figures and explorers call :func:`label`; nothing else in
+the book spells an arm's name out. Chapter: all.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ARMS", "READINGS", "label", "arm_label", "reading_label", "ordered_labels"]
+
+ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
+    "stiefel": "the Stiefel rule",
+    "baseline": "AdamW",
+    "frozen": "frozen frames",
+    "no_decay_qk": "AdamW without decay on W_Q, W_K",
+    "fixed_step": "fixed step",
+    "fixed_step_matched": "fixed step at the rule's step size",
+    "no_projector": "no tangent projector",
+    "per_entry": "per-entry second moment",
+    "no_trust_region": "no trust region",
+    "muon": "Muon",
+    "muon_no_decay": "Muon without decay",
+    "geoopt_radam": "geoopt's Riemannian Adam",
+    "orthogonal_param": "orthogonal parametrization",
+}
+
+READINGS = {  # findings.regimes.READINGS key -> the reading in a few words
+    "geometry": "the learned geometry survives weight decay",
+    "decay_hurts": "AdamW's decay on W_Q, W_K is what hurts",
+    "fixed_scale": "a fixed orthonormal scale is what helps",
+}
+
+SETTINGS = {  # the grid arms' setting (experiments.grid) -> its symbol
+    "wd": "λ",
+    "flr": "frame lr",
+    "lr": "lr",
+    "n": "images",
+}
+
+
+def arm_label(arm: str) -> str:
+    """``"stiefel@wd=0.3"`` -> ``"the Stiefel rule, λ = 0.3"``; an unknown arm is returned as it is."""
+    name, *settings = arm.split("@")
+    words = [ARMS.get(name, name)]
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        words.append(f"{SETTINGS.get(key, key)} = {value}")
+    return ", ".join(words)
+
+
+def reading_label(reading: str) -> str:
+    """A reading of the regimes chapter's controls in a few words."""
+    return READINGS.get(reading, reading)
+
+
+def label(key: str, capital: bool = False) -> str:
+    """The label of an arm (grid arms too) or a reading; ``capital`` starts it with a capital letter."""
+    text = READINGS[key] if key in READINGS else arm_label(key)
+    return text[:1].upper() + text[1:] if capital else text
+
+
+def ordered_labels(keys) -> list[str]:
+    """:func:`label` of each key, in order."""
+    return [label(k) for k in keys]
