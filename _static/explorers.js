@@ -73,7 +73,7 @@ document.addEventListener("DOMContentLoaded", () => {
     img.before(frame);
     frame.append(img);
     if (readout) readout.tabIndex = 0;
-    const widen = () => img.classList.toggle("static-explorer-wide", img.naturalWidth > 600);
+    const widen = () => img.classList.toggle("static-explorer-wide", img.naturalWidth > 900);
     img.addEventListener("load", widen);
     widen();
     root.prepend(panel);

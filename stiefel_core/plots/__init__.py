@@ -56,11 +56,14 @@ _ARMS = {
     "baseline": "euclidean",
 }
 
-PANEL_SIZE = (3.4, 3.0)  # inches per panel: four across fit the book's text column
+PANEL_SIZE = (3.4, 3.0)  # inches per panel: two across fill the book's text column
+# The book's content column (_static/book.css: 44rem at 16 px) in inches at the figure dpi below:
+# a figure is drawn at most this wide, so that it is shown at its own size, fonts and all.
+COLUMN_WIDTH = 6.9
 RC = {
     "figure.figsize": (6.4, 4.0),
-    "figure.dpi": 100,
-    "savefig.dpi": 150,
+    "figure.dpi": 100,  # 100 px an inch: shown 1:1 in the column; stored at twice that (retina)
+    "savefig.dpi": 200,
     "font.size": 10,
     "axes.titlesize": 10,
     "axes.labelsize": 10,
@@ -101,13 +104,22 @@ def style():
 
 
 def use_style() -> None:
-    """Apply :data:`RC` for the rest of the session (a notebook's first cell). For every chapter's figures."""
+    """Apply :data:`RC` for the rest of the session (a notebook's first cell), and store inline
+    figures at twice their shown pixel size (retina). For every chapter's figures."""
     mpl.rcParams.update(RC)
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # no Jupyter here: nothing is stored inline
+        return
+    set_matplotlib_formats("retina")
 
 
 def figsize(nrows: int = 1, ncols: int = 1, panel: tuple[float, float] = PANEL_SIZE) -> tuple[float, float]:
-    """The size in inches of a figure of ``nrows x ncols`` panels of size ``panel``. For every chapter's figures."""
-    return (panel[0] * ncols, panel[1] * nrows)
+    """The size in inches of a figure of ``nrows x ncols`` panels of size ``panel``, scaled down
+    as a whole to the column's width (:data:`COLUMN_WIDTH`) when wider. For every chapter's figures."""
+    width, height = panel[0] * ncols, panel[1] * nrows
+    scale = min(1.0, COLUMN_WIDTH / width)
+    return (width * scale, height * scale)
 
 
 def setting_label(setting: Any) -> str:
@@ -132,7 +144,7 @@ def grid_figure(
 
     This is the static counterpart of a widget: pass the widget's drawing function for one
     panel and a few of its settings, and the page shows them side by side. Panels are filled
-    row by row (``ncols`` per row, default all in one row up to four); unused panels are
+    row by row (``ncols`` per row, default two: the column's width); unused panels are
     hidden. Each panel is titled by ``label(setting)`` (``None`` leaves the title to ``draw``).
     Use ``subplot_kw={"projection": "3d"}`` for 3-D panels. Returns the (pyplot) figure.
     For every chapter's figures.
@@ -140,7 +152,7 @@ def grid_figure(
     settings = list(settings)
     if not settings:
         raise ValueError("grid_figure needs at least one setting")
-    ncols = min(len(settings), 4) if ncols is None else ncols
+    ncols = min(len(settings), 2) if ncols is None else ncols
     nrows = -(-len(settings) // ncols)
     with style():
         fig, axes = plt.subplots(nrows, ncols, figsize=figsize(nrows, ncols, panel), squeeze=False, subplot_kw=subplot_kw)

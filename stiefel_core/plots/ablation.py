@@ -26,7 +26,7 @@ def differences_figure(tables: dict[str, list[dict]], title: str = "") -> Figure
                 ax.errorbar([c.mean_difference], [y], xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
                             fmt="o", color=ARM_COLORS[r["arm"]], capsize=3)
             ax.axvline(0, color=COLORS["reference"], lw=1)
-            ax.set_yticks(range(len(rows)), [f"− {ARM_LABELS[r['arm']]}" for r in rows], fontsize=8)
+            ax.set_yticks(range(len(rows)), [f"− {ARM_LABELS[r['arm']]}" for r in rows], fontsize=9)
             ax.invert_yaxis()
             n = rows[0]["full_minus_arm"].n if rows else 0
             ax.set_title(f"{task} ({n} paired starts)")
@@ -44,5 +44,5 @@ def draw_variant(ax: Axes, histories: dict[str, list[dict]]) -> None:
         ax.plot(epochs, [r["train_acc"] for r in history], color=ARM_COLORS[arm], ls="--", alpha=0.6)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("epoch")
-    ax.set_ylabel("accuracy (solid: validation, dashed: train)", fontsize=8)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_ylabel("accuracy (solid: validation, dashed: train)", fontsize=9)
+    ax.legend(loc="lower right", fontsize=9)

@@ -9,14 +9,14 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..labels import ARMS
 from ..results_reading import arm_of, finished_starts, movement_ratios, paired, run_key
 from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["CHAPTER_ARMS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
 
 CHAPTER_ARMS = ("baseline", "stiefel", "fixed_step", "frozen")  # the cifar10 experiment's ARMS (a test holds them equal)
-ARM_LABELS = {"baseline": "AdamW baseline", "stiefel": "Stiefel (scale-free)", "fixed_step": "Stiefel, fixed step", "frozen": "frozen frames",
-              "no_projector": "no projector", "per_entry": "per-entry v", "no_trust_region": "no trust region"}
+ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
 
 
 def draw_curves(ax: Axes, runs: dict, arms=CHAPTER_ARMS, metric: str = "test_acc") -> None:
@@ -68,7 +68,7 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
             right.axhline(preprint_gain, color=COLORS["highlight"], ls="--", lw=1.2, label=f"preprint {preprint_gain:+.2f} pp")
         right.set_xlabel("start")
         right.set_ylabel("Stiefel − baseline (pp)")
-        right.legend(fontsize=8)
+        right.legend(fontsize=9)
         if title:
             fig.suptitle(title)
     return fig
@@ -78,13 +78,13 @@ def arms_figure(results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str =
     """Final ``metric`` of every arm, one line per start across the arms. Chapter: cifar10_patches."""
     starts = finished_starts(results, arms)
     with style():
-        fig, ax = plt.subplots(figsize=(1.0 + 1.25 * len(arms), 3.4))
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (1.0 + 1.25 * len(arms), 3.4)))
         for s in starts:
             ax.plot(range(len(arms)), [100 * results["runs"][run_key(arm, s)]["final"][metric] for arm in arms],
                     "-", color=COLORS["reference"], lw=0.8, alpha=0.5)
         for i, arm in enumerate(arms):
             ax.scatter([i] * len(starts), [100 * results["runs"][run_key(arm, s)]["final"][metric] for s in starts], color=ARM_COLORS[arm], zorder=3)
-        ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=8)
+        ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=9)
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)
@@ -121,7 +121,7 @@ def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widen
         right.set_xlabel("training images")
         right.set_ylabel("gain (pp)")
         right.set_title(preprint_note, fontsize=9)
-        right.legend(fontsize=8)
+        right.legend(fontsize=9)
         if title:
             fig.suptitle(title)
     return fig
@@ -146,7 +146,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
         left.set_yscale("log")
         left.set_xlabel("step")
         left.set_ylabel("mean ‖ΔW‖_F per step")
-        left.legend(fontsize=8)
+        left.legend(fontsize=9)
         for j, arm in enumerate(("stiefel", "fixed_step")):
             ratios = movement_ratios(results, arm)
             values = np.concatenate(list(ratios.values())) if ratios else np.array([])
@@ -155,7 +155,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 right.scatter(j + jitter, values, s=12, color=ARM_COLORS[arm], alpha=0.8)
         if band is not None:
             right.axhspan(*band, color=COLORS["highlight"], alpha=0.2, label=f"preprint: {band[0]:g}–{band[1]:g}x (fixed step)")
-            right.legend(fontsize=8)
+            right.legend(fontsize=9)
         right.axhline(1, color="black", lw=0.8)
         right.set_yscale("log")
         right.set_xticks([0, 1], ["Stiefel", "fixed step"])

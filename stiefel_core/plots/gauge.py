@@ -100,7 +100,7 @@ def draw_orbit(ax: Axes, t: float = 1.0, group: str = "orthogonal", seed: int = 
     ax.set_xlabel("$t$ along the curve")
     ax.set_ylabel("training loss")
     ax.set_xlim(-T_MAX, T_MAX)
-    ax.legend(loc="upper center", fontsize=8)
+    ax.legend(loc="upper center", fontsize=9)
     return {
         "t": float(t),
         "loss_gauge": on,
@@ -141,7 +141,7 @@ def gauge_components_figure(components: dict) -> Figure:
     ]
     rng = np.random.default_rng(0)
     with style():
-        fig, ax = plt.subplots(figsize=(9.0, 3.8))
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (9.0, 3.8)))
         for k, (name, values, arm) in enumerate(rows):
             v = _floor(values.reshape(-1).numpy())
             x = k + rng.uniform(-0.18, 0.18, size=v.shape)
@@ -149,10 +149,10 @@ def gauge_components_figure(components: dict) -> Figure:
             ax.semilogy(x, v, marker, color=arm_color(arm), markersize=4, alpha=0.8, linestyle="none")
         ax.axhline(gauge.TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-12: the certificate's bar")
         ax.axhline(np.finfo(float).eps, color=COLORS["reference"], linestyle=":", label="float64 machine epsilon")
-        ax.set_xticks(range(len(rows)), [name for name, _, _ in rows], fontsize=7)
+        ax.set_xticks(range(len(rows)), [name for name, _, _ in rows], fontsize=9)
         ax.set_ylabel(r"$\|P_{\mathrm{gauge}}\, g\| \,/\, \|g\|$ per head")
         ax.set_ylim(FLOOR / 3, 10)
-        ax.legend(loc="center left", fontsize=8)
+        ax.legend(loc="center left", fontsize=9)
     return fig
 
 
@@ -168,7 +168,7 @@ def projected_run_figure(runs: dict) -> Figure:
     step = np.arange(steps + 1)
     names = {"stiefel": "Stiefel arm (StiefelAdam)", "euclidean": "Euclidean arm (AdamW)"}
     with style():
-        fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.6))
+        fig, axes = plt.subplots(1, 3, figsize=figsize(1, 1, (12.0, 3.6)))
         for ax, key, ylabel in ((axes[0], "params", r"$\max_i |\theta_i^{\mathrm{proj}} - \theta_i^{\mathrm{plain}}|$"), (axes[1], "loss", r"$|L^{\mathrm{proj}} - L^{\mathrm{plain}}|$")):
             for arm, run in runs.items():
                 ax.semilogy(step, _floor(run[key].numpy()), ".-", markersize=3, color=arm_color(arm), label=names[arm])
@@ -177,7 +177,7 @@ def projected_run_figure(runs: dict) -> Figure:
             ax.set_ylim(FLOOR / 3, 1e-6)
             ax.set_xlabel("step")
             ax.set_ylabel(ylabel)
-        axes[0].legend(loc="upper left", fontsize=8)
+        axes[0].legend(loc="upper left", fontsize=9)
         axes[0].set_title("parameters")
         axes[1].set_title("loss")
         for arm, run in runs.items():
@@ -187,7 +187,7 @@ def projected_run_figure(runs: dict) -> Figure:
         axes[2].set_xlabel("step")
         axes[2].set_ylabel("training loss")
         axes[2].set_title("the runs")
-        axes[2].legend(fontsize=7)
+        axes[2].legend(fontsize=9)
     return fig
 
 
@@ -209,11 +209,11 @@ def update_projection_figure(runs: dict) -> Figure:
         a.set_ylim(0, 1)
         a.set_xlabel("step")
         a.set_ylabel(r"$\|P_{\mathrm{gauge}}\, \xi\| \,/\, \|\xi\|$ of the step taken")
-        a.legend(fontsize=8)
+        a.legend(fontsize=9)
         b.set_xlabel("step")
         b.set_ylabel(r"$|L - L^{\mathrm{plain}}|$")
         b.set_ylim(FLOOR / 3, 1)
-        b.legend(fontsize=7, loc="lower right")
+        b.legend(fontsize=9, loc="lower right")
     return fig
 
 
@@ -238,5 +238,5 @@ def moved_start_figure(runs: dict) -> Figure:
         ax.set_ylim(FLOOR / 3, 1)
         ax.set_xlabel("step")
         ax.set_ylabel(r"$|L'_t - L_t|$, moved start vs. original")
-        ax.legend(fontsize=8, loc="center right")
+        ax.legend(fontsize=9, loc="center right")
     return fig

@@ -41,16 +41,16 @@ def collapse_window(baseline: list[dict], stiefel: list[dict], start: int, stop:
     of both arms, beside the frames' geometry (principal angle to initialisation, step size).
     Chapter: grokking."""
     window = {arm: [r for r in h if start <= r["epoch"] <= stop] for arm, h in (("baseline", baseline), ("stiefel", stiefel))}
-    panels = [
+    panels = [  # row by row: the model on the left, the frames on the right
         ("train_loss", "training loss", True),
+        ("angle_mean/W_Q", "W_Q: angle to init (deg)", False),
         ("norm/total", "weight norm (all parameters)", False),
-        ("val_acc", "validation accuracy", False),
-        ("angle_mean/W_Q", "W_Q: mean principal angle to init (deg)", False),
         ("step/W_Q", "W_Q: ‖ΔW‖ of one step", True),
+        ("val_acc", "validation accuracy", False),
         ("norm/attn.W_Q", "‖W_Q‖_F", False),
     ]
     with style():
-        fig, axes = plt.subplots(2, 3, figsize=figsize(2, 3, (3.6, 2.6)), sharex=True)
+        fig, axes = plt.subplots(3, 2, figsize=figsize(3, 2, (3.4, 2.2)), sharex=True)
         for ax, (key, label, log) in zip(axes.flat, panels):
             for arm, history in window.items():
                 if history and key in history[0]:
@@ -58,7 +58,7 @@ def collapse_window(baseline: list[dict], stiefel: list[dict], start: int, stop:
             ax.set_title(label)
             if log:
                 ax.set_yscale("log")
-        for ax in axes[1]:
+        for ax in axes[-1]:
             ax.set_xlabel("epoch")
         axes[0, 0].legend(loc="best")
     return fig

@@ -38,7 +38,7 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
         ax.set_xscale("log")
         ax.set_xlabel("lr of W_Q, W_K")
         ax.set_ylabel(f"{criterion} (%)")
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=9, loc="best")
     return fig
 
 
@@ -57,7 +57,7 @@ def gains_figure(rows: list[dict]) -> Figure:
                 ax.errorbar([c.mean_difference], [i], xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
                             fmt=MARKERS.get(r["peer"], "o"), color=color, capsize=3)
             ax.axvline(0, color=COLORS["reference"], lw=0.8)
-            ax.set_yticks(range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=8)
+            ax.set_yticks(range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=9)
             ax.set_xlabel(f"peer − {PEER_LABELS[ref]} (pp)")
             ax.set_title(f"against the {PEER_LABELS[ref]}" if ref == "stiefel" else "against AdamW")
         axes[0].invert_yaxis()
@@ -77,7 +77,7 @@ def survival_figure(curves: list) -> Figure:
         ax.set_xlabel("epoch")
         ax.set_ylabel("share of runs not yet at 90 %")
         if curves:
-            ax.legend(fontsize=7, loc="best")
+            ax.legend(fontsize=9, loc="best")
     return fig
 
 
@@ -97,5 +97,5 @@ def movement_figure(series: dict[str, dict[str, np.ndarray]]) -> Figure:
         right.set_ylabel("‖W_Qᵀ W_Q − I‖_F, worst head")
         right.set_yscale("log")
         if series:
-            left.legend(fontsize=7, loc="best")
+            left.legend(fontsize=9, loc="best")
     return fig

@@ -153,7 +153,7 @@ def _draw_sphere_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
     _frame_axes(ax, limit)
     if legend:
         ax.plot([], [], color=COLORS["tangent"], label=r"step $t\xi$ in the tangent plane")
-        ax.legend(loc="lower left", fontsize=8, frameon=False)
+        ax.legend(loc="lower left", fontsize=9, frameon=False)
 
 
 def _draw_frame_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
@@ -175,7 +175,7 @@ def _draw_frame_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
             (COLORS["stiefel"], "-", r"$R_W(t\xi)$: orthonormal again"),
         ):
             ax.plot([], [], color=color, linestyle=style_, label=label)
-        ax.legend(loc="lower left", fontsize=8, frameon=False)
+        ax.legend(loc="lower left", fontsize=9, frameon=False)
 
 
 def box_limit(step: Step) -> float:

@@ -72,9 +72,9 @@ def draw_decrease_samples(ax: Axes, d: int = 16, r: int = 4, seed: int = 0, n_sa
     ax.set_xlim(-1.05, 1.1)
     ax.set_xlabel(r"decrease $-\langle G, \eta\rangle \,/\, \|P_W G\|_F$")
     ax.set_ylabel("directions")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", fontsize=9)
     tangent_dim = d * r - r * (r + 1) // 2
-    ax.text(0.02, 0.70, f"St({d}, {r}): tangent dim {tangent_dim}", transform=ax.transAxes, fontsize=8)
+    ax.text(0.02, 0.70, f"St({d}, {r}): tangent dim {tangent_dim}", transform=ax.transAxes, fontsize=9)
     return {"best_sample": float(ratios.max()), "step_ratio": step_ratio, "direction_error": error, "tangent_dim": tangent_dim}
 
 
@@ -105,7 +105,7 @@ def draw_scale_run(ax: Axes, log10_scale: float = 0.0, step_rule: str = "scale_f
     ax.plot(t, loss, color=arm_color("stiefel" if step_rule == "scale_free" else "euclidean"), label=f"$c = 10^{{{log10_scale:g}}}$")
     ax.set_xlabel("step")
     ax.set_ylabel("loss / c")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=9)
     return {"deviation": deviation, "final_loss": float(loss[-1]), "final_loss_reference": float(loss_ref[-1])}
 
 
@@ -135,13 +135,13 @@ def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
         a.loglog(cs, 1e-6 * cs * float(fixed[8] / (1e-6 * cs[8])), ":", color=COLORS["reference"], label="slope 1")
         a.set_xlabel("gradient scale $c$")
         a.set_ylabel(r"$\|W_1 - W_0\|_F$ after one step")
-        a.legend(fontsize=8)
+        a.legend(fontsize=9)
         for eps, marker, color in ((0.0, "o-", arm_color("stiefel")), (1e-8, "s-", arm_color("euclidean"))):
             b.loglog(cs, np.maximum(deviations[eps], FLOOR), marker, color=color, label=f"eps = {eps:g}")
         b.axhline(certify.TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
         b.set_xlabel("gradient scale $c$")
         b.set_ylabel(r"$\max_t \|W_t(c) - W_t(1)\| / \|W_t(1)\|$")
-        b.legend(fontsize=8)
+        b.legend(fontsize=9)
     return fig
 
 
@@ -164,7 +164,7 @@ def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float 
     ax.set_ylim(0.9, max(2.0, 1.5 * float(kappa.max())))
     ax.set_xlabel("step")
     ax.set_ylabel("condition number")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=9)
     return {"max_condition": float(kappa.max()), "bound": bound, "max_step_norm": float(history["step_norm"].max())}
 
 
@@ -185,14 +185,14 @@ def conditioning_figure(lrs=tuple(10.0 ** k for k in np.arange(-3, 1.01, 0.5)), 
                 a.axhline(1 + radius**2, linestyle="--", linewidth=1, color=shades[radius])
         a.set_xlabel("learning rate (scale-free rule)")
         a.set_ylabel(r"max cond$(I + \xi^\top\xi)$ over the run")
-        a.legend(fontsize=8)
+        a.legend(fontsize=9)
         for radius, kappa in by_scale.items():
             label = "no trust region" if radius is None else rf"$\Delta = {radius:g}$"
             b.loglog(scales, kappa, "o-", color=shades[radius], label=label)
         b.axhline(1.25, linestyle="--", linewidth=1, color=shades[0.5])
         b.set_xlabel("gradient scale $c$ (fixed-step rule, lr 0.05)")
         b.set_ylabel(r"max cond$(I + \xi^\top\xi)$ over the run")
-        b.legend(fontsize=8)
+        b.legend(fontsize=9)
     return fig
 
 
@@ -214,7 +214,7 @@ def draw_equivariance(ax: Axes, second_moment: str = "frame", projector: str = "
     ax.set_ylim(FLOOR / 2, 10.0)
     ax.set_xlabel("step")
     ax.set_ylabel(r"$\|W'_t - Q W_t\| / \|W_t\|$")
-    ax.legend(loc="center right", fontsize=8)
+    ax.legend(loc="center right", fontsize=9)
     return {"max_deviation": float(deviation.max())}
 
 
@@ -248,7 +248,7 @@ def equivariance_sphere_figure(steps: int = 40) -> Figure:
             ax.set_title(title)
             ax.set_xlabel("step")
         axes[0].set_ylabel("coordinate")
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=6, fontsize=8)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=6, fontsize=9)
     return fig
 
 
@@ -274,7 +274,7 @@ def draw_weight_decay(ax: Axes, weight_decay: float = 1.0, teacher_sharpness: fl
     ax.set_ylim(0, max(3.2, 1.1 * max(float(r["W_Q_norm"].max()) for r in runs.values())))
     ax.set_xlabel("step")
     ax.set_ylabel(r"$\|W_Q\|_F$")
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="lower left", fontsize=9)
     return {
         arm: {"final_norm": float(run["W_Q_norm"][-1]), "final_loss": float(run["loss"][-10:].mean())} for arm, run in runs.items()
     } | {"orthonormal_norm": expected}
@@ -300,7 +300,7 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
         a.set_xlabel("step")
         a.set_ylabel(r"$\|W_Q\|_F$")
         a.set_ylim(0, 3.2)
-        a.legend(fontsize=8)
+        a.legend(fontsize=9)
         b.set_xlabel("step")
         b.set_ylabel("training loss (MSE)")
     return fig

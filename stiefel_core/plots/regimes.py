@@ -8,14 +8,12 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..labels import ARMS
 from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "gain_curves", "survival_curves", "decay_map_figure", "draw_cell"]
 
-ARM_LABELS = {
-    "baseline": "AdamW", "stiefel": "Stiefel rule", "frozen": "frozen frames", "no_decay_qk": "AdamW, no decay on W_Q, W_K",
-    "fixed_step_matched": "fixed step, matched size", "fixed_step": "fixed step, same lr",
-}
+ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
 
 
 def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)") -> Figure:
@@ -36,7 +34,7 @@ def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "St
         ax.axhline(0, color=COLORS["reference"], lw=0.8)
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
-        ax.legend(loc="best", fontsize=8)
+        ax.legend(loc="best", fontsize=9)
         if title:
             ax.set_title(title)
     return fig
@@ -58,7 +56,7 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
             ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("epoch")
             ax.set_title(name)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7, frameon=False)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
         axes[0][0].set_ylabel("share of runs not yet at 90 % validation")
         if title:
             fig.suptitle(title)
@@ -83,14 +81,14 @@ def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − Ada
         for c in cells:
             i, j = decays.index(c.weight_decay), lengths.index(c.epoch)
             if c.comparison is None:
-                ax.text(j, i, "no runs", ha="center", va="center", fontsize=7)
+                ax.text(j, i, "no runs", ha="center", va="center", fontsize=9)
                 continue
             text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.1f}, {c.comparison.ci_high:+.1f}]"
             if c.verdict == "tie":
                 text += "\nn.s."
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6))
             dark = abs(c.comparison.mean_difference) > 0.55 * bound  # white text on the saturated end of the map
-            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+            ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if dark else "black")
         ax.set_xticks(range(len(lengths)), [f"{e:,}" for e in lengths])
         ax.set_yticks(range(len(decays)), [f"λ = {d:g}" for d in decays])
         ax.set_xlabel("training length (epochs)")
@@ -110,7 +108,7 @@ def draw_cell(ax: Axes, accuracies: dict[str, list[float]], title: str = "") -> 
                    color=ARM_COLORS.get(arm, COLORS["reference"]), zorder=3)
         if values:
             ax.hlines(np.mean(values), j - 0.3, j + 0.3, color=ARM_COLORS.get(arm, COLORS["reference"]), lw=2)
-    ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a).replace(", ", ",\n") for a in arms], fontsize=7)
+    ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a).replace(", ", ",\n") for a in arms], fontsize=9)
     ax.set_ylabel("validation accuracy (%)")
     ax.set_ylim(0, 102)
     if title:

@@ -32,6 +32,8 @@ import matplotlib.pyplot as plt
 from IPython.display import Image
 from matplotlib.figure import Figure
 
+from ..labels import label
+
 __all__ = ["Explorer", "explorer", "slider", "log_slider", "render"]
 
 
@@ -60,7 +62,9 @@ def _control(name: str, spec: Any) -> widgets.ValueWidget:
             control = widgets.IntSlider(min=spec[0], max=spec[1], step=spec[2], value=spec[3], continuous_update=False)
         else:
             control = slider(*spec)
-    elif isinstance(spec, (list, dict)):
+    elif isinstance(spec, list):  # an arm's or a reading's name is shown in words (labels.py)
+        control = widgets.Dropdown(options=[(label(o), o) if isinstance(o, str) else o for o in spec])
+    elif isinstance(spec, dict):
         control = widgets.Dropdown(options=spec)
     else:
         raise TypeError(f"control {name!r}: give a widget, a (min, max, step, value) tuple or a list of options, not {spec!r}")
@@ -94,7 +98,7 @@ class Explorer(widgets.VBox):
     ``result`` (what ``draw`` last returned), ``calls`` (how many times ``draw`` ran).
     """
 
-    def __init__(self, draw: Callable[..., Any], controls: dict[str, widgets.ValueWidget], *, dpi: int = 100):
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, widgets.ValueWidget], *, dpi: int = 150):
         self.draw = draw
         self.controls = dict(controls)
         self.output = widgets.Output()

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..plots import COLORS, style
+from ..plots import COLORS, figsize, style
 from ..plots.primer import Step, box_limit, draw_step, example, retraction_gap, take_step
 from . import Explorer, explorer, slider
 
@@ -42,7 +42,7 @@ def draw_retraction(t: float = 0.5, r: int = 1) -> tuple[Figure, str, Step]:
     ss = np.linspace(0.0, T_MAX, 81)
     gap = retraction_gap(W, xi, ss)
     with style():
-        fig = plt.figure(figsize=(9.0, 4.2))
+        fig = plt.figure(figsize=figsize(1, 1, (9.0, 4.2)))
         grid = fig.add_gridspec(1, 2, width_ratios=(1.25, 1.0))
         ax3d = fig.add_subplot(grid[0], projection="3d")
         step = draw_step(ax3d, t, r, limit=box_limit(take_step(T_MAX, r)), legend=True)

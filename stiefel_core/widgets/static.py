@@ -209,6 +209,10 @@ class StaticExplorer:
             "alt": self.alt,
         }
 
+    def _shown_width(self, image: int) -> int:
+        """The image's width in CSS pixels: its figure's width in inches at 100 px an inch (drawn at ``dpi``)."""
+        return round(PILImage.open(io.BytesIO(self.images[image])).width * 100 / self.dpi)
+
     def _repr_html_(self) -> str:
         start = tuple(a.start for a in self.axes)
         image, text = self._frame(start)
@@ -221,7 +225,8 @@ class StaticExplorer:
         return (
             f'<div class="static-explorer" data-settings="{self.settings}">'
             f'<script type="application/json" class="static-explorer-data">{data}</script>'
-            f'<img class="static-explorer-figure" src="data:image/png;base64,{base64.b64encode(self.images[image]).decode()}" '
+            f'<img class="static-explorer-figure" width="{self._shown_width(image)}" '
+            f'src="data:image/png;base64,{base64.b64encode(self.images[image]).decode()}" '
             f'alt="{html.escape(self.alt)} Setting: {html.escape(setting)}.">'
             f"{readout}"
             f'<p class="static-explorer-note">The widget above, without a kernel: {drawn} Move a control to see '
