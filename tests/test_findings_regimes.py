@@ -67,7 +67,7 @@ def test_the_claim_adds_the_full_task_reading_only_once_its_controls_are_tested(
     never = {f"{arm}/{s}": run([0.2] * 12) for arm in ("baseline", "no_decay_qk") for s in range(1, 7)}
     assert "p = 97" not in regimes.claim(controls, dmap, task, full_task=results({**fast, **{k: v for k, v in never.items() if "baseline" in k}}))
     line = regimes.claim(controls, dmap, task, full_task=results({**fast, **never}, p=97, epochs=20_000))
-    assert line.endswith("at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: fixed_scale")
+    assert line.endswith("at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: a fixed orthonormal scale is what helps")
 
 
 def test_gain_over_time_and_map_cells_pair_by_seed():

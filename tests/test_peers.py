@@ -185,7 +185,7 @@ def test_the_cifar10_peer_findings_read_test_accuracy_with_its_regime():
     assert fits["baseline"]["frame_lr"] == task["lr"] and fits["stiefel"]["train_acc"] == pytest.approx(70.1)
     line = findings.cifar_claim(results)
     assert line.startswith("CIFAR-10 (10,000 images, 100 epochs, λ = 1, Σ lr·λ = ")
-    assert "per_entry -2.0 pp" in line and "(behind)" in line and "3 paired starts" in line and "1 behind, 4 tied" in line
+    assert "per-entry second moment -2.0 pp" in line and "(behind)" in line and "3 paired starts" in line and "1 behind, 4 tied" in line
     assert findings.cifar_claim(None).endswith("not yet measured (fewer than two starts with a peer and the Stiefel rule)")
 
 

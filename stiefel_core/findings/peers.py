@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import SWEEP_CRITERION, chosen_lr, sweep_scores
+from ..labels import label
 from ..results_reading import arm_of
 
 __all__ = [
@@ -128,7 +129,7 @@ def _against_stiefel(results: dict, metric: str) -> tuple[list[str], str, str] |
     from .regimes import endpoint_comparison, paired_seeds
 
     comparisons = {peer: endpoint_comparison(results, peer, "stiefel", metric=metric) for peer in PEERS}
-    parts = [f"{peer} {_interval(c)} ({WORDS[direction(c)]})" for peer, c in comparisons.items() if c is not None]
+    parts = [f"{label(peer)} {_interval(c)} ({WORDS[direction(c)]})" for peer, c in comparisons.items() if c is not None]
     if not parts:
         return None
     verdicts = [direction(c) for c in comparisons.values()]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from ..labels import label
 from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of  # noqa: F401  (metric_at: chapters)
 from ..stats import PairedComparison, direction
 
@@ -332,7 +333,7 @@ def claim(controls: dict | None, decay_map: dict | None, task, full_task: dict |
     cells = map_cells(decay_map, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs)
     groups = cells_by_verdict(cells)
     budgets = sorted({c.budget for c in cells})
-    supported = ", ".join(k for k, v in readings.items() if v) or "none of the three readings"
+    supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
     return (f"grokking p = {task.p}, λ 0-3 x 500/1,500 epochs (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a cell: "
             f"Stiefel ahead of AdamW in {len(groups['higher'])}, tied in {len(groups['tie'])}, behind in {len(groups['lower'])} cells; "
             f"the controls (20 seeds, λ = 1) support: {supported}" + _full_task_reading(full_task))
@@ -343,7 +344,7 @@ def _full_task_reading(full_task: dict | None) -> str:
     readings = supported_readings(rows)
     if all(v is None for v in readings.values()):
         return ""  # the full task's controls have too few seeds for any reading
-    supported = ", ".join(k for k, v in readings.items() if v) or "none of the three readings"
+    supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
     seeds = min(r["seeds"] for r in rows if r["verdict"] != "untested")
     config = full_task["config"]
     return f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 % supports: {supported}"

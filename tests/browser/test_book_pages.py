@@ -8,7 +8,10 @@ drew (not a file name), MathJax typeset every formula without a TeX error, no si
 scrolling on a phone, the previous/next links reach the neighbouring chapters in TOC order, and
 after each widget its static explorer, whose every control the test moves through every position
 (each shows a stored figure, and the figure changes). Then the search page finds a word known to
-be in a chapter.
+be in a chapter. What a first-time reader meets (issue 31): the intro's first screen at 1280 x 800
+shows what we found; every experiment chapter's takeaways come before its first shown code; no
+image is shown wider than its pixels allow at 1.5x (or it is SVG); no arm's code name in prose or
+table headers; the sidebar holds the book's parts.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
 
 Run after the book build (`make test` does): `.venv/bin/python -m pytest -m browser tests/browser`.
@@ -51,6 +54,21 @@ SEARCH_WORD, SEARCH_PAGE = "retraction", "book/primer"
 
 
 PAGES = toc_pages()
+EXPERIMENTS = ["book/grokking", "book/cifar10_patches", "book/ablation", "book/regimes", "book/peers"]
+PARTS = ["Foundations", "The five propositions", "Experiments", "The verdict", "In practice"]
+# Code names a reader must not meet in prose or table headers (labels.py gives each its words).
+IDENTIFIERS = ["no_decay_qk", "fixed_step_matched", "fixed_scale", "decay_hurts", "no_trust_region", "per_entry",
+               "geoopt_radam", "orthogonal_param", "muon_no_decay", "no_projector", "stiefel@wd", "baseline@wd"]
+
+
+def widget_cells(page: str) -> int:
+    """How many cells of a chapter show a live widget (its static copy must follow each)."""
+    path = ROOT / f"{page}.ipynb"
+    if not path.exists():
+        return 0
+    cells = json.loads(path.read_text())["cells"]
+    return sum(any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in c.get("outputs", []))
+               for c in cells if c["cell_type"] == "code")
 
 
 def source_text(page: str) -> str:
@@ -261,12 +279,15 @@ def test_page(browser, base_url, page):
                 )
 
         # Widgets: each explorer's copy for the static page follows it, and responds to every control.
-        views = p.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        # (The live widget's own output is removed from the page: it needs a kernel.)
+        views = max(widget_cells(page), p.locator('script[type="application/vnd.jupyter.widget-view+json"]').count())
         notes = p.locator(".widget-static-note").count()
         explorers = p.locator(".static-explorer").count()
         if notes or explorers != views:
             problems.append(f"{views} widget outputs, {explorers} static explorers after them, {notes} widgets with only a note")
         problems += move_every_control(p)
+
+        problems += reader_checks(p, page)
 
         # Previous / next: the neighbours in TOC order, and nothing past either end.
         for selector, neighbour in (("a.left-prev", index - 1), ("a.right-next", index + 1)):
@@ -327,6 +348,54 @@ def test_page(browser, base_url, page):
         phone.close()
 
     assert not problems, f"{page}:\n  " + "\n  ".join(dict.fromkeys(problems))
+
+
+def reader_checks(p, page: str) -> list[str]:
+    """What a first-time reader meets at 1280 x 800 (issue 31)."""
+    problems = []
+    # Images: drawn for the page, at least 1.5 pixels a CSS pixel (or SVG).
+    blurred = p.evaluate(
+        """() => Array.from(document.querySelectorAll('article img'))
+               .filter(i => !/\\.svg($|\\?)|^data:image\\/svg/.test(i.src) && i.naturalWidth > 0)
+               .filter(i => i.getBoundingClientRect().width > i.naturalWidth / 1.5 + 1)
+               .map(i => `${Math.round(i.getBoundingClientRect().width)} px shown of ${i.naturalWidth} px: ${(i.alt || i.src).slice(0, 60)}`)"""
+    )
+    if blurred:
+        problems.append(f"{len(blurred)} image(s) shown wider than their pixels / 1.5, e.g. {blurred[:3]}")
+    # Words, not identifiers, in prose and table headers (code and code cells may name them).
+    text = p.evaluate(
+        """() => Array.from(document.querySelectorAll('article p, article li, article th, article .admonition'))
+               .filter(e => !e.closest('.cell_input, pre, .highlight, .static-explorer'))
+               .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, .math, mjx-container').forEach(x => x.remove());
+                           return c.textContent; }).join('\\n')"""
+    )
+    named = sorted({name for name in IDENTIFIERS if name in text})
+    if named:
+        problems.append(f"code names in prose or table headers: {named}")
+    # The sidebar: the book's parts, in order.
+    captions = [c.strip() for c in p.locator(".bd-sidebar-primary p.caption").all_inner_texts()]
+    if captions != PARTS:
+        problems.append(f"the sidebar's parts are {captions}, expected {PARTS}")
+    if page == PAGES[0]:  # the intro: what we found on the first screen
+        found = p.locator("h2", has_text="What we found")
+        top = found.first.bounding_box()["y"] if found.count() else None
+        answer = p.evaluate("""() => { const h = Array.from(document.querySelectorAll('h2')).find(h => /What we found/.test(h.textContent));
+                                   const o = h && h.closest('section').querySelector('.cell_output');
+                                   return o ? {y: o.getBoundingClientRect().y, text: o.innerText.length} : null; }""")
+        if top is None or top > DESKTOP["height"] or not answer or answer["y"] > DESKTOP["height"] * 0.8 or answer["text"] < 200:
+            problems.append(f"the intro's first screen does not show what we found (heading at {top}, findings {answer})")
+    if page in EXPERIMENTS:  # the takeaways before the first code a reader sees
+        order = p.evaluate(
+            """() => {
+                const take = Array.from(document.querySelectorAll('.admonition')).find(a => /Key takeaways/.test(a.textContent));
+                const code = Array.from(document.querySelectorAll('.cell:not(.tag_hide-input) .cell_input')).find(c => c.offsetParent);
+                if (!take) return 'none';
+                return !code || (take.compareDocumentPosition(code) & Node.DOCUMENT_POSITION_FOLLOWING) ? 'before' : 'after';
+            }"""
+        )
+        if order != "before":
+            problems.append(f"the chapter's key takeaways: {order} its first shown code cell")
+    return problems
 
 
 def test_index_redirects_to_the_first_page(browser, base_url):
