@@ -107,7 +107,7 @@ def hero_figure():
 
 def certificate_summary(cert, title: str) -> Markdown:
     """A certificate as one line (passed or not, how many checks) with every check behind a toggle."""
-    text = repr(cert)
+    text = str(cert)
     checks = [line for line in text.splitlines() if line.strip()]
     status = "✓ certified" if cert.passed else "✗ NOT certified"
     body = "\n".join(checks)

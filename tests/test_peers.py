@@ -162,7 +162,7 @@ def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
     movement = {r["arm"]: r for r in findings.movement_rows(results)}
     assert movement["stiefel"]["angle"] == 15.0 and movement["muon"]["ortho"] == 1e-6
     line = findings.claim(results)
-    assert "muon -" in line and "(behind)" in line and "p = 31" in line and "1,500 epochs" in line
+    assert "Muon -" in line and "(behind)" in line and "p = 31" in line and "1,500 epochs" in line
     assert findings.claim(None).startswith("not yet measured")
 
 
