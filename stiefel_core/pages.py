@@ -80,13 +80,20 @@ def chapter_verdict(chapter: str) -> Markdown:
     return admonition("Verdict", lines, "important")
 
 
+# The intro's story, in the order it tells it: the title's question first (the movement claim
+# and the gauge are left to the claims table below it).
+FOUND_ORDER = ("book/regimes", "book/grokking", "book/cifar10_patches", "book/ablation", "book/peers")
+
+
 def what_we_found() -> Markdown:
-    """The intro's opening: one sentence per claim's verdict (:func:`summary.what_we_found`)."""
+    """The intro's opening: one sentence per claim's verdict (:func:`summary.what_we_found`),
+    the title's question first, then the propositions' certificates."""
     from .claims import CLAIMS
 
-    verdicts = [c.verdict() for c in CLAIMS]
-    certificates = [v for c, v in zip(CLAIMS, verdicts) if c.claim.startswith("P")]
-    experiments = [v for c, v in zip(CLAIMS, verdicts) if not c.claim.startswith("P") and not c.chapter.endswith("gauge")]
+    verdicts = {c.claim: c.verdict() for c in CLAIMS}
+    certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
+    first = {chapter: next(c.claim for c in CLAIMS if c.chapter == chapter) for chapter in FOUND_ORDER}
+    experiments = [verdicts[first[chapter]] for chapter in FOUND_ORDER]
     sentences = summary.what_we_found(experiments, sum(v.word == "certified" for v in certificates), len(certificates))
     return Markdown(" ".join(sentences) + "\n")
 

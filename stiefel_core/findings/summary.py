@@ -100,7 +100,8 @@ def grokking_verdict(results: dict | None) -> Verdict:
     sooner = time is not None and time["verdict"] == "higher"
     word = "reproduced" if _one_word(endpoint) == "reproduced" else "partly" if sooner else "not reproduced"
     headline = f"{means['stiefel']:.1f} % vs {means['baseline']:.1f} % at epoch 20,000"
-    sentence = (f"On grokking, the Stiefel rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's "
+    config = results["config"]
+    sentence = (f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs), the Stiefel rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's "
                 f"{means['baseline']:.1f} % ({endpoint.split(': ', 1)[-1]})")
     if time is not None:
         sa, sb = time["a_survival"], time["b_survival"]
@@ -253,12 +254,10 @@ def regimes_verdict(controls: dict | None, decay_map: dict | None, task) -> Verd
     supported = [label(k) for k, v in readings.items() if v] or ["none of the three readings"]
     word = "reproduced" if readings["geometry"] else "not reproduced"
     headline = f"the controls support: {'; '.join(supported)}"
-    sentence = (f"Where does the geometry dominate? The Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} "
-                f"settings of weight decay and training length, and loses in {len(groups['lower'])}; but the controls "
-                f"point to another cause than the preprint's: {'; '.join(supported)}.")
-    if readings["geometry"]:
-        sentence = (f"Where does the geometry dominate? The Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} "
-                    f"settings of weight decay and training length, and the controls support the preprint's mechanism.")
+    where = (f"On grokking the Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} settings of weight decay "
+             f"and training length, and loses in {len(groups['lower'])}")
+    sentence = (where + ", and the controls support the preprint's mechanism." if readings["geometry"] else
+                where + f"; but the controls point to another cause than the preprint's mechanism: {'; '.join(supported)}.")
     return Verdict(word, headline, sentence)
 
 
@@ -316,7 +315,8 @@ def peers_takeaways(results: dict | None) -> list[str]:
 
 
 def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:
-    """The intro's "What we found": the propositions' count, then the sentence of every measured claim."""
-    first = (f"All {propositions} propositions hold: each is certified numerically in float64." if certified == propositions
-             else f"{certified} of {propositions} propositions are certified numerically in float64.")
-    return [first] + [v.sentence for v in verdicts if v.word != "pending" and v.sentence]
+    """The intro's "What we found": the sentence of every measured claim, in the order given
+    (the title's question first), then the propositions' count."""
+    last = (f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
+            if certified == propositions else f"{certified} of {propositions} propositions are certified numerically in float64.")
+    return [v.sentence for v in verdicts if v.word != "pending" and v.sentence] + [last]

@@ -372,6 +372,11 @@ def reader_checks(p, page: str) -> list[str]:
     named = sorted({name for name in IDENTIFIERS if name in text})
     if named:
         problems.append(f"code names in prose or table headers: {named}")
+    # One search box or button on the page.
+    searches = p.evaluate("""() => Array.from(document.querySelectorAll('.search-button__button, .bd-sidebar-primary .bd-search'))
+                                 .filter(e => e.offsetParent !== null).length""")
+    if searches != 1:
+        problems.append(f"{searches} search boxes or buttons shown, expected one")
     # The sidebar: the book's parts, in order.
     captions = [c.strip() for c in p.locator(".bd-sidebar-primary p.caption").all_inner_texts()]
     if captions != PARTS:
