@@ -5,12 +5,17 @@
 // - the colour-mode button is labelled "Color mode", and its icons carry titles ("Light",
 //   "Dark", "System Settings") that count as visible text: the icons are decoration, hide them
 //   from assistive technology (the button keeps its label and its tooltip).
+// - myst-nb's toggle of a hidden code cell shows "Show code cell source" but is labelled
+//   "Toggle hidden content": drop the label, so its name is its text.
 // And one docutils role: the references page lists its citations as role="list" whose items
 // carry role="doc-biblioentry", which ARIA 1.3 deprecates and which is not an item of a list
 // (axe-core: aria-required-children, critical); they are list items.
 document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll(".search-button-field[aria-label]")) {
     button.removeAttribute("aria-label");
+  }
+  for (const summary of document.querySelectorAll('details.hide > summary[aria-label="Toggle hidden content"]')) {
+    summary.removeAttribute("aria-label");
   }
   // Font Awesome may already have replaced the <i> icons by <svg> with a <title>.
   for (const icon of document.querySelectorAll(".theme-switch-button .theme-switch")) {
