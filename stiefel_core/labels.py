@@ -21,6 +21,10 @@ ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "muon_no_decay": "Muon without decay",
     "geoopt_radam": "geoopt's Riemannian Adam",
     "orthogonal_param": "orthogonal parametrization",
+    "qk_norm": "QK-norm with a learned scale",
+    "sphere": "the scale-free rule on the sphere",
+    "stiefel_temp": "the Stiefel rule with a learned scale",
+    "cayley_adam": "Cayley ADAM",
 }
 
 READINGS = {  # findings.regimes.READINGS key -> the reading in a few words
