@@ -364,8 +364,8 @@ def reader_checks(p, page: str) -> list[str]:
         problems.append(f"{len(blurred)} image(s) shown wider than their pixels / 1.5, e.g. {blurred[:3]}")
     # Words, not identifiers, in prose and table headers (code and code cells may name them).
     text = p.evaluate(
-        """() => Array.from(document.querySelectorAll('article p, article li, article th, article .admonition'))
-               .filter(e => !e.closest('.cell_input, pre, .highlight, .static-explorer'))
+        """() => Array.from(document.querySelectorAll('article p, article li, article th, article div.admonition'))
+               .filter(e => !e.closest('.cell_input, pre, .highlight, .static-explorer, td'))
                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, .math, mjx-container').forEach(x => x.remove());
                            return c.textContent; }).join('\\n')"""
     )
