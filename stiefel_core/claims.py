@@ -135,7 +135,16 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
                                                    load_results("grokking_decay_map", "full"),
                                                    get_config("grokking_decay_map", "full").task),
         "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
+        "fair_fight": _fair_fight_verdict,
     }
+
+
+def _fair_fight_verdict() -> Verdict:
+    from . import protocol
+
+    family = protocol.family("grokking_fair")
+    return summary.fair_fight_verdict(load_results("grokking_fair", "full"), load_results("grokking_fair_scale", "full"),
+                                      load_results("grokking_ablation", "full"), family.margin / 100, family.alpha)
 
 
 def _gauge_verdict() -> Verdict:
@@ -158,6 +167,8 @@ def _gauge() -> str:
 
 _V = _verdicts()
 CLAIMS = [
+    Claim("The Stiefel rule's gain on grokking survives a tuned AdamW (every arm at its own W_Q, W_K lr)",
+          preprint.FAIR_FIGHT, "book/fair_fight", lambda: _V["fair_fight"]().headline, _V["fair_fight"]),
     Claim("P1: the update is steepest descent in the embedded metric", preprint.CERTIFIED, "book/p1_steepest_descent",
           _certificate("P1"), _certificate_verdict("P1")),
     Claim("P2: the update is independent of gradient scale", preprint.CERTIFIED, "book/p2_scale_invariance",

@@ -82,7 +82,7 @@ def chapter_verdict(chapter: str) -> Markdown:
 
 # The intro's story, in the order it tells it: the title's question first (the movement claim
 # and the gauge are left to the claims table below it).
-FOUND_ORDER = ("book/regimes", "book/grokking", "book/cifar10_patches", "book/ablation", "book/peers")
+FOUND_ORDER = ("book/fair_fight", "book/regimes", "book/grokking", "book/cifar10_patches", "book/ablation", "book/peers")
 
 
 def what_we_found() -> Markdown:

@@ -32,6 +32,7 @@ MECHANISM = "(the mechanism)"  # Proposition 5
 REGIMES = "where weight decay drives collapse cycles (Proposition 5's mechanism)"  # the title's question
 GAUGE = "a direction along which the loss is invariant carries no gradient"  # the gauge chapter
 RELATIVES = "(not compared: AdamW is its only baseline)"  # the peers chapter
+FAIR_FIGHT = "(untuned: every arm at one shared lr)"  # the fair-fight chapter: the preprint tuned no baseline's W_Q, W_K lr
 GAP_WIDENS = "widens rather than erodes"  # the CIFAR-10 sweep
 UNSTABLE = "unstable (the preprint's caution)"  # the grokking endpoint
 CYCLES = "drive the baseline's instability"  # collapse cycles

@@ -17,7 +17,7 @@ from ..stats import direction
 from . import ablation, cifar10, grokking, long_training, peers, regimes
 
 __all__ = ["Verdict", "MARKS", "word_of", "certificate", "grokking_verdict", "cifar10_gain_verdict",
-           "movement_verdict", "ablation_verdict", "regimes_verdict", "peers_verdict", "what_we_found",
+           "movement_verdict", "ablation_verdict", "regimes_verdict", "peers_verdict", "fair_fight_verdict", "what_we_found",
            "grokking_takeaways", "cifar10_takeaways", "ablation_takeaways", "regimes_takeaways", "peers_takeaways"]
 
 MARKS = {"certified": "✓", "reproduced": "✓", "partly": "◐", "not reproduced": "✗", "not certified": "✗",
@@ -312,6 +312,21 @@ def peers_takeaways(results: dict | None) -> list[str]:
     out += [f"{peers.reading(r)[:1].upper() + peers.reading(r)[1:]}." for r in peers.ingredient_rows(results)
             if r["verdict"] != "untested"]
     return out
+
+
+def fair_fight_verdict(fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float) -> Verdict:
+    """Does the Stiefel rule's gain on grokking survive a tuned baseline? ``reproduced`` only when
+    the rule is *higher* than AdamW with both at their tuned lrs (Holm across the declared family)."""
+    from . import fair_fight
+
+    sentence = fair_fight.what_we_found(fair, scale, before, margin, alpha, label)
+    if sentence is None:
+        return PENDING
+    rows = fair_fight.family_rows(fair_fight.finals(fair, scale), ("stiefel",), ("baseline",), margin, alpha)
+    row = rows[0]
+    word = "reproduced" if row["verdict"] == "higher" else "not reproduced"
+    lo, hi = row["ci_pp"]
+    return Verdict(word, f"{row['verdict']}: {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] at tuned lrs", sentence)
 
 
 def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:

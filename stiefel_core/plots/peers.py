@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..labels import label
 from . import ARM_COLORS, COLORS, figsize, style
 
 __all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
@@ -20,7 +21,8 @@ PEER_LABELS = {
     "baseline": "AdamW", "stiefel": "Stiefel rule", "per_entry": "per-entry moments", "muon": "Muon",
     "muon_no_decay": "Muon, no decay on W_Q, W_K", "geoopt_radam": "geoopt RiemannianAdam", "orthogonal_param": "orthogonal parametrization",
 }
-MARKERS = {"baseline": "s", "stiefel": "o", "per_entry": "^", "muon": "D", "muon_no_decay": "d", "geoopt_radam": "v", "orthogonal_param": "P"}
+MARKERS = {"baseline": "s", "stiefel": "o", "per_entry": "^", "muon": "D", "muon_no_decay": "d", "geoopt_radam": "v",
+           "orthogonal_param": "P", "no_decay_qk": "x", "qk_norm": "*", "sphere": "h", "stiefel_temp": "p", "cayley_adam": "<"}
 
 
 def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy over training") -> Figure:
@@ -31,8 +33,9 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
         for row in rows:
             lrs = [lr for lr, v in row["scores"].items() if v is not None]
             values = [100 * row["scores"][lr] for lr in lrs]
-            color = PEER_COLORS.get(row["arm"], COLORS["reference"])
-            ax.plot(lrs, values, color=color, marker=MARKERS.get(row["arm"], "o"), lw=1.3, label=PEER_LABELS.get(row["arm"], row["arm"]))
+            color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
+            name = PEER_LABELS.get(row["arm"], label(row["arm"], capital=True))
+            ax.plot(lrs, values, color=color, marker=MARKERS.get(row["arm"], "o"), lw=1.3, label=name)
             if row["chosen"] is not None:
                 ax.scatter([row["chosen"]], [100 * row["scores"][row["chosen"]]], s=150, facecolors="none", edgecolors=color, lw=1.5)
         ax.set_xscale("log")
