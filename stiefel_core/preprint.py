@@ -9,9 +9,27 @@ words the chapters and the claims table use.
 from __future__ import annotations
 
 __all__ = [
-    "GROKKING", "CIFAR10", "ABLATION_SHARE", "ABLATION", "CERTIFIED", "MECHANISM", "REGIMES", "GAUGE",
-    "grokking_endpoint", "grokking_claim", "cifar10_wins", "cifar10_gain", "cifar10_claim", "movement_range",
-    "movement_claim", "frozen_cost", "frozen_cost_signed", "GAP_WIDENS", "UNSTABLE", "CYCLES", "NOT_REPORTED",
+    "GROKKING",
+    "CIFAR10",
+    "ABLATION_SHARE",
+    "ABLATION",
+    "CERTIFIED",
+    "MECHANISM",
+    "REGIMES",
+    "GAUGE",
+    "grokking_endpoint",
+    "grokking_claim",
+    "cifar10_wins",
+    "cifar10_gain",
+    "cifar10_claim",
+    "movement_range",
+    "movement_claim",
+    "frozen_cost",
+    "frozen_cost_signed",
+    "GAP_WIDENS",
+    "UNSTABLE",
+    "CYCLES",
+    "NOT_REPORTED",
 ]
 
 # --- the numbers ---------------------------------------------------------------------------
@@ -45,8 +63,10 @@ def grokking_endpoint() -> str:
 
 def grokking_claim() -> str:
     """The claims table's grokking entry. Chapters: intro, grokking, cifar10_patches, ablation."""
-    return (f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
-            f"at epoch {GROKKING['epoch']:,} (unstable endpoint)")
+    return (
+        f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
+        f"at epoch {GROKKING['epoch']:,} (unstable endpoint)"
+    )
 
 
 def cifar10_wins() -> str:
@@ -61,8 +81,10 @@ def cifar10_gain() -> str:
 
 def cifar10_claim() -> str:
     """The claims table's CIFAR-10 gain entry. Chapters: intro, grokking, cifar10_patches, ablation."""
-    return (f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
-            f"{cifar10_wins()}); the gap widens with data")
+    return (
+        f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
+        f"{cifar10_wins()}); the gap widens with data"
+    )
 
 
 def movement_range() -> str:
