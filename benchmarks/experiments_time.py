@@ -41,7 +41,10 @@ def main(argv=None) -> dict:
             start = time.perf_counter()
             run_experiment(name, "full", device=args.device, directory=Path(tmp), config=config, progress=False)
             seconds[name] = time.perf_counter() - start
-            out.say(f"{name} (full, {len(config.seeds)} seed(s), every arm): {seconds[name]:.0f} s; target {TARGETS[name]:.0f} s on one H200")
+            out.say(
+                f"{name} (full, {len(config.seeds)} seed(s), every arm): {seconds[name]:.0f} s; target "
+                f"{TARGETS[name]:.0f} s on one H200"
+            )
     device = torch.device(args.device)
     out.save(torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu, {torch.get_num_threads()} threads")
     return seconds

@@ -48,7 +48,10 @@ def main(argv=None) -> dict:
             times[arm].append(seconds_per_epoch(arm, config, device))
     medians = {arm: statistics.median(t) for arm, t in times.items()}
     out = Recorder(f"grokking_epoch-{args.profile}-{device.type}")
-    out.say(f"grokking ({args.profile} model, p = {config.p}), {device}, {torch.get_num_threads()} threads, median of {args.blocks} blocks of {args.epochs} epochs")
+    out.say(
+        f"grokking ({args.profile} model, p = {config.p}), {device}, {torch.get_num_threads()} threads, median of "
+        f"{args.blocks} blocks of {args.epochs} epochs"
+    )
     for arm, value in medians.items():
         out.say(f"  {arm:9s} {1e3 * value:8.1f} ms/epoch")
     ratio = medians["stiefel"] / medians["baseline"]

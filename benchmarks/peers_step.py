@@ -136,15 +136,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt2-small")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--slow-repeats", type=int, default=2, help="Muon, geoopt and the parametrization are slow on a CPU: fewer repeats")
-    parser.add_argument("--ortho-steps", type=int, default=10_000, help="steps of every optimizer's drift run on one frame")
+    parser.add_argument(
+        "--slow-repeats",
+        type=int,
+        default=2,
+        help="Muon, geoopt and the parametrization are slow on a CPU: fewer repeats",
+    )
+    parser.add_argument(
+        "--ortho-steps", type=int, default=10_000, help="steps of every optimizer's drift run on one frame"
+    )
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     layers, heads, d_model, d_head = MODELS[args.model]
     shapes = [(heads, d_model, d_head)] * (2 * layers)
     out = Recorder(f"peers_step-{args.model}-{device.type}")
-    out.say(f"{args.model}: {2 * layers * heads} frames of {d_model} x {d_head}, {device}, torch {torch.__version__}, "
-            f"{torch.get_num_threads()} threads; one step each, fixed random gradients")
+    out.say(
+        f"{args.model}: {2 * layers * heads} frames of {d_model} x {d_head}, {device}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads; one step each, fixed random gradients"
+    )
     # On one CPU thread, the process's CPU time is the step's cost whatever else the machine runs
     # (a shared machine's load inflates wall time); with more threads, or on a GPU, wall time.
     cpu_clock = device.type == "cpu" and torch.get_num_threads() == 1
@@ -159,14 +168,20 @@ def main(argv=None) -> dict:
             out.say(f"  {name:22s} left out: {missing[name]} is not installed")
             continue
         stepper = Stepper(name, shapes, device)
-        seconds[name] = seconds_per_step(stepper, grads, args.slow_repeats if name in slow else args.repeats, 0 if name in slow else 2, clock)
+        seconds[name] = seconds_per_step(
+            stepper, grads, args.slow_repeats if name in slow else args.repeats, 0 if name in slow else 2, clock
+        )
         memory[name] = stepper.state_ratio()
         buffers = f" + parametrization buffers {stepper.buffers / stepper.frame_bytes:.1f}x" if stepper.buffers else ""
         del stepper
         steps[name] = args.ortho_steps
         error[name] = drift(name, (1, d_model, d_head), steps[name], device)
-        out.say(f"  {name:22s} {1e3 * seconds[name]:8.1f} ms/step ({seconds[name] / seconds['StiefelAdam']:6.2f}x StiefelAdam)   "
-                f"state {memory[name]:.3f}x the frames{buffers}   max ‖WᵀW − I‖_F after {steps[name]:,} steps: {error[name]:.1e}")
+        out.say(
+            f"  {name:22s} {1e3 * seconds[name]:8.1f} ms/step ({seconds[name] / seconds['StiefelAdam']:6.2f}x "
+            "StiefelAdam)   "
+            f"state {memory[name]:.3f}x the frames{buffers}   max ‖WᵀW − I‖_F after {steps[name]:,} steps: "
+            f"{error[name]:.1e}"
+        )
     out.save(str(device) + f", {torch.get_num_threads()} threads")
     return {"seconds": seconds, "state": memory, "orthonormality": error, "steps": steps}
 

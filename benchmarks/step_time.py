@@ -26,8 +26,8 @@ import torch
 from record import Recorder
 from torch.utils.flop_counter import FlopCounterMode
 
-from stiefel_core.manifold import random_frame
 from stiefel_core.frames import FrameParameter
+from stiefel_core.manifold import random_frame
 from stiefel_core.optim import StiefelAdam
 
 # layers, heads, d_model, d_head
@@ -141,7 +141,10 @@ def main(argv=None) -> dict:
     shapes = [(heads, d_model, d_head)] * (2 * layers)  # Q and K of every layer
     n_frames = 2 * layers * heads
     out = Recorder(f"step_time-{args.model}-{device.type}")
-    out.say(f"{args.model}: {n_frames} frames of {d_model} x {d_head} in {len(shapes)} banks, {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    out.say(
+        f"{args.model}: {n_frames} frames of {d_model} x {d_head} in {len(shapes)} banks, {device}, torch "
+        f"{torch.__version__}, {torch.get_num_threads()} threads"
+    )
 
     names = ["StiefelAdam", "AdamW (foreach)"]
     if device.type == "cuda":
@@ -169,17 +172,31 @@ def main(argv=None) -> dict:
             del opt, params
         stiefel, peer = seconds[f"StiefelAdam, {layout}"], seconds[f"{base}, {layout}"]
         floor = flops / rate + peer
-        out.say(f"  floor: products {flops / 1e9:.2f} GFLOP at the bmm rate ({1e3 * flops / rate:.1f} ms) "
-                f"+ AdamW's memory passes ({1e3 * peer:.1f} ms) = {1e3 * floor:.1f} ms")
+        out.say(
+            f"  floor: products {flops / 1e9:.2f} GFLOP at the bmm rate ({1e3 * flops / rate:.1f} ms) "
+            f"+ AdamW's memory passes ({1e3 * peer:.1f} ms) = {1e3 * floor:.1f} ms"
+        )
         ratios[f"StiefelAdam / {base}, {layout}"] = stiefel / peer
         ratios[f"StiefelAdam / its floor, {layout}"] = stiefel / floor
-    if f"geoopt RiemannianAdam, contiguous" in seconds:
-        ratios["geoopt / StiefelAdam, contiguous"] = seconds["geoopt RiemannianAdam, contiguous"] / seconds["StiefelAdam, contiguous"]
+    if "geoopt RiemannianAdam, contiguous" in seconds:
+        ratios["geoopt / StiefelAdam, contiguous"] = (
+            seconds["geoopt RiemannianAdam, contiguous"] / seconds["StiefelAdam, contiguous"]
+        )
     for key, value in ratios.items():
         out.say(f"ratio {key}: {value:.2f}")
-    out.say(f"state StiefelAdam: {memory['StiefelAdam, contiguous']:.4f}x frames; AdamW: {memory[base + ', contiguous']:.2f}x")
+    out.say(
+        f"state StiefelAdam: {memory['StiefelAdam, contiguous']:.4f}x frames; AdamW: "
+        f"{memory[base + ', contiguous']:.2f}x"
+    )
     out.say(f"target: StiefelAdam <= 2.5x {base} in both layouts")
-    out.save(str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else f", {torch.get_num_threads()} threads"))
+    out.save(
+        str(device)
+        + (
+            f" ({torch.cuda.get_device_name(device)})"
+            if device.type == "cuda"
+            else f", {torch.get_num_threads()} threads"
+        )
+    )
     return {"seconds": seconds, "ratios": ratios, "state": memory}
 
 

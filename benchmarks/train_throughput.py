@@ -35,10 +35,10 @@ import torch.nn.functional as F
 from record import Recorder
 from torch.utils.flop_counter import FlopCounterMode
 
+from stiefel_core.combined import configure_optimizer
 from stiefel_core.data import modular_data
 from stiefel_core.experiments import cifar10, get_config, grokking
 from stiefel_core.models import ModularTransformer
-from stiefel_core.combined import configure_optimizer
 
 ARMS = ("baseline", "stiefel")
 PATHS = ("bare", "compiled", "experiment", "logged_steps", "logged_epoch", "amortized")
@@ -93,12 +93,18 @@ class EpochTimer:
         self.module.fit = self.real
 
     def per_step(self, steps_per_epoch: int) -> dict[str, float]:
-        train = {flag: statistics.median(t for kind, f, t in self.records if kind == "train" and f == flag) for flag in (False, True)}
+        train = {
+            flag: statistics.median(t for kind, f, t in self.records if kind == "train" and f == flag)
+            for flag in (False, True)
+        }
         evaluation = statistics.median(t for kind, _, t in self.records if kind == "eval")
         epochs = sum(kind == "train" for kind, _, _ in self.records)
-        return {"experiment": train[False] / steps_per_epoch, "logged_steps": train[True] / steps_per_epoch,
-                "logged_epoch": (train[True] + evaluation) / steps_per_epoch,
-                "amortized": sum(t for _, _, t in self.records) / (epochs * steps_per_epoch)}
+        return {
+            "experiment": train[False] / steps_per_epoch,
+            "logged_steps": train[True] / steps_per_epoch,
+            "logged_epoch": (train[True] + evaluation) / steps_per_epoch,
+            "amortized": sum(t for _, _, t in self.records) / (epochs * steps_per_epoch),
+        }
 
 
 def bare_steps(model, opt, loss_of):
@@ -111,6 +117,7 @@ def bare_steps(model, opt, loss_of):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+
         return once
 
     start = time.perf_counter()
@@ -140,7 +147,9 @@ def grokking_task(arm: str):
     config = dataclasses.replace(get_config("grokking", "full"), cpu_threads=None)
     data = modular_data(config.p, "add", config.train_fraction, 0)
     torch.manual_seed(0)
-    model = ModularTransformer(data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=arm != "baseline")
+    model = ModularTransformer(
+        data.vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=arm != "baseline"
+    )
     opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
     bare, compiled, compile_seconds = bare_steps(model, opt, lambda f: F.cross_entropy(f(data.train_x), data.train_y))
     short = dataclasses.replace(config, epochs=10 * config.log_every, checkpoint_every=10**6)
@@ -181,20 +190,29 @@ def main(argv=None) -> None:
     out = Recorder("train_throughput-cpu")
     for n in args.threads:
         torch.set_num_threads(n)
-        out.say(f"{n} thread(s): float32 GEMM 2048x256x256 at {gemm_rate() / 1e9:.1f} GFLOP/s (median of each repeat's own below)")
+        out.say(
+            f"{n} thread(s): float32 GEMM 2048x256x256 at {gemm_rate() / 1e9:.1f} GFLOP/s (median of each repeat's own "
+            "below)"
+        )
         for name, task in tasks.items():
             for arm in ARMS:
                 t = measure(task, arm, args.repeats)
                 ms, x, b = t["ms"], t["x_floor"], t["x_bare"]
-                out.say(f"  {name}, {arm}: {t['flops'] / 1e9:.2f} GFLOP, floor {1e3 * ms['floor']:.1f} ms; "
-                        f"bare {1e3 * ms['bare']:.1f} ms ({x['bare']:.2f}x floor); "
-                        f"compiled {1e3 * ms['compiled']:.1f} ms ({x['compiled']:.2f}x; {b['compiled']:.2f}x eager; compiling took {t['compile_seconds']:.0f} s); "
-                        f"as the experiment runs it {1e3 * ms['experiment']:.1f} ms ({x['experiment']:.2f}x); "
-                        f"logged epoch: steps {1e3 * ms['logged_steps']:.1f} ms ({b['logged_steps']:.2f}x the bare step), "
-                        f"with its evaluation {1e3 * ms['logged_epoch']:.1f} ms ({b['logged_epoch']:.2f}x); "
-                        f"a run's step, its logged epochs included {1e3 * ms['amortized']:.1f} ms ({x['amortized']:.2f}x floor)")
-    out.say("targets: the experiment's CIFAR-10 step <= 2.0x the floor on 1 thread; a logged epoch <= 1.15x the bare step; "
-            "the grokking epoch <= 2.0x its floor")
+                out.say(
+                    f"  {name}, {arm}: {t['flops'] / 1e9:.2f} GFLOP, floor {1e3 * ms['floor']:.1f} ms; "
+                    f"bare {1e3 * ms['bare']:.1f} ms ({x['bare']:.2f}x floor); "
+                    f"compiled {1e3 * ms['compiled']:.1f} ms ({x['compiled']:.2f}x; {b['compiled']:.2f}x eager; "
+                    f"compiling took {t['compile_seconds']:.0f} s); "
+                    f"as the experiment runs it {1e3 * ms['experiment']:.1f} ms ({x['experiment']:.2f}x); "
+                    f"logged epoch: steps {1e3 * ms['logged_steps']:.1f} ms ({b['logged_steps']:.2f}x the bare step), "
+                    f"with its evaluation {1e3 * ms['logged_epoch']:.1f} ms ({b['logged_epoch']:.2f}x); "
+                    f"a run's step, its logged epochs included {1e3 * ms['amortized']:.1f} ms ({x['amortized']:.2f}x "
+                    "floor)"
+                )
+    out.say(
+        "targets: the experiment's CIFAR-10 step <= 2.0x the floor on 1 thread; a logged epoch <= 1.15x the bare step; "
+        "the grokking epoch <= 2.0x its floor"
+    )
     out.save("cpu, " + "/".join(map(str, args.threads)) + " threads")
 
 

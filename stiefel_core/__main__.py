@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
 from .checkout import checkout_root
+from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
 from .experiments.results import DamagedResultsError, results_path
 from .experiments.routing_sweep import SWEEPS as ROUTING_SWEEPS
 
@@ -21,20 +21,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stiefel_core", description="Run the book's experiments into book/results/.")
+    parser = argparse.ArgumentParser(
+        prog="python -m stiefel_core", description="Run the book's experiments into book/results/."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list experiments and their results files")
     claims = sub.add_parser("claims", help="the preprint's claims beside our measurements")
-    claims.add_argument("--write-readme", action="store_true", help="rewrite the README's claims table (the checkout's tools/readme.py)")
+    claims.add_argument(
+        "--write-readme", action="store_true", help="rewrite the README's claims table (the checkout's tools/readme.py)"
+    )
     run = sub.add_parser("run", help="run one experiment (resumes; skips finished runs)")
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
     sweep = sub.add_parser("sweep", help="grow the W_Q, W_K lr sweep until every arm's choice is interior (resumes)")
     sweep.add_argument("name", choices=["grokking_qk_lr", "cifar10_qk_lr", *ROUTING_SWEEPS])
-    sweep.add_argument("--arms", nargs="+", default=None,
-                       help="a subset of the swept arms (a shard); for cifar10_qk_lr, cells such as stiefel@wd=1")
+    sweep.add_argument(
+        "--arms",
+        nargs="+",
+        default=None,
+        help="a subset of the swept arms (a shard); for cifar10_qk_lr, cells such as stiefel@wd=1",
+    )
     for p in (run, run_all, sweep):
-        p.add_argument("--profile", choices=PROFILES, default=None, help="default: $STIEFEL_PROFILE, else full with CUDA, ci without")
+        p.add_argument(
+            "--profile",
+            choices=PROFILES,
+            default=None,
+            help="default: $STIEFEL_PROFILE, else full with CUDA, ci without",
+        )
         p.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: cuda if available)")
         p.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--arms", nargs="+", default=None, help="a subset of the arms")
@@ -60,9 +73,15 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "sweep" and args.name in ROUTING_SWEEPS:
         from .experiments import routing_sweep
 
-        results = routing_sweep.sweep(run_experiment, args.name, profile, EXPERIMENTS[args.name].profiles[profile],
-                                      tuple(args.arms or routing_sweep.SWEPT_ARMS), device=args.device,
-                                      progress=not args.no_progress)
+        results = routing_sweep.sweep(
+            run_experiment,
+            args.name,
+            profile,
+            EXPERIMENTS[args.name].profiles[profile],
+            tuple(args.arms or routing_sweep.SWEPT_ARMS),
+            device=args.device,
+            progress=not args.no_progress,
+        )
         print(f"{args.name} ({profile}): {len(results['runs'])} runs in {results_path(args.name, profile)}")
         return 0
     if args.command == "sweep":
@@ -78,9 +97,12 @@ def _main(argv: list[str] | None) -> int:
     names = [args.name] if args.command == "run" else list(EXPERIMENTS)
     for name in names:
         results = run_experiment(
-            name, profile,
-            arms=getattr(args, "arms", None), seeds=getattr(args, "seeds", None),
-            device=args.device, progress=not args.no_progress,
+            name,
+            profile,
+            arms=getattr(args, "arms", None),
+            seeds=getattr(args, "seeds", None),
+            device=args.device,
+            progress=not args.no_progress,
         )
         print(f"{name} ({profile}): {len(results['runs'])} runs in {results_path(name, profile)}")
     return 0
@@ -92,7 +114,10 @@ def _readme_tool() -> int:
 
     root = checkout_root()
     if root is None:
-        print("--write-readme rewrites a checkout's README.md; this stiefel_core is installed, not a checkout", file=sys.stderr)
+        print(
+            "--write-readme rewrites a checkout's README.md; this stiefel_core is installed, not a checkout",
+            file=sys.stderr,
+        )
         return 2
     return runpy.run_path(str(root / "tools" / "readme.py"))["main"]([])
 

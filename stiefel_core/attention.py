@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .manifold import random_frame
 from .frames import FrameParameter, declare_frames
+from .manifold import random_frame
 
 __all__ = ["SelfAttention"]
 
@@ -39,7 +39,9 @@ class SelfAttention(nn.Module):
         if n_heads < 1 or d_head < 1:
             raise ValueError(f"n_heads ({n_heads}) and d_head ({d_head}) must be positive")
         if d_head > d_model:
-            raise ValueError(f"d_head ({d_head}) > d_model ({d_model}): a frame in St(d_model, d_head) needs d_head <= d_model")
+            raise ValueError(
+                f"d_head ({d_head}) > d_model ({d_model}): a frame in St(d_model, d_head) needs d_head <= d_model"
+            )
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_head
         self.stiefel, self.causal, self.dropout = stiefel, causal, dropout
         make = FrameParameter if stiefel else nn.Parameter
@@ -82,7 +84,9 @@ class SelfAttention(nn.Module):
             raise ValueError(f"expected input of shape (batch, tokens, {self.d_model}), got {tuple(x.shape)}")
         B, T, _ = x.shape
         queries = x[:, -1:] if last_only else x
-        q, k = self._score_inputs(self._heads(queries, self.W_Q), self._heads(x, self.W_K))  # (B, H, T_q, r), (B, H, T, r)
+        q, k = self._score_inputs(
+            self._heads(queries, self.W_Q), self._heads(x, self.W_K)
+        )  # (B, H, T_q, r), (B, H, T, r)
         v = self.W_V(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, H, T, r)
         y = F.scaled_dot_product_attention(  # the last query sees every key, causal or not
             q, k, v, is_causal=self.causal and not last_only, dropout_p=self.dropout if self.training else 0.0
@@ -101,7 +105,9 @@ class SelfAttention(nn.Module):
         if tokens.ndim != 2 or tokens.shape[1] != T:
             raise ValueError(f"tokens must have shape (batch, {T}) to match the table, got {tuple(tokens.shape)}")
         position = torch.arange(T, device=tokens.device)
-        q_rows, k_rows = self._score_inputs(self._heads(table[-1:], self.W_Q), self._heads(table, self.W_K))  # (1|T, H, V, r)
+        q_rows, k_rows = self._score_inputs(
+            self._heads(table[-1:], self.W_Q), self._heads(table, self.W_K)
+        )  # (1|T, H, V, r)
         q = q_rows[0][:, tokens[:, -1]].unsqueeze(2).transpose(0, 1)  # (B, H, 1, r)
         k = k_rows.transpose(1, 2)[position, tokens].transpose(1, 2)  # (B, H, T, r)
         v = self.W_V(table).view(T, V, self.n_heads, self.d_head)[position, tokens].transpose(1, 2)  # (B, H, T, r)

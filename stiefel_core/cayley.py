@@ -50,8 +50,17 @@ class CayleyAdam(Optimizer):
         betas: ``(β1, β2)``. eps: ``ε``. q: the cap's constant (0.5). s: fixed-point iterations (2).
     """
 
-    def __init__(self, params: Iterable, lr: float = 1e-1, betas: tuple[float, float] = (0.9, 0.99), eps: float = 1e-8,
-                 weight_decay: float = 0.0, *, q: float = 0.5, s: int = 2):
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-1,
+        betas: tuple[float, float] = (0.9, 0.99),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        *,
+        q: float = 0.5,
+        s: int = 2,
+    ):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -98,15 +107,32 @@ class CayleyAdam(Optimizer):
                     state["exp_avg_sq"] = torch.zeros(p.shape[:-2], dtype=compute_dtype(p.dtype), device=p.device)
                 state["step"] += 1
                 X, G, M = _bank([p], d, r), _bank([p.grad], d, r), _bank([state["exp_avg"]], d, r)
-                cayley_adam_update_(X, G, M, state["exp_avg_sq"].view(-1), float(state["step"]),
-                                    **{k: group[k] for k in ("lr", "betas", "eps", "q", "s")})
+                cayley_adam_update_(
+                    X,
+                    G,
+                    M,
+                    state["exp_avg_sq"].view(-1),
+                    float(state["step"]),
+                    **{k: group[k] for k in ("lr", "betas", "eps", "q", "s")},
+                )
                 _unbank(X, [p])
                 _unbank(M, [state["exp_avg"]])
         return loss
 
 
-def cayley_adam_update_(X: Tensor, G: Tensor, M: Tensor, v: Tensor, k: float, *, lr: float, betas: tuple[float, float],
-                        eps: float, q: float = 0.5, s: int = 2) -> None:
+def cayley_adam_update_(
+    X: Tensor,
+    G: Tensor,
+    M: Tensor,
+    v: Tensor,
+    k: float,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    q: float = 0.5,
+    s: int = 2,
+) -> None:
     """:class:`CayleyAdam`'s update of a bank, in place on ``X, M`` ``(F, d, r)`` and ``v`` ``(F,)``
     at step ``k`` (from 1), computed in float32 at least."""
     dt = compute_dtype(X.dtype)

@@ -11,13 +11,22 @@ import numpy as np
 from .results_reading import grid_arm, paired, parse_grid_arm, split_key
 from .stats import PairedComparison
 
-__all__ = ["SWEEP_CRITERION", "swept_lrs", "sweep_scores", "chosen_lr", "MIN_PAIRS", "decays_of", "paired_gain_at",
-           "largest_gap_decay"]
+__all__ = [
+    "SWEEP_CRITERION",
+    "swept_lrs",
+    "sweep_scores",
+    "chosen_lr",
+    "MIN_PAIRS",
+    "decays_of",
+    "paired_gain_at",
+    "largest_gap_decay",
+]
 
 # --- the relatives' lr sweep (grokking_peers_lr) ---------------------------------------------
 
-SWEEP_CRITERION = ("mean validation accuracy over the logged epochs (the area under the curve), averaged over the "
-                   "sweep's seeds")
+SWEEP_CRITERION = (
+    "mean validation accuracy over the logged epochs (the area under the curve), averaged over the sweep's seeds"
+)
 
 
 def swept_lrs(config: dict, arm: str) -> tuple[float, ...]:
@@ -57,8 +66,10 @@ def chosen_lr(sweep: dict | None, arm: str) -> float:
     scores = sweep_scores(sweep, arm)
     missing = [lr for lr in lrs if len(scores[lr]) < len(seeds)]
     if missing:
-        raise ValueError(f"the lr sweep of {arm!r} is incomplete (lrs {missing} lack seeds of {list(seeds)}); "
-                         "finish it with `python -m stiefel_core run grokking_peers_lr --profile full`")
+        raise ValueError(
+            f"the lr sweep of {arm!r} is incomplete (lrs {missing} lack seeds of {list(seeds)}); "
+            "finish it with `python -m stiefel_core run grokking_peers_lr --profile full`"
+        )
     return min(lrs, key=lambda lr: (-float(np.mean(scores[lr])), lr))
 
 
@@ -78,16 +89,20 @@ def decays_of(results: dict) -> list[float]:
     return sorted({float(arm.split("@wd=")[1].split("@")[0]) for arm in arms if "@wd=" in arm})
 
 
-def paired_gain_at(results: dict, weight_decay: float, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
-                   seeds=None) -> PairedComparison | None:
+def paired_gain_at(
+    results: dict, weight_decay: float, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc", seeds=None
+) -> PairedComparison | None:
     """Paired ``a - b`` of the final ``metric`` (points for accuracies) at ``weight_decay``, over the
     starts both finished (of ``seeds``, when given); ``None`` with fewer than two pairs.
     Chapter: CIFAR-10 patches."""
-    return paired(results, grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay), metric, seeds=seeds).comparison
+    return paired(
+        results, grid_arm(a, "wd", weight_decay), grid_arm(b, "wd", weight_decay), metric, seeds=seeds
+    ).comparison
 
 
-def largest_gap_decay(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc",
-                      seeds=(0, 1, 2)) -> float | None:
+def largest_gap_decay(
+    results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc", seeds=(0, 1, 2)
+) -> float | None:
     """The decay at which the mean paired gain ``a - b`` over ``seeds`` is largest in absolute
     value: where the preprint's 12-start protocol is run. ``None`` until every decay of the grid
     has those seeds for both arms (the choice is made on them alone, and said so where reported).

@@ -14,11 +14,11 @@ from typing import Callable
 
 from . import findings, preprint
 from .certify import certify_all
+from .checkout import checkout_root
+from .experiments import get_config
+from .experiments.results import load_results
 from .findings import summary
 from .findings.summary import Verdict
-from .experiments import get_config
-from .checkout import checkout_root
-from .experiments.results import load_results
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
@@ -27,7 +27,9 @@ __all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table", "chapter_title"]
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the claims table: the claim, the preprint's words, its chapter and how to measure it. Chapter: intro."""
+    """One row of the claims table: the claim, the preprint's words, its chapter and how to measure it.
+    Chapter: intro."""
+
     claim: str
     preprint: str
     chapter: str  # book/NAME, the chapter that holds the evidence
@@ -56,9 +58,13 @@ def _certificate(key: str) -> Callable[[], str]:
 
 
 # What each certificate states, as the intro's "What we found" says it.
-STATES = {"P1": "the update is steepest descent in the embedded metric", "P2": "it does not depend on the gradient's scale",
-          "P3": "it is well conditioned", "P4": "it is exactly O(d)-equivariant",
-          "P5": "weight decay has zero Riemannian gradient on the frames"}
+STATES = {
+    "P1": "the update is steepest descent in the embedded metric",
+    "P2": "it does not depend on the gradient's scale",
+    "P3": "it is well conditioned",
+    "P4": "it is exactly O(d)-equivariant",
+    "P5": "weight decay has zero Riemannian gradient on the frames",
+}
 
 
 def _certificate_verdict(key: str) -> Callable[[], Verdict]:
@@ -91,7 +97,9 @@ def _grokking() -> str:
 
 def _regimes() -> str:
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    return findings.regimes.claim(controls, dmap, get_config("grokking_decay_map", "full").task, full_task=_full("grokking"))
+    return findings.regimes.claim(
+        controls, dmap, get_config("grokking_decay_map", "full").task, full_task=_full("grokking")
+    )
 
 
 def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[], str]:
@@ -105,12 +113,17 @@ def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[
 
 
 def _cifar10_gain(results: dict) -> str:
-    return (findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full")) + "; "
-            + findings.long_training.claim_gain(_full("cifar10_long"), _full("cifar10_size")))
+    return (
+        findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
+        + "; "
+        + findings.long_training.claim_gain(_full("cifar10_long"), _full("cifar10_size"))
+    )
 
 
 def _cifar10_movement(results: dict) -> str:
-    return findings.cifar10.claim_movement(results) + "; " + findings.long_training.claim_movement(_full("cifar10_long"))
+    return (
+        findings.cifar10.claim_movement(results) + "; " + findings.long_training.claim_movement(_full("cifar10_long"))
+    )
 
 
 def _peers(results: dict) -> str:
@@ -118,8 +131,12 @@ def _peers(results: dict) -> str:
 
 
 def _ablation(results: dict) -> str:
-    return findings.ablation.claim(results, load_results("cifar10", "full"), load_results("grokking_ablation", "full"),
-                                   load_results("grokking_decay_map", "full"))
+    return findings.ablation.claim(
+        results,
+        load_results("cifar10", "full"),
+        load_results("grokking_ablation", "full"),
+        load_results("grokking_decay_map", "full"),
+    )
 
 
 def _verdicts() -> dict[str, Callable[[], Verdict]]:
@@ -127,13 +144,16 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
     ablation = lambda: summary.ablation_verdict(_full("cifar10_ablation"), load_results("cifar10", "full"))  # noqa: E731
     return {
         "grokking": lambda: summary.grokking_verdict(_full("grokking")),
-        "cifar10": lambda: summary.cifar10_gain_verdict(_full("cifar10"), load_results("cifar10_sweep", "full"),
-                                                        _full("cifar10_long"), _full("cifar10_size")),
+        "cifar10": lambda: summary.cifar10_gain_verdict(
+            _full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"), _full("cifar10_size")
+        ),
         "movement": lambda: summary.movement_verdict(_full("cifar10")),
         "ablation": ablation,
-        "regimes": lambda: summary.regimes_verdict(load_results("grokking_ablation", "full"),
-                                                   load_results("grokking_decay_map", "full"),
-                                                   get_config("grokking_decay_map", "full").task),
+        "regimes": lambda: summary.regimes_verdict(
+            load_results("grokking_ablation", "full"),
+            load_results("grokking_decay_map", "full"),
+            get_config("grokking_decay_map", "full").task,
+        ),
         "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
         "fair_fight": _fair_fight_verdict,
     }
@@ -143,15 +163,23 @@ def _fair_fight_verdict() -> Verdict:
     from . import protocol
 
     family = protocol.family("grokking_fair")
-    return summary.fair_fight_verdict(load_results("grokking_fair", "full"), load_results("grokking_fair_scale", "full"),
-                                      load_results("grokking_ablation", "full"), family.margin / 100, family.alpha)
+    return summary.fair_fight_verdict(
+        load_results("grokking_fair", "full"),
+        load_results("grokking_fair_scale", "full"),
+        load_results("grokking_ablation", "full"),
+        family.margin / 100,
+        family.alpha,
+    )
 
 
 def _gauge_verdict() -> Verdict:
     gradients, projected = certify_gauge_gradients(), certify_projected_run()
-    return summary.certificate(gradients.passed and projected.passed, "no gradient along the gauge",
-                               "a direction along which the loss is invariant carries no gradient, so gauge removal "
-                               "cannot motivate the method")
+    return summary.certificate(
+        gradients.passed and projected.passed,
+        "no gradient along the gauge",
+        "a direction along which the loss is invariant carries no gradient, so gauge removal "
+        "cannot motivate the method",
+    )
 
 
 def _gauge() -> str:
@@ -167,29 +195,86 @@ def _gauge() -> str:
 
 _V = _verdicts()
 CLAIMS = [
-    Claim("The Stiefel rule's gain on grokking survives a tuned AdamW (every arm at its own W_Q, W_K lr)",
-          preprint.FAIR_FIGHT, "book/fair_fight", lambda: _V["fair_fight"]().headline, _V["fair_fight"]),
-    Claim("P1: the update is steepest descent in the embedded metric", preprint.CERTIFIED, "book/p1_steepest_descent",
-          _certificate("P1"), _certificate_verdict("P1")),
-    Claim("P2: the update is independent of gradient scale", preprint.CERTIFIED, "book/p2_scale_invariance",
-          _certificate("P2"), _certificate_verdict("P2")),
-    Claim("P3: the update is well conditioned", preprint.CERTIFIED, "book/p3_conditioning",
-          _certificate("P3"), _certificate_verdict("P3")),
-    Claim("P4: the update is exactly O(d)-equivariant", preprint.CERTIFIED, "book/p4_equivariance",
-          _certificate("P4"), _certificate_verdict("P4")),
-    Claim("P5: weight decay has zero Riemannian gradient on St(d, r)", preprint.MECHANISM, "book/p5_weight_decay",
-          _certificate("P5"), _certificate_verdict("P5")),
-    Claim("Grokking: the frames survive weight decay's collapse cycles", preprint.grokking_claim(), "book/grokking",
-          _grokking, _V["grokking"]),
-    Claim("CIFAR-10 patches: the Stiefel rule gains", preprint.cifar10_claim(), "book/cifar10_patches",
-          _from_results(_cifar10_gain, "cifar10"), _V["cifar10"]),
-    Claim("A fixed-step Riemannian update barely moves", preprint.movement_claim(), "book/cifar10_patches",
-          _from_results(_cifar10_movement, "cifar10"), _V["movement"]),
-    Claim("The gain comes from the scale-free step", preprint.ABLATION_SHARE, "book/ablation",
-          _from_results(_ablation, "cifar10_ablation"), _V["ablation"]),
-    Claim("When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes, _V["regimes"]),
-    Claim("Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?", preprint.RELATIVES,
-          "book/peers", _from_results(_peers, "grokking_peers"), _V["peers"]),
+    Claim(
+        "The Stiefel rule's gain on grokking survives a tuned AdamW (every arm at its own W_Q, W_K lr)",
+        preprint.FAIR_FIGHT,
+        "book/fair_fight",
+        lambda: _V["fair_fight"]().headline,
+        _V["fair_fight"],
+    ),
+    Claim(
+        "P1: the update is steepest descent in the embedded metric",
+        preprint.CERTIFIED,
+        "book/p1_steepest_descent",
+        _certificate("P1"),
+        _certificate_verdict("P1"),
+    ),
+    Claim(
+        "P2: the update is independent of gradient scale",
+        preprint.CERTIFIED,
+        "book/p2_scale_invariance",
+        _certificate("P2"),
+        _certificate_verdict("P2"),
+    ),
+    Claim(
+        "P3: the update is well conditioned",
+        preprint.CERTIFIED,
+        "book/p3_conditioning",
+        _certificate("P3"),
+        _certificate_verdict("P3"),
+    ),
+    Claim(
+        "P4: the update is exactly O(d)-equivariant",
+        preprint.CERTIFIED,
+        "book/p4_equivariance",
+        _certificate("P4"),
+        _certificate_verdict("P4"),
+    ),
+    Claim(
+        "P5: weight decay has zero Riemannian gradient on St(d, r)",
+        preprint.MECHANISM,
+        "book/p5_weight_decay",
+        _certificate("P5"),
+        _certificate_verdict("P5"),
+    ),
+    Claim(
+        "Grokking: the frames survive weight decay's collapse cycles",
+        preprint.grokking_claim(),
+        "book/grokking",
+        _grokking,
+        _V["grokking"],
+    ),
+    Claim(
+        "CIFAR-10 patches: the Stiefel rule gains",
+        preprint.cifar10_claim(),
+        "book/cifar10_patches",
+        _from_results(_cifar10_gain, "cifar10"),
+        _V["cifar10"],
+    ),
+    Claim(
+        "A fixed-step Riemannian update barely moves",
+        preprint.movement_claim(),
+        "book/cifar10_patches",
+        _from_results(_cifar10_movement, "cifar10"),
+        _V["movement"],
+    ),
+    Claim(
+        "The gain comes from the scale-free step",
+        preprint.ABLATION_SHARE,
+        "book/ablation",
+        _from_results(_ablation, "cifar10_ablation"),
+        _V["ablation"],
+    ),
+    Claim(
+        "When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes, _V["regimes"]
+    ),
+    Claim(
+        "Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?",
+        preprint.RELATIVES,
+        "book/peers",
+        _from_results(_peers, "grokking_peers"),
+        _V["peers"],
+    ),
     Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge, _gauge_verdict),
 ]
 
@@ -212,8 +297,9 @@ class ClaimsTable:
     row's full measurement in a collapsed block under it: Markdown in a notebook, plain text
     for nbval, rows for code. Chapter: intro."""
 
-    def __init__(self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str],
-                 verdicts: list[Verdict] | None = None):
+    def __init__(
+        self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str], verdicts: list[Verdict] | None = None
+    ):
         self.rows, self.link = rows, link
         self.verdicts = verdicts or [summary.PENDING] * len(rows)
 
@@ -226,9 +312,10 @@ class ClaimsTable:
 
     def short_markdown(self) -> str:
         """The short table alone."""
-        return markdown_table(["Claim", "The preprint", "Verdict", "We measure", "Chapter"],
-                              [(c, p, str(v), v.headline, self._chapter(ch))
-                               for (c, p, _, ch), v in zip(self.rows, self.verdicts)])
+        return markdown_table(
+            ["Claim", "The preprint", "Verdict", "We measure", "Chapter"],
+            [(c, p, str(v), v.headline, self._chapter(ch)) for (c, p, _, ch), v in zip(self.rows, self.verdicts)],
+        )
 
     def details_markdown(self) -> str:
         """Each row's full measurement, behind a toggle."""
@@ -239,11 +326,15 @@ class ClaimsTable:
         return self.short_markdown() + "\n" + self.details_markdown()
 
     def __repr__(self) -> str:
-        return "\n".join(f"{c}\n    preprint: {p}\n    verdict: {v} ({v.headline})\n    we measure: {m}"
-                         for (c, p, m, _), v in zip(self.rows, self.verdicts))
+        return "\n".join(
+            f"{c}\n    preprint: {p}\n    verdict: {v} ({v.headline})\n    we measure: {m}"
+            for (c, p, m, _), v in zip(self.rows, self.verdicts)
+        )
 
 
 def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
     """Measure every claim now (certificates run live, results files are read). Chapter: intro."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
-    return ClaimsTable([(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link, [c.verdict() for c in CLAIMS])
+    return ClaimsTable(
+        [(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link, [c.verdict() for c in CLAIMS]
+    )

@@ -48,7 +48,14 @@ class CombinedOptimizer(Optimizer):
         self.check_finite = check_finite
         first, *others = optimizers
         self.defaults = {k: v for k, v in first.defaults.items() if all(k in o.defaults for o in others)}
-        for hooks in ("step_pre", "step_post", "state_dict_pre", "state_dict_post", "load_state_dict_pre", "load_state_dict_post"):
+        for hooks in (
+            "step_pre",
+            "step_post",
+            "state_dict_pre",
+            "state_dict_post",
+            "load_state_dict_pre",
+            "load_state_dict_post",
+        ):
             setattr(self, f"_optimizer_{hooks}_hooks", OrderedDict())
         self._patch_step_function()  # step hooks, as Optimizer.__init__ does
         self._warned_capturable_if_run_uncaptured = True
@@ -98,7 +105,9 @@ class CombinedOptimizer(Optimizer):
             state_dict = hook(self, state_dict) or state_dict
         saved = state_dict["optimizers"]
         if len(saved) != len(self.optimizers):
-            raise ValueError(f"state_dict holds {len(saved)} optimizers; this CombinedOptimizer has {len(self.optimizers)}")
+            raise ValueError(
+                f"state_dict holds {len(saved)} optimizers; this CombinedOptimizer has {len(self.optimizers)}"
+            )
         for opt, s in zip(self.optimizers, saved):
             opt.load_state_dict(s)
         for hook in self._optimizer_load_state_dict_post_hooks.values():
@@ -112,12 +121,17 @@ class CombinedOptimizer(Optimizer):
         tensors = [p[1] if isinstance(p, tuple) else p for p in params]
         frames = [is_frame(p) for p in tensors]
         if any(frames) and not all(frames):
-            raise TypeError("CombinedOptimizer.add_param_group: a group mixes frames and other parameters; add them as two groups")
+            raise TypeError(
+                "CombinedOptimizer.add_param_group: a group mixes frames and other parameters; add them as two groups"
+            )
         for opt in self.optimizers:
             if isinstance(opt, StiefelAdam) == all(frames):
                 opt.add_param_group({**param_group, "params": params})
                 return
-        raise TypeError("CombinedOptimizer.add_param_group: no inner optimizer takes these parameters; add them to one of .optimizers")
+        raise TypeError(
+            "CombinedOptimizer.add_param_group: no inner optimizer takes these parameters; add them to one of "
+            ".optimizers"
+        )
 
 
 def _refuse_fused_frames(model: nn.Module) -> None:
@@ -149,7 +163,9 @@ def split_frames(
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     unmatched = [pat for pat in patterns if not any(fnmatch.fnmatchcase(name, pat) for name, _ in named)]
     if unmatched:
-        raise ValueError(f"split_frames: patterns {unmatched} match no trainable parameter; names are {[n for n, _ in named]}")
+        raise ValueError(
+            f"split_frames: patterns {unmatched} match no trainable parameter; names are {[n for n, _ in named]}"
+        )
     chosen, rest = [], []
     for name, p in named:
         selected = is_frame(p) or any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
@@ -189,8 +205,10 @@ def configure_optimizer(
     exempt = set(no_decay)
     unknown = exempt - {name for name, _ in rest}
     if unknown:
-        raise ValueError(f"configure_optimizer: no_decay names {sorted(unknown)}, which are not trainable non-frame "
-                         f"parameters of the model; choose among {[name for name, _ in rest]}")
+        raise ValueError(
+            f"configure_optimizer: no_decay names {sorted(unknown)}, which are not trainable non-frame "
+            f"parameters of the model; choose among {[name for name, _ in rest]}"
+        )
     half = [name for name, p in rest if p.dtype == torch.float16]
     if half:
         raise ValueError(
@@ -202,13 +220,17 @@ def configure_optimizer(
         )
     optimizers: list[Optimizer] = []
     if chosen:
-        optimizers.append(StiefelAdam(chosen, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options))
+        optimizers.append(
+            StiefelAdam(chosen, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options)
+        )
     if rest:
         decayed = [(name, p) for name, p in rest if name not in exempt]
         groups = [{"params": decayed, "weight_decay": weight_decay}] if decayed else []
         if exempt:
             groups.append({"params": [(name, p) for name, p in rest if name in exempt], "weight_decay": 0.0})
-        optimizers.append(torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach))
+        optimizers.append(
+            torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach)
+        )
     if not optimizers:
         raise ValueError("configure_optimizer: the model has no trainable parameters")
     if len(optimizers) == 1:

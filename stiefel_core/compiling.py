@@ -48,7 +48,9 @@ def _notice(missing: str) -> None:  # once per process
     warnings.warn(f"torch.compile needs {missing}: training eagerly instead", RuntimeWarning, stacklevel=3)
 
 
-def compile_model(model: nn.Module, device: torch.device | str, requested: bool | None = None) -> tuple[nn.Module, bool]:
+def compile_model(
+    model: nn.Module, device: torch.device | str, requested: bool | None = None
+) -> tuple[nn.Module, bool]:
     """``(forward, compiled)``: ``torch.compile(model)`` when :func:`compile_wanted` and the
     machine can, else ``model`` itself. The compiled module shares ``model``'s parameters, so the
     optimizer, checkpoints and evaluation use ``model`` as before."""

@@ -115,7 +115,9 @@ class HeadFrames(nn.Module):
         """The closest frames (polar factors) of ``W``'s heads, then the rest: assigning a weight
         re-projects it."""
         frames = [orthonormalize(block.detach()).contiguous() for block in self._blocks(W)]
-        rest = [W.detach().narrow(self.axis, self.width, W.shape[self.axis] - self.width).clone()] if self.has_rest else []
+        rest = (
+            [W.detach().narrow(self.axis, self.width, W.shape[self.axis] - self.width).clone()] if self.has_rest else []
+        )
         return (*frames, *rest)
 
 
@@ -130,7 +132,11 @@ def _attr(modules: list[nn.Module], names: tuple[str, ...]) -> int | None:
 
 
 def _is_conv1d(module: nn.Module) -> bool:
-    return type(module).__name__ == "Conv1D" and hasattr(module, "nf") and isinstance(getattr(module, "weight", None), Tensor)
+    return (
+        type(module).__name__ == "Conv1D"
+        and hasattr(module, "nf")
+        and isinstance(getattr(module, "weight", None), Tensor)
+    )
 
 
 def _parametrize(module: nn.Module, attr: str, head_frames: HeadFrames) -> tuple[str, ...]:
@@ -195,7 +201,8 @@ def stiefelize(
     attention module's attributes (``num_heads``, ``n_head``, ``num_key_value_heads``,
     ``head_dim``, or its ``config``), or from ``n_heads`` / ``n_kv_heads`` / ``head_dim``.
     ``scale`` sets the logits' scale (module docstring). Returns one :class:`Conversion` per
-    converted weight (none for a model converted already); raises ``ValueError`` naming the module and the option to pass when a
+    converted weight (none for a model converted already); raises ``ValueError`` naming the module and the option to
+    pass when a
     projection cannot be converted, or when there is none.
     Chapter: use_on_your_model.
     """
@@ -204,7 +211,9 @@ def stiefelize(
     for name, module in modules.items():
         parent_name, _, leaf = name.rpartition(".")
         parent = modules.get(parent_name, model)
-        if parametrize.is_parametrized(module) and any(isinstance(pl[0], HeadFrames) for pl in module.parametrizations.values()):
+        if parametrize.is_parametrized(module) and any(
+            isinstance(pl[0], HeadFrames) for pl in module.parametrizations.values()
+        ):
             already = True
             continue
         if name in done or (skip and re.fullmatch(skip, name)):
@@ -232,10 +241,22 @@ def _multihead_attention(name: str, module: nn.MultiheadAttention, scale) -> lis
     ``q_proj_weight`` and ``k_proj_weight``."""
     H, r = module.num_heads, module.head_dim
     if module._qkv_same_embed_dim:
-        return [_convert(name, module, "in_proj_weight", 0, [("q", H), ("k", H)], r, scale,
-                         "nn.MultiheadAttention in_proj_weight [q; k; v]")]
-    return [_convert(name, module, attr, 0, [(kind, H)], r, scale, f"nn.MultiheadAttention {attr}")
-            for attr, kind in (("q_proj_weight", "q"), ("k_proj_weight", "k"))]
+        return [
+            _convert(
+                name,
+                module,
+                "in_proj_weight",
+                0,
+                [("q", H), ("k", H)],
+                r,
+                scale,
+                "nn.MultiheadAttention in_proj_weight [q; k; v]",
+            )
+        ]
+    return [
+        _convert(name, module, attr, 0, [(kind, H)], r, scale, f"nn.MultiheadAttention {attr}")
+        for attr, kind in (("q_proj_weight", "q"), ("k_proj_weight", "k"))
+    ]
 
 
 def _fused(name: str, module: nn.Module, parent: nn.Module, n_heads, n_kv_heads, head_dim, scale) -> Conversion:
@@ -243,7 +264,9 @@ def _fused(name: str, module: nn.Module, parent: nn.Module, n_heads, n_kv_heads,
     ``n_kv_heads`` key heads (grouped-query attention) when the parent says so."""
     conv = _is_conv1d(module)
     if getattr(parent, "is_cross_attention", False):
-        raise ValueError(f"stiefelize: '{name}' is a cross-attention projection (K and V only); leave it out with skip=")
+        raise ValueError(
+            f"stiefelize: '{name}' is a cross-attention projection (K and V only); leave it out with skip="
+        )
     d_model = module.weight.shape[0 if conv else 1]
     H, r = _heads(name, [parent, module], d_model, n_heads, head_dim)
     Hk = n_kv_heads or _attr([parent], KV_HEAD_ATTRS) or H
@@ -257,8 +280,9 @@ def _fused(name: str, module: nn.Module, parent: nn.Module, n_heads, n_kv_heads,
     return _convert(name, module, "weight", 1 if conv else 0, [("q", H), ("k", Hk)], r, scale, kind)
 
 
-def _query_and_key(name: str, module: nn.Linear, parent: nn.Module, parent_name: str, key: str, n_heads, head_dim,
-                   scale) -> tuple[str, list[Conversion]]:
+def _query_and_key(
+    name: str, module: nn.Linear, parent: nn.Module, parent_name: str, key: str, n_heads, head_dim, scale
+) -> tuple[str, list[Conversion]]:
     """A separate query ``nn.Linear`` and its one key sibling in ``parent`` (fewer key heads,
     grouped-query attention, read from the key's width): the key's name, and both conversions."""
     siblings = [(n, m) for n, m in parent.named_children() if re.fullmatch(key, n) and isinstance(m, nn.Linear)]

@@ -152,9 +152,7 @@ def inverse_sqrt_newton_schulz(A: Tensor, scale: Tensor, steps: int) -> Tensor:
     return Z / scale.sqrt()
 
 
-def polar_factor(
-    Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None, out: Tensor | None = None
-) -> Tensor:
+def polar_factor(Y: Tensor, *, spectrum: tuple[Tensor, float] | None = None, out: Tensor | None = None) -> Tensor:
     """The orthonormal polar factor ``Y (YᵀY)^(-1/2)`` of full-rank ``Y`` (computed dtype).
 
     ``spectrum = (upper, worst)`` states what is known of ``YᵀY``: its eigenvalues lie in

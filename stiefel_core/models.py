@@ -63,7 +63,9 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(d_model)
         self.attn = SelfAttention(d_model, n_heads, stiefel=stiefel)
         self.norm2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.norm1(x))

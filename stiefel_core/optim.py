@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Callable, Iterable
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.optim import Optimizer
 
 from .manifold import (
@@ -25,14 +25,31 @@ from .manifold import (
 )
 from .step_checks import ORTHONORMALITY_TOLERANCE, _param_name, check_step
 
-__all__ = ["StiefelAdam", "bank_update_", "reference_update", "UPDATE_OPTIONS", "STEP_RULES", "SECOND_MOMENTS",
-           "PROJECTORS"]
+__all__ = [
+    "StiefelAdam",
+    "bank_update_",
+    "reference_update",
+    "UPDATE_OPTIONS",
+    "STEP_RULES",
+    "SECOND_MOMENTS",
+    "PROJECTORS",
+]
 
 STEP_RULES = ("scale_free", "fixed")
 SECOND_MOMENTS = ("frame", "entry")
 PROJECTORS = ("tangent", "euclidean")
-UPDATE_OPTIONS = ("lr", "betas", "eps", "trust_radius", "step_rule", "projector", "second_moment")  # bank_update_'s keywords
-IN_PLACE_NUMEL = 2**18  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
+UPDATE_OPTIONS = (
+    "lr",
+    "betas",
+    "eps",
+    "trust_radius",
+    "step_rule",
+    "projector",
+    "second_moment",
+)  # bank_update_'s keywords
+IN_PLACE_NUMEL = (
+    2**18
+)  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
 
 
 def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
@@ -154,7 +171,9 @@ class StiefelAdam(Optimizer):
         state = self.state[p]
         if not state:
             batch = p.shape[:-2]
-            state["step"] = torch.zeros((), dtype=torch.float32)  # on the CPU, as torch's Adam: bias corrections are host floats
+            state["step"] = torch.zeros(
+                (), dtype=torch.float32
+            )  # on the CPU, as torch's Adam: bias corrections are host floats
             state["exp_avg"] = torch.zeros(p.shape, dtype=p.dtype, device=p.device)  # contiguous: a bank
             v_shape = p.shape if group["second_moment"] == "entry" else batch
             state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
@@ -237,7 +256,12 @@ class StiefelAdam(Optimizer):
             states = [self.state[p] for p in chunk]
             for s in states:
                 s["step"] += 1
-            tensors = [chunk, [p.grad for p in chunk], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]]
+            tensors = [
+                chunk,
+                [p.grad for p in chunk],
+                [s["exp_avg"] for s in states],
+                [s["exp_avg_sq"] for s in states],
+            ]
             W, G, m = (_bank(x, d, r) for x in tensors[:3])
             v = _bank(tensors[3], d, r) if group["second_moment"] == "entry" else _bank_scalars(tensors[3])
             counters = [s["trust_capped"] for s in states]
@@ -246,11 +270,12 @@ class StiefelAdam(Optimizer):
             if len(steps) == 1:
                 t = steps.pop()
             else:  # parameters added to the group later have taken fewer steps
-                t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(W.device)
+                t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(
+                    W.device
+                )
             bank_update_(W, G, m, v, t, **{k: group[k] for k in UPDATE_OPTIONS}, capped=capped)
             for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
                 _unbank(bank, targets)
-
 
 
 def _n_frames(p: Tensor) -> int:
@@ -297,9 +322,20 @@ def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
 
 
 def bank_update_(
-    W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, *,
-    lr: float, betas: tuple[float, float], eps: float, trust_radius: float | None,
-    step_rule: str = "scale_free", projector: str = "tangent", second_moment: str = "frame", capped: Tensor | None = None,
+    W: Tensor,
+    G: Tensor,
+    m: Tensor,
+    v: Tensor,
+    t: float | Tensor,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    trust_radius: float | None,
+    step_rule: str = "scale_free",
+    projector: str = "tangent",
+    second_moment: str = "frame",
+    capped: Tensor | None = None,
 ) -> None:
     """The update of a bank (the primer and Propositions 1-5), in place on ``W``, ``m``, ``v``:
     ``W, G, m`` of shape ``(F, d, r)``; ``v`` of shape ``(F,)``, or ``(F, d, r)`` per entry; ``t``
@@ -316,9 +352,21 @@ def bank_update_(
     m.copy_(m32)
 
 
-def _bank_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float | Tensor, lr: float, betas: tuple[float, float],
-                 eps: float, radius: float | None, step_rule: str, projector: str, second_moment: str,
-                 capped: Tensor | None) -> None:
+def _bank_update(
+    W: Tensor,
+    G: Tensor,
+    m: Tensor,
+    v: Tensor,
+    t: float | Tensor,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    radius: float | None,
+    step_rule: str,
+    projector: str,
+    second_moment: str,
+    capped: Tensor | None,
+) -> None:
     """:func:`bank_update_` on tensors of its compute dtype."""
     dt = W.dtype
     beta1, beta2 = betas
@@ -391,4 +439,3 @@ def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dic
     if radius is not None and torch.linalg.matrix_norm(xi) > radius:
         xi = xi * (radius / torch.linalg.matrix_norm(xi))
     return retract_polar(W, xi), m, v
-

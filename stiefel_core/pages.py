@@ -35,28 +35,45 @@ def _grokking() -> list[str]:
 
 
 def _cifar10() -> list[str]:
-    return summary.cifar10_takeaways(_full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"),
-                                     _full("cifar10_size"))
+    return summary.cifar10_takeaways(
+        _full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"), _full("cifar10_size")
+    )
 
 
 def _ablation() -> list[str]:
-    return summary.ablation_takeaways(_full("cifar10_ablation"), load_results("cifar10", "full"),
-                                      load_results("grokking_ablation", "full"))
+    return summary.ablation_takeaways(
+        _full("cifar10_ablation"), load_results("cifar10", "full"), load_results("grokking_ablation", "full")
+    )
 
 
 def _regimes() -> list[str]:
-    return summary.regimes_takeaways(load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full"),
-                                     get_config("grokking_decay_map", "full").task, _full("grokking"))
+    return summary.regimes_takeaways(
+        load_results("grokking_ablation", "full"),
+        load_results("grokking_decay_map", "full"),
+        get_config("grokking_decay_map", "full").task,
+        _full("grokking"),
+    )
 
 
 def _peers() -> list[str]:
     return summary.peers_takeaways(_full("grokking_peers"))
 
 
-TAKEAWAYS = {"grokking": _grokking, "cifar10_patches": _cifar10, "ablation": _ablation, "regimes": _regimes, "peers": _peers}
+TAKEAWAYS = {
+    "grokking": _grokking,
+    "cifar10_patches": _cifar10,
+    "ablation": _ablation,
+    "regimes": _regimes,
+    "peers": _peers,
+}
 # The claims each experiment chapter holds the evidence for (claims.CLAIMS' chapter field).
-CHAPTER_CLAIMS = {"grokking": "book/grokking", "cifar10_patches": "book/cifar10_patches", "ablation": "book/ablation",
-                  "regimes": "book/regimes", "peers": "book/peers"}
+CHAPTER_CLAIMS = {
+    "grokking": "book/grokking",
+    "cifar10_patches": "book/cifar10_patches",
+    "ablation": "book/ablation",
+    "regimes": "book/regimes",
+    "peers": "book/peers",
+}
 
 
 def takeaways(chapter: str) -> Markdown:
@@ -73,8 +90,12 @@ def chapter_verdict(chapter: str) -> Markdown:
     from .claims import CLAIMS
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
-    lines = [f"**{c.claim}** (the preprint: {c.preprint}): {v} — {v.headline}."
-             for c in CLAIMS if c.chapter == path for v in [c.verdict()]]
+    lines = [
+        f"**{c.claim}** (the preprint: {c.preprint}): {v} — {v.headline}."
+        for c in CLAIMS
+        if c.chapter == path
+        for v in [c.verdict()]
+    ]
     if not lines:
         raise ValueError(f"no claim has its evidence in {path}")
     return admonition("Verdict", lines, "important")
@@ -82,7 +103,14 @@ def chapter_verdict(chapter: str) -> Markdown:
 
 # The intro's story, in the order it tells it: the title's question first (the movement claim
 # and the gauge are left to the claims table below it).
-FOUND_ORDER = ("book/fair_fight", "book/regimes", "book/grokking", "book/cifar10_patches", "book/ablation", "book/peers")
+FOUND_ORDER = (
+    "book/fair_fight",
+    "book/regimes",
+    "book/grokking",
+    "book/cifar10_patches",
+    "book/ablation",
+    "book/peers",
+)
 
 
 def what_we_found() -> Markdown:
@@ -118,5 +146,7 @@ def certificate_summary(cert, title: str) -> Markdown:
     checks = [line for line in text.splitlines() if line.strip()]
     status = "✓ certified" if cert.passed else "✗ NOT certified"
     body = "\n".join(checks)
-    return Markdown(f"**{title}: {status}** in float64.\n\n<details>\n<summary>Its checks</summary>\n\n"
-                    f"```text\n{body}\n```\n\n</details>\n")
+    return Markdown(
+        f"**{title}: {status}** in float64.\n\n<details>\n<summary>Its checks</summary>\n\n"
+        f"```text\n{body}\n```\n\n</details>\n"
+    )

@@ -9,9 +9,27 @@ words the chapters and the claims table use.
 from __future__ import annotations
 
 __all__ = [
-    "GROKKING", "CIFAR10", "ABLATION_SHARE", "ABLATION", "CERTIFIED", "MECHANISM", "REGIMES", "GAUGE",
-    "grokking_endpoint", "grokking_claim", "cifar10_wins", "cifar10_gain", "cifar10_claim", "movement_range",
-    "movement_claim", "frozen_cost", "frozen_cost_signed", "GAP_WIDENS", "UNSTABLE", "CYCLES", "NOT_REPORTED",
+    "GROKKING",
+    "CIFAR10",
+    "ABLATION_SHARE",
+    "ABLATION",
+    "CERTIFIED",
+    "MECHANISM",
+    "REGIMES",
+    "GAUGE",
+    "grokking_endpoint",
+    "grokking_claim",
+    "cifar10_wins",
+    "cifar10_gain",
+    "cifar10_claim",
+    "movement_range",
+    "movement_claim",
+    "frozen_cost",
+    "frozen_cost_signed",
+    "GAP_WIDENS",
+    "UNSTABLE",
+    "CYCLES",
+    "NOT_REPORTED",
 ]
 
 # --- the numbers ---------------------------------------------------------------------------
@@ -32,7 +50,9 @@ MECHANISM = "(the mechanism)"  # Proposition 5
 REGIMES = "where weight decay drives collapse cycles (Proposition 5's mechanism)"  # the title's question
 GAUGE = "a direction along which the loss is invariant carries no gradient"  # the gauge chapter
 RELATIVES = "(not compared: AdamW is its only baseline)"  # the peers chapter
-FAIR_FIGHT = "(untuned: every arm at one shared lr)"  # the fair-fight chapter: the preprint tuned no baseline's W_Q, W_K lr
+FAIR_FIGHT = (
+    "(untuned: every arm at one shared lr)"  # the fair-fight chapter: the preprint tuned no baseline's W_Q, W_K lr
+)
 GAP_WIDENS = "widens rather than erodes"  # the CIFAR-10 sweep
 UNSTABLE = "unstable (the preprint's caution)"  # the grokking endpoint
 CYCLES = "drive the baseline's instability"  # collapse cycles
@@ -46,8 +66,10 @@ def grokking_endpoint() -> str:
 
 def grokking_claim() -> str:
     """The claims table's grokking entry. Chapters: intro, grokking, cifar10_patches, ablation."""
-    return (f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
-            f"at epoch {GROKKING['epoch']:,} (unstable endpoint)")
+    return (
+        f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
+        f"at epoch {GROKKING['epoch']:,} (unstable endpoint)"
+    )
 
 
 def cifar10_wins() -> str:
@@ -62,8 +84,10 @@ def cifar10_gain() -> str:
 
 def cifar10_claim() -> str:
     """The claims table's CIFAR-10 gain entry. Chapters: intro, grokking, cifar10_patches, ablation."""
-    return (f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
-            f"{cifar10_wins()}); the gap widens with data")
+    return (
+        f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
+        f"{cifar10_wins()}); the gap widens with data"
+    )
 
 
 def movement_range() -> str:

@@ -22,15 +22,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "ProtocolError", "Family", "Protocol", "protocol_path", "load", "family", "margin", "alpha",
-    "protocol_hash", "violations", "AFTER_RUNS_NOTE",
+    "ProtocolError",
+    "Family",
+    "Protocol",
+    "protocol_path",
+    "load",
+    "family",
+    "margin",
+    "alpha",
+    "protocol_hash",
+    "violations",
+    "AFTER_RUNS_NOTE",
 ]
 
 AFTER_RUNS_NOTE = "set after the runs"  # the words a chapter says for a family whose rule came after its runs
 CORRECTIONS = ("holm", "none")
 _REQUIRED = {"declared", "comparisons", "endpoint", "correction", "alpha", "margin_reason"}
-_OPTIONAL = {"runs", "margin_pp", "margin", "margin_unit", "set_after_runs", "after_runs", "results", "arms",
-             "chapters", "chapters_checked", "count_past", "selection_seeds", "judged_seeds"}
+_OPTIONAL = {
+    "runs",
+    "margin_pp",
+    "margin",
+    "margin_unit",
+    "set_after_runs",
+    "after_runs",
+    "results",
+    "arms",
+    "chapters",
+    "chapters_checked",
+    "count_past",
+    "selection_seeds",
+    "judged_seeds",
+}
 _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?)")
 
 
@@ -84,8 +106,10 @@ def protocol_path(path: Path | str | None = None) -> Path:
 
     root = checkout_root()
     if root is None:
-        raise ProtocolError("stiefel_core is installed, not run from a checkout, so it has no book/protocol.yml: "
-                            "pass path=... or set STIEFEL_PROTOCOL=/path/to/protocol.yml")
+        raise ProtocolError(
+            "stiefel_core is installed, not run from a checkout, so it has no book/protocol.yml: "
+            "pass path=... or set STIEFEL_PROTOCOL=/path/to/protocol.yml"
+        )
     return root / "book" / "protocol.yml"
 
 
@@ -93,8 +117,10 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise ProtocolError(f"no protocol file at {path}: the book's rules of inference live in book/protocol.yml "
-                            "(pass path=... or set STIEFEL_PROTOCOL to read another)") from None
+        raise ProtocolError(
+            f"no protocol file at {path}: the book's rules of inference live in book/protocol.yml "
+            "(pass path=... or set STIEFEL_PROTOCOL to read another)"
+        ) from None
 
 
 def protocol_hash(path: Path | str | None = None, *, missing_ok: bool = False) -> str | None:
@@ -114,8 +140,10 @@ def _declared(value, where: str) -> tuple[_dt.date | _dt.datetime, str]:
         return value, value.isoformat()
     match = _ISO.match(value) if isinstance(value, str) else None
     if match is None:
-        raise ProtocolError(f"{where}: declared must begin with an ISO date or date-time (2026-12-02 or "
-                            f"2026-12-02T06:30Z), then any words; got {value!r}")
+        raise ProtocolError(
+            f"{where}: declared must begin with an ISO date or date-time (2026-12-02 or "
+            f"2026-12-02T06:30Z), then any words; got {value!r}"
+        )
     text = match.group(1).replace(" ", "T").replace("Z", "+00:00")
     try:
         when = _dt.datetime.fromisoformat(text) if "T" in text else _dt.date.fromisoformat(text)
@@ -149,8 +177,11 @@ def _family(name: str, raw, where: str) -> Family:
     missing, unknown = _REQUIRED - set(raw), set(raw) - _REQUIRED - _OPTIONAL
     if missing or unknown:
         wrong = [f"missing {sorted(missing)}"] * bool(missing) + [f"unknown keys {sorted(unknown)}"] * bool(unknown)
-        raise ProtocolError(f"{where}: " + "; ".join(wrong)
-                            + f" (a family takes {sorted(_REQUIRED)} and optionally {sorted(_OPTIONAL)})")
+        raise ProtocolError(
+            f"{where}: "
+            + "; ".join(wrong)
+            + f" (a family takes {sorted(_REQUIRED)} and optionally {sorted(_OPTIONAL)})"
+        )
     declared, declared_text = _declared(raw["declared"], where)
     if raw["correction"] not in CORRECTIONS:
         raise ProtocolError(f"{where}: correction must be one of {CORRECTIONS}, got {raw['correction']!r}")
@@ -173,19 +204,32 @@ def _family(name: str, raw, where: str) -> Family:
         if not isinstance(raw.get(key, False), bool):
             raise ProtocolError(f"{where}: {key} must be true or false, got {raw[key]!r}")
     if after and not (isinstance(raw.get("after_runs"), str) and raw["after_runs"].strip()):
-        raise ProtocolError(f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, "
-                            "and when")
+        raise ProtocolError(
+            f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, and when"
+        )
     past = raw.get("count_past")
     if past is not None and (isinstance(past, bool) or not isinstance(past, int | float)):
         raise ProtocolError(f"{where}: count_past must be a number (the endpoint's threshold), got {past!r}")
     return Family(
-        name=name, declared=declared, declared_text=declared_text, comparisons=raw["comparisons"],
-        endpoint=raw["endpoint"], correction=raw["correction"], alpha=float(a),
-        margin=None if m is None else float(m), margin_unit=unit, margin_reason=raw["margin_reason"],
-        set_after_runs=after, after_runs=raw.get("after_runs"), results=_strings(raw, "results", where) or (),
-        arms=_strings(raw, "arms", where), chapters=_strings(raw, "chapters", where) or (),
-        chapters_checked=raw.get("chapters_checked", False), count_past=None if past is None else float(past),
-        selection_seeds=_seeds(raw, "selection_seeds", where), judged_seeds=_seeds(raw, "judged_seeds", where),
+        name=name,
+        declared=declared,
+        declared_text=declared_text,
+        comparisons=raw["comparisons"],
+        endpoint=raw["endpoint"],
+        correction=raw["correction"],
+        alpha=float(a),
+        margin=None if m is None else float(m),
+        margin_unit=unit,
+        margin_reason=raw["margin_reason"],
+        set_after_runs=after,
+        after_runs=raw.get("after_runs"),
+        results=_strings(raw, "results", where) or (),
+        arms=_strings(raw, "arms", where),
+        chapters=_strings(raw, "chapters", where) or (),
+        chapters_checked=raw.get("chapters_checked", False),
+        count_past=None if past is None else float(past),
+        selection_seeds=_seeds(raw, "selection_seeds", where),
+        judged_seeds=_seeds(raw, "judged_seeds", where),
     )
 
 
@@ -286,18 +330,24 @@ def violations(protocol: Protocol, results_dir: Path | str, chapters_dir: Path |
                         continue
                     date = (run.get("provenance") or {}).get("date")
                     if date is None:
-                        out.append(f"family {f.name!r}: run {key} of {stem} has no provenance date, so it cannot "
-                                   "be shown to follow the rule; mark the family set_after_runs: true if it does not")
+                        out.append(
+                            f"family {f.name!r}: run {key} of {stem} has no provenance date, so it cannot "
+                            "be shown to follow the rule; mark the family set_after_runs: true if it does not"
+                        )
                     elif _before(date, f.declared):
-                        out.append(f"family {f.name!r}: run {key} of {stem} finished {date}, before the family was "
-                                   f"declared ({f.declared_text!r}): mark it set_after_runs: true with after_runs, "
-                                   "and say so in its chapters")
+                        out.append(
+                            f"family {f.name!r}: run {key} of {stem} finished {date}, before the family was "
+                            f"declared ({f.declared_text!r}): mark it set_after_runs: true with after_runs, "
+                            "and say so in its chapters"
+                        )
         elif f.chapters_checked:
             for chapter in f.chapters:
                 path = chapters_dir / f"{chapter}.ipynb"
                 if not path.exists():
                     out.append(f"family {f.name!r}: chapter {chapter!r} not found at {path}")
                 elif AFTER_RUNS_NOTE not in _chapter_text(path):
-                    out.append(f"family {f.name!r}: its rule was set after its runs, but chapter {chapter!r} does "
-                               f"not say \"{AFTER_RUNS_NOTE}\": add the note where it states the family's verdicts")
+                    out.append(
+                        f"family {f.name!r}: its rule was set after its runs, but chapter {chapter!r} does "
+                        f'not say "{AFTER_RUNS_NOTE}": add the note where it states the family\'s verdicts'
+                    )
     return out

@@ -20,9 +20,24 @@ import numpy as np
 from .stats import PairedComparison, paired_comparison
 
 __all__ = [
-    "run_key", "split_key", "arm_of", "seed_of", "grid_arm", "parse_grid_arm", "size_arm",
-    "parse_size_arm", "without_seeds", "runs_of",
-    "finished_starts", "metric_at", "FINAL", "LAST", "value_at", "Paired", "paired", "movement_ratios",
+    "run_key",
+    "split_key",
+    "arm_of",
+    "seed_of",
+    "grid_arm",
+    "parse_grid_arm",
+    "size_arm",
+    "parse_size_arm",
+    "without_seeds",
+    "runs_of",
+    "finished_starts",
+    "metric_at",
+    "FINAL",
+    "LAST",
+    "value_at",
+    "Paired",
+    "paired",
+    "movement_ratios",
 ]
 
 FINAL = "final"  # a run's ``final`` record
@@ -131,14 +146,22 @@ def value_at(run: dict, metric: str, epoch: int | str = FINAL) -> float:
 class Paired(NamedTuple):
     """Two arms over the starts both finished: the starts, each arm's values (scaled) and their
     paired comparison ``a − b`` (``None`` with fewer than two starts)."""
+
     starts: list[int]
     a: np.ndarray
     b: np.ndarray
     comparison: PairedComparison | None
 
 
-def paired(results: dict | None, a: str, b: str, metric: str = "val_acc", epoch: int | str = FINAL,
-           scale: float | None = None, seeds=None) -> Paired:
+def paired(
+    results: dict | None,
+    a: str,
+    b: str,
+    metric: str = "val_acc",
+    epoch: int | str = FINAL,
+    scale: float | None = None,
+    seeds=None,
+) -> Paired:
     """``a`` against ``b`` on ``metric`` at ``epoch`` (:func:`value_at`), over the starts both
     finished (of ``seeds``, when given). ``scale`` multiplies the values; ``None``: 100 for an
     accuracy (percentage points), 1 otherwise."""
@@ -160,9 +183,16 @@ def movement_ratios(results: dict, arm: str, against: str = "baseline") -> dict[
     averaged over the run's logged epochs.
     Chapter: cifar10_patches."""
     starts = finished_starts(results, (arm, against))
-    names = [k[len("step/"):] for k in results["runs"][run_key(arm, starts[0])]["history"][0] if k.startswith("step/")] if starts else []
+    names = (
+        [k[len("step/") :] for k in results["runs"][run_key(arm, starts[0])]["history"][0] if k.startswith("step/")]
+        if starts
+        else []
+    )
 
     def mean_step(key: str, name: str) -> float:
         return float(np.mean([record[f"step/{name}"] for record in results["runs"][key]["history"]]))
 
-    return {name: np.array([mean_step(run_key(against, s), name) / mean_step(run_key(arm, s), name) for s in starts]) for name in names}
+    return {
+        name: np.array([mean_step(run_key(against, s), name) / mean_step(run_key(arm, s), name) for s in starts])
+        for name in names
+    }

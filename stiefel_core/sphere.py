@@ -39,8 +39,15 @@ class SphereAdam(Optimizer):
         weight_decay: accepted and ignored.
     """
 
-    def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, trust_radius: float | None = 0.5):
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        trust_radius: float | None = 0.5,
+    ):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -103,15 +110,33 @@ class SphereAdam(Optimizer):
                 targets = [p], [state["exp_avg"]], [state["exp_avg_sq"]], [state["trust_capped"]]
                 W, G, m = _bank(targets[0], d, r), _bank([p.grad], d, r), _bank(targets[1], d, r)
                 v, capped = state["exp_avg_sq"].view(-1), state["trust_capped"].view(-1)
-                sphere_update_(W, G, m, v, float(state["step"]), capped=capped,
-                               **{k: group[k] for k in ("lr", "betas", "eps", "trust_radius")})
+                sphere_update_(
+                    W,
+                    G,
+                    m,
+                    v,
+                    float(state["step"]),
+                    capped=capped,
+                    **{k: group[k] for k in ("lr", "betas", "eps", "trust_radius")},
+                )
                 _unbank(W, targets[0])
                 _unbank(m, targets[1])
         return loss
 
 
-def sphere_update_(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: float, *, lr: float, betas: tuple[float, float],
-                   eps: float, trust_radius: float | None, capped: Tensor | None = None) -> None:
+def sphere_update_(
+    W: Tensor,
+    G: Tensor,
+    m: Tensor,
+    v: Tensor,
+    t: float,
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    trust_radius: float | None,
+    capped: Tensor | None = None,
+) -> None:
     """:class:`SphereAdam`'s update of a bank, in place on ``W, m`` ``(F, d, r)`` and ``v`` ``(F,)``
     (computed in float32 at least); ``capped`` ``(F,)`` counts the steps the trust region cut."""
     dt = compute_dtype(W.dtype)

@@ -40,7 +40,10 @@ class Table:
     def __repr__(self) -> str:
         cells = [self.headers] + [[str(c) for c in r] for r in self.rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.headers))]
-        pad = lambda r: "  ".join(c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, self.align))
+
+        def pad(row: list[str]) -> str:
+            return "  ".join(c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row, widths, self.align))
+
         return "\n".join(pad(r).rstrip() for r in cells)
 
     def __len__(self) -> int:

@@ -38,12 +38,21 @@ class TemperedAttention(SelfAttention):
         """A :class:`TemperedAttention` with ``attn``'s settings and weights (``s = c = 1``), made
         without drawing from torch's random generator."""
         with torch.random.fork_rng(devices=[]):
-            new = cls(attn.d_model, attn.n_heads, attn.d_head, qk_norm=qk_norm, stiefel=attn.stiefel,
-                      causal=attn.causal, bias=attn.W_V.bias is not None, dropout=attn.dropout)
+            new = cls(
+                attn.d_model,
+                attn.n_heads,
+                attn.d_head,
+                qk_norm=qk_norm,
+                stiefel=attn.stiefel,
+                causal=attn.causal,
+                bias=attn.W_V.bias is not None,
+                dropout=attn.dropout,
+            )
         missing, unexpected = new.load_state_dict(attn.state_dict(), strict=False)
         if set(missing) != {"logit_scale", "base_scale"} or unexpected:
-            raise ValueError(f"from_attention: {type(attn).__name__} does not match "
-                             f"(missing {missing}, unexpected {unexpected})")
+            raise ValueError(
+                f"from_attention: {type(attn).__name__} does not match (missing {missing}, unexpected {unexpected})"
+            )
         W = attn.W_Q
         return new.to(device=W.device, dtype=W.dtype)
 

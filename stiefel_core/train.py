@@ -48,16 +48,20 @@ def load_checkpoint(path: Path | None) -> dict | None:
         aside = path.with_suffix(path.suffix + ".damaged")
         os.replace(path, aside)
         reason = (str(error).splitlines() or [type(error).__name__])[0]
-        warnings.warn(f"checkpoint {path} is damaged ({reason}); moved it aside to {aside}: its run starts again "
-                      "from epoch 0", stacklevel=2)
+        warnings.warn(
+            f"checkpoint {path} is damaged ({reason}); moved it aside to {aside}: its run starts again from epoch 0",
+            stacklevel=2,
+        )
         return None
 
 
 def _fast_forward(scheduler: torch.optim.lr_scheduler.LambdaLR, steps: int) -> None:
     """Put a ``LambdaLR`` where it stands after ``steps`` steps, as if it had taken them."""
     if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
-        raise ValueError(f"this checkpoint holds no scheduler state, and a {type(scheduler).__name__} cannot be "
-                         "fast-forwarded: resume it with a LambdaLR, or delete the checkpoint to start over")
+        raise ValueError(
+            f"this checkpoint holds no scheduler state, and a {type(scheduler).__name__} cannot be "
+            "fast-forwarded: resume it with a LambdaLR, or delete the checkpoint to start over"
+        )
     scheduler.last_epoch = steps
     for group, base, factor in zip(scheduler.optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas):
         group["lr"] = base * factor(steps)
@@ -86,11 +90,13 @@ def fit(
     of the step itself (displacements, say). One scheduler idiom for every experiment:
     ``train_step`` calls ``scheduler.step()`` after each ``optimizer.step()`` (``scheduler``, over
     steps, is handed here to be checkpointed; ``steps_per_epoch`` says how many steps an epoch
-    takes, to resume a checkpoint written before its run saved a scheduler). ``evaluate()`` returns metrics of the model.
+    takes, to resume a checkpoint written before its run saved a scheduler). ``evaluate()`` returns metrics of the
+    model.
     Every ``log_every`` epochs (and at the end) one record ``{"epoch": ..., **metrics}`` is
     appended to the history. With ``checkpoint``, model, optimizer, scheduler, history and
     ``extra_state`` (tensors such as a data-order generator's state, restored in place) and the
-    seconds trained so far (``elapsed``, summed over resumed segments) are saved every ``checkpoint_every`` epochs, and a later call resumes from the file (loaded
+    seconds trained so far (``elapsed``, summed over resumed segments) are saved every ``checkpoint_every`` epochs, and
+    a later call resumes from the file (loaded
     with ``weights_only=True``). The file is removed when training finishes.
     """
     if log_every < 1 or epochs < 0:

@@ -63,6 +63,7 @@ def interrupt(monkeypatch):
     """``with interrupt(module, epoch): ...``: training through ``module.fit`` stops at ``epoch``
     with a KeyboardInterrupt, as a killed process would (its checkpoints up to there on disk);
     the block must end so, and ``module.fit`` is itself again after it."""
+
     @contextlib.contextmanager
     def interrupted(module, epoch: int):
         real_fit = module.fit
@@ -72,6 +73,7 @@ def interrupt(monkeypatch):
                 if e == epoch:
                     raise KeyboardInterrupt
                 return step(e, logging)
+
             return real_fit(model, optimizer, failing, *args, **kwargs)
 
         monkeypatch.setattr(module, "fit", interrupted_fit)
@@ -80,4 +82,5 @@ def interrupt(monkeypatch):
                 yield
         finally:
             monkeypatch.setattr(module, "fit", real_fit)
+
     return interrupted

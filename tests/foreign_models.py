@@ -60,7 +60,9 @@ class GroupedQueryAttention(nn.Module):  # Llama-style: fewer key/value heads
     def forward(self, x):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
-        k, v = (p(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        k, v = (
+            p(x).view(B, T, self.num_key_value_heads, self.head_dim).transpose(1, 2) for p in (self.k_proj, self.v_proj)
+        )
         groups = self.num_heads // self.num_key_value_heads
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -96,6 +98,16 @@ def tiny_gpt2(seed=0):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        vocab_size=64,
+        n_positions=16,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return GPT2LMHeadModel(config)

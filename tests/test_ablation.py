@@ -9,8 +9,8 @@ import torch
 from tiny import TINY
 
 from stiefel_core.experiments import ablation, get_config, grokking, run_experiment
-from stiefel_core.findings import ablation as ablation_findings
 from stiefel_core.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
+from stiefel_core.findings import ablation as ablation_findings
 from stiefel_core.manifold import orthonormality_error
 from stiefel_core.optim import StiefelAdam
 from stiefel_core.stats import paired_comparison
@@ -65,7 +65,10 @@ def _run(acc, fingerprint="f", order=1):
 def test_merging_takes_missing_arms_only_from_a_paired_reference():
     config = {"lr": 1e-3, "seeds": [0, 1]}
     variants = {f"{arm}/{s}": _run(0.5) for arm in ("no_projector", "per_entry", "no_trust_region") for s in (0, 1)}
-    reference = _file({**config, "seeds": list(range(12))}, {f"{arm}/{s}": _run(0.6) for arm in ("baseline", "stiefel", "fixed_step", "frozen") for s in (0, 1)})
+    reference = _file(
+        {**config, "seeds": list(range(12))},
+        {f"{arm}/{s}": _run(0.6) for arm in ("baseline", "stiefel", "fixed_step", "frozen") for s in (0, 1)},
+    )
     merged = ablation_findings.merged_results(_file(config, variants), reference)
     assert set(merged["runs"]) == {f"{arm}/{s}" for arm in ABLATION_ARMS for s in (0, 1)}  # no frozen
     with pytest.raises(ValueError, match="different configurations"):
@@ -79,19 +82,26 @@ def test_shares_apportion_only_a_significant_gain():
     base = np.array([50.0, 51.0, 49.0, 50.5])
     full = base + np.array([4.0, 4.2, 3.8, 4.1])
     fixed = base + np.array([0.1, 0.0, -0.1, 0.2])  # without the scale-free step, almost no gain
-    rows = [{"arm": "baseline", "removes": "whole", "full_minus_arm": paired_comparison(full, base)},
-            {"arm": "fixed_step", "removes": "scale-free step", "full_minus_arm": paired_comparison(full, fixed)}]
+    rows = [
+        {"arm": "baseline", "removes": "whole", "full_minus_arm": paired_comparison(full, base)},
+        {"arm": "fixed_step", "removes": "scale-free step", "full_minus_arm": paired_comparison(full, fixed)},
+    ]
     share = ablation_findings.shares(rows)
     assert share["scale-free step"] == pytest.approx((full - fixed).mean() / (full - base).mean())
     assert 0.9 < share["scale-free step"] < 1.0
-    assert ablation_findings.share_line(rows) == f"share of the gain over AdamW carried by each component: scale-free step {share['scale-free step']:.0%}"
+    assert (
+        ablation_findings.share_line(rows)
+        == f"share of the gain over AdamW carried by each component: scale-free step {share['scale-free step']:.0%}"
+    )
     rows[0]["full_minus_arm"] = paired_comparison(base + np.array([0.3, -0.2, 0.1, -0.3]), base)
     assert ablation_findings.shares(rows) is None
     assert "not defined" in ablation_findings.share_line(rows)
 
 
 def test_grokking_variants_keep_their_frames_on_the_manifold():
-    config = dataclasses.replace(get_config("grokking_ablation", "ci"), p=7, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10)
+    config = dataclasses.replace(
+        get_config("grokking_ablation", "ci"), p=7, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10
+    )
     finals = {}
     for arm in ABLATION_ARMS:
         out = ablation.run_grokking(config, arm, 0, torch.device("cpu"), progress=False)
@@ -103,8 +113,8 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
     model_arms = [a for a in ABLATION_ARMS if a != "baseline"]
     for arm in model_arms:  # a few steps of every rule stay orthonormal
         torch.manual_seed(0)
-        from stiefel_core.models import ModularTransformer
         from stiefel_core.combined import configure_optimizer
+        from stiefel_core.models import ModularTransformer
 
         model = ModularTransformer(8, 7, 16, 2, 32)
         opt = configure_optimizer(model, lr=1e-2, weight_decay=1.0, **frame_options(arm, 0.5))
@@ -118,12 +128,20 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
 
 def test_no_verdict_from_fewer_than_three_starts():
     """Two equal differences give a zero-width interval; the table must not call that significant."""
-    two = {"arm": "fixed_step", "removes": "scale-free step", "accuracy": None,
-           "full_minus_arm": paired_comparison([50.2, 50.4], [50.0, 50.2])}
+    two = {
+        "arm": "fixed_step",
+        "removes": "scale-free step",
+        "accuracy": None,
+        "full_minus_arm": paired_comparison([50.2, 50.4], [50.0, 50.2]),
+    }
     assert two["full_minus_arm"].ci_low > 0  # what a verdict from n = 2 would have read
     assert ablation_findings.verdicts([two])[0][2] == "too few starts for a verdict (n = 2 < 3)"
     three = {**two, "full_minus_arm": paired_comparison([50.2, 50.4, 50.3], [50.0, 50.2, 50.0])}
     assert ablation_findings.verdicts([three])[0][2] == "removing it costs accuracy"
     table = ablation_findings.table([two, three])
     assert [row[-1] for row in table.rows] == ["too few starts for a verdict (n = 2 < 3)", "removing it costs accuracy"]
-    assert table.rows[1][3:6] == ["+0.23", f"[{three['full_minus_arm'].ci_low:+.2f}, {three['full_minus_arm'].ci_high:+.2f}]", "3/3"]
+    assert table.rows[1][3:6] == [
+        "+0.23",
+        f"[{three['full_minus_arm'].ci_low:+.2f}, {three['full_minus_arm'].ci_high:+.2f}]",
+        "3/3",
+    ]

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from stiefel_core.attention import SelfAttention
-from stiefel_core.manifold import orthonormality_error
 from stiefel_core.frames import FrameParameter, is_frame
+from stiefel_core.manifold import orthonormality_error
 
 
 def build(stiefel, seed=0, **kw):

@@ -2,7 +2,6 @@
 frames, per-run results files that resume, the sweep's equal step budgets, and the paired
 statistics read back from the results."""
 
-import dataclasses
 import json
 
 import numpy as np
@@ -10,7 +9,6 @@ import pytest
 import torch
 from tiny import tiny
 
-import stiefel_core.experiments as experiments
 from stiefel_core.experiments import cifar10, get_config, run_experiment
 from stiefel_core.findings import cifar10 as cifar10_findings
 from stiefel_core.stats import paired_comparison
@@ -34,7 +32,9 @@ def test_arms_share_initial_weights_and_data_order_within_a_start(isolated):
     reference = models["baseline"].state_dict()
     for arm, model in models.items():
         assert all(torch.equal(reference[k], v) for k, v in model.state_dict().items()), arm
-    assert not torch.equal(cifar10.build_model(config, "stiefel", 4).state_dict()["head.weight"], reference["head.weight"])
+    assert not torch.equal(
+        cifar10.build_model(config, "stiefel", 4).state_dict()["head.weight"], reference["head.weight"]
+    )
 
     finals = {arm: cifar10.run(config, arm, 3, "cpu", progress=False)["final"] for arm in cifar10.ARMS}
     assert len({f["init_fingerprint"] for f in finals.values()}) == 1
@@ -58,6 +58,7 @@ def test_the_data_order_is_drawn_from_the_start_alone(isolated, monkeypatch):
     real_build = cifar10.build_model
     config = tiny(epochs=2)
     for arm, seed in (("baseline", 0), ("stiefel", 0), ("frozen", 0), ("stiefel", 1)):
+
         def build(cfg, a, s, tag=(arm, seed)):
             model = real_build(cfg, a, s)
             model._tag = tag
@@ -116,7 +117,10 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
     results = run_experiment("cifar10", "ci", arms=["baseline", "stiefel"], seeds=[0, 1], config=config, progress=False)
     assert sorted(results["runs"]) == ["baseline/0", "baseline/1", "stiefel/0", "stiefel/1"]
     assert results["runs"]["stiefel/1"]["history"] == whole["history"]  # the rerun equals an uninterrupted run
-    assert results["runs"]["stiefel/0"]["provenance"]["wall_seconds"] == saved["runs"]["stiefel/0"]["provenance"]["wall_seconds"]
+    assert (
+        results["runs"]["stiefel/0"]["provenance"]["wall_seconds"]
+        == saved["runs"]["stiefel/0"]["provenance"]["wall_seconds"]
+    )
     data = results["runs"]["baseline/0"]["data"]
     assert data["source_kind"] == "jpeg" and data["source_hash"].startswith("listing-sha256:")
     assert [r["epoch"] for r in results["runs"]["baseline/0"]["history"]] == [1, 2, 3]
@@ -154,15 +158,22 @@ def test_paired_statistics_come_out_of_the_results(isolated):
 
 def test_paired_statistics_on_known_numbers():
     """Finished starts only; accuracies in points; wins, t and the interval from SciPy."""
+
     def run(acc, step):
         return {"final": {"test_acc": acc}, "history": [{"step/blocks.0.W_Q": step}, {"step/blocks.0.W_Q": step}]}
 
-    results = {"config": {"train_size": 100}, "runs": {
-        "stiefel/0": run(0.60, 0.01), "baseline/0": run(0.50, 0.02),
-        "stiefel/1": run(0.58, 0.01), "baseline/1": run(0.51, 0.04),
-        "stiefel/2": run(0.70, 0.01), "baseline/2": run(0.49, 0.03),
-        "stiefel/3": run(0.90, 0.01),  # its baseline has not finished: not paired
-    }}
+    results = {
+        "config": {"train_size": 100},
+        "runs": {
+            "stiefel/0": run(0.60, 0.01),
+            "baseline/0": run(0.50, 0.02),
+            "stiefel/1": run(0.58, 0.01),
+            "baseline/1": run(0.51, 0.04),
+            "stiefel/2": run(0.70, 0.01),
+            "baseline/2": run(0.49, 0.03),
+            "stiefel/3": run(0.90, 0.01),  # its baseline has not finished: not paired
+        },
+    }
     starts, a, b, comparison = cifar10_findings.paired_gain(results)
     assert starts == [0, 1, 2]
     np.testing.assert_allclose(a - b, [10.0, 7.0, 21.0])
@@ -190,16 +201,28 @@ def test_verdicts_follow_their_rules():
     gains = [0.089, 0.090, 0.091]  # around the preprint's +8.98 pp
     main = {"config": {"train_size": 100}, "runs": {}}
     for s, g in enumerate(gains):
-        main["runs"].update({f"baseline/{s}": _fake(0.50, 0.03), f"stiefel/{s}": _fake(0.50 + g, 0.03),
-                             f"fixed_step/{s}": _fake(0.503 + 0.001 * s, 0.001), f"frozen/{s}": _fake(0.50, 0.0)})
+        main["runs"].update(
+            {
+                f"baseline/{s}": _fake(0.50, 0.03),
+                f"stiefel/{s}": _fake(0.50 + g, 0.03),
+                f"fixed_step/{s}": _fake(0.503 + 0.001 * s, 0.001),
+                f"frozen/{s}": _fake(0.50, 0.0),
+            }
+        )
     sweep = {"config": {"train_size": 50_000}, "runs": {}}
     for s in range(3):
         for f, g in zip(cifar10.SWEEP_FRACTIONS, (0.01, 0.02, 0.03, 0.05 + 0.001 * s)):
             pct = round(100 * f)
-            sweep["runs"].update({f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)})
+            sweep["runs"].update(
+                {f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)}
+            )
     rows = {claim: verdict for claim, _, _, verdict in cifar10_findings.verdicts(main, sweep)}
-    assert rows == {"Stiefel gain": "reproduced", "gap widens with data": "reproduced",
-                    "fixed step barely moves": "reproduced", "freezing the frames costs little": "reproduced"}
+    assert rows == {
+        "Stiefel gain": "reproduced",
+        "gap widens with data": "reproduced",
+        "fixed step barely moves": "reproduced",
+        "freezing the frames costs little": "reproduced",
+    }
 
     for s in range(3):  # no gain, a narrowing gap, frames that move as much as AdamW's
         main["runs"][f"stiefel/{s}"] = _fake(0.50 + (-0.001, 0.0, 0.002)[s], 0.03)
@@ -210,10 +233,16 @@ def test_verdicts_follow_their_rules():
     assert rows["Stiefel gain"] == "not reproduced: no significant difference"
     assert rows["gap widens with data"] == "not reproduced: the gap narrows"
     assert rows["fixed step barely moves"] == "not reproduced: it moves more"
-    assert rows["freezing the frames costs little"] == "qualitatively reproduced: it costs even less"  # fixed step = frozen
+    assert (
+        rows["freezing the frames costs little"] == "qualitatively reproduced: it costs even less"
+    )  # fixed step = frozen
     assert all(v == "not measured" for _, _, _, v in cifar10_findings.verdicts(None, None))
 
     main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
     line = cifar10_findings.claim_gain(main, sweep)
-    assert "over 3 paired starts" in line and "50,000 +1.10" in line and "(jpeg copy of CIFAR-10); regime: Σ lr·λ = " in line
+    assert (
+        "over 3 paired starts" in line
+        and "50,000 +1.10" in line
+        and "(jpeg copy of CIFAR-10); regime: Σ lr·λ = " in line
+    )
     assert cifar10_findings.claim_movement(main).startswith("fixed step moves 1-1x less")

@@ -11,7 +11,9 @@ PACKAGE_ROOT = checkout_root()
 
 def test_the_readme_is_what_the_results_and_certificates_say():
     readme = (PACKAGE_ROOT / "README.md").read_text()
-    assert readme_tool.render_readme(readme) == readme, "README is stale: run `python -m stiefel_core claims --write-readme`"
+    assert readme_tool.render_readme(readme) == readme, (
+        "README is stale: run `python -m stiefel_core claims --write-readme`"
+    )
 
 
 def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
@@ -24,7 +26,11 @@ def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
 
 
 def test_the_benchmark_block_lists_recorded_measurements(tmp_path):
-    (tmp_path / "x.json").write_text(json.dumps({"command": "python benchmarks/x.py", "date": "2026-11-29", "device": "cpu", "lines": ["ratio a / b: 2.00"]}))
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            {"command": "python benchmarks/x.py", "date": "2026-11-29", "device": "cpu", "lines": ["ratio a / b: 2.00"]}
+        )
+    )
     block = readme_tool.bench_block(tmp_path)
     assert "ratio a / b: 2.00" in block and "python benchmarks/x.py" in block
     assert "No benchmark" in readme_tool.bench_block(tmp_path / "empty")

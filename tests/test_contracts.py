@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from stiefel_core.attention import SelfAttention
-from stiefel_core.manifold import orthonormality_error, random_frame
 from stiefel_core.combined import CombinedOptimizer, configure_optimizer
 from stiefel_core.frames import FrameParameter, FrameTagWarning, is_frame
+from stiefel_core.manifold import orthonormality_error, random_frame
 from stiefel_core.optim import StiefelAdam
 from stiefel_core.step_checks import FrameOffManifoldError, NonFiniteGradientError
 

@@ -6,15 +6,17 @@ import math
 import pytest
 import torch
 
+from stiefel_core.combined import configure_optimizer
 from stiefel_core.experiments import decay_map, get_config, grokking
 from stiefel_core.experiments.calibration import calibration_epochs, matched_lr, median_step
 from stiefel_core.experiments.metrics import bilinear_change, principal_angles
 from stiefel_core.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 from stiefel_core.manifold import random_frame
 from stiefel_core.models import ModularTransformer
-from stiefel_core.combined import configure_optimizer
 
-TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=40, log_every=10, seeds=(0,), cpu_threads=1)
+TINY = dict(
+    p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=40, log_every=10, seeds=(0,), cpu_threads=1
+)
 CPU = torch.device("cpu")
 
 
@@ -30,7 +32,10 @@ def test_no_decay_routes_the_named_parameters_to_a_decay_free_group():
 
 def test_bilinear_change_sees_rotations_inside_a_subspace_that_principal_angles_miss():
     gen = torch.Generator().manual_seed(0)
-    Q, K = random_frame(12, 3, 2, generator=gen, dtype=torch.float64), random_frame(12, 3, 2, generator=gen, dtype=torch.float64)
+    Q, K = (
+        random_frame(12, 3, 2, generator=gen, dtype=torch.float64),
+        random_frame(12, 3, 2, generator=gen, dtype=torch.float64),
+    )
     R = torch.linalg.qr(torch.randn(3, 3, generator=gen, dtype=torch.float64))[0]
     assert principal_angles(Q, Q @ R).max() < 1e-6  # the subspace did not move
     assert bilinear_change(Q @ R, K, Q, K).min() > 0.1  # the scores did
@@ -62,7 +67,9 @@ def test_control_arms_start_where_the_others_do_and_do_what_they_say():
     runs = {arm: grokking.run(config, arm, 0, CPU, progress=False) for arm in ("baseline", "stiefel", *CONTROL_ARMS)}
     first = {arm: run["history"][0] for arm, run in runs.items()}
     frozen = runs["frozen"]["history"]
-    assert all(r["qk_change_max/attn"] == 0.0 and r["step/W_Q"] == 0.0 and r["angle_max/W_Q"] < 1e-3 for r in frozen)  # never moved
+    assert all(
+        r["qk_change_max/attn"] == 0.0 and r["step/W_Q"] == 0.0 and r["angle_max/W_Q"] < 1e-3 for r in frozen
+    )  # never moved
     assert first["no_decay_qk"]["qk_change_mean/attn"] > 0 and "trust_capped" not in first["no_decay_qk"]
     assert 0.0 <= runs["stiefel"]["final"]["trust_capped"] <= 1.0
     calibration = runs["fixed_step_matched"]["calibration"]
@@ -80,7 +87,9 @@ def test_decay_map_arms_name_their_decay_and_reject_what_is_off_the_grid():
     assert set(decay_map.arm_names(config)) <= set(decay_map.ARMS)
     with pytest.raises(ValueError, match="grid"):
         decay_map.run(config, "stiefel@wd=0.7", 0, CPU, progress=False)
-    tiny = dataclasses.replace(config, task=dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"}))
+    tiny = dataclasses.replace(
+        config, task=dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
+    )
     out = decay_map.run(tiny, "baseline@wd=0", 0, CPU, progress=False)
     assert math.isfinite(out["final"]["val_loss"])
 
@@ -91,7 +100,10 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
     config = get_config("grokking_trust_region", "ci")
     task = dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
     tiny = dataclasses.replace(config, task=task, frame_lrs=(1e-3, 1.0))
-    capped = {arm: trust_region.run(tiny, arm, 0, CPU, progress=False)["final"]["trust_capped"] for arm in trust_region.arm_names(tiny)}
+    capped = {
+        arm: trust_region.run(tiny, arm, 0, CPU, progress=False)["final"]["trust_capped"]
+        for arm in trust_region.arm_names(tiny)
+    }
     assert capped["stiefel@flr=1"] > 0.5 and capped["stiefel@flr=0.001"] == 0.0
     assert capped["no_trust_region@flr=1"] == 0.0  # no radius, nothing to cap
     with pytest.raises(ValueError, match="grid"):
@@ -110,11 +122,15 @@ def test_cifar10_controls_build_what_they_say():
     assert all(decay[id(b.attn.W_Q)] == decay[id(b.attn.W_K)] == 0.0 for b in model.blocks)
     assert decay[id(model.head.weight)] == config.weight_decay
     same = cifar10.build_model(config, "baseline", 0)
-    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values()))  # one start, one init
+    assert all(
+        torch.equal(a, b) for a, b in zip(model.state_dict().values(), same.state_dict().values())
+    )  # one start, one init
     with pytest.raises(ValueError, match="unknown arm"):
         cifar10.build_model(config, "lion", 0)
     long = get_config("cifar10_long", "full")
     assert long.task.epochs >= 100 and long.task.train_size == 10_000 and len(long.seeds) >= 3
-    assert set(cifar10_long.arm_names(long)) == {f"{a}@wd={w:g}" for a in cifar10_long.LONG_ARMS for w in (0.05, 0.3, 1.0)}
+    assert set(cifar10_long.arm_names(long)) == {
+        f"{a}@wd={w:g}" for a in cifar10_long.LONG_ARMS for w in (0.05, 0.3, 1.0)
+    }
     factors = cifar10.lr_factors(long.task)
     assert len(factors) == 100 * (10_000 // 128) and max(factors) == 1.0

@@ -1,16 +1,16 @@
 """stiefelize / unstiefelize on attention written by others: every layout, the head split each
 model's own code uses, training, export, and the errors."""
 
+import foreign_models as fm
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import foreign_models as fm
-from stiefel_core.convert import HeadFrames, stiefelize, unstiefelize
-from stiefel_core.manifold import orthonormality_error, orthonormalize, random_frame
 from stiefel_core.combined import configure_optimizer
+from stiefel_core.convert import HeadFrames, stiefelize, unstiefelize
 from stiefel_core.frames import is_frame
+from stiefel_core.manifold import orthonormality_error, orthonormalize, random_frame
 from stiefel_core.optim import StiefelAdam
 
 try:
@@ -27,7 +27,10 @@ FAMILIES = {
     "timm": (fm.TimmAttention, [("qkv.weight", "fused nn.Linear", (4, 4))]),
     "gqa": (fm.GroupedQueryAttention, [("q_proj.weight", "query", (4, 0)), ("k_proj.weight", "key", (0, 2))]),
     "mha": (fm.MHASelf, [("mha.in_proj_weight", "in_proj_weight", (4, 4))]),
-    "mha_kdim": (fm.MHACross, [("mha.q_proj_weight", "q_proj_weight", (4, 0)), ("mha.k_proj_weight", "k_proj_weight", (0, 4))]),
+    "mha_kdim": (
+        fm.MHACross,
+        [("mha.q_proj_weight", "q_proj_weight", (4, 0)), ("mha.k_proj_weight", "k_proj_weight", (0, 4))],
+    ),
     "encoder_layer": (fm.encoder_layer, [("self_attn.in_proj_weight", "in_proj_weight", (4, 4))]),
     "gpt2": (fm.tiny_gpt2, [(f"transformer.h.{i}.attn.c_attn.weight", "Conv1D", (4, 4)) for i in range(2)]),
 }
@@ -53,7 +56,11 @@ def output(model, x):
 
 def loss_of(model, x):
     out = output(model, x)
-    return F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), x[:, 1:].reshape(-1)) if x.dtype == torch.long else out.square().mean()
+    return (
+        F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), x[:, 1:].reshape(-1))
+        if x.dtype == torch.long
+        else out.square().mean()
+    )
 
 
 def owner(model, name):
@@ -143,7 +150,9 @@ def test_a_converted_model_trains_and_exports_back_into_its_own_architecture(fam
     opt = configure_optimizer(model, lr=3e-3, weight_decay=0.1)
     stiefel = next(o for o in opt.optimizers if isinstance(o, StiefelAdam))
     assert set(stiefel.param_groups[0]["param_names"]) == frames
-    assert not frames & {n for o in opt.optimizers if not isinstance(o, StiefelAdam) for g in o.param_groups for n in g["param_names"]}
+    assert not frames & {
+        n for o in opt.optimizers if not isinstance(o, StiefelAdam) for g in o.param_groups for n in g["param_names"]
+    }
     x = example(family)
     losses = []
     for _ in range(8):
@@ -211,7 +220,10 @@ def test_unknown_head_counts_are_named_with_the_option_to_pass():
     with pytest.raises(ValueError, match=r"number of heads of '0\.query'.*pass n_heads="):
         stiefelize(model)
     conversions = stiefelize(model, n_heads=2)
-    assert [(c.module, c.heads, c.frame_shape) for c in conversions] == [("0.query.weight", (2, 0), (16, 8)), ("0.key.weight", (0, 2), (16, 8))]
+    assert [(c.module, c.heads, c.frame_shape) for c in conversions] == [
+        ("0.query.weight", (2, 0), (16, 8)),
+        ("0.key.weight", (0, 2), (16, 8)),
+    ]
 
 
 def test_a_fused_projection_of_the_wrong_width_is_refused_by_name():

@@ -36,8 +36,17 @@ def _tiny_fit(checkpoint, epochs=4):
         model(x).square().mean().backward()
         optimizer.step()
 
-    history = fit(model, optimizer, step, lambda: {"loss": model(x).square().mean().item()}, epochs=epochs,
-                  log_every=1, checkpoint=checkpoint, checkpoint_every=2, progress=False)
+    history = fit(
+        model,
+        optimizer,
+        step,
+        lambda: {"loss": model(x).square().mean().item()},
+        epochs=epochs,
+        log_every=1,
+        checkpoint=checkpoint,
+        checkpoint_every=2,
+        progress=False,
+    )
     return history, model.weight.detach().clone()
 
 

@@ -17,9 +17,16 @@ import torch
 from PIL import Image
 
 from stiefel_core.data import (
-    CLASSES, CIFAR10Data, DataError, channel_stats, load_cifar10, normalize, normalize_images,
+    CLASSES,
+    CIFAR10Data,
+    DataError,
+    channel_stats,
+    cifar10,
+    load_cifar10,
+    normalize,
+    normalize_images,
+    safety,
 )
-from stiefel_core.data import cifar10, safety
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 2, 1
 SHARED_COPY = Path(__file__).resolve().parents[2] / "shared" / "data" / "cifar10-jpeg.tar.xz"
@@ -48,8 +55,9 @@ def _py2_pickle(obj: object) -> bytes:
 
 def _batch(images: np.ndarray, labels: np.ndarray) -> bytes:
     data = images.transpose(0, 3, 1, 2).reshape(len(images), 3072)  # R, G, B planes
-    return _py2_pickle({b"batch_label": b"tiny", b"labels": labels.tolist(), b"data": data,
-                        b"filenames": [b"x.png"] * len(images)})
+    return _py2_pickle(
+        {b"batch_label": b"tiny", b"labels": labels.tolist(), b"data": data, b"filenames": [b"x.png"] * len(images)}
+    )
 
 
 def make_official_folder(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -57,14 +65,12 @@ def make_official_folder(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = root / "cifar-10-batches-py"
     folder.mkdir(parents=True)
     order = np.arange(len(TRAIN[1])).reshape(5, -1)  # five train batches of 4
-    blobs = {f"data_batch_{i + 1}": _batch(TRAIN[0][rows], TRAIN[1][rows])
-             for i, rows in enumerate(order)}
+    blobs = {f"data_batch_{i + 1}": _batch(TRAIN[0][rows], TRAIN[1][rows]) for i, rows in enumerate(order)}
     blobs["test_batch"] = _batch(*TEST)
     for name, blob in blobs.items():
         (folder / name).write_bytes(blob)
     (folder / "batches.meta").write_bytes(_py2_pickle({b"label_names": list(CLASSES)}))
-    monkeypatch.setattr(cifar10, "OFFICIAL_MD5",
-                        {n: hashlib.md5(b).hexdigest() for n, b in blobs.items()})
+    monkeypatch.setattr(cifar10, "OFFICIAL_MD5", {n: hashlib.md5(b).hexdigest() for n, b in blobs.items()})
     return folder
 
 
@@ -86,7 +92,8 @@ def make_jpeg_folder(root: Path) -> Path:
             (root / split / name).mkdir(parents=True)
             for index in range(per_class):
                 Image.new("RGB", (32, 32), _colour(label, index)).save(
-                    root / split / name / f"{index:04d}.jpg", quality=95)
+                    root / split / name / f"{index:04d}.jpg", quality=95
+                )
     return root
 
 
@@ -94,8 +101,10 @@ def _assert_jpeg_copy(data: CIFAR10Data) -> None:
     assert data.source_kind == "jpeg"
     assert data.train_images.shape == (20, 32, 32, 3) and data.test_images.shape == (10, 32, 32, 3)
     np.testing.assert_array_equal(data.train_labels, np.repeat(np.arange(10), TRAIN_PER_CLASS))
-    for images, labels, per_class in ((data.train_images, data.train_labels, TRAIN_PER_CLASS),
-                                      (data.test_images, data.test_labels, TEST_PER_CLASS)):
+    for images, labels, per_class in (
+        (data.train_images, data.train_labels, TRAIN_PER_CLASS),
+        (data.test_images, data.test_labels, TEST_PER_CLASS),
+    ):
         for row, label in enumerate(labels):
             expected = _colour(int(label), row % per_class)
             assert np.abs(images[row].mean((0, 1)) - expected).max() < 2
@@ -103,11 +112,15 @@ def _assert_jpeg_copy(data: CIFAR10Data) -> None:
 
 # --- the official format ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("form", ["archive", "folder", "parent folder"])
 def test_official_copy_is_read_exactly(form, tmp_path, monkeypatch):
     folder = make_official_folder(tmp_path / "src", monkeypatch)
-    source = {"archive": make_tar(folder, tmp_path / "cifar-10-python.tar.gz"),
-              "folder": folder, "parent folder": folder.parent}[form]
+    source = {
+        "archive": make_tar(folder, tmp_path / "cifar-10-python.tar.gz"),
+        "folder": folder,
+        "parent folder": folder.parent,
+    }[form]
     data = load_cifar10(source, cache_dir=tmp_path / "cache", progress=False)
     assert data.source_kind == "official" and data.source == str(Path(source).resolve())
     np.testing.assert_array_equal(data.train_images, TRAIN[0])
@@ -173,6 +186,7 @@ def test_missing_batch_and_malformed_batch(tmp_path, monkeypatch):
 
 # --- the JPEG format --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("form", ["folder", ".tar.xz", ".tar.gz", ".tar", "nested .tar.xz"])
 def test_jpeg_copy(form, tmp_path):
     folder = make_jpeg_folder(tmp_path / "cifar10-jpeg")
@@ -206,6 +220,7 @@ def test_jpeg_missing_class_wrong_size_and_broken_file(tmp_path):
 
 # --- unsafe, truncated and missing sources ----------------------------------------------
 
+
 def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", data: bytes = b"x"):
     info = tarfile.TarInfo(name)
     info.type, info.linkname = kind, link
@@ -215,12 +230,14 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "", data: byte
 
 @pytest.mark.parametrize(
     "member, reason",
-    [(_member("../evil.jpg"), "climbs out"),
-     (_member("train/../../evil.jpg"), "climbs out"),
-     (_member("/tmp/stiefel-evil.jpg"), "absolute path"),
-     (_member("train/cat/link.jpg", tarfile.SYMTYPE, "../../../outside.jpg"), "is a link"),
-     (_member("train/cat/hard.jpg", tarfile.LNKTYPE, "/etc/passwd"), "is a link"),
-     (_member("train/cat/dev.jpg", tarfile.CHRTYPE), "device")],
+    [
+        (_member("../evil.jpg"), "climbs out"),
+        (_member("train/../../evil.jpg"), "climbs out"),
+        (_member("/tmp/stiefel-evil.jpg"), "absolute path"),
+        (_member("train/cat/link.jpg", tarfile.SYMTYPE, "../../../outside.jpg"), "is a link"),
+        (_member("train/cat/hard.jpg", tarfile.LNKTYPE, "/etc/passwd"), "is a link"),
+        (_member("train/cat/dev.jpg", tarfile.CHRTYPE), "device"),
+    ],
 )
 def test_malicious_archive_is_refused_and_writes_nothing(member, reason, tmp_path):
     folder = make_jpeg_folder(tmp_path / "work" / "jpeg")
@@ -237,9 +254,16 @@ def test_malicious_archive_is_refused_and_writes_nothing(member, reason, tmp_pat
 
 @pytest.mark.parametrize(
     "name, safe",
-    [("train/cat/0001.jpg", True), ("./cifar-10-batches-py/data_batch_1", True),
-     ("a..b/c..jpg", True), ("..\\evil.jpg", False), ("train\\..\\..\\evil", False),
-     ("C:evil.jpg", False), ("\\\\server\\share\\evil", False), ("/etc/passwd", False)],
+    [
+        ("train/cat/0001.jpg", True),
+        ("./cifar-10-batches-py/data_batch_1", True),
+        ("a..b/c..jpg", True),
+        ("..\\evil.jpg", False),
+        ("train\\..\\..\\evil", False),
+        ("C:evil.jpg", False),
+        ("\\\\server\\share\\evil", False),
+        ("/etc/passwd", False),
+    ],
 )
 def test_tar_member_names(name, safe):
     assert (safety.tar_member_problem(tarfile.TarInfo(name)) is None) == safe
@@ -263,8 +287,7 @@ def test_restricted_unpickler_allows_arrays_only():
 @pytest.mark.parametrize("suffix", [".tar.gz", ".tar.xz"])
 def test_truncated_archive(suffix, tmp_path, monkeypatch):
     if suffix == ".tar.gz":
-        archive = make_tar(make_official_folder(tmp_path / "src", monkeypatch),
-                           tmp_path / "cifar-10-python.tar.gz")
+        archive = make_tar(make_official_folder(tmp_path / "src", monkeypatch), tmp_path / "cifar-10-python.tar.gz")
     else:
         archive = make_tar(make_jpeg_folder(tmp_path / "jpeg"), tmp_path / "copy.tar.xz")
     archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
@@ -295,6 +318,7 @@ def test_missing_source_says_how_to_get_the_data(tmp_path):
 
 
 # --- environment, cache and download ----------------------------------------------------
+
 
 def test_environment_variables_are_honoured(tmp_path, monkeypatch):
     folder = make_jpeg_folder(tmp_path / "jpeg")
@@ -332,8 +356,7 @@ def test_cache_is_hit_on_second_load(tmp_path, monkeypatch):
 
 
 def test_download_fetches_verifies_and_reuses(tmp_path, monkeypatch):
-    archive = make_tar(make_official_folder(tmp_path / "src", monkeypatch),
-                       tmp_path / "cifar-10-python.tar.gz")
+    archive = make_tar(make_official_folder(tmp_path / "src", monkeypatch), tmp_path / "cifar-10-python.tar.gz")
     fetched = []
 
     def fake_fetch(url, dest, progress):
@@ -373,9 +396,11 @@ def test_download_with_wrong_checksum_or_no_network(tmp_path, monkeypatch):
 
 # --- normalisation ----------------------------------------------------------------------
 
+
 def test_channel_stats_and_normalize(tmp_path, monkeypatch):
-    data = load_cifar10(make_official_folder(tmp_path / "src", monkeypatch),
-                        cache_dir=tmp_path / "cache", progress=False)
+    data = load_cifar10(
+        make_official_folder(tmp_path / "src", monkeypatch), cache_dir=tmp_path / "cache", progress=False
+    )
     mean, std = channel_stats(data.train_images)
     pixels = data.train_images.reshape(-1, 3).astype(np.float64) / 255
     np.testing.assert_allclose(mean, pixels.mean(0), rtol=1e-12)
@@ -384,14 +409,14 @@ def test_channel_stats_and_normalize(tmp_path, monkeypatch):
     assert norm.train_x.shape == (20, 3, 32, 32) and norm.train_x.dtype == torch.float32
     assert norm.train_x.is_contiguous() and norm.test_y.dtype == torch.int64
     torch.testing.assert_close(norm.train_x.mean((0, 2, 3)), torch.zeros(3), atol=1e-5, rtol=0)
-    torch.testing.assert_close(norm.train_x.std((0, 2, 3), correction=0), torch.ones(3),
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(norm.train_x.std((0, 2, 3), correction=0), torch.ones(3), atol=1e-5, rtol=0)
     x = normalize_images(torch.from_numpy(data.test_images[:1]), norm.mean, norm.std)
     pixel = (data.test_images[0, 5, 7] / 255 - mean) / std  # channel-last pixel (5, 7)
     torch.testing.assert_close(x[0, :, 5, 7], torch.tensor(pixel, dtype=torch.float32))
 
 
 # --- the shared JPEG copy ---------------------------------------------------------------
+
 
 def _shared_source() -> str | None:
     return os.environ.get("STIEFEL_CIFAR10") or (str(SHARED_COPY) if SHARED_COPY.exists() else None)

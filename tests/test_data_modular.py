@@ -44,8 +44,7 @@ def test_defaults_follow_nanda_et_al():
 
 @pytest.mark.parametrize(
     "op, rule",
-    [("add", lambda a, b, p: (a + b) % p), ("sub", lambda a, b, p: (a - b) % p),
-     ("mul", lambda a, b, p: a * b % p)],
+    [("add", lambda a, b, p: (a + b) % p), ("sub", lambda a, b, p: (a - b) % p), ("mul", lambda a, b, p: a * b % p)],
 )
 def test_labels(op, rule):
     data = modular_data(p=13, op=op, train_fraction=0.4, seed=0)
@@ -86,9 +85,14 @@ def test_to_device_returns_a_moved_copy():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"p": 1}, "at least 2"), ({"p": 2.5}, "integer"), ({"op": "pow"}, "unknown op"),
-     ({"train_fraction": 0.0}, r"\(0, 1\)"), ({"train_fraction": 1.0}, r"\(0, 1\)"),
-     ({"p": 12, "op": "div"}, "prime")],
+    [
+        ({"p": 1}, "at least 2"),
+        ({"p": 2.5}, "integer"),
+        ({"op": "pow"}, "unknown op"),
+        ({"train_fraction": 0.0}, r"\(0, 1\)"),
+        ({"train_fraction": 1.0}, r"\(0, 1\)"),
+        ({"p": 12, "op": "div"}, "prime"),
+    ],
 )
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -22,16 +22,28 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     out = tmp_path / "device-results"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not a worker of this run's xdist
     env.update(DEVICE_CHECK_DRY="1", OUT=str(out), OMP_NUM_THREADS="1")
-    done = subprocess.run(["make", "--no-print-directory", "device-check", f"DEVICE_PY={sys.executable}"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "device-check", f"DEVICE_PY={sys.executable}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert [s["status"] for s in summary["steps"]] == ["passed"] * 5
     assert summary["tests"]["passed"] > 0 and not summary["tests"]["failed"]
     assert summary["returned_files_problems"] == []
     files = {f["path"] for f in summary["files"]}
-    assert {"device-check.log", "summary.json", "runs/grokking-ci.json", "benchmarks/results/step_time-tiny-cpu.json",
-            "benchmarks/results/peers_step-tiny-cpu.json", "benchmarks/results/grokking_epoch-ci-cpu.json"} == files
+    assert {
+        "device-check.log",
+        "summary.json",
+        "runs/grokking-ci.json",
+        "benchmarks/results/step_time-tiny-cpu.json",
+        "benchmarks/results/peers_step-tiny-cpu.json",
+        "benchmarks/results/grokking_epoch-ci-cpu.json",
+    } == files
     runs = json.loads((out / "runs" / "grokking-ci.json").read_text())["runs"]
     assert sorted(runs) == sorted(f"{arm}/0" for arm in device_job.runnable_arms())
     assert all(run["final"]["epoch"] == device_job.DRY_CONFIG["epochs"] for run in runs.values())
@@ -49,8 +61,7 @@ def sleeper(seconds):
 def test_the_guard_stops_runs_at_the_deadline_and_starts_none_expected_to_miss_it():
     quick = device_job.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.5)
     started = time.monotonic()
-    outcome = device_job.supervise([A, B, C], sleeper(60), started + 2.0, quick, most=2, say=lambda _: None,
-                                   poll_s=0.1)
+    outcome = device_job.supervise([A, B, C], sleeper(60), started + 2.0, quick, most=2, say=lambda _: None, poll_s=0.1)
     assert outcome["stopped"] == [A, B] and outcome["not_started"] == [C] and outcome["finished"] == []
     assert time.monotonic() - started < 15
 
@@ -61,8 +72,9 @@ def test_the_guard_stops_runs_at_the_deadline_and_starts_none_expected_to_miss_i
 
 def test_later_runs_start_only_when_the_slowest_finished_run_still_fits():
     estimate = device_job.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.1)
-    outcome = device_job.supervise([A, B, C], sleeper(3), time.monotonic() + 5, estimate, most=1,
-                                   say=lambda _: None, poll_s=0.1)
+    outcome = device_job.supervise(
+        [A, B, C], sleeper(3), time.monotonic() + 5, estimate, most=1, say=lambda _: None, poll_s=0.1
+    )
     assert outcome["finished"] == [A] and outcome["not_started"] == [B, C]  # 3 s more would pass the guard
 
 
@@ -85,8 +97,12 @@ def test_the_plan_completes_six_paired_seeds_before_adding_more():
 
 
 def results_file(runs, lr=1e-3, seeds=(0,)):
-    return {"experiment": "grokking", "profile": "full", "config": {"lr": lr, "seeds": list(seeds)},
-            "runs": {key: {"final": {"val_acc": value}} for key, value in runs.items()}}
+    return {
+        "experiment": "grokking",
+        "profile": "full",
+        "config": {"lr": lr, "seeds": list(seeds)},
+        "runs": {key: {"final": {"val_acc": value}} for key, value in runs.items()},
+    }
 
 
 def test_merge_adds_the_new_runs_keeps_the_committed_ones_and_refuses_another_configuration(tmp_path):
@@ -117,7 +133,8 @@ def test_stopped_runs_checkpoints_return_as_many_as_fit_one_file(tmp_path, monke
     for arm in ("frozen", "no_decay_qk", "stiefel"):
         (tmp_path / f"{arm}-3.pt").write_bytes(b"x" * 100)
     said = []
-    bundle = device_job.bundle_checkpoints(tmp_path, [("frozen", 3), ("no_decay_qk", 3), ("stiefel", 3)],
-                                           tmp_path / "checkpoints.tar", said.append)
+    bundle = device_job.bundle_checkpoints(
+        tmp_path, [("frozen", 3), ("no_decay_qk", 3), ("stiefel", 3)], tmp_path / "checkpoints.tar", said.append
+    )
     assert tarfile.open(bundle).getnames() == ["frozen-3.pt", "no_decay_qk-3.pt"]
     assert "1 stopped runs' checkpoints do not fit" in said[0]

@@ -32,7 +32,13 @@ def make_model():
 
 def data():
     g = torch.Generator().manual_seed(1)
-    return [(torch.randn(GLOBAL_BATCH, 4, 16, generator=g, dtype=torch.float64), torch.randint(0, 3, (GLOBAL_BATCH,), generator=g)) for _ in range(STEPS)]
+    return [
+        (
+            torch.randn(GLOBAL_BATCH, 4, 16, generator=g, dtype=torch.float64),
+            torch.randint(0, 3, (GLOBAL_BATCH,), generator=g),
+        )
+        for _ in range(STEPS)
+    ]
 
 
 def train(model, optimizer, batches):

@@ -13,7 +13,9 @@ from stiefel_core.experiments.metrics import principal_angles
 from stiefel_core.manifold import random_frame
 from stiefel_core.train import fit
 
-TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0, 1))
+TINY = dict(
+    p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0, 1)
+)
 
 
 def test_the_two_arms_start_from_the_same_weights():
@@ -33,7 +35,11 @@ def test_results_are_written_per_run_and_a_rerun_skips_finished_runs(isolated, m
     assert 0 < run["history"][-1]["angle_max/W_Q"] <= 90 and run["history"][-1]["step/W_K"] > 0  # the frames moved
 
     calls = []
-    monkeypatch.setitem(experiments.EXPERIMENTS, "grokking", dataclasses.replace(experiments.EXPERIMENTS["grokking"], run=lambda *a: calls.append(a)))
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS,
+        "grokking",
+        dataclasses.replace(experiments.EXPERIMENTS["grokking"], run=lambda *a: calls.append(a)),
+    )
     run_experiment("grokking", "ci", config=config, progress=False)
     assert calls == []
     with pytest.raises(ValueError, match="another configuration"):
@@ -75,7 +81,9 @@ def test_a_copy_without_git_reports_the_commit_its_caller_states(tmp_path, monke
 def test_a_profile_may_ask_for_more_seeds_without_mixing_configurations(isolated):
     config = get_config("grokking", "ci", **{**TINY, "seeds": (0,)})
     run_experiment("grokking", "ci", config=config, arms=["stiefel"], progress=False)
-    grown = run_experiment("grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1)), arms=["stiefel"], progress=False)
+    grown = run_experiment(
+        "grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1)), arms=["stiefel"], progress=False
+    )
     assert sorted(grown["runs"]) == ["stiefel/0", "stiefel/1"] and grown["config"]["seeds"] == [0, 1]
     with pytest.raises(ValueError, match="another configuration"):
         run_experiment("grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1, 2), epochs=40), progress=False)

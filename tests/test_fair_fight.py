@@ -60,11 +60,20 @@ def test_the_comparison_resolves_each_arms_lr_before_its_runs_and_refuses_an_ope
 
 
 def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):
-    config = dataclasses.replace(fair_fight.SWEEP_PROFILES["ci"], task=dataclasses.replace(
-        fair_fight.SWEEP_PROFILES["ci"].task, epochs=20, log_every=10))
+    config = dataclasses.replace(
+        fair_fight.SWEEP_PROFILES["ci"],
+        task=dataclasses.replace(fair_fight.SWEEP_PROFILES["ci"].task, epochs=20, log_every=10),
+    )
     name = grid_arm("baseline", "qklr", LADDER[0])
-    results = run_experiment("grokking_qk_lr", "ci", config=config, arms=[name, "frozen"], directory=tmp_path,
-                             checkpoints=tmp_path / "ck", progress=False)
+    results = run_experiment(
+        "grokking_qk_lr",
+        "ci",
+        config=config,
+        arms=[name, "frozen"],
+        directory=tmp_path,
+        checkpoints=tmp_path / "ck",
+        progress=False,
+    )
     tiny, frozen = results["runs"][f"{name}/100"], results["runs"]["frozen/100"]
     assert set(tiny["history"][-1]) <= set(fair_fight.KEPT_METRICS)
     # at lr 1e-6 W_Q barely moves (decay and steps both scale with the lr): its norm stays the frozen one's
@@ -77,13 +86,18 @@ def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_
     from stiefel_core.findings.fair_fight import answers, family_rows, verdict_counts
 
     seeds = range(20)
-    values = {"baseline": {s: 0.6 + 0.01 * (s % 3) for s in seeds},
-              "stiefel": {s: 0.91 + 0.01 * (s % 2) for s in seeds},  # far ahead of AdamW
-              "frozen": {s: 0.91 + 0.01 * ((s + 1) % 2) for s in seeds}}  # within 1 pp of the rule, seed by seed
+    values = {
+        "baseline": {s: 0.6 + 0.01 * (s % 3) for s in seeds},
+        "stiefel": {s: 0.91 + 0.01 * (s % 2) for s in seeds},  # far ahead of AdamW
+        "frozen": {s: 0.91 + 0.01 * ((s + 1) % 2) for s in seeds},
+    }  # within 1 pp of the rule, seed by seed
     rows = family_rows(values, ("stiefel", "frozen"), ("baseline", "stiefel"), margin=0.02)
     words = {(r["arm"], r["reference"]): r["verdict"] for r in rows}
-    assert words == {("stiefel", "baseline"): "higher", ("frozen", "baseline"): "higher",
-                     ("frozen", "stiefel"): "equivalent"}
+    assert words == {
+        ("stiefel", "baseline"): "higher",
+        ("frozen", "baseline"): "higher",
+        ("frozen", "stiefel"): "equivalent",
+    }
     assert verdict_counts(rows) == {"higher": 2, "lower": 0, "equivalent": 1, "inconclusive": 0}
     assert all(r["p_holm"] >= r["p"] for r in rows)
     assert answers(rows)["tuned_baseline"]["past"] == (20, 0) and answers(rows)["qk_norm"] is None

@@ -3,7 +3,6 @@ wording live in one module: starts and pairing, the Markdown tables of the grokk
 ablation chapters, the chapters' preprint-against-ours text, and a chapter's live run."""
 
 import numpy as np
-import pytest
 
 from stiefel_core import findings, preprint
 from stiefel_core.stats import paired_comparison
@@ -14,12 +13,16 @@ def _run(acc, fingerprint="f", order=1):
 
 
 def test_starts_and_pairing_come_from_the_runs():
-    results = {"runs": {"a/0": _run(0.5), "b/0": _run(0.6), "a/1": _run(0.5, "g"), "b/1": _run(0.6, "g", 2), "a/2": _run(0.5)}}
+    results = {
+        "runs": {"a/0": _run(0.5), "b/0": _run(0.6), "a/1": _run(0.5, "g"), "b/1": _run(0.6, "g", 2), "a/2": _run(0.5)}
+    }
     assert findings.runs.finished_starts(results, ("a", "b")) == [0, 1]
     assert findings.runs.finished_starts(None, ("a",)) == findings.runs.finished_starts({}, ("a",)) == []
     assert findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "init_fingerprint")
     assert not findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "order_checksum")
-    assert findings.runs.distinct_across_starts(results, "a", [0, 1]) and not findings.runs.distinct_across_starts(results, "a", [0, 2])
+    assert findings.runs.distinct_across_starts(results, "a", [0, 1]) and not findings.runs.distinct_across_starts(
+        results, "a", [0, 2]
+    )
     assert list(findings.runs.unpaired_starts(results["runs"])) == ["1"]
     assert findings.regimes.paired_seeds(results, "a", "b") == [0, 1] and findings.regimes.paired_seeds(results) == []
 
@@ -28,10 +31,17 @@ def test_where_run_says_which_device_ran_which_runs_and_for_how_long():
     def run(device, seconds, threads=1):
         return {"provenance": {"device": device, "threads": threads, "wall_seconds": seconds}}
 
-    results = {"runs": {"a/0": run("cpu: x86_64", 300.0), "b/0": run("cpu: x86_64", 420.0), "a/1": run("cuda: NVIDIA H200", 30.0)}}
+    results = {
+        "runs": {
+            "a/0": run("cpu: x86_64", 300.0),
+            "b/0": run("cpu: x86_64", 420.0),
+            "a/1": run("cuda: NVIDIA H200", 30.0),
+        }
+    }
     assert findings.runs.where_run(results) == (
         "2 runs, 0.2 h of wall time, 6.0 min a run on cpu: x86_64, 1 thread(s); "
-        "1 runs, 0.0 h of wall time, 0.5 min a run on cuda: NVIDIA H200, 1 thread(s)")
+        "1 runs, 0.0 h of wall time, 0.5 min a run on cuda: NVIDIA H200, 1 thread(s)"
+    )
     assert findings.runs.where_run({"runs": {}}) == "no runs"
 
 
@@ -47,7 +57,14 @@ def test_the_abstracts_numbers_are_formatted_from_one_place():
 
 def test_the_ablation_verdicts_are_one_table_of_every_task():
     full = np.array([50.2, 50.4, 50.3])
-    rows = [{"arm": "fixed_step", "removes": "scale-free step", "accuracy": None, "full_minus_arm": paired_comparison(full, full - [0.2, 0.2, 0.3])}]
+    rows = [
+        {
+            "arm": "fixed_step",
+            "removes": "scale-free step",
+            "accuracy": None,
+            "full_minus_arm": paired_comparison(full, full - [0.2, 0.2, 0.3]),
+        }
+    ]
     table = findings.ablation.verdict_table({"CIFAR-10": rows, "grokking": []})
     assert table.rows[0][:4] == ["CIFAR-10", "fixed_step", "scale-free step", "removing it costs accuracy"]
     assert table.rows[1] == ["grokking", "-", "-", "not measured yet", "-"]
@@ -64,12 +81,19 @@ def test_the_grokking_findings_are_a_table_of_the_same_rows():
 
 def test_the_cifar10_reports_set_ours_beside_the_preprint():
     def run(acc, step, angle=1.0):
-        return {"final": {"test_acc": acc, "angle_mean/blocks.0.W_Q": angle, "angle_mean/blocks.0.W_K": angle},
-                "history": [{"step/blocks.0.W_Q": step}]}
+        return {
+            "final": {"test_acc": acc, "angle_mean/blocks.0.W_Q": angle, "angle_mean/blocks.0.W_K": angle},
+            "history": [{"step/blocks.0.W_Q": step}],
+        }
 
     runs = {}
     for s, g in enumerate((0.01, 0.02, 0.04)):
-        runs |= {f"baseline/{s}": run(0.5, 0.03), f"stiefel/{s}": run(0.5 + g, 0.03), f"fixed_step/{s}": run(0.5, 0.001), f"frozen/{s}": run(0.49, 0.0)}
+        runs |= {
+            f"baseline/{s}": run(0.5, 0.03),
+            f"stiefel/{s}": run(0.5 + g, 0.03),
+            f"fixed_step/{s}": run(0.5, 0.001),
+            f"frozen/{s}": run(0.49, 0.0),
+        }
     results = {"runs": runs}
     gain = findings.cifar10_report.gain_report(results).splitlines()
     assert gain[0] == "start  baseline  Stiefel   gain (pp)" and gain[1] == "    0    50.00%   51.00%     +1.00"
@@ -89,5 +113,14 @@ def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_fold
     experiments.run_live("cifar10", "full", arms=["stiefel"])
     experiments.run_live("cifar10", "ci")
     (_, full, full_kw), (_, ci, ci_kw) = calls
-    assert full == "full" and "directory" not in full_kw and full_kw["arms"] == ["stiefel"] and full_kw["progress"] is False
-    assert ci == "ci" and ci_kw["directory"].name.startswith("cifar10-ci-") and ci_kw["checkpoints"].parent == ci_kw["directory"]
+    assert (
+        full == "full"
+        and "directory" not in full_kw
+        and full_kw["arms"] == ["stiefel"]
+        and full_kw["progress"] is False
+    )
+    assert (
+        ci == "ci"
+        and ci_kw["directory"].name.startswith("cifar10-ci-")
+        and ci_kw["checkpoints"].parent == ci_kw["directory"]
+    )

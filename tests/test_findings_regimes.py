@@ -2,7 +2,6 @@
 
 import math
 
-import numpy as np
 import pytest
 
 from stiefel_core.findings import regimes
@@ -50,7 +49,9 @@ def test_time_rows_say_which_arm_gets_there_first_and_need_three_seeds():
     assert rows[("stiefel", "frozen")]["verdict"] == "higher" and rows[("stiefel", "frozen")]["seeds"] == 6
     assert ("stiefel", "no_decay_qk") not in rows  # no runs of that arm: no row
     same = {f"frozen/{s}": run([0.2] * s + [0.95] * (12 - s)) for s in range(1, 7)}
-    assert {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **same}))}[("stiefel", "frozen")]["verdict"] == "tie"
+    assert {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **same}))}[("stiefel", "frozen")][
+        "verdict"
+    ] == "tie"
     two = {k: v for k, v in {**fast, **slow}.items() if k.endswith(("/1", "/2"))}
     assert [r["verdict"] for r in regimes.time_rows(results(two))] == ["untested"]  # two seeds: shown, no verdict
 
@@ -59,15 +60,22 @@ def test_the_claim_adds_the_full_task_reading_only_once_its_controls_are_tested(
     from types import SimpleNamespace
 
     task = SimpleNamespace(p=31, lr=1e-3, warmup_epochs=10)
-    map_runs = {f"{arm}@wd=1/{s}": run([0.5, 0.7, 0.9 if arm == "stiefel" else 0.6 + 0.01 * s], every=500)
-                for arm in ("stiefel", "baseline") for s in range(3)}
+    map_runs = {
+        f"{arm}@wd=1/{s}": run([0.5, 0.7, 0.9 if arm == "stiefel" else 0.6 + 0.01 * s], every=500)
+        for arm in ("stiefel", "baseline")
+        for s in range(3)
+    }
     dmap = results(map_runs, weight_decays=[1.0])
     controls = results({f"{arm}/{s}": run([0.5, 0.9]) for arm in ("stiefel", "baseline") for s in range(3)})
     fast = {f"{arm}/{s}": run([0.2] * s + [0.95] * (12 - s)) for arm in ("stiefel", "frozen") for s in range(1, 7)}
     never = {f"{arm}/{s}": run([0.2] * 12) for arm in ("baseline", "no_decay_qk") for s in range(1, 7)}
-    assert "p = 97" not in regimes.claim(controls, dmap, task, full_task=results({**fast, **{k: v for k, v in never.items() if "baseline" in k}}))
+    assert "p = 97" not in regimes.claim(
+        controls, dmap, task, full_task=results({**fast, **{k: v for k, v in never.items() if "baseline" in k}})
+    )
     line = regimes.claim(controls, dmap, task, full_task=results({**fast, **never}, p=97, epochs=20_000))
-    assert line.endswith("at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: a fixed orthonormal scale is what helps")
+    assert line.endswith(
+        "at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: a fixed orthonormal scale is what helps"
+    )
 
 
 def test_gain_over_time_and_map_cells_pair_by_seed():
@@ -75,7 +83,9 @@ def test_gain_over_time_and_map_cells_pair_by_seed():
     for s in range(4):
         for wd in (0.0, 1.0):
             runs[f"stiefel@wd={wd:g}/{s}"] = run([0.5 + 0.1 * s, 0.9])
-            runs[f"baseline@wd={wd:g}/{s}"] = run([0.5 + 0.1 * s, 0.9 + 0.02 * (-1) ** s if wd == 0 else 0.6 + 0.01 * s])
+            runs[f"baseline@wd={wd:g}/{s}"] = run(
+                [0.5 + 0.1 * s, 0.9 + 0.02 * (-1) ** s if wd == 0 else 0.6 + 0.01 * s]
+            )
     res = results(runs, weight_decays=[0.0, 1.0])
     gains = regimes.gain_over_time(res, "stiefel@wd=1", "baseline@wd=1")
     assert [g["epoch"] for g in gains] == [25, 50] and gains[0]["comparison"].mean_difference == 0.0
@@ -87,8 +97,15 @@ def test_gain_over_time_and_map_cells_pair_by_seed():
 
 
 def test_readings_follow_the_control_verdicts():
-    rows = [{"a": a, "b": b, "verdict": v} for a, b, v in (
-        ("stiefel", "frozen", "tie"), ("frozen", "baseline", "higher"), ("no_decay_qk", "baseline", "lower"), ("stiefel", "no_decay_qk", "higher"))]
+    rows = [
+        {"a": a, "b": b, "verdict": v}
+        for a, b, v in (
+            ("stiefel", "frozen", "tie"),
+            ("frozen", "baseline", "higher"),
+            ("no_decay_qk", "baseline", "lower"),
+            ("stiefel", "no_decay_qk", "higher"),
+        )
+    ]
     assert regimes.supported_readings(rows) == {"geometry": False, "decay_hurts": False, "fixed_scale": True}
     assert regimes.supported_readings(rows[:1])["decay_hurts"] is None  # a missing comparison is untested
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from stiefel_core import gauge  # noqa: E402
 from stiefel_core.attention import SelfAttention  # noqa: E402
+from stiefel_core.frames import is_frame  # noqa: E402
 from stiefel_core.gauge import (  # noqa: E402
     RUN_TOLERANCE,
     TOLERANCE,
@@ -37,7 +38,6 @@ from stiefel_core.gauge import (  # noqa: E402
     tangency_error,
 )
 from stiefel_core.manifold import orthonormality_error, orthonormalize, project_tangent, random_frame  # noqa: E402
-from stiefel_core.frames import is_frame  # noqa: E402
 
 DT = torch.float64
 
@@ -108,7 +108,10 @@ def test_generators_are_the_velocities_of_the_orbits():
     W_Q, W_K = pair(6, 3, heads=1, frames=False)
     X = torch.randn(3, 3, generator=gen(3), dtype=DT)
     h = 1e-6
-    plus, minus = gl_action(W_Q, W_K, torch.linalg.matrix_exp(h * X)), gl_action(W_Q, W_K, torch.linalg.matrix_exp(-h * X))
+    plus, minus = (
+        gl_action(W_Q, W_K, torch.linalg.matrix_exp(h * X)),
+        gl_action(W_Q, W_K, torch.linalg.matrix_exp(-h * X)),
+    )
     velocity = [(a - b) / (2 * h) for a, b in zip(plus, minus)]
     expected = (W_Q @ X, -(W_K @ X.mT))
     for v, e in zip(velocity, expected):
@@ -178,7 +181,10 @@ def test_closed_form_projection_is_the_orthogonal_projection(r, extra, seed, fra
             else:
                 ref = project_onto_span(G_Q[h], G_K[h], D_Q[h], D_K[h])
             scale = 1 + float(torch.linalg.matrix_norm(G_Q[h]) + torch.linalg.matrix_norm(G_K[h]))
-            assert float(torch.linalg.matrix_norm(P_Q[h] - ref[0]) + torch.linalg.matrix_norm(P_K[h] - ref[1])) <= 1e-9 * scale
+            assert (
+                float(torch.linalg.matrix_norm(P_Q[h] - ref[0]) + torch.linalg.matrix_norm(P_K[h] - ref[1]))
+                <= 1e-9 * scale
+            )
         # the rest is orthogonal to every direction; projecting twice changes nothing
         R_Q, R_K = remove_gauge(W_Q, W_K, G_Q, G_K, group)
         if D_Q.shape[-3]:
@@ -303,7 +309,12 @@ def test_gradient_certificate_fails_on_a_non_invariant_loss():
 def test_projected_run_matches_the_plain_run(projected):
     assert projected.passed, str(projected)
     assert projected.steps >= 100
-    for x in (projected.stiefel_param_deviation, projected.stiefel_loss_deviation, projected.euclidean_param_deviation, projected.euclidean_loss_deviation):
+    for x in (
+        projected.stiefel_param_deviation,
+        projected.stiefel_loss_deviation,
+        projected.euclidean_param_deviation,
+        projected.euclidean_loss_deviation,
+    ):
         assert x <= RUN_TOLERANCE
     assert projected.stiefel_loss[1] < 0.1 * projected.stiefel_loss[0]
 
@@ -319,7 +330,7 @@ def test_optimizer_steps_are_not_gauge_free(projected):
 def test_first_stiefel_step_gauge_part_comes_from_per_frame_scaling():
     data = gauge.GaugeProblem().data()
     model = gauge.make_model(True, 0)
-    (W_Q, W_K, g_Q, g_K), = gauge.head_gradients(model, gauge.task_loss(model, data.train_x, data.train_y))
+    ((W_Q, W_K, g_Q, g_K),) = gauge.head_gradients(model, gauge.task_loss(model, data.train_x, data.train_y))
     assert float(gauge_component(W_Q, W_K, g_Q, g_K, "orthogonal").max()) <= TOLERANCE
     predicted = float(frame_normalized_component(W_Q, W_K, g_Q, g_K, "orthogonal").max())
     measured = float(gauge.projected_run(True, remove="none")["update_component"][0])
@@ -391,7 +402,9 @@ def test_a_certificate_and_a_figure_share_their_training_runs(monkeypatch):
     from stiefel_core.plots import gauge as plots
 
     runs = gauge.projected_runs(steps=3)
-    assert gauge.certify_projected_run(runs) == gauge.certify_projected_run(steps=3)  # handed runs: the same certificate
+    assert gauge.certify_projected_run(runs) == gauge.certify_projected_run(
+        steps=3
+    )  # handed runs: the same certificate
     monkeypatch.setattr(gauge.runs, "projected_run", lambda *a, **k: pytest.fail("a figure trained a run of its own"))
     plots.projected_run_figure(runs)  # what the certificate read: no run of its own
     plots.update_projection_figure(runs)

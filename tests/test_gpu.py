@@ -30,8 +30,13 @@ TOLERANCE = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 5e-2}
 # entry near 0 whose float32 rounding flips its sign moves by up to lr (2e-4 on the CPU).
 REFERENCE_TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5}
 PER_ENTRY_FLOAT32_TOLERANCE = 1e-3
-STEP_OPTIONS = {"full rule": {}, "fixed step": {"step_rule": "fixed"}, "per-entry moment": {"second_moment": "entry"},
-                "euclidean projector": {"projector": "euclidean"}, "no trust region": {"trust_radius": None}}
+STEP_OPTIONS = {
+    "full rule": {},
+    "fixed step": {"step_rule": "fixed"},
+    "per-entry moment": {"second_moment": "entry"},
+    "euclidean projector": {"projector": "euclidean"},
+    "no trust region": {"trust_radius": None},
+}
 
 
 @pytest.fixture(params=[torch.float64, torch.float32, torch.bfloat16], ids=str)
@@ -49,8 +54,10 @@ def test_manifold_operations_agree_with_the_cpu(dtype):
     W, G = pair(dtype, 8)
     tol = TOLERANCE[dtype]
     xi = project_tangent(W, G) * 0.01
-    for fn in (lambda W, G: project_tangent(W, G),
-               lambda W, G: retract_polar(W, 0.01 * project_tangent(W, G), step_bound=0.5)):
+    for fn in (
+        lambda W, G: project_tangent(W, G),
+        lambda W, G: retract_polar(W, 0.01 * project_tangent(W, G), step_bound=0.5),
+    ):
         cpu, gpu = fn(W, G), fn(W.to(DEVICE), G.to(DEVICE)).cpu()
         assert (cpu.float() - gpu.float()).abs().max() <= 10 * tol
     assert orthonormality_error(retract_polar(W.to(DEVICE), xi.to(DEVICE), step_bound=0.5)).max() <= tol

@@ -31,14 +31,24 @@ def results(runs):
 
 def test_findings_follow_their_rules():
     assert grokking.findings(results({"stiefel/0": history(100), "baseline/0": history(100)}))[0][3] == "not measured"
-    same = results({f"{arm}/{s}": history(4000 + 100 * s + (3000 if arm == "baseline" else 0), spikes_at=(9000,)) for arm in ("stiefel", "baseline") for s in range(3)})
+    same = results(
+        {
+            f"{arm}/{s}": history(4000 + 100 * s + (3000 if arm == "baseline" else 0), spikes_at=(9000,))
+            for arm in ("stiefel", "baseline")
+            for s in range(3)
+        }
+    )
     rows = {question: verdict for question, _, _, verdict in grokking.findings(same)}
     assert rows["accuracy at epoch 20,000"] == "not reproduced: both arms generalise in every seed, no difference"
     assert rows["the endpoint is unstable"] == "no run fell below 50% after grokking"
     assert rows["collapse cycles (training-loss spikes of 10x or more)"] == "both arms cycle"
     assert rows["epoch at which validation accuracy first reaches 90%"] == "Stiefel groks earlier"
-    like_preprint = results({**{f"stiefel/{s}": history(4000, final=0.97 - 0.01 * s) for s in range(3)},
-                             **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s, dip=(17000, 0.4)) for s in range(3)}})
+    like_preprint = results(
+        {
+            **{f"stiefel/{s}": history(4000, final=0.97 - 0.01 * s) for s in range(3)},
+            **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s, dip=(17000, 0.4)) for s in range(3)},
+        }
+    )
     rows = {question: verdict for question, _, _, verdict in grokking.findings(like_preprint)}
     assert rows["accuracy at epoch 20,000"] == "reproduced: Stiefel ends higher"
     ours = {question: measured for question, _, measured, _ in grokking.findings(like_preprint)}
@@ -57,14 +67,34 @@ def test_a_run_that_never_groks_is_counted_not_dropped():
 
 
 def test_runs_table_has_a_row_per_run():
-    table = grokking.runs_table(results({"baseline/0": history(10**9, final=0.05), "stiefel/0": history(4000, spikes_at=(6000,))}))
+    table = grokking.runs_table(
+        results({"baseline/0": history(10**9, final=0.05), "stiefel/0": history(4000, spikes_at=(6000,))})
+    )
     assert [row[:4] for row in table.rows] == [["baseline/0", "never", "-", 0], ["stiefel/0", "4,000", "100.0", 1]]
     assert len(grokking.runs_table(None)) == 0
 
 
 def test_frame_table_reads_norm_range_and_final_angles():
     def run(norms, angle):
-        return {"history": [{"norm/attn.W_Q": n, "norm/attn.W_K": n, "angle_mean/W_Q": angle, "angle_mean/W_K": 2 * angle} for n in norms]}
-    table = grokking.frame_table({"runs": {"baseline/0": run([3.0, 1.0, 2.0], 60.0), "stiefel/0": run([2.0, 2.0], 3.0), "stiefel/1": run([2.0], 5.0)}})
-    assert table.rows == [["baseline (1 seed)", "W_Q", "1.000", "3.000", "60.0", "60.0"], ["baseline (1 seed)", "W_K", "1.000", "3.000", "120.0", "120.0"],
-                          ["stiefel (2 seeds)", "W_Q", "2.000", "2.000", "4.0", "5.0"], ["stiefel (2 seeds)", "W_K", "2.000", "2.000", "8.0", "10.0"]]
+        return {
+            "history": [
+                {"norm/attn.W_Q": n, "norm/attn.W_K": n, "angle_mean/W_Q": angle, "angle_mean/W_K": 2 * angle}
+                for n in norms
+            ]
+        }
+
+    table = grokking.frame_table(
+        {
+            "runs": {
+                "baseline/0": run([3.0, 1.0, 2.0], 60.0),
+                "stiefel/0": run([2.0, 2.0], 3.0),
+                "stiefel/1": run([2.0], 5.0),
+            }
+        }
+    )
+    assert table.rows == [
+        ["baseline (1 seed)", "W_Q", "1.000", "3.000", "60.0", "60.0"],
+        ["baseline (1 seed)", "W_K", "1.000", "3.000", "120.0", "120.0"],
+        ["stiefel (2 seeds)", "W_Q", "2.000", "2.000", "4.0", "5.0"],
+        ["stiefel (2 seeds)", "W_K", "2.000", "2.000", "8.0", "10.0"],
+    ]

@@ -14,9 +14,11 @@ ROOT = Path(__file__).resolve().parents[1] / "stiefel_core"
 
 def _modules(package: Path = ROOT) -> dict[str, Path]:
     """``{dotted name: path}`` of every module of ``package``."""
+
     def name(path: Path) -> str:
         parts = path.relative_to(package.parent).with_suffix("").parts
         return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
     return {name(p): p for p in package.rglob("*.py")}
 
 
@@ -88,7 +90,11 @@ def _in(module: str, layer: str) -> bool:
 
 
 FORBIDDEN = (  # (importer's layer, imported layer, why)
-    ("experiments", "findings", "experiments never read findings: a rule they need lives in choices or results_reading"),
+    (
+        "experiments",
+        "findings",
+        "experiments never read findings: a rule they need lives in choices or results_reading",
+    ),
     ("plots", "findings", "plots draw what they are handed"),
     ("plots", "experiments", "plots draw what they are handed"),
 )
@@ -114,10 +120,16 @@ def test_no_import_runs_against_the_layers():
 
 def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
     """Negative controls: the same checks on made-up edges find what they should."""
-    made_up = {"stiefel_core.optim": {"stiefel_core.step_checks"}, "stiefel_core.step_checks": {"stiefel_core.optim"},
-               "stiefel_core.experiments.peers": {"stiefel_core.findings.peers"}, "stiefel_core.findings.peers": set(),
-               "stiefel_core.plots.cifar10": {"stiefel_core.experiments"}, "stiefel_core.experiments": set(),
-               "stiefel_core.certify": {"stiefel_core.widgets.static"}, "stiefel_core.widgets.static": set()}
+    made_up = {
+        "stiefel_core.optim": {"stiefel_core.step_checks"},
+        "stiefel_core.step_checks": {"stiefel_core.optim"},
+        "stiefel_core.experiments.peers": {"stiefel_core.findings.peers"},
+        "stiefel_core.findings.peers": set(),
+        "stiefel_core.plots.cifar10": {"stiefel_core.experiments"},
+        "stiefel_core.experiments": set(),
+        "stiefel_core.certify": {"stiefel_core.widgets.static"},
+        "stiefel_core.widgets.static": set(),
+    }
     assert cycles(made_up) == [["stiefel_core.optim", "stiefel_core.step_checks"]]
     assert len(upward_edges(made_up)) == 3
     package = tmp_path / "stiefel_core"
@@ -157,6 +169,9 @@ def test_the_readers_and_findings_load_no_torch():
     import subprocess
 
     findings = " ".join(f"stiefel_core.findings.{p.stem}," for p in (ROOT / "findings").glob("[!_]*.py"))
-    code = f"import sys\nimport {findings} stiefel_core.results_reading, stiefel_core.choices\nprint('torch' in sys.modules)"
+    code = (
+        f"import sys\nimport {findings} stiefel_core.results_reading, stiefel_core.choices\n"
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr

@@ -12,12 +12,16 @@ from stiefel_core.models import PatchTransformer
 def reference_blocks(d_model: int, n_heads: int, depth: int, mlp_ratio: int, stiefel: bool) -> nn.ModuleList:
     """The blocks as they were built before :class:`Block`: a ModuleDict keyed by strings."""
     return nn.ModuleList(
-        nn.ModuleDict({
-            "norm1": nn.LayerNorm(d_model),
-            "attn": SelfAttention(d_model, n_heads, stiefel=stiefel),
-            "norm2": nn.LayerNorm(d_model),
-            "mlp": nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)),
-        })
+        nn.ModuleDict(
+            {
+                "norm1": nn.LayerNorm(d_model),
+                "attn": SelfAttention(d_model, n_heads, stiefel=stiefel),
+                "norm2": nn.LayerNorm(d_model),
+                "mlp": nn.Sequential(
+                    nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)
+                ),
+            }
+        )
         for _ in range(depth)
     )
 

@@ -18,4 +18,6 @@ def test_every_nbval_marker_stands_alone_on_its_line():
             match = re.match(r"\s*#\s*(NBVAL_\w+)(.*)$", line)
             if match and (match.group(1) not in MARKERS or match.group(2).strip()):
                 bad.append(f"{path.name}:{number}: {line.strip()}")
-    assert not bad, "nbval ignores these markers (put the marker alone on its line, the reason on the next):\n" + "\n".join(bad)
+    assert not bad, (
+        "nbval ignores these markers (put the marker alone on its line, the reason on the next):\n" + "\n".join(bad)
+    )

@@ -10,9 +10,9 @@ from torch import nn
 
 import stiefel_core.optim as optim_module
 from stiefel_core.attention import SelfAttention
-from stiefel_core.manifold import orthonormality_error, project_tangent, random_frame
 from stiefel_core.combined import CombinedOptimizer, configure_optimizer
 from stiefel_core.frames import FrameParameter
+from stiefel_core.manifold import orthonormality_error, project_tangent, random_frame
 from stiefel_core.optim import StiefelAdam, reference_update
 from stiefel_core.step_checks import NonFiniteGradientError
 
@@ -321,7 +321,16 @@ def test_shapes_that_are_not_frames_are_refused(shape):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"lr": -1}, {"betas": (1.0, 0.9)}, {"betas": (0.9, -0.1)}, {"eps": -1}, {"trust_radius": 0}, {"step_rule": "sgd"}, {"second_moment": "row"}, {"projector": "qr"}],
+    [
+        {"lr": -1},
+        {"betas": (1.0, 0.9)},
+        {"betas": (0.9, -0.1)},
+        {"eps": -1},
+        {"trust_radius": 0},
+        {"step_rule": "sgd"},
+        {"second_moment": "row"},
+        {"projector": "qr"},
+    ],
 )
 def test_invalid_hyperparameters_are_refused(kwargs):
     with pytest.raises(ValueError):

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
@@ -61,7 +60,9 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "stiefel_core", source / "stiefel_core", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
-    build = run_bounded([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source], 300)
+    build = run_bounded(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source], 300
+    )
     assert build.returncode == 0, build.stderr[-4000:]
     (built,) = out.glob("stiefel_core-*.whl")
     return built
@@ -70,7 +71,11 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_requires_torch_alone_with_a_lower_bound(wheel):
     with zipfile.ZipFile(wheel) as z:
         metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
-    requires = [Requirement(line.split(":", 1)[1].strip()) for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    requires = [
+        Requirement(line.split(":", 1)[1].strip())
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
     core = [r for r in requires if r.marker is None]
     assert [r.name for r in core] == ["torch"]
     assert all(spec.operator == ">=" for spec in core[0].specifier)
@@ -83,17 +88,36 @@ def test_the_installed_library_trains_in_a_clean_venv_with_only_the_core_require
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     for dist in closure(["torch"]):
         link_distribution(dist, site)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_"))}
-    install = run_bounded([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index",
-                           "--no-cache-dir", wheel], 300, env=env)
+    install = run_bounded(
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-index", "--no-cache-dir", wheel],
+        300,
+        env=env,
+    )
     assert install.returncode == 0, install.stderr  # every requirement of the wheel is already there
-    probe = subprocess.run([python, "-c", "import stiefel_core, importlib.util as u; print(stiefel_core.__file__); "
-                            "print([m for m in ('numpy', 'matplotlib', 'transformers', 'jupyter_core') if u.find_spec(m)])"],
-                           cwd=tmp_path, capture_output=True, text=True, env=env, check=True)
+    probe = subprocess.run(
+        [
+            python,
+            "-c",
+            "import stiefel_core, importlib.util as u; print(stiefel_core.__file__); "
+            "print([m for m in ('numpy', 'matplotlib', 'transformers', 'jupyter_core') if u.find_spec(m)])",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     location, present = probe.stdout.splitlines()
     assert location.startswith(str(site)) and present == "[]"
     use = run_bounded([python, "-c", USE], 300, cwd=tmp_path, env=env)

@@ -13,14 +13,30 @@ from stiefel_core.findings.peers import chosen_lr, sweep_rows
 from stiefel_core.manifold import orthonormality_error
 from stiefel_core.models import ModularTransformer
 
-TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, seeds=(0,), cpu_threads=1)
+TINY = dict(
+    p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, seeds=(0,), cpu_threads=1
+)
 CPU = torch.device("cpu")
-TINY_CIFAR = dict(train_size=160, test_size=20, batch_size=16, epochs=2, d_model=16, n_heads=2, depth=2, checkpoint_every=1, log_every=1)
+TINY_CIFAR = dict(
+    train_size=160,
+    test_size=20,
+    batch_size=16,
+    epochs=2,
+    d_model=16,
+    n_heads=2,
+    depth=2,
+    checkpoint_every=1,
+    log_every=1,
+)
 
 
 def effective(model):
     """Every weight the model computes with, W_Q and W_K as the attention uses them."""
-    out = {n: p.detach() for n, p in model.named_parameters() if "parametrizations" not in n and n not in ("attn.W_Q", "attn.W_K")}
+    out = {
+        n: p.detach()
+        for n, p in model.named_parameters()
+        if "parametrizations" not in n and n not in ("attn.W_Q", "attn.W_K")
+    }
     out.update({f"attn.{w}": getattr(model.attn, w).detach() for w in ("W_Q", "W_K")})
     return out
 
@@ -32,7 +48,9 @@ def test_every_peer_arm_starts_from_the_same_weights():
         weights = effective(grokking.build_model(config, arm, 3, 9))
         assert weights.keys() == reference.keys(), arm
         for name, W in weights.items():
-            torch.testing.assert_close(W, reference[name], rtol=0, atol=1e-6, msg=f"{arm}: {name}")  # orthogonal_param: float32 rounding
+            torch.testing.assert_close(
+                W, reference[name], rtol=0, atol=1e-6, msg=f"{arm}: {name}"
+            )  # orthogonal_param: float32 rounding
     other = effective(grokking.build_model(config, "muon", 4, 9))
     assert (other["attn.W_Q"] - reference["attn.W_Q"]).abs().max() > 0.1  # another seed, another start
     assert orthonormality_error(reference["attn.W_Q"]).max() < 1e-5  # orthonormal frames at init, as the Stiefel arm
@@ -45,7 +63,9 @@ def test_each_relative_is_trained_by_what_it_says():
         opt = relative_optimizer(model, arm, lr=1e-3, frame_lr=2e-2, weight_decay=1.0, betas=(0.9, 0.98))
         adamw, inner = opt.optimizers
         qk = set(projection_names(model))
-        assert {id(p) for g in inner.param_groups for p in g["params"]} == {id(p) for n, p in model.named_parameters() if n in qk}
+        assert {id(p) for g in inner.param_groups for p in g["params"]} == {
+            id(p) for n, p in model.named_parameters() if n in qk
+        }
         assert all(g["weight_decay"] == 1.0 and g["lr"] == 1e-3 for g in adamw.param_groups)
         assert all(g["lr"] == 2e-2 for g in inner.param_groups)
         if arm.startswith("muon"):
@@ -75,7 +95,9 @@ def test_constrained_relatives_stay_orthonormal_and_muon_does_not():
 
 
 def _sweep(scores: dict[tuple[float, int], float]) -> dict:
-    runs = {f"muon@flr={lr:g}/{seed}": {"history": [{"val_acc": v}, {"val_acc": v}]} for (lr, seed), v in scores.items()}
+    runs = {
+        f"muon@flr={lr:g}/{seed}": {"history": [{"val_acc": v}, {"val_acc": v}]} for (lr, seed), v in scores.items()
+    }
     return {"config": {"arms": ["muon", "stiefel"], "frame_lrs": [1e-3, 1e-2], "seeds": [100, 101]}, "runs": runs}
 
 
@@ -95,14 +117,20 @@ def test_chosen_lr_is_the_best_mean_score_and_refuses_an_incomplete_sweep():
 def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkeypatch):
     monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "ck"))
     task = grokking.GrokkingConfig(**TINY)
-    sweep_config = dataclasses.replace(get_config("grokking_peers_lr", "ci"), task=task, arms=("stiefel", "muon"), frame_lrs=(1e-3, 1e-2))
+    sweep_config = dataclasses.replace(
+        get_config("grokking_peers_lr", "ci"), task=task, arms=("stiefel", "muon"), frame_lrs=(1e-3, 1e-2)
+    )
     sweep = run_experiment("grokking_peers_lr", "ci", config=sweep_config, directory=tmp_path, progress=False)
     assert len(sweep["runs"]) == 4
     from stiefel_core.experiments import results as results_module
 
-    monkeypatch.setattr(peers, "load_results", lambda name, profile: results_module.load_results(name, profile, tmp_path))
+    monkeypatch.setattr(
+        peers, "load_results", lambda name, profile: results_module.load_results(name, profile, tmp_path)
+    )
     config = dataclasses.replace(get_config("grokking_peers", "ci"), task=task, sweep_profile="ci")
-    out = run_experiment("grokking_peers", "ci", config=config, arms=["muon", "baseline"], directory=tmp_path, progress=False)
+    out = run_experiment(
+        "grokking_peers", "ci", config=config, arms=["muon", "baseline"], directory=tmp_path, progress=False
+    )
     assert out["runs"]["muon/0"]["frame_lr"] == chosen_lr(sweep, "muon")
     assert "frame_lr" not in out["runs"]["baseline/0"]
     with pytest.raises(ValueError, match="no arm"):  # an arm the sweep did not cover gets no lr
@@ -114,7 +142,12 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
     from stiefel_core.experiments.results import write_results
 
     arms = ["stiefel", "muon", "geoopt_radam", "orthogonal_param"]
-    runs = {f"{arm}@flr={lr:g}/{s}": {"history": [{"val_acc": 0.5 + (lr == 1e-2) * 0.1}]} for arm in arms for lr in (3e-3, 1e-2) for s in (100,)}
+    runs = {
+        f"{arm}@flr={lr:g}/{s}": {"history": [{"val_acc": 0.5 + (lr == 1e-2) * 0.1}]}
+        for arm in arms
+        for lr in (3e-3, 1e-2)
+        for s in (100,)
+    }
     sweep = {"config": {"arms": arms, "frame_lrs": [3e-3, 1e-2], "seeds": [100], "task": {"lr": 3e-3}}, "runs": runs}
     write_results(sweep, isolated / "results" / "grokking_peers_lr-full.json")
     task = dataclasses.replace(get_config("cifar10_peers", "ci").task, **{k: v for k, v in TINY_CIFAR.items()})
@@ -122,11 +155,15 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
     out = run_experiment("cifar10_peers", "ci", config=config, arms=["baseline", *arms[1:]], progress=False)
     for arm in arms[1:]:
         assert out["runs"][f"{arm}/0"]["frame_lr"] == pytest.approx(task.lr * 1e-2 / 3e-3)
-    assert not any(k.startswith("step/") for k in out["runs"]["muon/0"]["final"])  # not measurable through a parametrization
+    assert not any(
+        k.startswith("step/") for k in out["runs"]["muon/0"]["final"]
+    )  # not measurable through a parametrization
     assert any(k.startswith("step/") for k in out["runs"]["geoopt_radam/0"]["final"])
     finals = {key.split("/")[0]: run["final"] for key, run in out["runs"].items()}
     assert len({f["order_checksum"] for f in finals.values()}) == 1  # one start, one data order
-    assert finals["geoopt_radam"]["init_fingerprint"] == finals["baseline"]["init_fingerprint"]  # the same weights, the same names
+    assert (
+        finals["geoopt_radam"]["init_fingerprint"] == finals["baseline"]["init_fingerprint"]
+    )  # the same weights, the same names
     losses = {key: run["final"]["test_loss"] for key, run in out["runs"].items()}
     assert len(set(losses.values())) == len(losses)  # every arm trains differently
     model = cifar10.build_model(task, "orthogonal_param", 0)
@@ -135,14 +172,24 @@ def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
 
 
 def _history(acc_end: float, reach_at: int | None, epochs=(0, 500, 1000, 1500)):
-    return [{"epoch": e, "val_acc": acc_end if reach_at is not None and e >= reach_at else 0.5, "angle_mean/W_Q": e / 100,
-             "qk_change_mean/attn": e / 1000, "norm/attn.W_Q": 8.0, "ortho/W_Q": 1e-6} for e in epochs]
+    return [
+        {
+            "epoch": e,
+            "val_acc": acc_end if reach_at is not None and e >= reach_at else 0.5,
+            "angle_mean/W_Q": e / 100,
+            "qk_change_mean/attn": e / 1000,
+            "norm/attn.W_Q": 8.0,
+            "ortho/W_Q": 1e-6,
+        }
+        for e in epochs
+    ]
 
 
 def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
     from stiefel_core.findings import peers as findings
 
-    # the Stiefel rule reaches 100 % at epoch 500; Muon 95 % at 1,000; per_entry never (censored); the rest tie with the rule
+    # the Stiefel rule reaches 100 % at epoch 500; Muon 95 % at 1,000; per_entry never (censored); the rest tie with the
+    # rule
     plan = {"stiefel": (1.0, 500), "baseline": (0.9, 1000), "muon": (0.95, 1000), "per_entry": (0.5, None)}
     runs = {}
     for arm in peers.PEER_ARMS:
@@ -170,13 +217,21 @@ def test_the_cifar10_peer_findings_read_test_accuracy_with_its_regime():
     from stiefel_core.findings import peers as findings
 
     task = dataclasses.asdict(get_config("cifar10_peers", "full").task)
-    test_acc = {"stiefel": 0.50, "baseline": 0.45, "per_entry": 0.48}  # per_entry 2 pp behind, the rest tie with the rule
+    test_acc = {
+        "stiefel": 0.50,
+        "baseline": 0.45,
+        "per_entry": 0.48,
+    }  # per_entry 2 pp behind, the rest tie with the rule
     runs = {}
     for arm in peers.PEER_ARMS:
         for s in range(3):
             acc = test_acc.get(arm, 0.50) + 0.001 * s
             final = {"train_acc": acc + 0.2, "test_acc": acc}
-            runs[f"{arm}/{s}"] = {"history": [{"epoch": 100, **final}], "final": final, **({} if arm == "baseline" else {"frame_lr": 3e-3})}
+            runs[f"{arm}/{s}"] = {
+                "history": [{"epoch": 100, **final}],
+                "final": final,
+                **({} if arm == "baseline" else {"frame_lr": 3e-3}),
+            }
     results = {"config": {"task": task}, "runs": runs}
     rows = {(r["peer"], r["reference"]): r for r in findings.peer_rows(results, threshold=None, metric="test_acc")}
     assert rows[("per_entry", "stiefel")]["verdict"] == "lower" and "median" not in rows[("per_entry", "stiefel")]
@@ -185,8 +240,15 @@ def test_the_cifar10_peer_findings_read_test_accuracy_with_its_regime():
     assert fits["baseline"]["frame_lr"] == task["lr"] and fits["stiefel"]["train_acc"] == pytest.approx(70.1)
     line = findings.cifar_claim(results)
     assert line.startswith("CIFAR-10 (10,000 images, 100 epochs, λ = 1, Σ lr·λ = ")
-    assert "per-entry second moment -2.0 pp" in line and "(behind)" in line and "3 paired starts" in line and "1 behind, 4 tied" in line
-    assert findings.cifar_claim(None).endswith("not yet measured (fewer than two starts with a peer and the Stiefel rule)")
+    assert (
+        "per-entry second moment -2.0 pp" in line
+        and "(behind)" in line
+        and "3 paired starts" in line
+        and "1 behind, 4 tied" in line
+    )
+    assert findings.cifar_claim(None).endswith(
+        "not yet measured (fewer than two starts with a peer and the Stiefel rule)"
+    )
 
 
 def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale():
@@ -196,6 +258,8 @@ def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale(
     d_head = config.task.d_model // config.task.n_heads
     assert dict(config.lr_scales)["geoopt_radam"] == (config.task.d_model * d_head) ** 0.5
     assert "geoopt_radam@flr=0.032" in names and "stiefel@flr=0.001" in names
-    assert set(config.seeds).isdisjoint(get_config("grokking_peers", "full").seeds)  # lrs not chosen on the judged seeds
+    assert set(config.seeds).isdisjoint(
+        get_config("grokking_peers", "full").seeds
+    )  # lrs not chosen on the judged seeds
     with pytest.raises(ValueError, match="not on this profile's grid"):
         peers.run_sweep(config, "geoopt_radam@flr=0.001", 100, CPU, progress=False)

@@ -13,9 +13,21 @@ from stiefel_core.experiments.results import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-EXISTING = ["controls_p31", "controls_p97_time", "grokking_p97", "decay_map", "decay_map_controls", "trust_region",
-            "ablation_grokking", "ablation_cifar10", "cifar10_protocol", "cifar10_long", "cifar10_size",
-            "peers_grokking", "peers_cifar10"]
+EXISTING = [
+    "controls_p31",
+    "controls_p97_time",
+    "grokking_p97",
+    "decay_map",
+    "decay_map_controls",
+    "trust_region",
+    "ablation_grokking",
+    "ablation_cifar10",
+    "cifar10_protocol",
+    "cifar10_long",
+    "cifar10_size",
+    "peers_grokking",
+    "peers_cifar10",
+]
 
 
 def test_the_books_protocol_holds():
@@ -92,8 +104,15 @@ def write_results(tmp_path: Path, dates: dict[str, str | None]) -> Path:
 
 
 def write_chapter(tmp_path: Path, name: str, text: str) -> None:
-    notebook = {"cells": [{"cell_type": "code", "source": ["print(note)"],
-                           "outputs": [{"output_type": "stream", "name": "stdout", "text": [text]}]}]}
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": ["print(note)"],
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": [text]}],
+            }
+        ]
+    }
     (tmp_path / f"{name}.ipynb").write_text(json.dumps(notebook))
 
 
@@ -149,24 +168,29 @@ def test_a_missing_results_file_is_no_run(tmp_path):
     assert protocol.violations(p, tmp_path / "empty", tmp_path) == []
 
 
-@pytest.mark.parametrize("text, message", [
-    ("version: 1\nfamilies: {}\n", "non-empty 'families'"),
-    ("families:\n" + family_text(), "'version'"),
-    ("version: 1\nfamilies: [\n", "not valid YAML"),
-    ("version: 1\nfamilies:\n" + family_text(declared="last week"), "ISO date"),
-    ("version: 1\nfamilies:\n" + family_text(declared="2026-13-01"), "not a valid date"),
-    ("version: 1\nfamilies:\n" + family_text(set_after_run=True), r"unknown keys \['set_after_run'\]"),
-    ("version: 1\nfamilies:\n" + family_text(set_after_runs=True), "after_runs must say"),
-    ("version: 1\nfamilies:\n" + family_text(set_after_runs="yes"), "true or false"),
-    ("version: 1\nfamilies:\n" + family_text().replace("holm", "bonferroni"), "correction must be one of"),
-    ("version: 1\nfamilies:\n" + family_text().replace("alpha: 0.05", "alpha: 5"), "alpha must be"),
-    ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin_pp: -1"), "positive number"),
-    ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin: 2.0"), "margin_unit"),
-    ("version: 1\nfamilies:\n" + family_text().replace('    endpoint: "final accuracy"\n', ""),
-     r"missing \['endpoint'\]"),
-    ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
-    ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("version: 1\nfamilies: {}\n", "non-empty 'families'"),
+        ("families:\n" + family_text(), "'version'"),
+        ("version: 1\nfamilies: [\n", "not valid YAML"),
+        ("version: 1\nfamilies:\n" + family_text(declared="last week"), "ISO date"),
+        ("version: 1\nfamilies:\n" + family_text(declared="2026-13-01"), "not a valid date"),
+        ("version: 1\nfamilies:\n" + family_text(set_after_run=True), r"unknown keys \['set_after_run'\]"),
+        ("version: 1\nfamilies:\n" + family_text(set_after_runs=True), "after_runs must say"),
+        ("version: 1\nfamilies:\n" + family_text(set_after_runs="yes"), "true or false"),
+        ("version: 1\nfamilies:\n" + family_text().replace("holm", "bonferroni"), "correction must be one of"),
+        ("version: 1\nfamilies:\n" + family_text().replace("alpha: 0.05", "alpha: 5"), "alpha must be"),
+        ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin_pp: -1"), "positive number"),
+        ("version: 1\nfamilies:\n" + family_text().replace("margin_pp: 2.0", "margin: 2.0"), "margin_unit"),
+        (
+            "version: 1\nfamilies:\n" + family_text().replace('    endpoint: "final accuracy"\n', ""),
+            r"missing \['endpoint'\]",
+        ),
+        ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
+        ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
+    ],
+)
 def test_invalid_protocols_say_what_is_wrong(tmp_path, text, message):
     path = tmp_path / "protocol.yml"
     path.write_text(text)

@@ -10,7 +10,7 @@ import torch
 import stiefel_core.experiments as experiments
 from stiefel_core.data.gutenberg import CorpusError, load_corpus
 from stiefel_core.data.routing import IGNORE, generator, induction, induction_targets, mqar
-from stiefel_core.experiments import charlm, routing, routing_arms, routing_sweep, run_experiment
+from stiefel_core.experiments import routing, routing_arms, routing_sweep, run_experiment
 from stiefel_core.nanogpt import GPTConfig
 
 CPU = torch.device("cpu")
@@ -20,7 +20,7 @@ def test_mqar_answers_are_the_values_of_their_keys():
     N, V = 6, 64
     batch = mqar(32, V, 48, N, generator(1))
     for x, y in zip(batch.x, batch.y):
-        keys, values = x[0:2 * N:2], x[1:2 * N:2]
+        keys, values = x[0 : 2 * N : 2], x[1 : 2 * N : 2]
         assert len(set(keys.tolist())) == N and keys.max() < V // 2 <= values.min()
         asked = (y != IGNORE).nonzero().flatten()
         assert len(asked) == N and (asked >= 2 * N).all()
@@ -30,7 +30,7 @@ def test_mqar_answers_are_the_values_of_their_keys():
             assert y[i] == values[j]
         assert sorted(x[asked].tolist()) == sorted(keys.tolist())  # every key asked once
         filler = torch.ones(len(x), dtype=torch.bool)
-        filler[:2 * N], filler[asked] = False, False
+        filler[: 2 * N], filler[asked] = False, False
         assert (x[filler] == 0).all()
 
 
@@ -45,8 +45,8 @@ def test_induction_repeats_and_labels_the_next_token_of_the_repeat():
     T = 2 * half
     assert set(batch.period.tolist()) == set(range(5, 11))  # the repeat's length varies from row to row
     for x, y, n in zip(batch.x, batch.y, batch.period.tolist()):
-        assert torch.equal(x[T - n:], x[T - 2 * n:T - n])  # the second copy repeats the first
-        assert len(set(x[:T - n].tolist())) == T - n  # no token twice before the repeat
+        assert torch.equal(x[T - n :], x[T - 2 * n : T - n])  # the second copy repeats the first
+        assert len(set(x[: T - n].tolist())) == T - n  # no token twice before the repeat
         scored = (y != IGNORE).nonzero().flatten()
         assert scored.tolist() == list(range(T - n, T - 1))
         assert torch.equal(y[scored], x[scored + 1])
@@ -145,6 +145,7 @@ def test_an_interrupted_run_resumes_bit_identically(tmp_path, monkeypatch):
             if step == 30:
                 raise KeyboardInterrupt
             return train_step(step, logging)
+
         return real_fit(model, opt, failing_step, *args, **kwargs)
 
     checkpoint = tmp_path / "run.pt"
@@ -169,9 +170,10 @@ def test_a_sweep_grows_until_each_choice_is_interior(tmp_path):
     config = routing_sweep.SWEEPS["mqar_qk_lr"][0]["ci"]
     assert config.seeds == (100,)
     scores = {1e-3: 0.5, 3e-3: 0.8}
-    fake = {"config": {"task": {"steps": 10, "lr": config.task.lr}, "metric": "val_acc", "seeds": [100]},
-            "runs": {f"stiefel@qklr={lr:g}/100": {"history": [{"epoch": 10, "val_acc": s}]}
-                     for lr, s in scores.items()}}
+    fake = {
+        "config": {"task": {"steps": 10, "lr": config.task.lr}, "metric": "val_acc", "seeds": [100]},
+        "runs": {f"stiefel@qklr={lr:g}/100": {"history": [{"epoch": 10, "val_acc": s}]} for lr, s in scores.items()},
+    }
     assert routing_sweep.pending_rungs(fake, config, "stiefel") == (1e-2,)  # the best is the top rung: grow up
     fake["runs"]["stiefel@qklr=0.01/100"] = {"history": [{"epoch": 10, "val_acc": 0.6}]}
     assert routing_sweep.pending_rungs(fake, config, "stiefel") == ()

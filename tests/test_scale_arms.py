@@ -118,8 +118,9 @@ def test_each_scale_arm_runs_a_short_grokking_and_keeps_its_invariant():
 def test_sphere_arm_holds_every_head_at_norm_sqrt_r():
     data = modular_data(SMALL.p, "add", SMALL.train_fraction, 1)
     model = grokking.build_model(SMALL, "sphere", 1, data.vocab_size)
-    opt = scale_optimizer(model, "sphere", lr=3e-3, frame_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98),
-                          trust_radius=0.5)
+    opt = scale_optimizer(
+        model, "sphere", lr=3e-3, frame_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5
+    )
     start = model.attn.W_Q.detach().clone()
     for _ in range(150):
         opt.zero_grad()

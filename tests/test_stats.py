@@ -9,8 +9,19 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from stiefel_core.stats import (
-    VERDICTS, binomial_two_sided, family_verdicts, holm, logrank_statistic, mcnemar_exact, mean_and_spread,
-    paired_comparison, paired_t_p, permutation_logrank, sign_test, tost, verdict,
+    VERDICTS,
+    binomial_two_sided,
+    family_verdicts,
+    holm,
+    logrank_statistic,
+    mcnemar_exact,
+    mean_and_spread,
+    paired_comparison,
+    paired_t_p,
+    permutation_logrank,
+    sign_test,
+    tost,
+    verdict,
 )
 
 
@@ -72,9 +83,13 @@ def test_summary_is_rounded():
 
 @pytest.mark.parametrize(
     "a, b, kwargs, message",
-    [([1.0], [2.0], {}, "at least 2"), ([1, 2], [1, 2, 3], {}, "pair up"),
-     ([1, 2], [1, 2], {"confidence": 1.0}, "confidence"), ([1, math.nan], [1, 2], {}, "NaN"),
-     ([[1, 2]], [[1, 2]], {}, "one-dimensional")],
+    [
+        ([1.0], [2.0], {}, "at least 2"),
+        ([1, 2], [1, 2, 3], {}, "pair up"),
+        ([1, 2], [1, 2], {"confidence": 1.0}, "confidence"),
+        ([1, math.nan], [1, 2], {}, "NaN"),
+        ([[1, 2]], [[1, 2]], {}, "one-dimensional"),
+    ],
 )
 def test_invalid_input(a, b, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -244,8 +259,9 @@ def test_logrank_statistic_matches_scipy():
     for n_a, n_b in [(5, 7), (10, 10), (3, 12)]:
         ta, ea = censored_sample(rng, n_a, 4.0)
         tb, eb = censored_sample(rng, n_b, 6.0)
-        ref = stats.logrank(stats.CensoredData(uncensored=ta[ea], right=ta[~ea]),
-                            stats.CensoredData(uncensored=tb[eb], right=tb[~eb]))
+        ref = stats.logrank(
+            stats.CensoredData(uncensored=ta[ea], right=ta[~ea]), stats.CensoredData(uncensored=tb[eb], right=tb[~eb])
+        )
         r = permutation_logrank(ta, ea, tb, eb, n_resamples=10)
         assert r.statistic == pytest.approx(ref.statistic)
         assert r.p_asymptotic == pytest.approx(ref.pvalue)
@@ -267,8 +283,12 @@ def test_exact_permutation_p_matches_scipy(paired, n_a, n_b):
     ta[0], ea[0] = 0.05, True  # the earliest time an event: every relabeling has V > 0
     r = permutation_logrank(ta, ea, tb, eb, paired=paired)
     ref = stats.permutation_test(
-        (np.where(ea, ta, -ta), np.where(eb, tb, -tb)), abs_logrank, alternative="greater",
-        permutation_type="samples" if paired else "independent", n_resamples=np.inf)
+        (np.where(ea, ta, -ta), np.where(eb, tb, -tb)),
+        abs_logrank,
+        alternative="greater",
+        permutation_type="samples" if paired else "independent",
+        n_resamples=np.inf,
+    )
     assert r.exact and r.p_value == pytest.approx(ref.pvalue, rel=1e-9)
     assert r.arrangements == (2**n_a if paired else math.comb(n_a + n_b, n_a))
 
@@ -336,8 +356,12 @@ def test_verdict_takes_corrected_p_values():
 
 def test_family_verdicts_adjust_within_the_family():
     rng = np.random.default_rng(7)
-    family = {"large": 2.5 + rng.normal(0, 1, 20), "small": 0.45 + rng.normal(0, 1, 20),
-              "none": rng.normal(0, 0.5, 20), "untested": [1.0, 2.0]}
+    family = {
+        "large": 2.5 + rng.normal(0, 1, 20),
+        "small": 0.45 + rng.normal(0, 1, 20),
+        "none": rng.normal(0, 0.5, 20),
+        "untested": [1.0, 2.0],
+    }
     out = family_verdicts(family, margin=2.0)
     p = [stats.ttest_1samp(np.asarray(d), 0.0).pvalue if len(d) > 2 else 1.0 for d in family.values()]
     assert [v.p_adjusted for v in out.values()] == pytest.approx(list(holm(p)))

@@ -2,16 +2,15 @@
 per-step logging measures what the clone-based one did, the logged lr is the schedule's, and the
 compile policy's errors are clear. (Resuming, older checkpoints too: ``test_resume.py``.)"""
 
-import dataclasses
 import warnings
 
 import pytest
 import torch
+from tiny import tiny
 
 from stiefel_core import compiling
-from stiefel_core.experiments import cifar10, grokking
+from stiefel_core.experiments import cifar10
 from stiefel_core.experiments.metrics import Displacement
-from tiny import tiny
 
 
 def test_displacement_sums_the_steps_it_is_told_about():

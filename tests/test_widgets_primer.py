@@ -163,7 +163,9 @@ def test_retraction_gap_falls_like_t_squared():
     gap = primer_plots.retraction_gap(W, xi, ts)
     expected = 0.5 * float(torch.linalg.matrix_norm(xi.T @ xi))  # ‖R_W(tξ) − W − tξ‖ ≈ t² ‖ξᵀξ‖_F / 2
     np.testing.assert_allclose(gap / ts**2, expected, rtol=1e-4)
-    assert gap[2] == pytest.approx(float(torch.linalg.matrix_norm(retract_polar(W, ts[2] * xi) - W - ts[2] * xi)), rel=1e-12)
+    assert gap[2] == pytest.approx(
+        float(torch.linalg.matrix_norm(retract_polar(W, ts[2] * xi) - W - ts[2] * xi)), rel=1e-12
+    )
 
 
 def test_primer_widget_follows_its_slider():

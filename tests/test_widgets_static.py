@@ -27,15 +27,20 @@ def draw(a: float = 1.0, kind: str = "line", n: int = 2):
 
 
 def toy(**overrides):
-    controls = dict(a=slider(0.0, 1.0, 0.25, 0.5), kind=widgets.Dropdown(options=[("a line", "line"), ("a flat", "flat")], value="line"),
-                    n=widgets.IntSlider(min=1, max=3, value=2))
+    controls = dict(
+        a=slider(0.0, 1.0, 0.25, 0.5),
+        kind=widgets.Dropdown(options=[("a line", "line"), ("a flat", "flat")], value="line"),
+        n=widgets.IntSlider(min=1, max=3, value=2),
+    )
     controls.update(overrides)
     return explorer(draw, **controls)
 
 
 def page_data(static) -> dict:
     html = static._repr_html_()
-    (blob,) = re.findall(r'<script type="application/json" class="static-explorer-data">(.*?)</script>', html, flags=re.S)
+    (blob,) = re.findall(
+        r'<script type="application/json" class="static-explorer-data">(.*?)</script>', html, flags=re.S
+    )
     return json.loads(blob)
 
 
@@ -44,7 +49,11 @@ def test_control_grids_are_the_widgets_own_positions():
     values, labels, is_slider = control_grid(log_slider(-4, -1, 1e-3, step=0.5))
     assert len(values) == 7 and values[0] == pytest.approx(1e-4) and values[-1] == pytest.approx(0.1) and is_slider
     assert control_grid(widgets.IntSlider(min=1, max=9, step=4))[0] == (1, 5, 9)
-    assert control_grid(widgets.Dropdown(options=[("none", None), ("0.5", 0.5)])) == ((None, 0.5), ("none", "0.5"), False)
+    assert control_grid(widgets.Dropdown(options=[("none", None), ("0.5", 0.5)])) == (
+        (None, 0.5),
+        ("none", "0.5"),
+        False,
+    )
     with pytest.raises(TypeError, match="slider or a menu"):
         control_grid(widgets.Text())
 
@@ -69,8 +78,14 @@ def test_the_page_gets_the_grid_the_images_and_the_start():
     static = static_explorer(ex, alt="A toy.", subset={"a": [0.0, 0.5, 1.0]}, progress=False)
     data = page_data(static)
     a, kind, n = data["controls"]
-    assert a == {"name": "a", "label": "a", "options": ["0", "0.25", "0.5", "0.75", "1"],
-                 "enabled": [True, False, True, False, True], "value": 2, "kind": "slider"}
+    assert a == {
+        "name": "a",
+        "label": "a",
+        "options": ["0", "0.25", "0.5", "0.75", "1"],
+        "enabled": [True, False, True, False, True],
+        "value": 2,
+        "kind": "slider",
+    }
     assert kind["kind"] == "menu" and kind["options"] == ["a line", "a flat"] and n["kind"] == "slider"
     assert len(data["frames"]) == 3 * 2 * 3 and "1,0,1" not in data["frames"]
     image, text = data["frames"]["2,0,1"]  # the start: a = 0.5, a line, n = 2

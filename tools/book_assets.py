@@ -15,7 +15,8 @@ a build without node_modules/ fails with one message that says so.
 
 sphinx-thebe (which Jupyter Book always loads) registers its inline configuration script
 (`const THEBE_JS_URL = ...`) with the application and the builder alike, once with the filename
-None and once with '', so every page carried it twice, and the second copy threw "Identifier 'THEBE_JS_URL' has already been declared".
+None and once with '', so every page carried it twice, and the second copy threw "Identifier 'THEBE_JS_URL' has already
+been declared".
 Pages now list each script once.
 
 Without ipywidgets JavaScript (`nb_ipywidgets_js: {}` in _config.yml) nothing reads the widget
@@ -74,7 +75,10 @@ def tidy_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, d
         if attributes.get("type") == WIDGET_STATE and not widgets_rendered:
             continue
         # A script registered with filename None comes back as '' from the registry: one script.
-        key = (str(getattr(script, "filename", script) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        key = (
+            str(getattr(script, "filename", script) or ""),
+            tuple(sorted((k, str(v)) for k, v in attributes.items())),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(script)

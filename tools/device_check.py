@@ -61,25 +61,64 @@ class Step:
 def steps(dry: bool, scratch: Path) -> list[Step]:
     """The subprocess steps: the CUDA tests and the three benchmarks (dry run: tiny, on the CPU)."""
     py = sys.executable
-    pytest = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_gpu.py",
-              f"--junitxml={scratch / 'junit.xml'}"]
+    pytest = [
+        py,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "gpu",
+        "tests/test_gpu.py",
+        f"--junitxml={scratch / 'junit.xml'}",
+    ]
     if dry:
         return [
-            Step("pytest -m gpu (rehearsed on the CPU)", pytest, 240, {"STIEFEL_TEST_DEVICE": "cpu"},
-                 ["CUDA itself: the tests' code runs on the CPU, their CUDA claims are not tested"]),
-            Step("optimizer step (tiny frames)", [py, "benchmarks/step_time.py", "--model", "tiny", "--repeats", "3",
-                 "--skip-geoopt"], 90, skipped=["fused AdamW: CUDA only"]),
-            Step("grokking epoch (ci model)", [py, "benchmarks/grokking_epoch.py", "--profile", "ci", "--epochs", "5",
-                 "--blocks", "1"], 90),
-            Step("relatives' step (tiny frames)", [py, "benchmarks/peers_step.py", "--model", "tiny", "--repeats", "2",
-                 "--slow-repeats", "1", "--ortho-steps", "20"], 90),
+            Step(
+                "pytest -m gpu (rehearsed on the CPU)",
+                pytest,
+                240,
+                {"STIEFEL_TEST_DEVICE": "cpu"},
+                ["CUDA itself: the tests' code runs on the CPU, their CUDA claims are not tested"],
+            ),
+            Step(
+                "optimizer step (tiny frames)",
+                [py, "benchmarks/step_time.py", "--model", "tiny", "--repeats", "3", "--skip-geoopt"],
+                90,
+                skipped=["fused AdamW: CUDA only"],
+            ),
+            Step(
+                "grokking epoch (ci model)",
+                [py, "benchmarks/grokking_epoch.py", "--profile", "ci", "--epochs", "5", "--blocks", "1"],
+                90,
+            ),
+            Step(
+                "relatives' step (tiny frames)",
+                [
+                    py,
+                    "benchmarks/peers_step.py",
+                    "--model",
+                    "tiny",
+                    "--repeats",
+                    "2",
+                    "--slow-repeats",
+                    "1",
+                    "--ortho-steps",
+                    "20",
+                ],
+                90,
+            ),
         ]
     return [
         Step("pytest -m gpu", pytest, 150),
         Step("optimizer step (GPT-2 small frames)", [py, "benchmarks/step_time.py", "--device", "cuda"], 60),
         Step("grokking epoch (p = 97)", [py, "benchmarks/grokking_epoch.py", "--device", "cuda"], 120),
-        Step("relatives' step (GPT-2 small frames)", [py, "benchmarks/peers_step.py", "--device", "cuda",
-             "--ortho-steps", "1000"], 60),
+        Step(
+            "relatives' step (GPT-2 small frames)",
+            [py, "benchmarks/peers_step.py", "--device", "cuda", "--ortho-steps", "1000"],
+            60,
+        ),
     ]
 
 
@@ -96,16 +135,24 @@ class Log:
 
 
 def run_step(step: Step, env: dict, limit_s: float, say: Log) -> dict:
-    say(f"\n=== {step.name}: {' '.join(Path(c).name if i == 0 else c for i, c in enumerate(step.command))} "
-        f"(limit {limit_s:.0f} s) ===")
+    say(
+        f"\n=== {step.name}: {' '.join(Path(c).name if i == 0 else c for i, c in enumerate(step.command))} "
+        f"(limit {limit_s:.0f} s) ==="
+    )
     if limit_s < 5:
         say("skipped: no time left in the budget")
         return {"name": step.name, "status": "skipped", "seconds": 0.0, "note": "no time left"}
     started = time.monotonic()
     say.file.flush()  # the step writes its output straight into the log: a killed call keeps it
     offset = say.file.tell()
-    process = subprocess.Popen(step.command, cwd=ROOT, env={**env, **step.env}, stdout=say.file,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        step.command,
+        cwd=ROOT,
+        env={**env, **step.env},
+        stdout=say.file,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         rc = process.wait(timeout=limit_s)
     except subprocess.TimeoutExpired:
@@ -128,8 +175,11 @@ def junit_counts(junit: Path) -> dict | None:
     cases = ElementTree.parse(junit).getroot().iter("testcase")
     counts = {"passed": [], "failed": [], "skipped": []}
     for case in cases:
-        kind = "failed" if case.find("failure") is not None or case.find("error") is not None else (
-            "skipped" if case.find("skipped") is not None else "passed")
+        kind = (
+            "failed"
+            if case.find("failure") is not None or case.find("error") is not None
+            else ("skipped" if case.find("skipped") is not None else "passed")
+        )
         counts[kind].append(case.get("name"))
     return {"passed": len(counts["passed"]), "failed": counts["failed"], "skipped": counts["skipped"]}
 
@@ -179,18 +229,26 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
     lines = ["dry run: a rehearsal on the CPU; copy none of it. On a GPU, this would read:"] if dry else []
     lines += [f"Into the repository, from a checkout (F: the folder the files were fetched to, for {out}):"]
     if bench:
-        lines += [f"  cp {' '.join('F/benchmarks/results/' + b for b in bench)} benchmarks/results/",
-                  "  python -m stiefel_core claims --write-readme    # the README's benchmark block"]
+        lines += [
+            f"  cp {' '.join('F/benchmarks/results/' + b for b in bench)} benchmarks/results/",
+            "  python -m stiefel_core claims --write-readme    # the README's benchmark block",
+        ]
     if runs and runs.exists():
         n = len(json.loads(runs.read_text())["runs"])
-        lines += [f"  python tools/device_job.py merge F/runs/{runs.name}    "
-                  f"# its {n} runs into book/results/{runs.name} (those it lacks)"]
-    lines += ["  then commit them, saying which machine and commit they came from (summary.json has both).",
-              "Keep beside the issue, not in the repository: F/device-check.log, F/summary.json."]
+        lines += [
+            f"  python tools/device_job.py merge F/runs/{runs.name}    "
+            f"# its {n} runs into book/results/{runs.name} (those it lacks)"
+        ]
+    lines += [
+        "  then commit them, saying which machine and commit they came from (summary.json has both).",
+        "Keep beside the issue, not in the repository: F/device-check.log, F/summary.json.",
+    ]
     if job and job.get("checkpoints"):
         folder = f"device-work/checkpoints/{device_job.EXPERIMENT}-full"
-        lines += [f"Stopped runs resume on a later machine: mkdir -p {folder} && "
-                  f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-work along."]
+        lines += [
+            f"Stopped runs resume on a later machine: mkdir -p {folder} && "
+            f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-work along."
+        ]
     return lines
 
 
@@ -205,8 +263,10 @@ def main() -> int:
     import torch
 
     if not dry and not torch.cuda.is_available():
-        print("device-check: no CUDA GPU here. `DEVICE_CHECK_DRY=1 make device-check` rehearses it on the CPU.",
-              file=sys.stderr)
+        print(
+            "device-check: no CUDA GPU here. `DEVICE_CHECK_DRY=1 make device-check` rehearses it on the CPU.",
+            file=sys.stderr,
+        )
         return 2
     out.mkdir(parents=True, exist_ok=True)
     say = Log(out / "device-check.log")
@@ -214,8 +274,13 @@ def main() -> int:
     summary = {"budget_s": budget, "environment": environment(dry), "steps": []}
     say(f"device check{' (dry run: CPU, tiny sizes)' if dry else ''}: budget {budget:.0f} s, writing under {out}")
     say(json.dumps(summary["environment"], indent=1))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1", "STIEFEL_BENCH_RESULTS": str(out / "benchmarks" / "results")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONUNBUFFERED": "1",
+        "TQDM_DISABLE": "1",
+        "STIEFEL_BENCH_RESULTS": str(out / "benchmarks" / "results"),
+    }
     for step in steps(dry, scratch):
         limit = min(step.limit_s, deadline - RESERVE_S - time.monotonic())
         summary["steps"].append(run_step(step, env, limit, say))
@@ -227,8 +292,16 @@ def main() -> int:
     work = scratch / "job" if dry else ROOT / "device-work"  # kept on the machine: a second call resumes the first
     job_started = time.monotonic()
     try:
-        job = device_job.run_job(out, work, deadline - RESERVE_S, max(ms.values()) if ms else None,
-                                 dry=dry, device="cpu" if dry else "cuda", say=say, most=2 if dry else 7)
+        job = device_job.run_job(
+            out,
+            work,
+            deadline - RESERVE_S,
+            max(ms.values()) if ms else None,
+            dry=dry,
+            device="cpu" if dry else "cuda",
+            say=say,
+            most=2 if dry else 7,
+        )
         status = "failed" if job["failed"] else "passed"
     except Exception as error:  # the job's failure is reported; the rest of the check still returns
         job, status = None, f"failed ({type(error).__name__}: {error})"
@@ -244,8 +317,10 @@ def main() -> int:
     summary["returned_files_problems"] = problems
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     failed = [s["name"] for s in summary["steps"] if s["status"] not in ("passed", "skipped")]
-    say(f"\n=== done in {summary['seconds']:.0f} s of {budget:.0f}: "
-        + ", ".join(f"{s['name']} {s['status']}" for s in summary["steps"]))
+    say(
+        f"\n=== done in {summary['seconds']:.0f} s of {budget:.0f}: "
+        + ", ".join(f"{s['name']} {s['status']}" for s in summary["steps"])
+    )
     if summary["tests"]:
         t = summary["tests"]
         failures = f" ({', '.join(t['failed'])})" if t["failed"] else ""

@@ -51,6 +51,7 @@ class Estimate:
     most; 1 by default, the safe bound (time-sliced GPU contexts may gain nothing). The job
     measures the real gain (its ``aggregate``), which ``DEVICE_CHECK_SHARING`` may state next time.
     """
+
     ms_per_epoch: float  # one process alone: the grokking epoch benchmark's slower arm, or a prior
     source: str  # where ms_per_epoch comes from
     epochs: int
@@ -68,11 +69,13 @@ class Estimate:
         return max(fitting, default=0)
 
     def statement(self, n: int, seconds_left: float) -> str:
-        return (f"estimate: one run = {self.startup_s:.0f} s start (imports, CUDA, compile) + {self.epochs:,} epochs "
-                f"x {self.ms_per_epoch:.2f} ms ({self.source}) x {self.logging_factor} (evaluations) "
-                f"x {n}/{min(n, self.sharing):g} ({n} processes sharing the device at an assumed {self.sharing:g}x "
-                f"one process's throughput, at most) = {self.run_seconds(n):.0f} s; "
-                f"{seconds_left:.0f} s left before the guard")
+        return (
+            f"estimate: one run = {self.startup_s:.0f} s start (imports, CUDA, compile) + {self.epochs:,} epochs "
+            f"x {self.ms_per_epoch:.2f} ms ({self.source}) x {self.logging_factor} (evaluations) "
+            f"x {n}/{min(n, self.sharing):g} ({n} processes sharing the device at an assumed {self.sharing:g}x "
+            f"one process's throughput, at most) = {self.run_seconds(n):.0f} s; "
+            f"{seconds_left:.0f} s left before the guard"
+        )
 
 
 def runnable_arms() -> tuple[str, ...]:
@@ -118,9 +121,18 @@ def stop(processes: list[subprocess.Popen], grace_s: float = 10.0) -> None:
             time.sleep(0.1)
 
 
-def supervise(queue: list, start: Callable, deadline: float, estimate: Estimate, most: int, *,
-              on_exit: Callable = lambda key, rc: None, say: Callable = print, clock=time.monotonic,
-              poll_s: float = 1.0) -> dict:
+def supervise(
+    queue: list,
+    start: Callable,
+    deadline: float,
+    estimate: Estimate,
+    most: int,
+    *,
+    on_exit: Callable = lambda key, rc: None,
+    say: Callable = print,
+    clock=time.monotonic,
+    poll_s: float = 1.0,
+) -> dict:
     """Run ``queue`` (keys) by ``start(key) -> Popen``, at most ``n`` at a time, ``n`` sized by
     ``estimate``; a run starts only while its expected time (the slowest finished run's, else
     the estimate's) ends before ``deadline``, where the guard stops the runs still going."""
@@ -138,8 +150,10 @@ def supervise(queue: list, start: Callable, deadline: float, estimate: Estimate,
             (outcome["finished"] if rc == 0 else outcome["failed"]).append(run.key)
             if rc == 0:
                 seconds.append(clock() - run.started)
-            say(f"{'finished' if rc == 0 else f'FAILED (exit {rc})'}: {run.key[0]} seed {run.key[1]} in "
-                f"{clock() - run.started:.0f} s")
+            say(
+                f"{'finished' if rc == 0 else f'FAILED (exit {rc})'}: {run.key[0]} seed {run.key[1]} in "
+                f"{clock() - run.started:.0f} s"
+            )
             on_exit(run.key, rc)
         if clock() >= deadline:
             stop([run.process for run in running])
@@ -161,8 +175,17 @@ def supervise(queue: list, start: Callable, deadline: float, estimate: Estimate,
     return outcome
 
 
-def run_job(out: Path, work: Path, deadline: float, ms_per_epoch: float | None, *,
-            dry: bool, device: str, say: Callable = print, most: int = 7) -> dict:
+def run_job(
+    out: Path,
+    work: Path,
+    deadline: float,
+    ms_per_epoch: float | None,
+    *,
+    dry: bool,
+    device: str,
+    say: Callable = print,
+    most: int = 7,
+) -> dict:
     """The job: plan, estimate, supervise. ``work`` keeps its results file, checkpoints and logs
     (on a GPU machine ``device-work/``, so that a second call there resumes the first); the
     results file is copied to ``out/runs`` after every run, and the checkpoints of stopped runs
@@ -186,23 +209,47 @@ def run_job(out: Path, work: Path, deadline: float, ms_per_epoch: float | None, 
     cap = MAX_FILE_BYTES // (bytes_per_run or 2**20) - len(earlier)
     if len(queue) > cap:
         say(f"at about {bytes_per_run or 2**20:,} bytes a run, {cap} more runs fit one returned file: the plan is cut")
-        queue = queue[:max(0, cap)]
-    say(f"plan: {EXPERIMENT} ({profile}{', tiny' if dry else ''}: p = {config.p}, {config.epochs:,} epochs), "
+        queue = queue[: max(0, cap)]
+    say(
+        f"plan: {EXPERIMENT} ({profile}{', tiny' if dry else ''}: p = {config.p}, {config.epochs:,} epochs), "
         f"{len(committed)} runs committed, {len(earlier)} from an earlier call here, {len(queue)} to run: "
-        + ", ".join(f"{a}/{s}" for a, s in queue))
+        + ", ".join(f"{a}/{s}" for a, s in queue)
+    )
     source = "the grokking epoch benchmark" if ms_per_epoch else "a prior: no benchmark measured it"
-    estimate = Estimate(ms_per_epoch or 5.0, source, config.epochs, startup_s=10.0 if dry else 60.0,
-                        sharing=float(os.environ.get("DEVICE_CHECK_SHARING") or 1.0))
-    env = {**os.environ, "STIEFEL_RESULTS": str(results), "STIEFEL_CHECKPOINTS": str(checkpoints),
-           "PYTHONPATH": str(ROOT), "TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    estimate = Estimate(
+        ms_per_epoch or 5.0,
+        source,
+        config.epochs,
+        startup_s=10.0 if dry else 60.0,
+        sharing=float(os.environ.get("DEVICE_CHECK_SHARING") or 1.0),
+    )
+    env = {
+        **os.environ,
+        "STIEFEL_RESULTS": str(results),
+        "STIEFEL_CHECKPOINTS": str(checkpoints),
+        "PYTHONPATH": str(ROOT),
+        "TQDM_DISABLE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    }
 
     def start(key):
         arm, seed = key
-        command = [sys.executable, str(Path(__file__).resolve()), "worker", arm, str(seed), "--profile", profile,
-                   "--device", device] + (["--dry"] if dry else [])
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "worker",
+            arm,
+            str(seed),
+            "--profile",
+            profile,
+            "--device",
+            device,
+        ] + (["--dry"] if dry else [])
         with open(logs / f"{arm}-{seed}.log", "w") as log:
-            return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            return subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def on_exit(key, rc):
         arm, seed = key
@@ -221,15 +268,21 @@ def run_job(out: Path, work: Path, deadline: float, ms_per_epoch: float | None, 
     alone = len(outcome["run_seconds"]) * (estimate.run_seconds(1) - estimate.startup_s)
     outcome["aggregate"] = alone / max(1.0, outcome["wall_seconds"] - estimate.startup_s) if alone else None
     if outcome["aggregate"]:
-        say(f"measured: {len(outcome['run_seconds'])} runs in {outcome['wall_seconds']:.0f} s, the processes together "
-            f"at about {outcome['aggregate']:.1f}x one process (DEVICE_CHECK_SHARING for the next estimate)")
+        say(
+            f"measured: {len(outcome['run_seconds'])} runs in {outcome['wall_seconds']:.0f} s, the processes together "
+            f"at about {outcome['aggregate']:.1f}x one process (DEVICE_CHECK_SHARING for the next estimate)"
+        )
     n = max(1, outcome["processes"])
-    outcome["estimate"] = {**dataclasses.asdict(estimate), "run_seconds": estimate.run_seconds(n),
-                           "statement": estimate.statement(n, deadline - started)}
+    outcome["estimate"] = {
+        **dataclasses.asdict(estimate),
+        "run_seconds": estimate.run_seconds(n),
+        "statement": estimate.statement(n, deadline - started),
+    }
     outcome["results_file"] = str(runs_out / name)
     outcome["earlier_runs"] = sorted(earlier)
-    outcome["checkpoints"] = bundle_checkpoints(checkpoints / f"{EXPERIMENT}-{profile}", outcome["stopped"],
-                                                runs_out / CHECKPOINT_BUNDLE, say)
+    outcome["checkpoints"] = bundle_checkpoints(
+        checkpoints / f"{EXPERIMENT}-{profile}", outcome["stopped"], runs_out / CHECKPOINT_BUNDLE, say
+    )
     return outcome
 
 
@@ -276,8 +329,10 @@ def merge(source: Path, target: Path) -> dict:
             if old[key] != new[key]:
                 raise ValueError(f"{source} holds {key} {new[key]!r}, {target} {old[key]!r}: merge a file into its own")
         if without_seeds(old["config"]) != without_seeds(new["config"]):
-            raise ValueError(f"{source} was run with another configuration than {target}: the runs cannot be "
-                             "mixed; rerun them at the committed code, or keep them apart")
+            raise ValueError(
+                f"{source} was run with another configuration than {target}: the runs cannot be "
+                "mixed; rerun them at the committed code, or keep them apart"
+            )
         added = sorted(set(new["runs"]) - set(old["runs"]))
         old["runs"].update({key: new["runs"][key] for key in added})
         old["config"]["seeds"] = sorted(set(old["config"].get("seeds", [])) | set(new["config"].get("seeds", [])))
@@ -303,8 +358,10 @@ def main(argv=None) -> int:
         return 0
     target = args.into or ROOT / "book" / "results" / args.source.name
     merged = merge(args.source, target)
-    print(f"{target}: added {len(merged['added'])} runs ({', '.join(merged['added']) or 'none'}); "
-          f"{len(merged['already_there'])} were there already and were kept as they were")
+    print(
+        f"{target}: added {len(merged['added'])} runs ({', '.join(merged['added']) or 'none'}); "
+        f"{len(merged['already_there'])} were there already and were kept as they were"
+    )
     return 0
 
 

@@ -29,7 +29,7 @@ CIFAR10_CHAPTERS = ("cifar10_patches", "ablation", "regimes")  # chapters whose 
 EXTRAS = {"use_on_your_model": "chapters,dev"}  # transformers' GPT-2 and geoopt beside the chapters' own
 MARKER = "# Launch cell (Colab, Binder)"
 
-TEMPLATE = '''{marker}: where stiefel_core is not installed, install it from the book's repository
+TEMPLATE = """{marker}: where stiefel_core is not installed, install it from the book's repository
 # with its minimum requirements (a hosted kernel keeps its own torch and GPU). Elsewhere it does
 # nothing. STIEFEL_INSTALL_SOURCE: a checkout to install from instead of a fresh clone.
 import importlib.util, os, subprocess, sys
@@ -43,12 +43,12 @@ if importlib.util.find_spec("stiefel_core") is None:
     importlib.invalidate_caches()
     import torch
     print(f"stiefel_core installed from {{source}}; profile:", os.environ.get("STIEFEL_PROFILE") or
-          ("full (CUDA found: the live runs train at full size, minutes to hours)" if torch.cuda.is_available() else "ci"))'''
+          ("full (CUDA found: the live runs train at full size, minutes to hours)" if torch.cuda.is_available() else "ci"))"""  # noqa: E501 (the chapters' launch cell, verbatim)
 
-CIFAR10 = '''
+CIFAR10 = """
 if "STIEFEL_CIFAR10" not in os.environ:  # no local copy named: the official archive, its MD5 checked, into the cache
     from stiefel_core.data import load_cifar10
-    load_cifar10(download=True)'''
+    load_cifar10(download=True)"""
 
 
 def repository_url() -> str:
@@ -98,7 +98,9 @@ def chapters() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="put the launch cell first in every twin (then run make sync)")
+    parser.add_argument(
+        "--write", action="store_true", help="put the launch cell first in every twin (then run make sync)"
+    )
     args = parser.parse_args(argv)
     stale = []
     for path in chapters():

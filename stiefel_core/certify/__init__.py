@@ -32,18 +32,29 @@ The package has one module per proposition, named after its chapter (``p1_steepe
 from __future__ import annotations
 
 from ..threads import one_thread
-from .base import DTYPE, TOLERANCE, Certificate
+from .base import DTYPE, TOLERANCE, Certificate  # noqa: F401 (DTYPE: re-exported, kept out of __all__)
 from .p1_steepest_descent import (
-    P1_SHAPES,
+    P1_SHAPES,  # noqa: F401 (re-exported as certify.P1_SHAPES, kept out of __all__)
     SteepestDescentCertificate,
     certify_steepest_descent,
     sampled_decrease_ratios,
     steepest_tangent_direction,
 )
-from .p2_scale_invariance import P2_SCALES, ScaleInvarianceCertificate, certify_scale_invariance, displacement_by_scale
+from .p2_scale_invariance import (
+    P2_SCALES,  # noqa: F401 (re-exported as certify.P2_SCALES, kept out of __all__)
+    ScaleInvarianceCertificate,
+    certify_scale_invariance,
+    displacement_by_scale,
+)
 from .p3_conditioning import ConditioningCertificate, certify_conditioning, condition_history, retraction_condition
 from .p4_equivariance import EquivarianceCertificate, certify_equivariance, equivariance_deviation, haar_orthogonal
-from .p5_weight_decay import P5_SHAPES, WeightDecayCertificate, certify_weight_decay, normal_ratio, weight_decay_training_run
+from .p5_weight_decay import (
+    P5_SHAPES,  # noqa: F401 (re-exported as certify.P5_SHAPES, kept out of __all__)
+    WeightDecayCertificate,
+    certify_weight_decay,
+    normal_ratio,
+    weight_decay_training_run,
+)
 from .trajectory import QuadraticProblem, inverse_retract_polar, run_trajectory
 
 # DTYPE, P1_SHAPES, P2_SCALES and P5_SHAPES are not in __all__ (as before), but stay reachable as certify.X

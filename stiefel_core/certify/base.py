@@ -1,4 +1,5 @@
-"""The base of every certificate, the float64 tolerance and machine-stable rounded text (all proposition chapters, 1-5)."""
+"""The base of every certificate, the float64 tolerance and machine-stable rounded text (all proposition chapters,
+1-5)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-
 
 DTYPE = torch.float64
 TOLERANCE = 1e-12  # every "exact" claim is checked to this, in float64 (unit roundoff 1.1e-16)

@@ -1,4 +1,5 @@
-"""Proposition 1's certificate: StiefelAdam's step is steepest descent in the embedded metric (chapter p1_steepest_descent)."""
+"""Proposition 1's certificate: StiefelAdam's step is steepest descent in the embedded metric (chapter
+p1_steepest_descent)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from ..manifold import project_tangent, random_frame
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most, _sig
 from .trajectory import QuadraticProblem, inverse_retract_polar, run_trajectory
-
 
 P1_SHAPES = ((3, 1), (5, 2), (8, 8), (16, 4), (64, 8))
 
@@ -43,6 +43,7 @@ def sampled_decrease_ratios(W: Tensor, G: Tensor, n: int, *, seed: int = 0, arou
 @dataclass(frozen=True)
 class SteepestDescentCertificate(Certificate):
     """Proposition 1's certificate: its numbers, checks and rounded summary. Chapter: p1_steepest_descent."""
+
     shapes: tuple[tuple[int, int], ...]
     direction_error: float  # max ‖ξ/‖ξ‖ - η*‖_F over shapes, trust regions, first steps
     decrease_error: float  # max |-⟨G, η*⟩ - ‖P_W G‖| / ‖P_W G‖
@@ -105,7 +106,9 @@ def certify_steepest_descent(
             opts = {"eps": 0.0, "lr": lr, "trust_radius": radius, **options}
             W1 = run_trajectory(W, lambda _W, _t: G, 1, **opts)[1]
             xi = inverse_retract_polar(W, W1)
-            direction_error = max(direction_error, float(torch.linalg.matrix_norm(xi / torch.linalg.matrix_norm(xi) - eta)))
+            direction_error = max(
+                direction_error, float(torch.linalg.matrix_norm(xi / torch.linalg.matrix_norm(xi) - eta))
+            )
         optimum = float(torch.linalg.matrix_norm(project_tangent(W, G)))
         decrease_error = max(decrease_error, abs(float(-(G * eta).sum()) - optimum) / optimum)
         uniform = sampled_decrease_ratios(W, G, n_samples, seed=seed + 1 + i)

@@ -1,4 +1,5 @@
-"""Proposition 2's certificate: StiefelAdam's trajectories do not depend on the gradient's scale (chapter p2_scale_invariance)."""
+"""Proposition 2's certificate: StiefelAdam's trajectories do not depend on the gradient's scale (chapter
+p2_scale_invariance)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most, _sig
 from .trajectory import QuadraticProblem, _stiefel_options, run_trajectory
 
-
 P2_SCALES = tuple(10.0**k for k in range(-8, 9))
 
 
 @single_threaded
 def displacement_by_scale(
-    scales: Iterable[float] = P2_SCALES, *, steps: int = 1, seed: int = 0, d: int = 16, r: int = 4, n_frames: int = 4, **options
+    scales: Iterable[float] = P2_SCALES,
+    *,
+    steps: int = 1,
+    seed: int = 0,
+    d: int = 16,
+    r: int = 4,
+    n_frames: int = 4,
+    **options,
 ) -> tuple[Tensor, Tensor]:
     """``(scales, displacement)``: ``‖W_steps - W_0‖_F`` after ``steps`` steps on the loss scaled by
     each factor, from one start; ``options`` go to StiefelAdam.
@@ -28,7 +35,9 @@ def displacement_by_scale(
     problem = QuadraticProblem.random(n_frames, d, r, max(steps, 1), seed=seed)
     W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
     moved = [
-        float(torch.linalg.vector_norm(run_trajectory(W0, problem.scaled(float(c)).gradient, steps, **options)[-1] - W0))
+        float(
+            torch.linalg.vector_norm(run_trajectory(W0, problem.scaled(float(c)).gradient, steps, **options)[-1] - W0)
+        )
         for c in scales
     ]
     return scales, torch.tensor(moved, dtype=DTYPE)
@@ -43,6 +52,7 @@ def _loglog_slope(x: Tensor, y: Tensor) -> float:
 @dataclass(frozen=True)
 class ScaleInvarianceCertificate(Certificate):
     """Proposition 2's certificate: its numbers, checks and rounded summary. Chapter: p2_scale_invariance."""
+
     scales: tuple[float, ...]
     steps: int
     n_frames: int
@@ -59,7 +69,10 @@ class ScaleInvarianceCertificate(Certificate):
             "trajectories unchanged by scale": self.max_deviation <= self.tolerance,
             "reference trajectory moved": self.displacement > 0.1,
             "fixed rule is degree one (slope 1 ± 0.01)": abs(self.fixed_slope - 1.0) < 0.01,
-            "fixed rule: displacement grows by the range's factor (± 1%)": abs(self.fixed_ratio / self.fixed_range_factor - 1.0) < 0.01,
+            "fixed rule: displacement grows by the range's factor (± 1%)": abs(
+                self.fixed_ratio / self.fixed_range_factor - 1.0
+            )
+            < 0.01,
         }
 
     @property
@@ -115,12 +128,16 @@ def certify_scale_invariance(
     max_deviation = 0.0
     for c in scales:
         path = run_trajectory(W0, problem.scaled(c).gradient, steps, **opts)
-        max_deviation = max(max_deviation, float((torch.linalg.vector_norm(path - reference, dim=(-3, -2, -1)) / norm).max()))
+        max_deviation = max(
+            max_deviation, float((torch.linalg.vector_norm(path - reference, dim=(-3, -2, -1)) / norm).max())
+        )
     displacement = float(torch.linalg.vector_norm(reference[-1] - W0) / norm[0])
 
     lo, hi = fixed_fit_range
     fitted = [c for c in scales if lo <= c <= hi]
-    cs, moved = displacement_by_scale(fitted, seed=seed, d=d, r=r, n_frames=n_frames, step_rule="fixed", trust_radius=None, lr=fixed_lr, eps=0.0)
+    cs, moved = displacement_by_scale(
+        fitted, seed=seed, d=d, r=r, n_frames=n_frames, step_rule="fixed", trust_radius=None, lr=fixed_lr, eps=0.0
+    )
     return ScaleInvarianceCertificate(
         scales=scales,
         steps=steps,

@@ -1,4 +1,5 @@
-"""Proposition 3's certificate: under a trust radius Δ the retraction's solve has condition number at most 1 + Δ² (chapter p3_conditioning)."""
+"""Proposition 3's certificate: under a trust radius Δ the retraction's solve has condition number at most 1 + Δ²
+(chapter p3_conditioning)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,16 @@ def retraction_condition(xi: Tensor) -> Tensor:
 
 @single_threaded
 def condition_history(
-    lr: float, trust_radius: float | None, *, steps: int = 30, d: int = 16, r: int = 4, n_frames: int = 4, seed: int = 0, scale: float = 1.0, **options
+    lr: float,
+    trust_radius: float | None,
+    *,
+    steps: int = 30,
+    d: int = 16,
+    r: int = 4,
+    n_frames: int = 4,
+    seed: int = 0,
+    scale: float = 1.0,
+    **options,
 ) -> dict[str, Tensor]:
     """One StiefelAdam run on the quadratic test loss (scaled by ``scale``); per step, the
     recovered ``ξ``'s Frobenius norm and the condition number of ``I + ξᵀξ`` (max over frames),
@@ -44,6 +54,7 @@ def condition_history(
 @dataclass(frozen=True)
 class ConditioningCertificate(Certificate):
     """Proposition 3's certificate: its numbers, checks and rounded summary. Chapter: p3_conditioning."""
+
     trust_radius: float | None  # the optimizer's trust radius
     bound_radius: float  # Δ in the bound 1 + Δ²
     lr: float
@@ -78,7 +89,13 @@ class ConditioningCertificate(Certificate):
 
 @single_threaded
 def certify_conditioning(
-    trust_radius: float | None = 0.5, *, lr: float = 1.0, steps: int = 40, seed: int = 0, bound_radius: float | None = None, **options
+    trust_radius: float | None = 0.5,
+    *,
+    lr: float = 1.0,
+    steps: int = 40,
+    seed: int = 0,
+    bound_radius: float | None = None,
+    **options,
 ) -> ConditioningCertificate:
     """Proposition 3: with trust radius ``Δ``, ``cond(I + ξᵀξ) ≤ 1 + Δ²`` at every step.
 

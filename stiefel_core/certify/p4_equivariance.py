@@ -24,8 +24,15 @@ def haar_orthogonal(d: int, *batch: int, generator: torch.Generator | None = Non
 
 @single_threaded
 def equivariance_deviation(
-    Q: Tensor, *, steps: int = 50, d: int = 16, r: int = 4, n_frames: int = 4, seed: int = 0,
-    make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None, **options,
+    Q: Tensor,
+    *,
+    steps: int = 50,
+    d: int = 16,
+    r: int = 4,
+    n_frames: int = 4,
+    seed: int = 0,
+    make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None,
+    **options,
 ) -> Tensor:
     """Per step ``t``, ``‖W'_t - Q W_t‖_F / ‖W_t‖_F``: ``W'`` is the trajectory from ``(QW_0, QG_t)``,
     ``W`` the one from ``(W_0, G_t)``, on the quadratic test loss (``Q`` acts frame by frame).
@@ -34,12 +41,15 @@ def equivariance_deviation(
     W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
     path = run_trajectory(W0, problem.gradient, steps, make_optimizer=make_optimizer, **options)
     rotated = run_trajectory(Q @ W0, problem.rotated(Q).gradient, steps, make_optimizer=make_optimizer, **options)
-    return torch.linalg.vector_norm(rotated - Q @ path, dim=(-3, -2, -1)) / torch.linalg.vector_norm(path, dim=(-3, -2, -1))
+    return torch.linalg.vector_norm(rotated - Q @ path, dim=(-3, -2, -1)) / torch.linalg.vector_norm(
+        path, dim=(-3, -2, -1)
+    )
 
 
 @dataclass(frozen=True)
 class EquivarianceCertificate(Certificate):
     """Proposition 4's certificate: its numbers, checks and rounded summary. Chapter: p4_equivariance."""
+
     n_rotations: int
     steps: int
     max_deviation: float  # max over Q and t of ‖W'_t - Q W_t‖_F / ‖W_t‖_F
@@ -65,8 +75,12 @@ class EquivarianceCertificate(Certificate):
 
 @single_threaded
 def certify_equivariance(
-    n_rotations: int = 5, *, steps: int = 50, seed: int = 0,
-    make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None, **options,
+    n_rotations: int = 5,
+    *,
+    steps: int = 50,
+    seed: int = 0,
+    make_optimizer: Callable[[list[Tensor]], Optimizer] | None = None,
+    **options,
 ) -> EquivarianceCertificate:
     """Proposition 4: the trajectory from ``(QW, QG_t)`` is ``Q`` times the one from ``(W, G_t)``.
 

@@ -1,4 +1,5 @@
-"""Proposition 5's certificate: weight decay has identically zero Riemannian gradient on St(d, r) (chapter p5_weight_decay)."""
+"""Proposition 5's certificate: weight decay has identically zero Riemannian gradient on St(d, r) (chapter
+p5_weight_decay)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import SelfAttention
-from ..manifold import orthonormalize, project_tangent, random_frame, retract_polar
 from ..combined import configure_optimizer
 from ..frames import is_frame
+from ..manifold import orthonormalize, project_tangent, random_frame, retract_polar
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most
 from .trajectory import QuadraticProblem, run_trajectory
-
 
 P5_SHAPES = tuple((d, r) for d in (1, 2, 3, 5, 8, 16, 32, 64, 128) for r in (1, 2, 4, 8, 16, 64, 128) if r <= d)
 
@@ -33,8 +33,18 @@ def _frame_norms(model: nn.Module) -> float:
 
 
 def weight_decay_training_run(
-    stiefel: bool, *, weight_decay: float = 1.0, lr: float = 1e-2, steps: int = 300, seed: int = 0,
-    teacher_sharpness: float = 0.0, d_model: int = 16, n_heads: int = 2, d_head: int = 4, tokens: int = 8, batch: int = 32,
+    stiefel: bool,
+    *,
+    weight_decay: float = 1.0,
+    lr: float = 1e-2,
+    steps: int = 300,
+    seed: int = 0,
+    teacher_sharpness: float = 0.0,
+    d_model: int = 16,
+    n_heads: int = 2,
+    d_head: int = 4,
+    tokens: int = 8,
+    batch: int = 32,
 ) -> dict[str, object]:
     """A tiny self-attention model trained by ``configure_optimizer`` in float64 on a teacher task.
 
@@ -52,7 +62,17 @@ def weight_decay_training_run(
     Chapter: p5_weight_decay.
     """
     run = _cached_training_run(
-        stiefel, float(weight_decay), float(lr), int(steps), int(seed), float(teacher_sharpness), d_model, n_heads, d_head, tokens, batch
+        stiefel,
+        float(weight_decay),
+        float(lr),
+        int(steps),
+        int(seed),
+        float(teacher_sharpness),
+        d_model,
+        n_heads,
+        d_head,
+        tokens,
+        batch,
     )
     return {key: value.clone() if isinstance(value, Tensor) else value for key, value in run.items()}
 
@@ -60,8 +80,17 @@ def weight_decay_training_run(
 @functools.lru_cache(maxsize=32)
 @single_threaded
 def _cached_training_run(
-    stiefel: bool, weight_decay: float, lr: float, steps: int, seed: int, teacher_sharpness: float,
-    d_model: int, n_heads: int, d_head: int, tokens: int, batch: int,
+    stiefel: bool,
+    weight_decay: float,
+    lr: float,
+    steps: int,
+    seed: int,
+    teacher_sharpness: float,
+    d_model: int,
+    n_heads: int,
+    d_head: int,
+    tokens: int,
+    batch: int,
 ) -> dict[str, object]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -98,6 +127,7 @@ def _cached_training_run(
 @dataclass(frozen=True)
 class WeightDecayCertificate(Certificate):
     """Proposition 5's certificate: its numbers, checks and rounded summary. Chapter: p5_weight_decay."""
+
     n_shapes: int
     n_frames: int
     max_normal_ratio: float  # max ‖P_W(λW)‖ / ‖λW‖ over random frames of many shapes
@@ -147,7 +177,13 @@ class WeightDecayCertificate(Certificate):
 
 @single_threaded
 def certify_weight_decay(
-    *, weight_decay: float = 1.0, lr: float = 1e-2, steps: int = 300, frames_per_shape: int = 64, seed: int = 0, **options
+    *,
+    weight_decay: float = 1.0,
+    lr: float = 1e-2,
+    steps: int = 300,
+    frames_per_shape: int = 64,
+    seed: int = 0,
+    **options,
 ) -> WeightDecayCertificate:
     """Proposition 5: the decay gradient ``λW`` is normal to St(d, r) at ``W``, so decay does not
     move a frame, in any of its three forms.

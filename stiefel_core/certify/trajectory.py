@@ -1,4 +1,5 @@
-"""The test bench of the proposition chapters (1-5): a noisy quadratic loss on frames, a trajectory runner, and the inverse polar retraction that recovers the step taken."""
+"""The test bench of the proposition chapters (1-5): a noisy quadratic loss on frames, a trajectory runner, and the
+inverse polar retraction that recovers the step taken."""
 
 from __future__ import annotations
 

@@ -40,8 +40,18 @@ from .safety import md5_hex, restricted_loads, tar_member_problem
 
 __all__ = ["CLASSES", "DataError", "CIFAR10Data", "load_cifar10"]  # standardising them: normalize.py
 
-CLASSES = ("airplane", "automobile", "bird", "cat", "deer",
-           "dog", "frog", "horse", "ship", "truck")  # label order of CIFAR-10
+CLASSES = (
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)  # label order of CIFAR-10
 OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 ARCHIVE_NAME = "cifar-10-python.tar.gz"
 # Published checksums (the values torchvision's CIFAR10 checks). Tests swap in their own.
@@ -96,8 +106,12 @@ class CIFAR10Data:
 
     def provenance(self) -> dict[str, str]:
         """What a results file should record about the data it used."""
-        return {"dataset": "CIFAR-10", "source_kind": self.source_kind,
-                "source": self.source, "source_hash": self.source_hash}
+        return {
+            "dataset": "CIFAR-10",
+            "source_kind": self.source_kind,
+            "source": self.source,
+            "source_hash": self.source_hash,
+        }
 
 
 def load_cifar10(
@@ -127,11 +141,11 @@ def load_cifar10(
         found = _decode(path, progress)
         _write_cache(cache_file, *found)
     kind, arrays = found
-    return CIFAR10Data(*arrays, source_kind=kind, source=str(path.resolve()),
-                       source_hash=source_hash)
+    return CIFAR10Data(*arrays, source_kind=kind, source=str(path.resolve()), source_hash=source_hash)
 
 
 # --- where the data is -------------------------------------------------------------------
+
 
 def _cache_folder(cache_dir: str | os.PathLike[str] | None) -> Path:
     if cache_dir is not None:
@@ -163,16 +177,20 @@ def _locate(source, download: bool, cache: Path, progress: bool) -> Path:
 
 
 def _holds_data(folder: Path) -> bool:
-    return (folder / ARCHIVE_NAME).is_file() or any(
-        _classify(name) for name, _ in _folder_files(folder))
+    return (folder / ARCHIVE_NAME).is_file() or any(_classify(name) for name, _ in _folder_files(folder))
 
 
 def _fetch(url: str, dest: Path, progress: bool) -> None:
     """Download ``url`` to ``dest`` (the only network access; tests replace it)."""
     with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
         total = int(response.headers.get("Content-Length") or 0) or None
-        with tqdm(total=total, unit="B", unit_scale=True, desc="downloading CIFAR-10",
-                  **({} if progress else {"disable": True})) as bar:
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc="downloading CIFAR-10",
+            **({} if progress else {"disable": True}),
+        ) as bar:
             while chunk := response.read(1 << 20):
                 out.write(chunk)
                 bar.update(len(chunk))
@@ -192,8 +210,10 @@ def _download(target: Path, progress: bool) -> Path:
         raise _error(f"Downloading {OFFICIAL_URL} failed: {exc}") from exc
     if got != OFFICIAL_ARCHIVE_MD5:
         partial.unlink(missing_ok=True)
-        raise _error(f"The downloaded archive has MD5 {got}, not the published "
-                     f"{OFFICIAL_ARCHIVE_MD5}: it is incomplete or not the official one.")
+        raise _error(
+            f"The downloaded archive has MD5 {got}, not the published "
+            f"{OFFICIAL_ARCHIVE_MD5}: it is incomplete or not the official one."
+        )
     os.replace(partial, target)
     return target
 
@@ -213,6 +233,7 @@ def _fingerprint(path: Path) -> str:
 
 
 # --- reading and decoding -------------------------------------------------------------
+
 
 def _folder_files(folder: Path) -> Iterator[tuple[str, Path]]:
     for root, dirs, files in os.walk(folder):
@@ -242,8 +263,9 @@ def _entries(path: Path) -> Iterator[tuple[str, bytes]]:
                 if member.isfile() and _classify(member.name):
                     yield member.name, tar.extractfile(member).read()  # type: ignore[union-attr]
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        raise _error(f"{path} is not a readable tar archive (truncated or corrupt?): "
-                     f"{type(exc).__name__}: {exc}") from exc
+        raise _error(
+            f"{path} is not a readable tar archive (truncated or corrupt?): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _classify(name: str) -> tuple[str, ...] | None:
@@ -251,8 +273,12 @@ def _classify(name: str) -> tuple[str, ...] | None:
     parts = [part for part in name.split("/") if part not in ("", ".")]
     if parts and parts[-1] in OFFICIAL_MD5:
         return ("official", parts[-1])
-    if (len(parts) >= 3 and parts[-3] in _SPLITS and parts[-2] in CLASSES
-            and parts[-1].lower().endswith((".jpg", ".jpeg"))):
+    if (
+        len(parts) >= 3
+        and parts[-3] in _SPLITS
+        and parts[-2] in CLASSES
+        and parts[-1].lower().endswith((".jpg", ".jpeg"))
+    ):
         return ("jpeg", *parts[-3:])
     return None
 
@@ -272,20 +298,25 @@ def _decode(path: Path, progress: bool) -> tuple[str, tuple[np.ndarray, ...]]:
         return "jpeg", _jpeg_arrays({k[1:]: v for k, v in found.items()}, progress)
     if kinds:
         raise _error(f"{path} holds both official batches and JPEG files; point at one of them.")
-    raise _error(f"{path} holds no CIFAR-10 data: expected data_batch_1..5 and test_batch "
-                 "(official), or train/<class>/*.jpg and test/<class>/*.jpg (JPEG copy).")
+    raise _error(
+        f"{path} holds no CIFAR-10 data: expected data_batch_1..5 and test_batch "
+        "(official), or train/<class>/*.jpg and test/<class>/*.jpg (JPEG copy)."
+    )
 
 
 def _official_arrays(batches: dict[str, bytes]) -> tuple[np.ndarray, ...]:
     missing = sorted(set(OFFICIAL_MD5) - set(batches))
     if missing:
-        raise _error(f"Official CIFAR-10 batches are missing: {', '.join(missing)} "
-                     "(incomplete folder or truncated archive?).")
+        raise _error(
+            f"Official CIFAR-10 batches are missing: {', '.join(missing)} (incomplete folder or truncated archive?)."
+        )
     for name, expected in OFFICIAL_MD5.items():  # every checksum before any unpickling
         got = md5_hex(batches[name])
         if got != expected:
-            raise _error(f"{name} has MD5 {got}, not the published {expected}: the file is "
-                         "truncated, corrupt or not the official one. It was not unpickled.")
+            raise _error(
+                f"{name} has MD5 {got}, not the published {expected}: the file is "
+                "truncated, corrupt or not the official one. It was not unpickled."
+            )
     parts = [_parse_batch(name, _unpickle(batches[name], name)) for name in OFFICIAL_MD5]
     train_x = np.concatenate([x for x, _ in parts[:5]])
     train_y = np.concatenate([y for _, y in parts[:5]])
@@ -301,13 +332,19 @@ def _unpickle(raw: bytes, name: str) -> object:
 
 def _parse_batch(name: str, batch: object) -> tuple[np.ndarray, np.ndarray]:
     """A batch dict's ``data`` (N, 3072) rows (R, G, B planes) as (N, 32, 32, 3) images."""
+
     def get(key: str) -> object:
         return batch.get(key.encode(), batch.get(key)) if isinstance(batch, dict) else None
 
     data, labels = get("data"), get("labels")
-    if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 2
-            and data.shape[1] == 3072 and isinstance(labels, (list, np.ndarray))
-            and len(labels) == len(data)):
+    if not (
+        isinstance(data, np.ndarray)
+        and data.dtype == np.uint8
+        and data.ndim == 2
+        and data.shape[1] == 3072
+        and isinstance(labels, (list, np.ndarray))
+        and len(labels) == len(data)
+    ):
         raise _error(f"{name} is not a CIFAR-10 batch (expected uint8 data (N, 3072) and N labels).")
     images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # (N, 32, 32, 3)
     return np.ascontiguousarray(images), np.asarray(labels, dtype=np.int64)
@@ -329,8 +366,7 @@ def _decode_jpeg(blob: bytes, name: str) -> np.ndarray:
 
 def _jpeg_arrays(files: dict[tuple[str, ...], bytes], progress: bool) -> tuple[np.ndarray, ...]:
     """Images in a fixed order (class, then file name), whatever order they were read in."""
-    bar = tqdm(total=len(files), desc="decoding JPEGs", unit=" images",
-               **({} if progress else {"disable": True}))
+    bar = tqdm(total=len(files), desc="decoding JPEGs", unit=" images", **({} if progress else {"disable": True}))
     arrays: list[np.ndarray] = []
     with bar:
         for split in _SPLITS:
@@ -351,9 +387,16 @@ def _jpeg_arrays(files: dict[tuple[str, ...], bytes], progress: bool) -> tuple[n
 def _checked(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """The four arrays, after checking dtypes, shapes and label range."""
     for images, labels in (arrays[:2], arrays[2:]):
-        if not (images.dtype == np.uint8 and images.ndim == 4 and images.shape[1:] == (32, 32, 3)
-                and labels.dtype == np.int64 and labels.shape == images.shape[:1]
-                and len(labels) > 0 and labels.min() >= 0 and labels.max() < len(CLASSES)):
+        if not (
+            images.dtype == np.uint8
+            and images.ndim == 4
+            and images.shape[1:] == (32, 32, 3)
+            and labels.dtype == np.int64
+            and labels.shape == images.shape[:1]
+            and len(labels) > 0
+            and labels.min() >= 0
+            and labels.max() < len(CLASSES)
+        ):
             raise _error("Decoded CIFAR-10 arrays have unexpected shapes, types or labels.")
     return arrays
 

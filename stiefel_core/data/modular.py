@@ -58,9 +58,7 @@ class ModularData:
         return dataclasses.replace(self, **moved)
 
 
-def modular_data(
-    p: int = 113, op: str = "add", train_fraction: float = 0.3, seed: int = 0
-) -> ModularData:
+def modular_data(p: int = 113, op: str = "add", train_fraction: float = 0.3, seed: int = 0) -> ModularData:
     """All pairs ``(a, b)`` labelled ``a op b mod p``, split at random into train and validation.
 
     Defaults follow Nanda et al. (2023): ``p = 113`` and 30% of the pairs for training.
@@ -89,9 +87,7 @@ def modular_data(
 
     n_train = round(train_fraction * len(x))
     if not 0 < n_train < len(x):
-        raise ValueError(
-            f"train_fraction={train_fraction} leaves an empty split of {len(x)} pairs"
-        )
+        raise ValueError(f"train_fraction={train_fraction} leaves an empty split of {len(x)} pairs")
     order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
     train, val = order[:n_train], order[n_train:]
     return ModularData(x[train], y[train], x[val], y[val], p=p, op=op)

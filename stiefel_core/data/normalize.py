@@ -19,7 +19,7 @@ def channel_stats(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pixels = np.asarray(images).reshape(-1, 3)  # (P, 3)
     total, squares = [0, 0, 0], [0, 0, 0]  # exact integer sums
     for start in range(0, len(pixels), 1 << 20):
-        chunk = pixels[start:start + (1 << 20)].astype(np.int64)
+        chunk = pixels[start : start + (1 << 20)].astype(np.int64)
         total = [t + int(s) for t, s in zip(total, chunk.sum(0))]
         squares = [q + int(s) for q, s in zip(squares, (chunk * chunk).sum(0))]
     n = len(pixels)
@@ -34,8 +34,7 @@ def normalize_images(images: Tensor | np.ndarray, mean, std) -> Tensor:
     x = torch.as_tensor(images).permute(0, 3, 1, 2)  # (N, 3, 32, 32) view
     x = x.to(torch.float32, memory_format=torch.contiguous_format).div_(255)
     shape = dict(dtype=torch.float32, device=x.device)
-    return x.sub_(torch.as_tensor(mean, **shape).view(1, 3, 1, 1)).div_(
-        torch.as_tensor(std, **shape).view(1, 3, 1, 1))
+    return x.sub_(torch.as_tensor(mean, **shape).view(1, 3, 1, 1)).div_(torch.as_tensor(std, **shape).view(1, 3, 1, 1))
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +55,10 @@ def normalize(data: CIFAR10Data) -> NormalizedCIFAR10:
     mean, std = channel_stats(data.train_images)
     _, train_y, _, test_y = data.tensors()
     return NormalizedCIFAR10(
-        normalize_images(data.train_images, mean, std), train_y,
-        normalize_images(data.test_images, mean, std), test_y,
-        mean=tuple(mean.tolist()), std=tuple(std.tolist()))
+        normalize_images(data.train_images, mean, std),
+        train_y,
+        normalize_images(data.test_images, mean, std),
+        test_y,
+        mean=tuple(mean.tolist()),
+        std=tuple(std.tolist()),
+    )

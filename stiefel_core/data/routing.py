@@ -33,6 +33,7 @@ IGNORE = -100  # the label of a position the loss and accuracy skip (F.cross_ent
 class TokenBatch:
     """Inputs ``x`` and labels ``y``, both ``(B, T)`` int64; ``y`` is ``IGNORE`` where not scored.
     ``period``: each row's repeat length (induction), else None."""
+
     x: Tensor
     y: Tensor
     period: Tensor | None = None
@@ -52,8 +53,9 @@ def _distinct(n_rows: int, low: int, high: int, k: int, g: torch.Generator) -> T
     return torch.rand(n_rows, high - low, generator=g).argsort(dim=1)[:, :k] + low
 
 
-def mqar(batch_size: int, vocab_size: int, seq_len: int, kv_pairs: int, g: torch.Generator,
-         power_a: float = 0.01) -> TokenBatch:
+def mqar(
+    batch_size: int, vocab_size: int, seq_len: int, kv_pairs: int, g: torch.Generator, power_a: float = 0.01
+) -> TokenBatch:
     """A batch of multi-query associative recall (Zoology's layout, token 0 as filler).
 
     Positions ``0 .. 2N-1`` hold ``k_1 v_1 ... k_N v_N``; the query region after them holds every
@@ -62,8 +64,10 @@ def mqar(batch_size: int, vocab_size: int, seq_len: int, kv_pairs: int, g: torch
     context = 2 * kv_pairs
     space = (seq_len - context) // 2
     if seq_len % 2 or vocab_size < seq_len or 4 * kv_pairs > seq_len:
-        raise ValueError(f"mqar: need an even seq_len >= 4 kv_pairs and vocab_size >= seq_len (Zoology's checks); "
-                         f"got seq_len={seq_len}, kv_pairs={kv_pairs}, vocab_size={vocab_size}")
+        raise ValueError(
+            f"mqar: need an even seq_len >= 4 kv_pairs and vocab_size >= seq_len (Zoology's checks); "
+            f"got seq_len={seq_len}, kv_pairs={kv_pairs}, vocab_size={vocab_size}"
+        )
     keys = _distinct(batch_size, 1, vocab_size // 2, kv_pairs, g)
     values = _distinct(batch_size, vocab_size // 2, vocab_size, kv_pairs, g)
     weights = power_a * torch.arange(1, space + 1, dtype=torch.float64) ** (power_a - 1)
@@ -77,8 +81,9 @@ def mqar(batch_size: int, vocab_size: int, seq_len: int, kv_pairs: int, g: torch
     return TokenBatch(x, y)
 
 
-def induction(batch_size: int, vocab_size: int, half_len: int, g: torch.Generator, min_len: int | None = None
-              ) -> TokenBatch:
+def induction(
+    batch_size: int, vocab_size: int, half_len: int, g: torch.Generator, min_len: int | None = None
+) -> TokenBatch:
     """A batch of rows ``[prefix, s, s]`` of length ``2 half_len``: ``s`` of ``n`` tokens, ``n``
     uniform in ``[min_len, half_len]`` per row (default ``min_len = half_len // 2``), the prefix
     random, and no token twice in ``[prefix, s]`` (so a token's earlier occurrence is unique).
@@ -87,8 +92,10 @@ def induction(batch_size: int, vocab_size: int, half_len: int, g: torch.Generato
     in the row tells the next token."""
     T, min_len = 2 * half_len, half_len // 2 if min_len is None else min_len
     if not 2 <= min_len <= half_len or T > vocab_size:
-        raise ValueError(f"induction: need 2 <= min_len <= half_len and vocab_size >= 2 half_len (distinct tokens); "
-                         f"got min_len={min_len}, half_len={half_len}, vocab_size={vocab_size}")
+        raise ValueError(
+            f"induction: need 2 <= min_len <= half_len and vocab_size >= 2 half_len (distinct tokens); "
+            f"got min_len={min_len}, half_len={half_len}, vocab_size={vocab_size}"
+        )
     period = torch.randint(min_len, half_len + 1, (batch_size,), generator=g)
     fresh = _distinct(batch_size, 0, vocab_size, T, g)  # row b uses its first T - n: prefix, then s
     pos = torch.arange(T)

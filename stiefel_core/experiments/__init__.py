@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Experiment", "EXPERIMENTS", "PROFILES", "default_profile", "get_config", "run_experiment", "run_live",
-           "load_results", "json_safe"]
+__all__ = [
+    "Experiment",
+    "EXPERIMENTS",
+    "PROFILES",
+    "default_profile",
+    "get_config",
+    "run_experiment",
+    "run_live",
+    "load_results",
+    "json_safe",
+]
 
 # The registry and runner (.runner) import every experiment, and torch with them: they load on first use, so
 # that the light modules of this package (grid, selection, the configs) import without torch.

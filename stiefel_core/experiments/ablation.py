@@ -29,7 +29,9 @@ CIFAR10_PROFILES = {
     "ci": replace(cifar10.PROFILES["ci"], train_size=1_000, test_size=500),  # six arms: half of cifar10's ci run
 }
 GROKKING_PROFILES = {
-    "full": replace(grokking.PROFILES["ci"], seeds=tuple(range(20))),  # ~20 s a run on one core; 5 seeds left every interval wide
+    "full": replace(
+        grokking.PROFILES["ci"], seeds=tuple(range(20))
+    ),  # ~20 s a run on one core; 5 seeds left every interval wide
     "ci": replace(grokking.PROFILES["ci"], epochs=600, seeds=(0,)),
 }
 GROKKING_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS)  # the mechanism's controls run on the same seeds
@@ -39,7 +41,9 @@ def run_cifar10(config, arm, seed, device, checkpoint=None, progress=True) -> di
     """One run of ``cifar10_ablation``: ``arm`` of :data:`ABLATION_ARMS` from start ``seed``. Chapter: ablation."""
     if arm not in ABLATION_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10_ablation has {ABLATION_ARMS}")
-    return cifar10.train(config, arm, seed, device, checkpoint, progress, description=f"cifar10 ablation {arm} start {seed}")
+    return cifar10.train(
+        config, arm, seed, device, checkpoint, progress, description=f"cifar10 ablation {arm} start {seed}"
+    )
 
 
 def run_grokking(config, arm, seed, device, checkpoint=None, progress=True) -> dict:

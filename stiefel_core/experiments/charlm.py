@@ -54,8 +54,17 @@ class CharLMConfig:
 
 PROFILES = {
     "full": CharLMConfig(),
-    "ci": CharLMConfig(n_embd=32, block_size=32, batch_size=16, steps=30, warmup_steps=5, val_windows=16,
-                       log_every=10, checkpoint_every=10, seeds=(0,)),
+    "ci": CharLMConfig(
+        n_embd=32,
+        block_size=32,
+        batch_size=16,
+        steps=30,
+        warmup_steps=5,
+        val_windows=16,
+        log_every=10,
+        checkpoint_every=10,
+        seeds=(0,),
+    ),
 }
 
 
@@ -73,8 +82,16 @@ def windows(text: torch.Tensor, n: int, length: int, g: torch.Generator) -> tupl
     return chunk[:, :-1], chunk[:, 1:]
 
 
-def run(config: CharLMConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
-        progress: bool = True, *, qk_lr: float | None = None) -> dict:
+def run(
+    config: CharLMConfig,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    qk_lr: float | None = None,
+) -> dict:
     """One run of ``arm`` from ``seed``: history of train loss, validation bits per character."""
     qk_lr = arm_qk_lr(config, arm, qk_lr)
     data = corpus()
@@ -82,19 +99,29 @@ def run(config: CharLMConfig, arm: str, seed: int, device: torch.device, checkpo
         model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
         model = build(model_config, arm, seed).to(device)
         lr_qk = config.lr if qk_lr is None else qk_lr
-        opt = make_optimizer(model, arm, lr=config.lr, qk_lr=lr_qk, weight_decay=config.weight_decay,
-                             betas=config.betas, trust_radius=config.trust_radius)
+        opt = make_optimizer(
+            model,
+            arm,
+            lr=config.lr,
+            qk_lr=lr_qk,
+            weight_decay=config.weight_decay,
+            betas=config.betas,
+            trust_radius=config.trust_radius,
+        )
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
-        val_x, val_y = (t.to(device) for t in windows(data.val, config.val_windows, config.block_size,
-                                                       generator(VAL_SEED)))
+        val_x, val_y = (
+            t.to(device) for t in windows(data.val, config.val_windows, config.block_size, generator(VAL_SEED))
+        )
 
         def loss_of(x, y):
             logits = model(x)
             return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
 
         def train_step(step: int, logging: bool) -> dict | None:
-            x, y = (t.to(device) for t in windows(data.train, config.batch_size, config.block_size,
-                                                   generator(seed * 1_000_003 + step)))
+            x, y = (
+                t.to(device)
+                for t in windows(data.train, config.batch_size, config.block_size, generator(seed * 1_000_003 + step))
+            )
             loss = loss_of(x, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -106,7 +133,17 @@ def run(config: CharLMConfig, arm: str, seed: int, device: torch.device, checkpo
             val_loss = loss_of(val_x, val_y).item()
             return {"val_loss": val_loss, "val_bpc": val_loss / math.log(2), **qk_metrics(model)}
 
-        history = fit(model, opt, train_step, evaluate, epochs=config.steps, log_every=config.log_every,
-                      scheduler=sched, checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
-                      description=f"charlm {arm} seed {seed}", progress=progress)
+        history = fit(
+            model,
+            opt,
+            train_step,
+            evaluate,
+            epochs=config.steps,
+            log_every=config.log_every,
+            scheduler=sched,
+            checkpoint=checkpoint,
+            checkpoint_every=config.checkpoint_every,
+            description=f"charlm {arm} seed {seed}",
+            progress=progress,
+        )
     return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}

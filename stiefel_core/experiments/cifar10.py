@@ -35,29 +35,56 @@ import torch
 import torch.nn.functional as F
 
 from .. import preprint
+from ..checkout import checkout_root
+from ..combined import configure_optimizer
+from ..compiling import compile_model
 from ..data import channel_stats, load_cifar10, normalize_images
 from ..manifold import orthonormality_error
 from ..models import PatchTransformer
-from ..combined import configure_optimizer
 from ..train import fit
-from ..compiling import compile_model
-from .metrics import Displacement, geometry_since_start, trust_region_metrics
-from ..checkout import checkout_root
 from .calibration import calibration_epochs, matched_lr, median_step
+from .cifar10_config import (  # re-exported: the experiments and chapters read them as cifar10.X
+    ARMS,
+    CONTROL_ONLY_ARMS,
+    PROFILES,  # noqa: F401
+    SWEEP_ARM_NAMES,
+    SWEEP_ARMS,  # noqa: F401
+    SWEEP_FRACTIONS,  # noqa: F401
+    SWEEP_PROFILES,  # noqa: F401
+    CIFAR10Config,
+    lr_factors,  # noqa: F401
+    warmup_cosine,
+)
+from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
-from .variants import ABLATION_ARMS, CONTROL_ARMS, VARIANTS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
-from .cifar10_config import (ARMS, CONTROL_ONLY_ARMS, PROFILES, SWEEP_ARM_NAMES, SWEEP_ARMS, SWEEP_FRACTIONS,  # noqa: F401
-                             SWEEP_PROFILES, CIFAR10Config, lr_factors, warmup_cosine)
+from .variants import (
+    ABLATION_ARMS,
+    CONTROL_ARMS,
+    VARIANTS,  # noqa: F401 (re-exported as cifar10.VARIANTS, as before)
+    euclidean_optimizer,
+    frame_options,
+    is_euclidean,
+    trains_frames,
+)
 
 __all__ = [
-    "prepared_data", "build_model", "build_optimizer", "train", "train_arm", "matched_frame_lr", "run", "run_sweep",
-    "RUNNABLE_ARMS", "sweep_arm",
+    "prepared_data",
+    "build_model",
+    "build_optimizer",
+    "train",
+    "train_arm",
+    "matched_frame_lr",
+    "run",
+    "run_sweep",
+    "RUNNABLE_ARMS",
+    "sweep_arm",
 ]
 
 RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
 
 
 # --- data -------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=2)
 def _cifar10(source: str | None, download: bool = False):
@@ -76,13 +103,17 @@ def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: int, device: str, download: bool = False):
+def _prepared(
+    source: str | None, train_size: int, test_size: int, subset_seed: int, device: str, download: bool = False
+):
     data = _cifar10(source, download)
     train_idx = _balanced_order(data.train_labels, subset_seed)[:train_size]
     test_idx = _balanced_order(data.test_labels, subset_seed + 1)[:test_size]
     if len(train_idx) < train_size or len(test_idx) < test_size:
-        raise ValueError(f"asked for {train_size} training and {test_size} test images; the data has "
-                         f"{len(data.train_labels)} and {len(data.test_labels)}")
+        raise ValueError(
+            f"asked for {train_size} training and {test_size} test images; the data has "
+            f"{len(data.train_labels)} and {len(data.test_labels)}"
+        )
     mean, std = channel_stats(data.train_images[train_idx])  # statistics of the pool the runs draw from
     to = dict(device=device)
     return (
@@ -94,7 +125,9 @@ def _prepared(source: str | None, train_size: int, test_size: int, subset_seed: 
     )
 
 
-def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None, *, download: bool = False):
+def prepared_data(
+    config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None, *, download: bool = False
+):
     """``(train_x, train_y, test_x, test_y, provenance)``: the configured class-balanced subsets,
     standardised with the training pool's channel statistics, as tensors on ``device``; decoded
     and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``; a relative path
@@ -110,17 +143,24 @@ def prepared_data(config: CIFAR10Config, device: torch.device | str = "cpu", sou
 
 # --- model and optimizer ------------------------------------------------------------------
 
+
 def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
     identical initial weights in every arm.
     Chapter: cifar10_patches; the relatives' arms: peers."""
     if arm not in RUNNABLE_ARMS + FOREIGN_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}, "
-                         f"the relatives {FOREIGN_ARMS}")
+        raise ValueError(
+            f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}, "
+            f"the relatives {FOREIGN_ARMS}"
+        )
     torch.manual_seed(seed)
     model = PatchTransformer(
-        patch_size=config.patch_size, d_model=config.d_model, n_heads=config.n_heads,
-        depth=config.depth, mlp_ratio=config.mlp_ratio, stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS),
+        patch_size=config.patch_size,
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        depth=config.depth,
+        mlp_ratio=config.mlp_ratio,
+        stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS),
     )
     if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K (chapter "Among its relatives"): the same values
         for block in model.blocks:
@@ -132,7 +172,9 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     return model
 
 
-def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None) -> torch.optim.Optimizer:
+def build_optimizer(
+    model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None
+) -> torch.optim.Optimizer:
     """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
     trains W_Q, W_K with AdamW without decay; ``frame_lr`` is W_Q, W_K's lr (default ``lr``), frames or not.
     Chapter: cifar10_patches."""
@@ -142,7 +184,11 @@ def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, fr
     elif is_euclidean(arm) and frame_lr is not None:  # baseline, no_decay_qk with W_Q, W_K at their own lr
         opt = euclidean_optimizer(model, qk_lr=frame_lr, decay_qk=arm != "no_decay_qk", **common)
     elif not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
-        no_decay = [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")] if arm == "no_decay_qk" else ()
+        no_decay = (
+            [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")]
+            if arm == "no_decay_qk"
+            else ()
+        )
         opt = configure_optimizer(model, **common, no_decay=no_decay)
     else:
         opt = configure_optimizer(model, **common, frame_lr=frame_lr, **frame_options(arm, config.trust_radius))
@@ -153,7 +199,11 @@ def build_optimizer(model: PatchTransformer, config: CIFAR10Config, arm: str, fr
 
 def _projections(model: PatchTransformer) -> dict[str, torch.Tensor]:
     """``blocks.i.W_Q`` and ``blocks.i.W_K`` of every block, each of shape (H, d, r)."""
-    return {f"blocks.{i}.{name}": getattr(block.attn, name) for i, block in enumerate(model.blocks) for name in ("W_Q", "W_K")}
+    return {
+        f"blocks.{i}.{name}": getattr(block.attn, name)
+        for i, block in enumerate(model.blocks)
+        for name in ("W_Q", "W_K")
+    }
 
 
 def _fingerprint(model: PatchTransformer) -> str:
@@ -168,6 +218,7 @@ _CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
 
 
 # --- one run ------------------------------------------------------------------------------
+
 
 def train(
     config: CIFAR10Config,
@@ -237,10 +288,10 @@ def train(
         # logged epochs accumulate on the device and read the sums once, at the epoch's end
         loss_sum, correct = torch.zeros((), device=device), torch.zeros((), dtype=torch.int64, device=device)
         for i in range(steps_per_epoch):
-            idx = perm[i * batch:(i + 1) * batch]
+            idx = perm[i * batch : (i + 1) * batch]
             x, y = train_x[idx], train_y[idx]  # (B, 3, 32, 32), (B,)
             if flips is not None:
-                x = torch.where(flips[i * batch:(i + 1) * batch, None, None, None], x.flip(-1), x)
+                x = torch.where(flips[i * batch : (i + 1) * batch, None, None, None], x.flip(-1), x)
             logits = forward(x)  # (B, 10)
             loss = F.cross_entropy(logits, y)
             opt.zero_grad(set_to_none=True)
@@ -258,9 +309,13 @@ def train(
             return None
         seen = steps_per_epoch * batch
         steps = moved.mean()
-        metrics = {"train_loss": loss_sum.item() / seen, "train_acc": correct.item() / seen,
-                   "lr": opt.param_groups[0]["initial_lr"] * warmup_cosine((epoch + 1) * steps_per_epoch - 1, warmup, total_steps),
-                   "steps_done": (epoch + 1) * steps_per_epoch}  # lr: the epoch's last step's
+        metrics = {
+            "train_loss": loss_sum.item() / seen,
+            "train_acc": correct.item() / seen,
+            "lr": opt.param_groups[0]["initial_lr"]
+            * warmup_cosine((epoch + 1) * steps_per_epoch - 1, warmup, total_steps),
+            "steps_done": (epoch + 1) * steps_per_epoch,
+        }  # lr: the epoch's last step's
         with torch.no_grad():
             metrics.update(trust_region_metrics(opt))
             current = _projections(model)
@@ -274,28 +329,46 @@ def train(
 
     @torch.inference_mode()
     def evaluate() -> dict:
-        loss, correct = torch.zeros((), dtype=torch.float64, device=device), torch.zeros((), dtype=torch.int64, device=device)
+        loss, correct = (
+            torch.zeros((), dtype=torch.float64, device=device),
+            torch.zeros((), dtype=torch.int64, device=device),
+        )
         for start in range(0, len(test_x), 1000):
-            logits = model(test_x[start:start + 1000])
-            y = test_y[start:start + 1000]
+            logits = model(test_x[start : start + 1000])
+            y = test_y[start : start + 1000]
             loss += F.cross_entropy(logits, y, reduction="sum")
             correct += (logits.argmax(-1) == y).sum()
         return {"test_loss": loss.item() / len(test_x), "test_acc": correct.item() / len(test_x)}
 
     history = fit(
-        model, opt, train_step, evaluate,
-        epochs=epochs, log_every=config.log_every if log_every is None else log_every,
-        scheduler=schedule, steps_per_epoch=steps_per_epoch,
-        checkpoint=checkpoint, checkpoint_every=config.checkpoint_every if checkpoint_every is None else checkpoint_every,
+        model,
+        opt,
+        train_step,
+        evaluate,
+        epochs=epochs,
+        log_every=config.log_every if log_every is None else log_every,
+        scheduler=schedule,
+        steps_per_epoch=steps_per_epoch,
+        checkpoint=checkpoint,
+        checkpoint_every=config.checkpoint_every if checkpoint_every is None else checkpoint_every,
         extra_state={"order": order_state, "checksum": checksum},
-        description=description or f"cifar10 {arm} start {seed}", progress=progress,
+        description=description or f"cifar10 {arm} start {seed}",
+        progress=progress,
     )
-    final = {**history[-1], "train_size": n, "epochs": epochs, "steps": total_steps,
-             "init_fingerprint": init_fingerprint, "order_checksum": int(checksum)}
+    final = {
+        **history[-1],
+        "train_size": n,
+        "epochs": epochs,
+        "steps": total_steps,
+        "init_fingerprint": init_fingerprint,
+        "order_checksum": int(checksum),
+    }
     return {"history": history, "final": final, "data": provenance, "compiled": compiled}
 
 
-def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
+def run(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True
+) -> dict:
     """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool.
     Chapter: cifar10_patches."""
     if arm not in ARMS + CONTROL_ONLY_ARMS:
@@ -303,12 +376,17 @@ def run(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | N
     return train_arm(config, arm, seed, device, checkpoint, progress)
 
 
-def train_arm(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, **options) -> dict:
+def train_arm(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, **options
+) -> dict:
     """:func:`train`, with ``fixed_step_matched``'s frame lr calibrated first and recorded."""
     if arm != "fixed_step_matched":
         return train(config, arm, seed, device, checkpoint, progress, **options)
     calibration = matched_frame_lr(config, seed, device)
-    return {**train(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], **options), "calibration": calibration}
+    return {
+        **train(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], **options),
+        "calibration": calibration,
+    }
 
 
 def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
@@ -319,7 +397,9 @@ def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
     banks = tuple(f"blocks.{i}.{w}" for i in range(config.depth) for w in ("W_Q", "W_K"))
 
     def measure(arm: str, frame_lr: float) -> float:
-        out = train(config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, frame_lr=frame_lr)
+        out = train(
+            config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, frame_lr=frame_lr
+        )
         return median_step(out["history"], banks)
 
     return {**matched_lr(measure, config.lr), "epochs": epochs}
@@ -333,14 +413,21 @@ def sweep_arm(name: str) -> tuple[str, float]:
     return arm, int(percent.rstrip("%")) / 100
 
 
-def run_sweep(config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True) -> dict:
+def run_sweep(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True
+) -> dict:
     """One run of ``cifar10_sweep``: ``arm`` is ``"<arm>@<percent>%"``. A fraction f of the pool
     trains for ``epochs / f`` epochs, so every size takes the same number of steps (and logs and
     checkpoints after the same numbers of steps).
     Chapter: cifar10_patches."""
     base, fraction = sweep_arm(arm)
     return train(
-        config, base, seed, device, checkpoint, progress,
+        config,
+        base,
+        seed,
+        device,
+        checkpoint,
+        progress,
         train_size=round(config.train_size * fraction),
         epochs=round(config.epochs / fraction),
         log_every=max(1, round(config.log_every / fraction)),

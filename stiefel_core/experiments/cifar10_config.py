@@ -8,8 +8,16 @@ import math
 from dataclasses import dataclass, replace
 
 __all__ = [
-    "ARMS", "CONTROL_ONLY_ARMS", "SWEEP_ARMS", "SWEEP_FRACTIONS", "SWEEP_ARM_NAMES", "CIFAR10Config", "PROFILES",
-    "SWEEP_PROFILES", "warmup_cosine", "lr_factors",
+    "ARMS",
+    "CONTROL_ONLY_ARMS",
+    "SWEEP_ARMS",
+    "SWEEP_FRACTIONS",
+    "SWEEP_ARM_NAMES",
+    "CIFAR10Config",
+    "PROFILES",
+    "SWEEP_PROFILES",
+    "warmup_cosine",
+    "lr_factors",
 ]
 
 ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
@@ -22,6 +30,7 @@ SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for 
 @dataclass(frozen=True)
 class CIFAR10Config:
     """The settings of a CIFAR-10 patches run, each default with its reason. Chapter: cifar10_patches."""
+
     # data
     train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
     test_size: int = 10_000  # the whole test set: test accuracy is the reported number
@@ -50,7 +59,9 @@ class CIFAR10Config:
 PROFILES = {
     "full": CIFAR10Config(),
     # The chapter's live run: 2,000 training and 1,000 test images, two starts, seconds a run.
-    "ci": CIFAR10Config(train_size=2_000, test_size=1_000, batch_size=64, epochs=2, checkpoint_every=1_000, seeds=(0, 1)),
+    "ci": CIFAR10Config(
+        train_size=2_000, test_size=1_000, batch_size=64, epochs=2, checkpoint_every=1_000, seeds=(0, 1)
+    ),
 }
 SWEEP_PROFILES = {
     "full": replace(PROFILES["full"], seeds=tuple(range(4))),  # 4 starts x 8 runs: ~40 min on one core

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import cifar10, cifar10_long
 from ..results_reading import grid_arm, parse_grid_arm
+from . import cifar10, cifar10_long
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
 __all__ = ["SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "start_arms", "run", "sweep_scores", "pending", "chosen"]
@@ -34,7 +34,9 @@ PROFILES = {
     "full": CifarSweepConfig(),
     "ci": CifarSweepConfig(task=cifar10_long.PROFILES["ci"].task, weight_decays=(1.0,), seeds=(100,)),
 }
-_CELLS = tuple(grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays}))
+_CELLS = tuple(
+    grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays})
+)
 ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in LADDER)
 
 
@@ -54,8 +56,16 @@ def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, 
     if lr not in LADDER or weight_decay not in config.weight_decays:
         raise ValueError(f"{arm!r}: lr must lie on the ladder and λ in {config.weight_decays}")
     task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
-    return cifar10.train_arm(task, base, seed, device, checkpoint, progress, frame_lr=lr,
-                             description=f"cifar10 W_Q, W_K lr sweep {arm} start {seed}")
+    return cifar10.train_arm(
+        task,
+        base,
+        seed,
+        device,
+        checkpoint,
+        progress,
+        frame_lr=lr,
+        description=f"cifar10 W_Q, W_K lr sweep {arm} start {seed}",
+    )
 
 
 def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
@@ -66,7 +76,8 @@ def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
         name, _, _ = key.rpartition("/")
         if name.startswith(cell + "@"):
             out.setdefault(parse_grid_arm(name, KEY, _CELLS)[1], []).append(
-                late_score(outcome["history"], epochs, metric="test_acc"))
+                late_score(outcome["history"], epochs, metric="test_acc")
+            )
     return out
 
 

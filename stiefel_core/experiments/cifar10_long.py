@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, replace
 
-from . import cifar10
 from ..results_reading import parse_grid_arm
+from . import cifar10
 from .grid import grid_arms
 
 __all__ = ["LongConfig", "PROFILES", "LONG_ARMS", "ARMS", "arm_names", "run"]
@@ -37,6 +37,7 @@ def _base() -> cifar10.CIFAR10Config:
 @dataclass(frozen=True)
 class LongConfig:
     """The long CIFAR-10 runs: their task, the grid of weight decays, the starts. Chapter: regimes."""
+
     task: cifar10.CIFAR10Config = field(default_factory=_base)
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
     seeds: tuple[int, ...] = (0, 1, 2)  # the issue's "at least 3 paired starts"
@@ -50,7 +51,11 @@ def arm_names(config: LongConfig) -> tuple[str, ...]:
 PROFILES = {
     "full": LongConfig(),
     # the machinery in seconds: 1,000 images, 4 epochs, one decay, one start
-    "ci": LongConfig(task=replace(cifar10.PROFILES["ci"], train_size=1_000, test_size=500, epochs=4, log_every=2), weight_decays=(1.0,), seeds=(0,)),
+    "ci": LongConfig(
+        task=replace(cifar10.PROFILES["ci"], train_size=1_000, test_size=500, epochs=4, log_every=2),
+        weight_decays=(1.0,),
+        seeds=(0,),
+    ),
 }
 ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm_names(profile)))
 
@@ -61,4 +66,6 @@ def run(config: LongConfig, arm: str, seed: int, device, checkpoint=None, progre
     if weight_decay not in config.weight_decays:
         raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
     task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
-    return cifar10.train_arm(task, base, seed, device, checkpoint, progress, description=f"cifar10 long {arm} start {seed}")
+    return cifar10.train_arm(
+        task, base, seed, device, checkpoint, progress, description=f"cifar10 long {arm} start {seed}"
+    )

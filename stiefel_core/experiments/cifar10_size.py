@@ -9,7 +9,8 @@ one at which ``cifar10_long``'s paired gain over its first three starts is large
 (:func:`stiefel_core.choices.largest_gap_decay`): it is chosen from that results file when the
 runs start, and each arm carries it in its name (``"stiefel@wd=0.3@n=2500"``), so runs at two
 decays never mix and every run key records it. (It is not written into the config: the committed
-``cifar10_size-full`` file's config says ``weight_decay: null``, and resuming it must not change it.) Chapters: CIFAR-10 patches, regimes.
+``cifar10_size-full`` file's config says ``weight_decay: null``, and resuming it must not change it.) Chapters: CIFAR-10
+patches, regimes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ SIZES = (2_500, 5_000, 10_000, 20_000)
 class SizeConfig:
     """The data-size sweep: its task, the training-set sizes, the decay (``None``: the long
     grid's choice), the starts. Chapter: regimes."""
+
     task: cifar10.CIFAR10Config = field(default_factory=lambda: cifar10_long.PROFILES["full"].task)
     sizes: tuple[int, ...] = SIZES
     weight_decay: float | None = None  # None: chosen from cifar10_long's results (see the module)
@@ -54,9 +56,11 @@ def chosen_decay(config: SizeConfig, long_results: dict | None = None) -> float:
     results = long_results if long_results is not None else load_results("cifar10_long", "full")
     decay = largest_gap_decay(results)
     if decay is None:
-        raise ValueError("cifar10_size chooses its weight decay from cifar10_long's results, which do not yet hold "
-                         "starts 0-2 of baseline and stiefel at every decay: run "
-                         "`python -m stiefel_core run cifar10_long --profile full` first")
+        raise ValueError(
+            "cifar10_size chooses its weight decay from cifar10_long's results, which do not yet hold "
+            "starts 0-2 of baseline and stiefel at every decay: run "
+            "`python -m stiefel_core run cifar10_long --profile full` first"
+        )
     return decay
 
 
@@ -69,8 +73,13 @@ def arm_names(config: SizeConfig) -> tuple[str, ...]:
 def _all_arms() -> tuple[str, ...]:
     """Every arm any profile could run (the decay over the long grid's values)."""
     decays = {*cifar10_long.WEIGHT_DECAYS, *(p.weight_decay for p in PROFILES.values() if p.weight_decay is not None)}
-    return tuple(size_arm(arm, decay, size) for decay in sorted(decays) for profile in PROFILES.values()
-                 for size in profile.sizes for arm in SIZE_ARMS)
+    return tuple(
+        size_arm(arm, decay, size)
+        for decay in sorted(decays)
+        for profile in PROFILES.values()
+        for size in profile.sizes
+        for arm in SIZE_ARMS
+    )
 
 
 ARMS = tuple(dict.fromkeys(_all_arms()))
@@ -83,5 +92,6 @@ def run(config: SizeConfig, arm: str, seed: int, device, checkpoint=None, progre
         raise ValueError(f"{size} images is not on this profile's sizes {config.sizes}")
     pool = max(config.sizes)  # every size is a prefix of one balanced order of this many images
     task = dataclasses.replace(config.task, train_size=pool, weight_decay=decay, seeds=(seed,))
-    return cifar10.train_arm(task, base, seed, device, checkpoint, progress, train_size=size,
-                             description=f"cifar10 size {arm} start {seed}")
+    return cifar10.train_arm(
+        task, base, seed, device, checkpoint, progress, train_size=size, description=f"cifar10 size {arm} start {seed}"
+    )

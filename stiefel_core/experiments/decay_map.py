@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
 from ..results_reading import grid_arm, parse_grid_arm
+from . import ablation, grokking
 from .grid import grid_arms
 
 __all__ = ["DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
@@ -24,6 +24,7 @@ WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # the issue's grid: none, up to three
 @dataclass(frozen=True)
 class DecayMapConfig:
     """The decay map: its grokking task, the grid of weight decays, the seeds. Chapter: regimes."""
+
     # the grokking ablation's task, so the λ = 1 column repeats its setting on seeds 0-9
     task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS

@@ -20,13 +20,31 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
 from ..results_reading import grid_arm, parse_grid_arm
+from . import ablation, grokking
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
-__all__ = ["FAIR_ARMS", "SCALE_ARMS", "PEER_ARMS", "SWEPT_ARMS", "SCALE_PROFILES", "PEER_PROFILES", "SweepConfig", "SWEEP_PROFILES", "SWEEP_ARMS", "FairConfig", "PROFILES", "run_sweep", "run",
-           "sweep_scores", "chosen", "resolve", "pending_rungs", "KEPT_METRICS"]
+__all__ = [
+    "FAIR_ARMS",
+    "SCALE_ARMS",
+    "PEER_ARMS",
+    "SWEPT_ARMS",
+    "SCALE_PROFILES",
+    "PEER_PROFILES",
+    "SweepConfig",
+    "SWEEP_PROFILES",
+    "SWEEP_ARMS",
+    "FairConfig",
+    "PROFILES",
+    "run_sweep",
+    "run",
+    "sweep_scores",
+    "chosen",
+    "resolve",
+    "pending_rungs",
+    "KEPT_METRICS",
+]
 
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")  # the headline and the preprint's mechanism control
 SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")  # scale without orthonormality; a frame's scale made free
@@ -34,8 +52,18 @@ PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam",
 SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS, *PEER_ARMS)
 CENTERS = {"geoopt_radam": 1e-1, "cayley_adam": 1e-1}  # sums of squares, not means: ~sqrt(d r) = 32x the others' lr
 KEY = "qklr"
-KEPT_METRICS = ("epoch", "train_acc", "val_acc", "train_loss", "val_loss", "norm/attn.W_Q", "norm/attn.W_K",
-                "angle_mean/W_Q", "step/W_Q", "ortho/W_Q")
+KEPT_METRICS = (
+    "epoch",
+    "train_acc",
+    "val_acc",
+    "train_loss",
+    "val_loss",
+    "norm/attn.W_Q",
+    "norm/attn.W_K",
+    "angle_mean/W_Q",
+    "step/W_Q",
+    "ortho/W_Q",
+)
 
 
 def _task() -> grokking.GrokkingConfig:
@@ -151,15 +179,19 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
         return config
     sweep = load_results("grokking_qk_lr", config.sweep_profile, directory)
     if not sweep:
-        raise ValueError(f"no W_Q, W_K lr sweep yet: run `python -m stiefel_core sweep grokking_qk_lr --profile "
-                         f"{config.sweep_profile}` first")
+        raise ValueError(
+            f"no W_Q, W_K lr sweep yet: run `python -m stiefel_core sweep grokking_qk_lr --profile "
+            f"{config.sweep_profile}` first"
+        )
     lrs, open_arms = [], []
     for arm in config.arms:
         c = chosen(sweep, arm)
         (lrs if c["interior"] else open_arms).append((arm, c["lr"]))
     if open_arms:
-        raise ValueError(f"the sweep has not settled {[a for a, _ in open_arms]} (choice at a grid edge): "
-                         "grow it with `python -m stiefel_core sweep grokking_qk_lr` first")
+        raise ValueError(
+            f"the sweep has not settled {[a for a, _ in open_arms]} (choice at a grid edge): "
+            "grow it with `python -m stiefel_core sweep grokking_qk_lr` first"
+        )
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
 
 
@@ -186,7 +218,9 @@ def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **op
     directory = options.get("directory")
     while True:
         results = load("grokking_qk_lr", profile, directory)
-        names = [grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)]
+        names = [
+            grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
+        ]
         names = list(dict.fromkeys(names))
         if not names:
             return results

@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..combined import configure_optimizer
 from ..compiling import compile_model
 from ..data import modular_data
 from ..manifold import orthonormality_error
 from ..models import ModularTransformer
-from ..combined import configure_optimizer
 from ..threads import threads
 from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
@@ -52,21 +52,40 @@ PROFILES = {
     # Small enough for two arms in about a minute on two cores; a larger train fraction and lr
     # bring generalisation within 1,500 epochs, so the page still shows the phenomenon.
     "ci": GrokkingConfig(
-        p=31, train_fraction=0.6, d_model=64, n_heads=4, d_mlp=256, lr=3e-3, epochs=1500, log_every=25, seeds=(0,), cpu_threads=1
+        p=31,
+        train_fraction=0.6,
+        d_model=64,
+        n_heads=4,
+        d_mlp=256,
+        lr=3e-3,
+        epochs=1500,
+        log_every=25,
+        seeds=(0,),
+        cpu_threads=1,
     ),
 }
 
 
-def run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None, progress: bool = True,
-        *, frame_lr: float | None = None) -> dict:
+def run(
+    config: GrokkingConfig,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    frame_lr: float | None = None,
+) -> dict:
     """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
     ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, a scale arm's (:mod:`.scale_arms`), or AdamW's
     on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
     (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, "
-                         f"its controls {CONTROL_ARMS}, its relatives {FOREIGN_ARMS}, "
-                         f"its arms of scale against orthonormality {SCALE_ARM_NAMES}")
+        raise ValueError(
+            f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, "
+            f"its controls {CONTROL_ARMS}, its relatives {FOREIGN_ARMS}, "
+            f"its arms of scale against orthonormality {SCALE_ARM_NAMES}"
+        )
     trains_qk = trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES
     if frame_lr is not None and (arm == "fixed_step_matched" or not trains_qk):
         raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
@@ -101,8 +120,16 @@ def build_model(config: GrokkingConfig, arm: str, seed: int, vocab_size: int) ->
     return model
 
 
-def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
-         frame_lr: float | None = None, compile: bool | None = None) -> dict:
+def _run(
+    config: GrokkingConfig,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None,
+    progress: bool,
+    frame_lr: float | None = None,
+    compile: bool | None = None,
+) -> dict:
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
     model = build_model(config, arm, seed, data.vocab_size).to(device)
     if arm == "frozen":
@@ -111,17 +138,43 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
     frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
     no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
     if arm in FOREIGN_ARMS:
-        opt = relative_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
-                                 weight_decay=config.weight_decay, betas=config.betas)
+        opt = relative_optimizer(
+            model,
+            arm,
+            lr=config.lr,
+            frame_lr=config.lr if frame_lr is None else frame_lr,
+            weight_decay=config.weight_decay,
+            betas=config.betas,
+        )
     elif arm in SCALE_ARM_NAMES:
-        opt = scale_optimizer(model, arm, lr=config.lr, frame_lr=config.lr if frame_lr is None else frame_lr,
-                              weight_decay=config.weight_decay, betas=config.betas, trust_radius=config.trust_radius)
+        opt = scale_optimizer(
+            model,
+            arm,
+            lr=config.lr,
+            frame_lr=config.lr if frame_lr is None else frame_lr,
+            weight_decay=config.weight_decay,
+            betas=config.betas,
+            trust_radius=config.trust_radius,
+        )
     elif is_euclidean(arm) and frame_lr is not None:
-        opt = euclidean_optimizer(model, lr=config.lr, qk_lr=frame_lr, weight_decay=config.weight_decay, betas=config.betas,
-                                  decay_qk=arm != "no_decay_qk")
+        opt = euclidean_optimizer(
+            model,
+            lr=config.lr,
+            qk_lr=frame_lr,
+            weight_decay=config.weight_decay,
+            betas=config.betas,
+            decay_qk=arm != "no_decay_qk",
+        )
     else:
-        opt = configure_optimizer(model, lr=config.lr, weight_decay=config.weight_decay, betas=config.betas,
-                                  frame_lr=frame_lr, no_decay=no_decay, **frames)
+        opt = configure_optimizer(
+            model,
+            lr=config.lr,
+            weight_decay=config.weight_decay,
+            betas=config.betas,
+            frame_lr=frame_lr,
+            no_decay=no_decay,
+            **frames,
+        )
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: getattr(model.attn, name).detach().clone() for name in ("W_Q", "W_K")}
 
@@ -131,7 +184,11 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
         loss = F.cross_entropy(forward(data.train_x), data.train_y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        before = {name: W.detach().clone() for name, W in (("W_Q", model.attn.W_Q), ("W_K", model.attn.W_K))} if logging else None
+        before = (
+            {name: W.detach().clone() for name, W in (("W_Q", model.attn.W_Q), ("W_K", model.attn.W_K))}
+            if logging
+            else None
+        )
         opt.step()
         schedule.step()  # one step an epoch: the schedule counts epochs
         if logging:
@@ -153,20 +210,39 @@ def _run(config: GrokkingConfig, arm: str, seed: int, device: torch.device, chec
         return metrics
 
     history = fit(
-        model, opt, train_step, evaluate,
-        epochs=config.epochs, log_every=config.log_every, scheduler=schedule,
-        checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
-        description=f"grokking {arm} seed {seed}", progress=progress,
+        model,
+        opt,
+        train_step,
+        evaluate,
+        epochs=config.epochs,
+        log_every=config.log_every,
+        scheduler=schedule,
+        checkpoint=checkpoint,
+        checkpoint_every=config.checkpoint_every,
+        description=f"grokking {arm} seed {seed}",
+        progress=progress,
     )
     return {"history": history, "final": {k: v for k, v in history[-1].items()}, "compiled": compiled}
 
 
-EXPLORE = GrokkingConfig(p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=200, log_every=10, seeds=(0,), cpu_threads=1)
+EXPLORE = GrokkingConfig(
+    p=13, train_fraction=0.6, d_model=32, n_heads=2, d_mlp=64, epochs=200, log_every=10, seeds=(0,), cpu_threads=1
+)
 
 
-def explore(lr_baseline: float, lr_stiefel: float, epochs: int = 200, seed: int = 0, *, arms: tuple[str, str] = ("baseline", "stiefel")) -> dict[str, list[dict]]:
+def explore(
+    lr_baseline: float,
+    lr_stiefel: float,
+    epochs: int = 200,
+    seed: int = 0,
+    *,
+    arms: tuple[str, str] = ("baseline", "stiefel"),
+) -> dict[str, list[dict]]:
     """Two arms (default the baseline and the Stiefel rule; any of the ablation's) on a problem
     small enough for a widget (seconds), at their own learning rates: histories by arm."""
     base = dataclasses.replace(EXPLORE, epochs=epochs, seeds=(seed,))
     cpu = torch.device("cpu")
-    return {arm: run(dataclasses.replace(base, lr=lr), arm, seed, cpu, progress=False)["history"] for arm, lr in zip(arms, (lr_baseline, lr_stiefel))}
+    return {
+        arm: run(dataclasses.replace(base, lr=lr), arm, seed, cpu, progress=False)["history"]
+        for arm, lr in zip(arms, (lr_baseline, lr_stiefel))
+    }

@@ -7,8 +7,15 @@ import math
 import torch
 from torch import Tensor, nn
 
-__all__ = ["weight_norms", "principal_angles", "bilinear_change", "geometry_since_start", "frame_geometry",
-           "Displacement", "trust_region_metrics"]
+__all__ = [
+    "weight_norms",
+    "principal_angles",
+    "bilinear_change",
+    "geometry_since_start",
+    "frame_geometry",
+    "Displacement",
+    "trust_region_metrics",
+]
 
 
 def weight_norms(model: nn.Module) -> dict[str, float]:
@@ -48,7 +55,9 @@ def geometry_since_start(current: dict[str, Tensor], initial: dict[str, Tensor])
     for name in current:
         if name.endswith("W_Q") and name[:-3] + "W_K" in current:
             prefix = name[:-3]
-            change = bilinear_change(current[name].detach(), current[prefix + "W_K"].detach(), initial[name], initial[prefix + "W_K"])
+            change = bilinear_change(
+                current[name].detach(), current[prefix + "W_K"].detach(), initial[name], initial[prefix + "W_K"]
+            )
             key = prefix.rstrip(".") or "attn"
             out[f"qk_change_mean/{key}"] = change.mean().item()
             out[f"qk_change_max/{key}"] = change.max().item()
@@ -60,7 +69,9 @@ def geometry_since_start(current: dict[str, Tensor], initial: dict[str, Tensor])
 
 
 @torch.no_grad()
-def frame_geometry(current: dict[str, Tensor], before: dict[str, Tensor], initial: dict[str, Tensor]) -> dict[str, float]:
+def frame_geometry(
+    current: dict[str, Tensor], before: dict[str, Tensor], initial: dict[str, Tensor]
+) -> dict[str, float]:
     """:func:`geometry_since_start`, and for each named bank the last step's displacement
     ``‖ΔW‖_F`` from ``before`` (``step/<name>``).
     Chapters: grokking, cifar10_patches, regimes."""

@@ -28,14 +28,27 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, cifar10, cifar10_long, grokking
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
+from . import ablation, cifar10, cifar10_long, grokking
 from .relatives import RELATIVES
 from .results import load_results
 
-__all__ = ["SWEPT_ARMS", "PEER_ARMS", "LrSweepConfig", "PeersConfig", "CifarPeersConfig", "SWEEP_PROFILES", "PROFILES",
-           "CIFAR10_PROFILES", "sweep_arm_names", "SWEEP_ARMS", "run_sweep", "run", "run_cifar10"]
+__all__ = [
+    "SWEPT_ARMS",
+    "PEER_ARMS",
+    "LrSweepConfig",
+    "PeersConfig",
+    "CifarPeersConfig",
+    "SWEEP_PROFILES",
+    "PROFILES",
+    "CIFAR10_PROFILES",
+    "sweep_arm_names",
+    "SWEEP_ARMS",
+    "run_sweep",
+    "run",
+    "run_cifar10",
+]
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
@@ -78,7 +91,9 @@ def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
 SWEEP_PROFILES = {
     "full": LrSweepConfig(),
     # the machinery in seconds: two arms at one lr, 100 epochs, one seed
-    "ci": LrSweepConfig(task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)),
+    "ci": LrSweepConfig(
+        task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)
+    ),
 }
 SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
 
@@ -141,11 +156,18 @@ def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoin
     sweep = load_results("grokking_peers_lr", config.sweep_profile)
     multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
     frame_lr = task.lr * multiple
-    outcome = cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr)
+    outcome = cifar10.train_arm(
+        task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr
+    )
     if arm in PARAMETRIZED:  # cifar10.train sums per-step displacements of the tensors it was handed at the
         # start, and a parametrization computes W_Q, W_K anew at every access: those sums are not this arm's steps
         for record in outcome["history"]:
             for key in [k for k in record if k.startswith("step/")]:
                 del record[key]
         outcome["final"] = {k: v for k, v in outcome["final"].items() if not k.startswith("step/")}
-    return {**outcome, "frame_lr": frame_lr, "lr_multiple": multiple, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+    return {
+        **outcome,
+        "frame_lr": frame_lr,
+        "lr_multiple": multiple,
+        "lr_from": f"grokking_peers_lr-{config.sweep_profile}",
+    }

@@ -78,14 +78,23 @@ def prepare_projections(attn: nn.Module, arm: str) -> None:
 def projection_names(model: nn.Module) -> list[str]:
     """Names of the trainable parameters behind every attention's W_Q, W_K (heads, coordinates or
     manifold banks), as ``named_parameters`` spells them."""
+
     def behind(name: str) -> bool:
         return name.rpartition(".")[2] in PROJECTIONS or any(f"parametrizations.{w}." in name for w in PROJECTIONS)
 
     return [name for name, p in model.named_parameters() if p.requires_grad and behind(name)]
 
 
-def relative_optimizer(model: nn.Module, arm: str, *, lr: float, frame_lr: float, weight_decay: float,
-                       betas: tuple[float, float], eps: float = 1e-8) -> torch.optim.Optimizer:
+def relative_optimizer(
+    model: nn.Module,
+    arm: str,
+    *,
+    lr: float,
+    frame_lr: float,
+    weight_decay: float,
+    betas: tuple[float, float],
+    eps: float = 1e-8,
+) -> torch.optim.Optimizer:
     """AdamW (``lr``, decoupled ``weight_decay``) on everything but W_Q, W_K, and ``arm``'s
     optimizer at ``frame_lr`` on them, behind one :class:`~stiefel_core.combined.CombinedOptimizer`."""
     from ..combined import CombinedOptimizer
@@ -99,8 +108,9 @@ def relative_optimizer(model: nn.Module, arm: str, *, lr: float, frame_lr: float
     mine = [(n, p) for n, p in named if n in qk]
     adamw = torch.optim.AdamW([{"params": rest}], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if arm in ("muon", "muon_no_decay"):
-        inner = torch.optim.Muon(mine, lr=frame_lr, weight_decay=weight_decay if arm == "muon" else 0.0,
-                                 adjust_lr_fn="match_rms_adamw")
+        inner = torch.optim.Muon(
+            mine, lr=frame_lr, weight_decay=weight_decay if arm == "muon" else 0.0, adjust_lr_fn="match_rms_adamw"
+        )
     elif arm == "geoopt_radam":
         import geoopt
 

@@ -21,9 +21,18 @@ from ..checkout import PACKAGE_DIR, checkout_root
 from ..protocol import protocol_hash
 
 __all__ = [
-    "results_dir", "checkpoints_dir", "results_path", "load_results", "write_results", "provenance",
-    "git_commit", "code_commit", "InstallFolderError", "DamagedResultsError",
+    "results_dir",
+    "checkpoints_dir",
+    "results_path",
+    "load_results",
+    "write_results",
+    "provenance",
+    "git_commit",
+    "code_commit",
+    "InstallFolderError",
+    "DamagedResultsError",
 ]
+
 
 class InstallFolderError(ValueError):
     """A results or checkpoint folder that would lie inside an installed library's folder.
@@ -46,7 +55,8 @@ def _folder(directory: Path | str | None, variable: str, default: str, what: str
     if root is None:
         raise InstallFolderError(
             f"stiefel_core is installed, not run from a checkout, so it has no {what} folder of its own: "
-            f"pass one (directory=...) or set {variable}=/path/to/{what}")
+            f"pass one (directory=...) or set {variable}=/path/to/{what}"
+        )
     return root / default
 
 
@@ -67,8 +77,10 @@ def refuse_install_folder(path: Path) -> Path:
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     install = PACKAGE_DIR if checkout_root() is not None else PACKAGE_DIR.parent
     if Path(path).resolve().is_relative_to(install):
-        raise InstallFolderError(f"{path} lies inside the installed library ({install}); "
-                                 "write results and checkpoints elsewhere (STIEFEL_RESULTS, STIEFEL_CHECKPOINTS)")
+        raise InstallFolderError(
+            f"{path} lies inside the installed library ({install}); "
+            "write results and checkpoints elsewhere (STIEFEL_RESULTS, STIEFEL_CHECKPOINTS)"
+        )
     return Path(path)
 
 
@@ -88,11 +100,15 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
         with open(path) as f:
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        why = (f"{error.msg}, line {error.lineno} column {error.colno}" if isinstance(error, json.JSONDecodeError)
-               else error.reason)
+        why = (
+            f"{error.msg}, line {error.lineno} column {error.colno}"
+            if isinstance(error, json.JSONDecodeError)
+            else error.reason
+        )
         raise DamagedResultsError(
             f"{path} is damaged: not valid JSON ({why}). Restore it from git "
-            f"(`git checkout -- {path}`), or move it aside to start its runs again; it was left as it is.") from None
+            f"(`git checkout -- {path}`), or move it aside to start its runs again; it was left as it is."
+        ) from None
 
 
 def write_results(results: dict, path: Path) -> None:
@@ -118,7 +134,13 @@ def git_commit() -> str:
         return "unknown"
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "stiefel_core"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if out.returncode == 0:
             return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -136,7 +158,9 @@ def code_commit() -> str:
     return git_commit()
 
 
-def provenance(device: torch.device, wall_seconds: float, commit: str | None = None, resumed_from_epoch: int = 0) -> dict:
+def provenance(
+    device: torch.device, wall_seconds: float, commit: str | None = None, resumed_from_epoch: int = 0
+) -> dict:
     """Where and how a run was made: commit, versions, device, date, wall time. ``commit``
     is the commit of the code that ran (``None``: :func:`code_commit`). A run resumed from a
     checkpoint records the epoch it resumed from; its wall time adds the seconds its checkpoint

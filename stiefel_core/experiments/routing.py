@@ -23,8 +23,16 @@ from ..threads import threads
 from ..train import fit
 from .routing_arms import ARMS, build, make_optimizer, qk_metrics
 
-__all__ = ["ARMS", "MQARConfig", "InductionConfig", "MQAR_PROFILES", "INDUCTION_PROFILES", "run_mqar", "run_induction",
-           "arm_qk_lr"]
+__all__ = [
+    "ARMS",
+    "MQARConfig",
+    "InductionConfig",
+    "MQAR_PROFILES",
+    "INDUCTION_PROFILES",
+    "run_mqar",
+    "run_induction",
+    "arm_qk_lr",
+]
 
 VAL_SEED = 2**31 - 1  # the validation batch's generator: apart from every training stream
 
@@ -111,13 +119,24 @@ class InductionConfig:
 
 MQAR_PROFILES = {
     "full": MQARConfig(),
-    "ci": MQARConfig(n_embd=32, batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64,
-                     warmup_steps=10, seeds=(0,)),
+    "ci": MQARConfig(
+        n_embd=32, batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,)
+    ),
 }
 INDUCTION_PROFILES = {
     "full": InductionConfig(),
-    "ci": InductionConfig(vocab_size=32, half_len=8, n_embd=32, batch_size=16, steps=60, log_every=20,
-                          checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,)),
+    "ci": InductionConfig(
+        vocab_size=32,
+        half_len=8,
+        n_embd=32,
+        batch_size=16,
+        steps=60,
+        log_every=20,
+        checkpoint_every=20,
+        val_size=64,
+        warmup_steps=10,
+        seeds=(0,),
+    ),
 }
 
 
@@ -150,12 +169,27 @@ def induction_scores(model, batch: TokenBatch) -> dict:
     return out
 
 
-def _run(config, arm: str, seed: int, device: torch.device, checkpoint: Path | None, progress: bool,
-         qk_lr: float | None, task: str) -> dict:
+def _run(
+    config,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None,
+    progress: bool,
+    qk_lr: float | None,
+    task: str,
+) -> dict:
     model = build(config.model(), arm, seed).to(device)
     lr_qk = config.lr if qk_lr is None else qk_lr
-    opt = make_optimizer(model, arm, lr=config.lr, qk_lr=lr_qk, weight_decay=config.weight_decay,
-                         betas=config.betas, trust_radius=config.trust_radius)
+    opt = make_optimizer(
+        model,
+        arm,
+        lr=config.lr,
+        qk_lr=lr_qk,
+        weight_decay=config.weight_decay,
+        betas=config.betas,
+        trust_radius=config.trust_radius,
+    )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
     val = config.batch(config.val_size, generator(VAL_SEED)).to(device)
     last = {}
@@ -184,9 +218,19 @@ def _run(config, arm: str, seed: int, device: torch.device, checkpoint: Path | N
                 attn.keep_attention, attn.attention = False, None
         return metrics
 
-    history = fit(model, opt, train_step, evaluate, epochs=config.steps, log_every=config.log_every, scheduler=sched,
-                  checkpoint=checkpoint, checkpoint_every=config.checkpoint_every,
-                  description=f"{task} {arm} seed {seed}", progress=progress)
+    history = fit(
+        model,
+        opt,
+        train_step,
+        evaluate,
+        epochs=config.steps,
+        log_every=config.log_every,
+        scheduler=sched,
+        checkpoint=checkpoint,
+        checkpoint_every=config.checkpoint_every,
+        description=f"{task} {arm} seed {seed}",
+        progress=progress,
+    )
     return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
 
 
@@ -202,16 +246,32 @@ def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
     return next((lr for lr in (qk_lr, dict(config.qk_lrs).get(arm), config.qk_lr) if lr is not None), None)
 
 
-def run_mqar(config: MQARConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
-             progress: bool = True, *, qk_lr: float | None = None) -> dict:
+def run_mqar(
+    config: MQARConfig,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    qk_lr: float | None = None,
+) -> dict:
     """One MQAR run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default ``config.qk_lr``, else ``lr``)."""
     qk_lr = arm_qk_lr(config, arm, qk_lr)
     with threads(config.cpu_threads if device.type == "cpu" else None):
         return _run(config, arm, seed, device, checkpoint, progress, qk_lr, "mqar")
 
 
-def run_induction(config: InductionConfig, arm: str, seed: int, device: torch.device, checkpoint: Path | None = None,
-                  progress: bool = True, *, qk_lr: float | None = None) -> dict:
+def run_induction(
+    config: InductionConfig,
+    arm: str,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    qk_lr: float | None = None,
+) -> dict:
     """One induction run of ``arm`` from ``seed`` (histories hold each head's induction score)."""
     qk_lr = arm_qk_lr(config, arm, qk_lr)
     with threads(config.cpu_threads if device.type == "cpu" else None):

@@ -80,15 +80,30 @@ def qk_names(model: GPT) -> list[str]:
     return names
 
 
-def make_optimizer(model: GPT, arm: str, *, lr: float, qk_lr: float, weight_decay: float,
-                   betas: tuple[float, float], trust_radius: float | None = 0.5) -> torch.optim.Optimizer:
+def make_optimizer(
+    model: GPT,
+    arm: str,
+    *,
+    lr: float,
+    qk_lr: float,
+    weight_decay: float,
+    betas: tuple[float, float],
+    trust_radius: float | None = 0.5,
+) -> torch.optim.Optimizer:
     """``arm``'s optimizer: W_Q, W_K at ``qk_lr`` by the arm's rule, the rest AdamW at ``lr``."""
     qk = set(qk_names(model))
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]  # nanoGPT: gains and biases
     if arm in FRAME_ARMS:
-        return configure_optimizer(model, lr=lr, weight_decay=weight_decay, betas=betas, frame_lr=qk_lr,
-                                   no_decay=no_decay, trust_radius=trust_radius)
+        return configure_optimizer(
+            model,
+            lr=lr,
+            weight_decay=weight_decay,
+            betas=betas,
+            frame_lr=qk_lr,
+            no_decay=no_decay,
+            trust_radius=trust_radius,
+        )
     rest = [
         {"params": [p for n, p in named if n not in qk and n not in no_decay], "weight_decay": weight_decay},
         {"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0},
@@ -96,11 +111,17 @@ def make_optimizer(model: GPT, arm: str, *, lr: float, qk_lr: float, weight_deca
     mine = [p for n, p in named if n in qk]
     if arm == "muon":
         adamw = torch.optim.AdamW(rest, lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
-        return CombinedOptimizer(adamw, torch.optim.Muon(mine, lr=qk_lr, weight_decay=weight_decay,
-                                                         adjust_lr_fn="match_rms_adamw"))
+        return CombinedOptimizer(
+            adamw, torch.optim.Muon(mine, lr=qk_lr, weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw")
+        )
     qk_decay = 0.0 if arm == "no_decay_qk" else weight_decay
-    return torch.optim.AdamW([*rest, {"params": mine, "lr": qk_lr, "weight_decay": qk_decay}],
-                             lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
+    return torch.optim.AdamW(
+        [*rest, {"params": mine, "lr": qk_lr, "weight_decay": qk_decay}],
+        lr=lr,
+        betas=betas,
+        weight_decay=weight_decay,
+        foreach=True,
+    )
 
 
 @torch.no_grad()
@@ -112,7 +133,7 @@ def qk_metrics(model: GPT) -> dict:
         W = attn.c_attn.weight
         C, H = attn.n_embd, attn.n_head
         for j, name in enumerate(("W_Q", "W_K")):
-            heads = W[j * C:(j + 1) * C].reshape(H, C // H, C)
+            heads = W[j * C : (j + 1) * C].reshape(H, C // H, C)
             out[f"norm/{i}.{name}"] = torch.linalg.matrix_norm(heads).pow(2).mean().sqrt().item()
         if attn.qk_norm:
             out[f"temperature/{i}"] = attn.temperature.mean().item()

@@ -17,8 +17,18 @@ from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
-__all__ = ["SWEPT_ARMS", "KEY", "RoutingSweepConfig", "sweep_arms", "start_arms", "runner", "sweep_scores",
-           "pending_rungs", "chosen", "sweep"]
+__all__ = [
+    "SWEPT_ARMS",
+    "KEY",
+    "RoutingSweepConfig",
+    "sweep_arms",
+    "start_arms",
+    "runner",
+    "sweep_scores",
+    "pending_rungs",
+    "chosen",
+    "sweep",
+]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
 KEY = "qklr"
@@ -50,6 +60,7 @@ def start_arms(config: RoutingSweepConfig) -> tuple[str, ...]:
 def runner(run_task: Callable) -> Callable:
     """The sweep's run of one ``"<arm>@qklr=<lr>"`` (or ``frozen``) from a seed, by ``run_task``
     (the task's run function, which takes ``qk_lr``)."""
+
     def run(config: RoutingSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
         task = dataclasses.replace(config.task, seeds=(seed,))
         if arm == "frozen":
@@ -58,6 +69,7 @@ def runner(run_task: Callable) -> Callable:
         if lr not in LADDER:
             raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
         return run_task(task, base, seed, device, checkpoint, progress, qk_lr=lr)
+
     return run
 
 
@@ -102,15 +114,22 @@ def chosen(results: dict, arm: str) -> dict:
     return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
 
 
-def sweep(run_experiment: Callable, name: str, profile: str, config: RoutingSweepConfig,
-          arms: tuple[str, ...] = SWEPT_ARMS, **options) -> dict:
+def sweep(
+    run_experiment: Callable,
+    name: str,
+    profile: str,
+    config: RoutingSweepConfig,
+    arms: tuple[str, ...] = SWEPT_ARMS,
+    **options,
+) -> dict:
     """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
     a time (resumable: each round reads the file)."""
     directory = options.get("directory")
     while True:
         results = load_results(name, profile, directory)
-        names = [grid_arm(arm, KEY, lr) if lr else "frozen"
-                 for arm in arms for lr in pending_rungs(results, config, arm)]
+        names = [
+            grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
+        ]
         names = list(dict.fromkeys(names))
         if not names:
             return results

@@ -17,22 +17,51 @@ import torch
 
 from ..results_reading import run_key, without_seeds
 from ..train import load_checkpoint, pick_device
-from . import (ablation, cifar10, cifar10_fair, cifar10_long, cifar10_size, decay_map, fair_fight, grokking, peers,
-               trust_region)
-from . import charlm, routing, routing_sweep
+from . import (
+    ablation,
+    charlm,
+    cifar10,
+    cifar10_fair,
+    cifar10_long,
+    cifar10_size,
+    decay_map,
+    fair_fight,
+    grokking,
+    peers,
+    routing,
+    routing_sweep,
+    trust_region,
+)
+from .results import (
+    checkpoints_dir,
+    code_commit,
+    load_results,
+    provenance,
+    refuse_install_folder,
+    results_path,
+    write_results,
+)
 from .variants import ABLATION_ARMS
-from .results import (checkpoints_dir, code_commit, load_results, provenance, refuse_install_folder, results_path,
-                      write_results)
 
-__all__ = ["Experiment", "EXPERIMENTS", "PROFILES", "default_profile", "get_config", "run_experiment", "run_live",
-           "json_safe"]
+__all__ = [
+    "Experiment",
+    "EXPERIMENTS",
+    "PROFILES",
+    "default_profile",
+    "get_config",
+    "run_experiment",
+    "run_live",
+    "json_safe",
+]
 
 PROFILES = ("ci", "full")
 
 
 @dataclass(frozen=True)
 class Experiment:
-    """A named experiment: its profiles, arms and the run of one arm from one seed. Chapters: grokking, cifar10_patches, ablation, regimes."""
+    """A named experiment: its profiles, arms and the run of one arm from one seed. Chapters: grokking, cifar10_patches,
+    ablation, regimes."""
+
     name: str
     profiles: dict  # profile name -> config dataclass (with a ``seeds`` field)
     arms: tuple[str, ...]
@@ -47,52 +76,173 @@ class Experiment:
 
 
 EXPERIMENTS = {
-    "grokking": Experiment("grokking", grokking.PROFILES, grokking.ARMS, grokking.run, "modular addition, 20,000 epochs",
-                           optional_arms=("frozen", "no_decay_qk")),
-    "cifar10": Experiment("cifar10", cifar10.PROFILES, cifar10.ARMS, cifar10.run, "CIFAR-10 patches, 4 arms x 12 paired starts",
-                          optional_arms=cifar10.CONTROL_ONLY_ARMS),
-    "cifar10_long": Experiment("cifar10_long", cifar10_long.PROFILES, cifar10_long.ARMS, cifar10_long.run,
-                               "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
-                               arms_of=cifar10_long.arm_names),
-    "cifar10_size": Experiment("cifar10_size", cifar10_size.PROFILES, cifar10_size.ARMS, cifar10_size.run,
-                               "CIFAR-10 patches, baseline vs Stiefel at 2,500-20,000 images, 100 epochs each, 3 paired starts",
-                               arms_of=cifar10_size.arm_names),
-    "cifar10_sweep": Experiment("cifar10_sweep", cifar10.SWEEP_PROFILES, cifar10.SWEEP_ARM_NAMES, cifar10.run_sweep, "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes"),
-    "cifar10_ablation": Experiment("cifar10_ablation", ablation.CIFAR10_PROFILES, ABLATION_ARMS, ablation.run_cifar10, "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts"),
-    "grokking_ablation": Experiment("grokking_ablation", ablation.GROKKING_PROFILES, ablation.GROKKING_ARMS, ablation.run_grokking, "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds"),
-    "grokking_decay_map": Experiment("grokking_decay_map", decay_map.PROFILES, decay_map.ARMS, decay_map.run, "grokking at ci scale over weight decays 0-3, four arms, 10 seeds",
-                                     arms_of=decay_map.arm_names),
-    "grokking_trust_region": Experiment("grokking_trust_region", trust_region.PROFILES, trust_region.ARMS, trust_region.run, "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 seeds",
-                                        arms_of=trust_region.arm_names),
-    "grokking_peers_lr": Experiment("grokking_peers_lr", peers.SWEEP_PROFILES, peers.SWEEP_ARMS, peers.run_sweep, "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 epochs",
-                                    arms_of=peers.sweep_arm_names),
-    "grokking_peers": Experiment("grokking_peers", peers.PROFILES, peers.PEER_ARMS, peers.run, "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal parametrization, 20 seeds"),
-    "grokking_qk_lr": Experiment("grokking_qk_lr", fair_fight.SWEEP_PROFILES, fair_fight.SWEEP_ARMS, fair_fight.run_sweep,
-                                 "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-                                 arms_of=fair_fight.start_arms),
-    "grokking_fair": Experiment("grokking_fair", fair_fight.PROFILES, (*fair_fight.FAIR_ARMS, "frozen"), fair_fight.run,
-                                "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
-                                resolve=fair_fight.resolve),
-    "grokking_fair_scale": Experiment("grokking_fair_scale", fair_fight.SCALE_PROFILES, (*fair_fight.SCALE_ARMS,), fair_fight.run,
-                                      "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, "
-                                      "20 seeds paired with grokking_fair", resolve=fair_fight.resolve),
-    "grokking_fair_peers": Experiment("grokking_fair_peers", fair_fight.PEER_PROFILES, (*fair_fight.PEER_ARMS,), fair_fight.run,
-                                      "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
-                                      "W_Q, W_K lrs, 20 seeds paired with grokking_fair", resolve=fair_fight.resolve),
-    "cifar10_qk_lr": Experiment("cifar10_qk_lr", cifar10_fair.PROFILES, cifar10_fair.ARMS, cifar10_fair.run,
-                                "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
-                                arms_of=cifar10_fair.start_arms),
-    "mqar": Experiment("mqar", routing.MQAR_PROFILES, routing.ARMS, routing.run_mqar,
-                       "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds"),
-    "induction": Experiment("induction", routing.INDUCTION_PROFILES, routing.ARMS, routing.run_induction,
-                            "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds"),
-    "charlm": Experiment("charlm", charlm.PROFILES, charlm.ARMS, charlm.run,
-                         "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds"),
-    **{name: Experiment(name, profiles, routing_sweep.sweep_arms(), routing_sweep.runner(run_task),
-                        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-                        arms_of=routing_sweep.start_arms)
-       for name, (profiles, run_task) in routing_sweep.SWEEPS.items()},
-    "cifar10_peers": Experiment("cifar10_peers", peers.CIFAR10_PROFILES, peers.PEER_ARMS, peers.run_cifar10, "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts"),
+    "grokking": Experiment(
+        "grokking",
+        grokking.PROFILES,
+        grokking.ARMS,
+        grokking.run,
+        "modular addition, 20,000 epochs",
+        optional_arms=("frozen", "no_decay_qk"),
+    ),
+    "cifar10": Experiment(
+        "cifar10",
+        cifar10.PROFILES,
+        cifar10.ARMS,
+        cifar10.run,
+        "CIFAR-10 patches, 4 arms x 12 paired starts",
+        optional_arms=cifar10.CONTROL_ONLY_ARMS,
+    ),
+    "cifar10_long": Experiment(
+        "cifar10_long",
+        cifar10_long.PROFILES,
+        cifar10_long.ARMS,
+        cifar10_long.run,
+        "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
+        arms_of=cifar10_long.arm_names,
+    ),
+    "cifar10_size": Experiment(
+        "cifar10_size",
+        cifar10_size.PROFILES,
+        cifar10_size.ARMS,
+        cifar10_size.run,
+        "CIFAR-10 patches, baseline vs Stiefel at 2,500-20,000 images, 100 epochs each, 3 paired starts",
+        arms_of=cifar10_size.arm_names,
+    ),
+    "cifar10_sweep": Experiment(
+        "cifar10_sweep",
+        cifar10.SWEEP_PROFILES,
+        cifar10.SWEEP_ARM_NAMES,
+        cifar10.run_sweep,
+        "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes",
+    ),
+    "cifar10_ablation": Experiment(
+        "cifar10_ablation",
+        ablation.CIFAR10_PROFILES,
+        ABLATION_ARMS,
+        ablation.run_cifar10,
+        "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts",
+    ),
+    "grokking_ablation": Experiment(
+        "grokking_ablation",
+        ablation.GROKKING_PROFILES,
+        ablation.GROKKING_ARMS,
+        ablation.run_grokking,
+        "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds",
+    ),
+    "grokking_decay_map": Experiment(
+        "grokking_decay_map",
+        decay_map.PROFILES,
+        decay_map.ARMS,
+        decay_map.run,
+        "grokking at ci scale over weight decays 0-3, four arms, 10 seeds",
+        arms_of=decay_map.arm_names,
+    ),
+    "grokking_trust_region": Experiment(
+        "grokking_trust_region",
+        trust_region.PROFILES,
+        trust_region.ARMS,
+        trust_region.run,
+        "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 "
+        "seeds",
+        arms_of=trust_region.arm_names,
+    ),
+    "grokking_peers_lr": Experiment(
+        "grokking_peers_lr",
+        peers.SWEEP_PROFILES,
+        peers.SWEEP_ARMS,
+        peers.run_sweep,
+        "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 "
+        "epochs",
+        arms_of=peers.sweep_arm_names,
+    ),
+    "grokking_peers": Experiment(
+        "grokking_peers",
+        peers.PROFILES,
+        peers.PEER_ARMS,
+        peers.run,
+        "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal "
+        "parametrization, 20 seeds",
+    ),
+    "grokking_qk_lr": Experiment(
+        "grokking_qk_lr",
+        fair_fight.SWEEP_PROFILES,
+        fair_fight.SWEEP_ARMS,
+        fair_fight.run_sweep,
+        "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        arms_of=fair_fight.start_arms,
+    ),
+    "grokking_fair": Experiment(
+        "grokking_fair",
+        fair_fight.PROFILES,
+        (*fair_fight.FAIR_ARMS, "frozen"),
+        fair_fight.run,
+        "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
+        resolve=fair_fight.resolve,
+    ),
+    "grokking_fair_scale": Experiment(
+        "grokking_fair_scale",
+        fair_fight.SCALE_PROFILES,
+        (*fair_fight.SCALE_ARMS,),
+        fair_fight.run,
+        "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=fair_fight.resolve,
+    ),
+    "grokking_fair_peers": Experiment(
+        "grokking_fair_peers",
+        fair_fight.PEER_PROFILES,
+        (*fair_fight.PEER_ARMS,),
+        fair_fight.run,
+        "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
+        "W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=fair_fight.resolve,
+    ),
+    "cifar10_qk_lr": Experiment(
+        "cifar10_qk_lr",
+        cifar10_fair.PROFILES,
+        cifar10_fair.ARMS,
+        cifar10_fair.run,
+        "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
+        arms_of=cifar10_fair.start_arms,
+    ),
+    "mqar": Experiment(
+        "mqar",
+        routing.MQAR_PROFILES,
+        routing.ARMS,
+        routing.run_mqar,
+        "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
+    ),
+    "induction": Experiment(
+        "induction",
+        routing.INDUCTION_PROFILES,
+        routing.ARMS,
+        routing.run_induction,
+        "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
+    ),
+    "charlm": Experiment(
+        "charlm",
+        charlm.PROFILES,
+        charlm.ARMS,
+        charlm.run,
+        "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
+    ),
+    **{
+        name: Experiment(
+            name,
+            profiles,
+            routing_sweep.sweep_arms(),
+            routing_sweep.runner(run_task),
+            f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+            arms_of=routing_sweep.start_arms,
+        )
+        for name, (profiles, run_task) in routing_sweep.SWEEPS.items()
+    },
+    "cifar10_peers": Experiment(
+        "cifar10_peers",
+        peers.CIFAR10_PROFILES,
+        peers.PEER_ARMS,
+        peers.run_cifar10,
+        "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts",
+    ),
 }
 
 
@@ -138,7 +288,8 @@ def _as_json(config) -> dict:
 
 
 def json_safe(value):
-    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking, cifar10_patches, ablation, regimes."""
+    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking,
+    cifar10_patches, ablation, regimes."""
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -74,8 +74,10 @@ def prepare_attention(attn: nn.Module, arm: str, inputs: Tensor | None = None, *
     if arm not in ("qk_norm", "stiefel_temp"):
         return attn
     if attn.stiefel != holds_frames(arm):
-        raise ValueError(f"{arm!r} starts from {'frames' if holds_frames(arm) else 'plain W_Q, W_K'}: build the "
-                         f"attention with stiefel={holds_frames(arm)}")
+        raise ValueError(
+            f"{arm!r} starts from {'frames' if holds_frames(arm) else 'plain W_Q, W_K'}: build the "
+            f"attention with stiefel={holds_frames(arm)}"
+        )
     tempered = TemperedAttention.from_attention(attn, qk_norm=arm == "qk_norm")
     if arm == "qk_norm":
         if inputs is None:
@@ -84,8 +86,17 @@ def prepare_attention(attn: nn.Module, arm: str, inputs: Tensor | None = None, *
     return tempered
 
 
-def scale_optimizer(model: nn.Module, arm: str, *, lr: float, frame_lr: float, weight_decay: float,
-                    betas: tuple[float, float], trust_radius: float | None, eps: float = 1e-8) -> torch.optim.Optimizer:
+def scale_optimizer(
+    model: nn.Module,
+    arm: str,
+    *,
+    lr: float,
+    frame_lr: float,
+    weight_decay: float,
+    betas: tuple[float, float],
+    trust_radius: float | None,
+    eps: float = 1e-8,
+) -> torch.optim.Optimizer:
     """``arm``'s optimizer: W_Q, W_K at ``frame_lr`` by the arm's rule, logit scales at ``lr``
     without decay, every other parameter by AdamW at ``lr`` with decoupled ``weight_decay``."""
     _check(arm)
@@ -95,8 +106,16 @@ def scale_optimizer(model: nn.Module, arm: str, *, lr: float, frame_lr: float, w
     if "qk" not in kind.values():
         raise ValueError(f"{arm!r}: the model has no trainable W_Q, W_K parameters")
     if arm == "stiefel_temp":
-        return configure_optimizer(model, lr=lr, weight_decay=weight_decay, betas=betas, eps=eps, frame_lr=frame_lr,
-                                   no_decay=[n for n, k in kind.items() if k == "scale"], trust_radius=trust_radius)
+        return configure_optimizer(
+            model,
+            lr=lr,
+            weight_decay=weight_decay,
+            betas=betas,
+            eps=eps,
+            frame_lr=frame_lr,
+            no_decay=[n for n, k in kind.items() if k == "scale"],
+            trust_radius=trust_radius,
+        )
     qk, scales, rest = ([p for n, p in named if kind[n] == k] for k in ("qk", "scale", "rest"))
     groups = [{"params": rest}] + ([{"params": scales, "weight_decay": 0.0}] if scales else [])
     if arm == "qk_norm":

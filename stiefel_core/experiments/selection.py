@@ -43,7 +43,7 @@ def ladder_around(center: float, below: int = 2, above: int = 1) -> tuple[float,
     if center not in LADDER:
         raise ValueError(f"{center:g} is not on the ladder {LADDER}")
     i = LADDER.index(center)
-    return LADDER[max(0, i - below): i + above + 1]
+    return LADDER[max(0, i - below) : i + above + 1]
 
 
 def rung_scores(scores: dict[float, list[float]], n_seeds: int) -> dict[float, float]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
 from ..results_reading import parse_grid_arm
+from . import ablation, grokking
 from .grid import grid_arms
 
 __all__ = ["TrustRegionConfig", "PROFILES", "TR_ARMS", "ARMS", "arm_names", "run"]
@@ -25,7 +25,10 @@ FRAME_LRS = (3e-3, 1e-2, 3e-2, 1e-1)  # from the book's lr (never binds) up to ~
 @dataclass(frozen=True)
 class TrustRegionConfig:
     """The trust-region runs: their grokking task, the grid of frame lrs, the seeds. Chapter: regimes."""
-    task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])  # the ablation's task
+
+    task: grokking.GrokkingConfig = field(
+        default_factory=lambda: ablation.GROKKING_PROFILES["full"]
+    )  # the ablation's task
     frame_lrs: tuple[float, ...] = FRAME_LRS
     seeds: tuple[int, ...] = tuple(range(10))  # paired by seed, as the decay map
 

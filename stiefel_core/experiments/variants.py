@@ -12,8 +12,16 @@ if TYPE_CHECKING:  # torch loads with the optimizer that needs it: the arms' nam
     from torch import nn
 
 __all__ = [
-    "VARIANTS", "ABLATION_ARMS", "COMPONENTS", "CONTROLS", "CONTROL_ARMS", "MECHANISM_ARMS",
-    "frame_options", "is_euclidean", "trains_frames", "euclidean_optimizer",
+    "VARIANTS",
+    "ABLATION_ARMS",
+    "COMPONENTS",
+    "CONTROLS",
+    "CONTROL_ARMS",
+    "MECHANISM_ARMS",
+    "frame_options",
+    "is_euclidean",
+    "trains_frames",
+    "euclidean_optimizer",
 ]
 
 VARIANTS: dict[str, dict] = {  # arm -> the switches it changes
@@ -69,8 +77,16 @@ def frame_options(arm: str, trust_radius: float | None) -> dict:
     return {"trust_radius": trust_radius, **VARIANTS[arm]}
 
 
-def euclidean_optimizer(model: nn.Module, *, lr: float, qk_lr: float, weight_decay: float, betas: tuple[float, float],
-                        decay_qk: bool = True, eps: float = 1e-8) -> torch.optim.AdamW:
+def euclidean_optimizer(
+    model: nn.Module,
+    *,
+    lr: float,
+    qk_lr: float,
+    weight_decay: float,
+    betas: tuple[float, float],
+    decay_qk: bool = True,
+    eps: float = 1e-8,
+) -> torch.optim.AdamW:
     """AdamW for a Euclidean arm with W_Q, W_K at their own ``qk_lr`` (decayed by ``weight_decay``
     unless ``decay_qk`` is false), every other parameter at ``lr``: the baseline's W_Q, W_K lr as
     a knob of its own, as every frame-training arm has."""
@@ -83,5 +99,9 @@ def euclidean_optimizer(model: nn.Module, *, lr: float, qk_lr: float, weight_dec
     rest = [p for n, p in named if n.rpartition(".")[2] not in ("W_Q", "W_K")]
     return torch.optim.AdamW(
         [{"params": rest}, {"params": qk, "lr": qk_lr, "weight_decay": weight_decay if decay_qk else 0.0}],
-        lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=True,
+        lr=lr,
+        betas=betas,
+        eps=eps,
+        weight_decay=weight_decay,
+        foreach=True,
     )

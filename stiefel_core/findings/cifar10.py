@@ -16,8 +16,17 @@ from ..stats import direction, mean_and_spread, paired_comparison
 from .regimes import decay_budget
 
 __all__ = [
-    "finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime",
-    "claim_gain", "claim_movement", "sweep_trend", "verdicts", "mean_angles",
+    "finished_starts",
+    "paired_gain",
+    "movement_ratios",
+    "sweep_gains",
+    "freezing_cost",
+    "regime",
+    "claim_gain",
+    "claim_movement",
+    "sweep_trend",
+    "verdicts",
+    "mean_angles",
 ]
 
 
@@ -32,8 +41,17 @@ def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
     """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
     at the start, over ``starts`` and every block's W_Q and W_K.
     Chapter: cifar10_patches."""
-    return {arm: np.mean([results["runs"][run_key(arm, s)]["final"][f"angle_mean/blocks.{i}.{m}"] for s in starts
-                          for i in range(depth) for m in ("W_Q", "W_K")]) for arm in arms}
+    return {
+        arm: np.mean(
+            [
+                results["runs"][run_key(arm, s)]["final"][f"angle_mean/blocks.{i}.{m}"]
+                for s in starts
+                for i in range(depth)
+                for m in ("W_Q", "W_K")
+            ]
+        )
+        for arm in arms
+    }
 
 
 def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
@@ -46,9 +64,16 @@ def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
         arms = (f"stiefel@{pct}%", f"baseline@{pct}%")
         starts, a, b, comparison = paired_gain(results, *arms, metric=metric)
         size = round(results["config"]["train_size"] * fraction)
-        rows.append({"fraction": fraction, "train_size": size, "starts": starts,
-                     "stiefel": mean_and_spread(a) if len(a) else None,
-                     "baseline": mean_and_spread(b) if len(b) else None, "comparison": comparison})
+        rows.append(
+            {
+                "fraction": fraction,
+                "train_size": size,
+                "starts": starts,
+                "stiefel": mean_and_spread(a) if len(a) else None,
+                "baseline": mean_and_spread(b) if len(b) else None,
+                "comparison": comparison,
+            }
+        )
     return rows
 
 
@@ -64,10 +89,19 @@ def regime(results: dict) -> str:
     accuracy the baseline and the Stiefel arm reached.
     Chapter: cifar10_patches."""
     fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
-    config = dataclasses.replace(PROFILES["full"], **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields})
-    reached = {arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if arm_of(k) == arm]) for arm in SWEEP_ARMS}
-    return (f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
-            f"{config.train_size:,} images, test accuracy reached " + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items()))
+    config = dataclasses.replace(
+        PROFILES["full"],
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields},
+    )
+    reached = {
+        arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if arm_of(k) == arm])
+        for arm in SWEEP_ARMS
+    }
+    return (
+        f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
+        f"{config.train_size:,} images, test accuracy reached "
+        + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items())
+    )
 
 
 def claim_gain(results: dict, sweep: dict | None) -> str:
@@ -77,12 +111,15 @@ def claim_gain(results: dict, sweep: dict | None) -> str:
     starts, _, _, c = paired_gain(results)
     if c is None:
         return f"not yet measured ({len(starts)} paired start(s) finished)"
-    line = (f"{c.mean_difference:+.2f} pp over {c.n} paired starts (t = {c.t_statistic:.3g}, "
-            f"{c.wins}/{c.n}, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])")
+    line = (
+        f"{c.mean_difference:+.2f} pp over {c.n} paired starts (t = {c.t_statistic:.3g}, "
+        f"{c.wins}/{c.n}, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])"
+    )
     rows = [r for r in sweep_gains(sweep) if r["comparison"] is not None] if sweep else []
     if rows:
         line += "; gain by training-set size: " + ", ".join(
-            f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows)
+            f"{r['train_size']:,} {r['comparison'].mean_difference:+.2f}" for r in rows
+        )
     kinds = sorted({run["data"]["source_kind"] for run in results["runs"].values() if "data" in run})
     return line + (f" ({'/'.join(kinds)} copy of CIFAR-10)" if kinds else "") + "; regime: " + regime(results)
 
@@ -98,11 +135,16 @@ def claim_movement(results: dict) -> str:
     values = _ratio_values(results)
     if not len(values):
         return "not yet measured (no start finished in both arms)"
-    line = (f"fixed step moves {values.min():.0f}-{values.max():.0f}x less per step than AdamW "
-            f"(median {np.median(values):.0f}x)")
+    line = (
+        f"fixed step moves {values.min():.0f}-{values.max():.0f}x less per step than AdamW "
+        f"(median {np.median(values):.0f}x)"
+    )
     starts, _, _, c = freezing_cost(results)
     if c is not None:
-        line += f"; freezing costs {c.mean_difference:+.2f} pp against the fixed step ({c.n} starts, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])"
+        line += (
+            f"; freezing costs {c.mean_difference:+.2f} pp against the fixed step "
+            f"({c.n} starts, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}])"
+        )
     return line
 
 
@@ -122,8 +164,16 @@ def _interval(c) -> str:
     return f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], n = {c.n}"
 
 
-_GAIN = {"higher": None, "lower": "not reproduced: the baseline is better", "tie": "not reproduced: no significant difference"}
-_TREND = {"higher": "reproduced", "lower": "not reproduced: the gap narrows", "tie": "not reproduced: no significant change"}
+_GAIN = {
+    "higher": None,
+    "lower": "not reproduced: the baseline is better",
+    "tie": "not reproduced: no significant difference",
+}
+_TREND = {
+    "higher": "reproduced",
+    "lower": "not reproduced: the gap narrows",
+    "tie": "not reproduced: no significant change",
+}
 
 
 def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, str, str]]:
@@ -144,14 +194,23 @@ def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, s
             verdict = "reproduced"
         else:
             verdict = _GAIN[direction(c, min_pairs=2)] or (
-                "a gain, but " + ("smaller" if c.ci_high < quoted["gain_pp"] else "larger") + " than the preprint's")
+                "a gain, but " + ("smaller" if c.ci_high < quoted["gain_pp"] else "larger") + " than the preprint's"
+            )
         rows.append(("Stiefel gain", preprint.cifar10_gain(), ours, verdict))
     starts, trend = sweep_trend(sweep) if sweep else ([], None)
     if trend is None:
-        rows.append(("gap widens with data", preprint.GAP_WIDENS, f"{len(starts)} start(s) with both ends", "not measured"))
+        rows.append(
+            ("gap widens with data", preprint.GAP_WIDENS, f"{len(starts)} start(s) with both ends", "not measured")
+        )
     else:
-        rows.append(("gap widens with data", preprint.GAP_WIDENS, f"gain at 50k − gain at 5k: {_interval(trend)}",
-                     _TREND[direction(trend, min_pairs=2)]))
+        rows.append(
+            (
+                "gap widens with data",
+                preprint.GAP_WIDENS,
+                f"gain at 50k − gain at 5k: {_interval(trend)}",
+                _TREND[direction(trend, min_pairs=2)],
+            )
+        )
     movement = f"{preprint.movement_range()} less per step than AdamW"
     values = _ratio_values(results)
     if not len(values):
@@ -159,16 +218,41 @@ def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, s
     else:
         median = float(np.median(values))
         low, high = quoted["ratio"]
-        verdict = ("reproduced" if low <= median <= high else
-                   "qualitatively reproduced: it moves even less" if median > high else "not reproduced: it moves more")
-        rows.append(("fixed step barely moves", movement, f"{values.min():.0f}-{values.max():.0f}x (median {median:.0f}x)", verdict))
+        verdict = (
+            "reproduced"
+            if low <= median <= high
+            else "qualitatively reproduced: it moves even less"
+            if median > high
+            else "not reproduced: it moves more"
+        )
+        rows.append(
+            (
+                "fixed step barely moves",
+                movement,
+                f"{values.min():.0f}-{values.max():.0f}x (median {median:.0f}x)",
+                verdict,
+            )
+        )
     f = freezing_cost(results)[3] if results else None
     if f is None:
-        rows.append(("freezing the frames costs little", preprint.frozen_cost(), "fewer than 2 finished starts", "not measured"))
+        rows.append(
+            ("freezing the frames costs little", preprint.frozen_cost(), "fewer than 2 finished starts", "not measured")
+        )
     else:
         cost = quoted["frozen_cost_pp"]
-        verdict = ("reproduced" if f.ci_low <= cost <= f.ci_high else
-                   "qualitatively reproduced: it costs even less" if -cost < f.ci_low and f.ci_high < cost else
-                   f"not reproduced: the cost is {'larger' if f.ci_low > cost else 'smaller'}")
-        rows.append(("freezing the frames costs little", preprint.frozen_cost(), f"fixed step − frozen: {_interval(f)}", verdict))
+        verdict = (
+            "reproduced"
+            if f.ci_low <= cost <= f.ci_high
+            else "qualitatively reproduced: it costs even less"
+            if -cost < f.ci_low and f.ci_high < cost
+            else f"not reproduced: the cost is {'larger' if f.ci_low > cost else 'smaller'}"
+        )
+        rows.append(
+            (
+                "freezing the frames costs little",
+                preprint.frozen_cost(),
+                f"fixed step − frozen: {_interval(f)}",
+                verdict,
+            )
+        )
     return rows

@@ -40,10 +40,15 @@ def movement_report(results: dict, starts: list[int], depth: int) -> str:
     for arm in ("fixed_step", "stiefel"):
         values = np.concatenate(list(movement_ratios(results, arm).values()))
         quoted = preprint.movement_range() if arm == "fixed_step" else ""
-        lines.append(f"{arm + ' vs AdamW':22s}{quoted:>10s}   {values.min():.1f}x - {values.max():.1f}x ({np.median(values):.1f}x)")
+        lines.append(
+            f"{arm + ' vs AdamW':22s}{quoted:>10s}   {values.min():.1f}x - {values.max():.1f}x "
+            f"({np.median(values):.1f}x)"
+        )
     angles = mean_angles(results, ("baseline", "stiefel", "fixed_step"), starts, depth)
-    lines.append("mean principal angle between each head's subspace at the end and at the start: "
-                 + ", ".join(f"{arm} {deg:.2f}°" for arm, deg in angles.items()))
+    lines.append(
+        "mean principal angle between each head's subspace at the end and at the start: "
+        + ", ".join(f"{arm} {deg:.2f}°" for arm, deg in angles.items())
+    )
     return "\n".join(lines)
 
 
@@ -51,7 +56,14 @@ def freezing_report(results: dict) -> str:
     """Each trained arm minus frozen frames, paired by start, the fixed step's beside the
     preprint's cost. Chapter: cifar10_patches."""
     lines = [f"{'':28s}{'preprint':>10s}   ours (pp, 95% CI, wins)"]
-    for a_arm, b_arm, quoted in (("fixed_step", "frozen", preprint.frozen_cost_signed()), ("stiefel", "frozen", ""), ("baseline", "frozen", "")):
+    for a_arm, b_arm, quoted in (
+        ("fixed_step", "frozen", preprint.frozen_cost_signed()),
+        ("stiefel", "frozen", ""),
+        ("baseline", "frozen", ""),
+    ):
         _, _, _, c = paired_gain(results, a_arm, b_arm)
-        lines.append(f"{a_arm + ' - ' + b_arm:28s}{quoted:>10s}   {c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}")
+        lines.append(
+            f"{a_arm + ' - ' + b_arm:28s}{quoted:>10s}   {c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], "
+            f"{c.wins}/{c.n}"
+        )
     return "\n".join(lines)

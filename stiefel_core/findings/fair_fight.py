@@ -11,7 +11,20 @@ import numpy as np
 
 from ..stats import family_verdicts, mcnemar_exact
 
-__all__ = ["THRESHOLD", "sweep_rows", "tuned_lrs", "finals", "family_rows", "answers", "verdict_counts", "sentence", "result_text", "lr_text", "takeaways", "what_we_found"]
+__all__ = [
+    "THRESHOLD",
+    "sweep_rows",
+    "tuned_lrs",
+    "finals",
+    "family_rows",
+    "answers",
+    "verdict_counts",
+    "sentence",
+    "result_text",
+    "lr_text",
+    "takeaways",
+    "what_we_found",
+]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 LADDER_BOTTOM = 1e-6
@@ -68,8 +81,14 @@ def finals(*results: dict | None, metric: str = "val_acc") -> dict[str, dict[int
     return out
 
 
-def family_rows(values: dict[str, dict[int, float]], arms: tuple[str, ...], references: tuple[str, ...],
-                margin: float, alpha: float = 0.05, threshold: float = THRESHOLD) -> list[dict]:
+def family_rows(
+    values: dict[str, dict[int, float]],
+    arms: tuple[str, ...],
+    references: tuple[str, ...],
+    margin: float,
+    alpha: float = 0.05,
+    threshold: float = THRESHOLD,
+) -> list[dict]:
     """Every comparison arm − reference of one declared family, on the seeds both finished: the
     mean difference (pp), its t interval, the Holm-corrected verdict (one of four words), and the
     seeds past ``threshold`` in each arm with the exact McNemar p (the endpoint is bimodal)."""
@@ -89,13 +108,21 @@ def family_rows(values: dict[str, dict[int, float]], arms: tuple[str, ...], refe
         half = _half_width(d, alpha)
         past_a = [values[arm][s] > threshold for s in seeds]
         past_b = [values[ref][s] > threshold for s in seeds]
-        rows.append({
-            "arm": arm, "reference": ref, "n": len(seeds), "mean_pp": 100 * v.mean_difference,
-            "ci_pp": (100 * (v.mean_difference - half), 100 * (v.mean_difference + half)),
-            "p": v.p_value, "p_holm": v.p_adjusted, "tost_p_holm": v.tost_p_adjusted, "verdict": v.word,
-            "past": (sum(past_a), sum(past_b)),
-            "mcnemar_p": mcnemar_exact(past_a, past_b).p_value if seeds else math.nan,
-        })
+        rows.append(
+            {
+                "arm": arm,
+                "reference": ref,
+                "n": len(seeds),
+                "mean_pp": 100 * v.mean_difference,
+                "ci_pp": (100 * (v.mean_difference - half), 100 * (v.mean_difference + half)),
+                "p": v.p_value,
+                "p_holm": v.p_adjusted,
+                "tost_p_holm": v.tost_p_adjusted,
+                "verdict": v.word,
+                "past": (sum(past_a), sum(past_b)),
+                "mcnemar_p": mcnemar_exact(past_a, past_b).p_value if seeds else math.nan,
+            }
+        )
     return rows
 
 
@@ -141,8 +168,10 @@ def result_text(row: dict | None) -> str:
     if row is None:
         return "not yet run"
     lo, hi = row["ci_pp"]
-    return (f"{row['verdict']}, {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] over {row['n']} paired seeds "
-            f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})")
+    return (
+        f"{row['verdict']}, {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] over {row['n']} paired seeds "
+        f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})"
+    )
 
 
 def sentence(row: dict | None, a: str, b: str) -> str:
@@ -157,9 +186,11 @@ def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judge
         return ["The learning-rate sweep has not run yet: nothing here is tuned."]
     out = []
     tuned = ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
-    out.append(f"Each arm's W_Q, W_K learning rate was chosen on selection seeds by a rule fixed before the sweep: "
-               f"{tuned or 'no arm has a final choice yet'} (every arm used the task's lr, "
-               f"{lr_text(sweep['config']['task']['lr'])}, before).")
+    out.append(
+        f"Each arm's W_Q, W_K learning rate was chosen on selection seeds by a rule fixed before the sweep: "
+        f"{tuned or 'no arm has a final choice yet'} (every arm used the task's lr, "
+        f"{lr_text(sweep['config']['task']['lr'])}, before)."
+    )
     a = answers(rows)
     n = max((r["n"] for r in rows), default=0)
     interim = f" Interim: {n} of the {judged} judged seeds have run." if 0 < n < judged else ""
@@ -172,8 +203,9 @@ def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judge
     return out
 
 
-def what_we_found(fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float,
-                  label) -> str | None:
+def what_we_found(
+    fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float, label
+) -> str | None:
     """The intro's sentence on the fair fight (``None`` before its runs): the Stiefel rule against
     AdamW at their tuned lrs beside the same comparison at the task's shared lr, then scale alone."""
     values = finals(fair, scale)
@@ -181,8 +213,10 @@ def what_we_found(fair: dict | None, scale: dict | None, before: dict | None, ma
     a = answers(rows)
     if a["tuned_baseline"] is None:
         return None
-    text = (f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
-            f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}")
+    text = (
+        f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
+        f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}"
+    )
     if before:
         old = answers(family_rows(finals(before), ("stiefel",), ("baseline",), margin, alpha))["tuned_baseline"]
         if old is not None:
@@ -192,5 +226,7 @@ def what_we_found(fair: dict | None, scale: dict | None, before: dict | None, ma
     for arm in ("qk_norm", "sphere"):
         row = _find(scale_rows, arm, "baseline")
         if row is not None:
-            text += f" {label(arm, capital=True)} against {label('baseline')}: {row['verdict']}, {row['mean_pp']:+.1f} pp."
+            text += (
+                f" {label(arm, capital=True)} against {label('baseline')}: {row['verdict']}, {row['mean_pp']:+.1f} pp."
+            )
     return text

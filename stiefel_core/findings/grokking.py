@@ -16,9 +16,17 @@ from . import regimes
 ARMS = ("baseline", "stiefel")  # experiments.grokking.ARMS (a test holds them equal; this module loads no torch)
 
 __all__ = [
-    "endpoint_accuracies", "report", "largest_spike", "run_summary", "runs_table", "frame_table",
-    "findings", "findings_table", "claim",
+    "endpoint_accuracies",
+    "report",
+    "largest_spike",
+    "run_summary",
+    "runs_table",
+    "frame_table",
+    "findings",
+    "findings_table",
+    "claim",
 ]
+
 
 def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, dict[int, float]]:
     """Validation accuracy per arm and seed at ``epoch`` (default: each run's last record). Chapter: grokking."""
@@ -46,12 +54,18 @@ def report(results: dict | None, epoch: int = 20_000) -> str:
         lines.append(f"  {arm:8s} {cells}")
         if len(per_seed) >= 2:
             spread = mean_and_spread([100 * a for a in per_seed.values()])
-            lines.append(f"  {'':8s} mean {spread.mean:.1f}%, std {spread.std:.1f}, range {spread.min:.1f}-{spread.max:.1f}% (n = {spread.n})")
+            lines.append(
+                f"  {'':8s} mean {spread.mean:.1f}%, std {spread.std:.1f}, range {spread.min:.1f}-{spread.max:.1f}% (n "
+                f"= {spread.n})"
+            )
         lines.append(f"  {'':8s} preprint (one run): {100 * preprint.GROKKING[arm]:.1f}%")
     paired = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
     if len(paired) >= 2:
         c = paired_comparison([100 * table["stiefel"][s] for s in paired], [100 * table["baseline"][s] for s in paired])
-        lines.append(f"  stiefel - baseline over {c.n} paired seeds: {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}], wins {c.wins}/{c.n}")
+        lines.append(
+            f"  stiefel - baseline over {c.n} paired seeds: {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, "
+            f"{c.ci_high:+.1f}], wins {c.wins}/{c.n}"
+        )
     return "\n".join(lines)
 
 
@@ -76,7 +90,9 @@ def run_summary(history: list[dict], threshold: float = 0.9, spike_factor: float
     grokked_at = next((r["epoch"] for r in history if r["val_acc"] >= threshold), None)
     return {
         "grokked_at": grokked_at,
-        "after_grokking_min": None if grokked_at is None else min(r["val_acc"] for r in history if r["epoch"] >= grokked_at),
+        "after_grokking_min": None
+        if grokked_at is None
+        else min(r["val_acc"] for r in history if r["epoch"] >= grokked_at),
         "spikes": sum(b["train_loss"] >= spike_factor * a["train_loss"] for a, b in zip(history, history[1:])),
         "final_val_acc": history[-1]["val_acc"],
         "last_quarter_min": min(r["val_acc"] for r in last),
@@ -91,12 +107,26 @@ def runs_table(results: dict | None, arms: tuple[str, ...] = ARMS) -> Table:
         if key.split("/")[0] not in arms:
             continue
         x = run_summary(run["history"])
-        rows.append([key, f"{x['grokked_at']:,}" if x["grokked_at"] is not None else "never",
-                     f"{100 * x['after_grokking_min']:.1f}" if x["after_grokking_min"] is not None else "-",
-                     x["spikes"], f"{100 * x['final_val_acc']:.1f}", f"{100 * x['last_quarter_min']:.1f}",
-                     f"{100 * x['last_quarter_held']:.0f}"])
-    headers = ["run", "90 % at epoch", "lowest after (%)", "loss spikes", "final val. acc. (%)",
-               "lowest, last quarter (%)", "last quarter ≥ 90 % (% of records)"]
+        rows.append(
+            [
+                key,
+                f"{x['grokked_at']:,}" if x["grokked_at"] is not None else "never",
+                f"{100 * x['after_grokking_min']:.1f}" if x["after_grokking_min"] is not None else "-",
+                x["spikes"],
+                f"{100 * x['final_val_acc']:.1f}",
+                f"{100 * x['last_quarter_min']:.1f}",
+                f"{100 * x['last_quarter_held']:.0f}",
+            ]
+        )
+    headers = [
+        "run",
+        "90 % at epoch",
+        "lowest after (%)",
+        "loss spikes",
+        "final val. acc. (%)",
+        "lowest, last quarter (%)",
+        "last quarter ≥ 90 % (% of records)",
+    ]
     return Table(headers, rows, "lrrrrrr")
 
 
@@ -106,18 +136,36 @@ def frame_table(results: dict | None) -> Table:
     the end (mean and largest over seeds). Proposition 5 predicts a constant norm for frames."""
     rows = []
     for arm in ARMS:
-        runs = [run["history"] for key, run in sorted((results or {}).get("runs", {}).items()) if key.startswith(arm + "/")]
+        runs = [
+            run["history"] for key, run in sorted((results or {}).get("runs", {}).items()) if key.startswith(arm + "/")
+        ]
         if not runs:
             continue
         for w in ("W_Q", "W_K"):
             norms = [r[f"norm/attn.{w}"] for h in runs for r in h]
             angles = [h[-1][f"angle_mean/{w}"] for h in runs]
-            rows.append([f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})", w, f"{min(norms):.3f}", f"{max(norms):.3f}",
-                         f"{np.mean(angles):.1f}", f"{max(angles):.1f}"])
-    return Table(["arm", "frame", "‖W‖_F lowest", "‖W‖_F highest", "angle to init at the end (deg), mean", "largest"], rows, "llrrrr")
+            rows.append(
+                [
+                    f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})",
+                    w,
+                    f"{min(norms):.3f}",
+                    f"{max(norms):.3f}",
+                    f"{np.mean(angles):.1f}",
+                    f"{max(angles):.1f}",
+                ]
+            )
+    return Table(
+        ["arm", "frame", "‖W‖_F lowest", "‖W‖_F highest", "angle to init at the end (deg), mean", "largest"],
+        rows,
+        "llrrrr",
+    )
 
 
-_EARLIER = {"higher": "Stiefel groks earlier", "lower": "the baseline groks earlier", "tie": "no significant difference"}
+_EARLIER = {
+    "higher": "Stiefel groks earlier",
+    "lower": "the baseline groks earlier",
+    "tie": "no significant difference",
+}
 
 
 def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
@@ -129,45 +177,92 @@ def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, 
     table = endpoint_accuracies(results, epoch) if results else {}
     seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
     if len(seeds) < 2:
-        return [("accuracy at epoch 20,000", preprint.grokking_endpoint(), f"{len(seeds)} paired seed(s) finished", "not measured")]
+        return [
+            (
+                "accuracy at epoch 20,000",
+                preprint.grokking_endpoint(),
+                f"{len(seeds)} paired seed(s) finished",
+                "not measured",
+            )
+        ]
     rows = []
     s, b = ([100 * table[arm][k] for k in seeds] for arm in ("stiefel", "baseline"))
     c = paired_comparison(s, b)
-    ours = (f"Stiefel {mean_and_spread(s).mean:.1f}%, baseline {mean_and_spread(b).mean:.1f}% (n = {c.n}); "
-            f"difference {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}]; "
-            f"at or above 90% in {sum(v >= 90 for v in s)}/{c.n} Stiefel and {sum(v >= 90 for v in b)}/{c.n} baseline seeds")
+    ours = (
+        f"Stiefel {mean_and_spread(s).mean:.1f}%, baseline {mean_and_spread(b).mean:.1f}% (n = {c.n}); "
+        f"difference {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, {c.ci_high:+.1f}]; "
+        f"at or above 90% in {sum(v >= 90 for v in s)}/{c.n} Stiefel and {sum(v >= 90 for v in b)}/{c.n} baseline seeds"
+    )
     verdict = {"higher": "reproduced: Stiefel ends higher", "lower": "not reproduced: the baseline ends higher"}.get(
         direction(c, min_pairs=2),
-        "not reproduced: both arms generalise in every seed, no difference" if min(s + b) >= 90 else "not reproduced: no significant difference")
+        "not reproduced: both arms generalise in every seed, no difference"
+        if min(s + b) >= 90
+        else "not reproduced: no significant difference",
+    )
     rows.append(("accuracy at epoch 20,000", preprint.grokking_endpoint(), ours, verdict))
-    summaries = {arm: [run_summary(results["runs"][f"{arm}/{k}"]["history"]) for k in seeds] for arm in ("stiefel", "baseline")}
-    lows = {arm: [x["after_grokking_min"] for x in summaries[arm] if x["after_grokking_min"] is not None] for arm in summaries}
+    summaries = {
+        arm: [run_summary(results["runs"][f"{arm}/{k}"]["history"]) for k in seeds] for arm in ("stiefel", "baseline")
+    }
+    lows = {
+        arm: [x["after_grokking_min"] for x in summaries[arm] if x["after_grokking_min"] is not None]
+        for arm in summaries
+    }
     relapses = sum(v < 0.5 for arm in lows for v in lows[arm])
     lowest = ", ".join(f"{arm} {100 * min(v):.1f}%" if v else f"{arm}: never reached 90%" for arm, v in lows.items())
-    rows.append(("the endpoint is unstable", preprint.UNSTABLE,
-                 f"lowest validation accuracy after first reaching 90%, any seed: {lowest}",
-                 f"unstable: {relapses} run(s) fell below 50% after grokking" if relapses else "no run fell below 50% after grokking"))
+    rows.append(
+        (
+            "the endpoint is unstable",
+            preprint.UNSTABLE,
+            f"lowest validation accuracy after first reaching 90%, any seed: {lowest}",
+            f"unstable: {relapses} run(s) fell below 50% after grokking"
+            if relapses
+            else "no run fell below 50% after grokking",
+        )
+    )
     spikes = {arm: [x["spikes"] for x in summaries[arm]] for arm in summaries}
-    rows.append(("collapse cycles (training-loss spikes of 10x or more)", preprint.CYCLES,
-                 f"Stiefel {np.mean(spikes['stiefel']):.1f}, baseline {np.mean(spikes['baseline']):.1f} a run",
-                 "both arms cycle" if min(map(min, spikes.values())) > 0 else "only one arm cycles" if max(map(min, spikes.values())) > 0 else "no cycles"))
+    rows.append(
+        (
+            "collapse cycles (training-loss spikes of 10x or more)",
+            preprint.CYCLES,
+            f"Stiefel {np.mean(spikes['stiefel']):.1f}, baseline {np.mean(spikes['baseline']):.1f} a run",
+            "both arms cycle"
+            if min(map(min, spikes.values())) > 0
+            else "only one arm cycles"
+            if max(map(min, spikes.values())) > 0
+            else "no cycles",
+        )
+    )
     grok = {arm: [x["grokked_at"] for x in summaries[arm]] for arm in summaries}
     question = "epoch at which validation accuracy first reaches 90%"
     if all(v is not None for v in grok["stiefel"] + grok["baseline"]):
         g = paired_comparison(grok["baseline"], grok["stiefel"])
-        rows.append((question, preprint.NOT_REPORTED,
-                     f"Stiefel {np.mean(grok['stiefel']):,.0f}, baseline {np.mean(grok['baseline']):,.0f}; baseline − Stiefel "
-                     f"{g.mean_difference:+,.0f}, 95% CI [{g.ci_low:+,.0f}, {g.ci_high:+,.0f}]",
-                     _EARLIER[direction(g, min_pairs=2)]))
+        rows.append(
+            (
+                question,
+                preprint.NOT_REPORTED,
+                f"Stiefel {np.mean(grok['stiefel']):,.0f}, baseline {np.mean(grok['baseline']):,.0f}; baseline − "
+                "Stiefel "
+                f"{g.mean_difference:+,.0f}, 95% CI [{g.ci_low:+,.0f}, {g.ci_high:+,.0f}]",
+                _EARLIER[direction(g, min_pairs=2)],
+            )
+        )
     else:  # a run that never groks has no epoch: count, per seed, which arm got there first
         never = {arm: [k for k, v in zip(seeds, grok[arm]) if v is None] for arm in grok}
         inf = float("inf")
         first = {arm: [inf if v is None else v for v in grok[arm]] for arm in grok}
         earlier = sum(s_ < b_ for s_, b_ in zip(first["stiefel"], first["baseline"]))
         later = sum(s_ > b_ for s_, b_ in zip(first["stiefel"], first["baseline"]))
-        ours = "; ".join(f"{arm} never reached 90% in seed(s) {', '.join(map(str, v))}" for arm, v in never.items() if v)
-        rows.append((question, preprint.NOT_REPORTED, f"{ours}; Stiefel first in {earlier} of {len(seeds)} seeds, the baseline in {later}",
-                     "no interval: a run that never groks has no epoch to average"))
+        ours = "; ".join(
+            f"{arm} never reached 90% in seed(s) {', '.join(map(str, v))}" for arm, v in never.items() if v
+        )
+        rows.append(
+            (
+                question,
+                preprint.NOT_REPORTED,
+                f"{ours}; Stiefel first in {earlier} of {len(seeds)} seeds, the baseline in {later}",
+                "no interval: a run that never groks has no epoch to average",
+            )
+        )
     return rows
 
 
@@ -198,7 +293,11 @@ def claim(results: dict | None, config) -> str:
     if len(seeds) >= 2:
         s_, b_ = (regimes.survival(results, arm, seeds=seeds) for arm in ("stiefel", "baseline"))
         _, p = regimes.logrank(results, "stiefel", "baseline")
-        line += (f"; time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel {s_.median:,.0f}, "
-                 f"baseline {b_.median:,.0f} ({b_.censored} of {len(seeds)} never), log-rank p = {p:.2g}")
-    budget = regimes.decay_budget(config.lr, config.weight_decay, regimes.grokking_lr_factors(config.warmup_epochs, config.epochs))
+        line += (
+            f"; time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel {s_.median:,.0f}, "
+            f"baseline {b_.median:,.0f} ({b_.censored} of {len(seeds)} never), log-rank p = {p:.2g}"
+        )
+    budget = regimes.decay_budget(
+        config.lr, config.weight_decay, regimes.grokking_lr_factors(config.warmup_epochs, config.epochs)
+    )
     return line + f"; regime: p = {config.p}, Σ lr·λ = {budget:.3g}, {config.epochs:,} epochs (a CPU-sized model)"

@@ -6,17 +6,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.cifar10_config import CIFAR10Config, lr_factors
 from ..choices import decays_of, largest_gap_decay, paired_gain_at  # noqa: F401  (the chapters read these here)
+from ..experiments.cifar10_config import CIFAR10Config, lr_factors
 from ..results_reading import arm_of, finished_starts, grid_arm, parse_size_arm, runs_of, size_arm
 from ..stats import PairedComparison, direction
 from ..tables import markdown_table
 from .cifar10 import movement_ratios, paired_gain
 from .regimes import decay_budget
 
-__all__ = ["size_gains", "regime_rows", "regime_table",
-           "PREPRINT_STARTS", "protocol_comparison", "widening", "claim_gain", "claim_movement", "size_table", "panel_table", "task_of",
-           "FITS", "readings", "readings_text", "size_readings", "size_readings_text", "departures_from_stated"]
+__all__ = [
+    "size_gains",
+    "regime_rows",
+    "regime_table",
+    "PREPRINT_STARTS",
+    "protocol_comparison",
+    "widening",
+    "claim_gain",
+    "claim_movement",
+    "size_table",
+    "panel_table",
+    "task_of",
+    "FITS",
+    "readings",
+    "readings_text",
+    "size_readings",
+    "size_readings_text",
+    "departures_from_stated",
+]
 
 
 def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> list[dict]:
@@ -51,14 +67,21 @@ def regime_rows(results: dict) -> list[dict]:
         arm = {name: grid_arm(name, "wd", decay) for name in ("baseline", "stiefel", "frozen", "no_decay_qk")}
         accuracy = {name: acc for name, key in arm.items() if (acc := _accuracy(results, key)) is not None}
         ratios = movement_ratios(results, arm["stiefel"], arm["baseline"])
-        rows.append({
-            "weight_decay": decay, "budget": decay_budget(task.lr, decay, factors), "epochs": task.epochs,
-            "accuracy": accuracy, "starts": finished_starts(results, (arm["stiefel"], arm["baseline"])),
-            "gain": paired_gain(results, arm["stiefel"], arm["baseline"])[3],
-            "freezing_cost": paired_gain(results, arm["stiefel"], arm["frozen"])[3],
-            "decay_on_qk": paired_gain(results, arm["no_decay_qk"], arm["baseline"])[3],
-            "movement_ratio": float(np.mean(np.concatenate(list(ratios.values())))) if ratios and len(next(iter(ratios.values()))) else None,
-        })
+        rows.append(
+            {
+                "weight_decay": decay,
+                "budget": decay_budget(task.lr, decay, factors),
+                "epochs": task.epochs,
+                "accuracy": accuracy,
+                "starts": finished_starts(results, (arm["stiefel"], arm["baseline"])),
+                "gain": paired_gain(results, arm["stiefel"], arm["baseline"])[3],
+                "freezing_cost": paired_gain(results, arm["stiefel"], arm["frozen"])[3],
+                "decay_on_qk": paired_gain(results, arm["no_decay_qk"], arm["baseline"])[3],
+                "movement_ratio": float(np.mean(np.concatenate(list(ratios.values()))))
+                if ratios and len(next(iter(ratios.values())))
+                else None,
+            }
+        )
     return rows
 
 
@@ -72,24 +95,48 @@ def regime_table(rows: list[dict]) -> str:
     """:func:`regime_rows` as a Markdown table: per decay its budget, the accuracies reached
     (train / test, %), and each comparison in points with its 95 % interval, wins and verdict.
     Chapters: CIFAR-10 patches, regimes."""
+
     def reached(row, arm):
         acc = row["accuracy"].get(arm)
         return "-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}"
 
-    body = [[f"{r['weight_decay']:g}", f"{r['budget']:.3g}", reached(r, "baseline"), reached(r, "stiefel"),
-             len(r["starts"]), _cell(r["gain"]), _cell(r["freezing_cost"]), _cell(r["decay_on_qk"]),
-             "-" if r["movement_ratio"] is None else f"{r['movement_ratio']:.2f}x"] for r in rows]
-    return markdown_table(["λ", "Σ lr·λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs",
-                           "Stiefel − AdamW (pp)", "Stiefel − frozen (pp)", "no decay on W_Q, W_K − AdamW (pp)",
-                           "AdamW step / Stiefel step"], body)
+    body = [
+        [
+            f"{r['weight_decay']:g}",
+            f"{r['budget']:.3g}",
+            reached(r, "baseline"),
+            reached(r, "stiefel"),
+            len(r["starts"]),
+            _cell(r["gain"]),
+            _cell(r["freezing_cost"]),
+            _cell(r["decay_on_qk"]),
+            "-" if r["movement_ratio"] is None else f"{r['movement_ratio']:.2f}x",
+        ]
+        for r in rows
+    ]
+    return markdown_table(
+        [
+            "λ",
+            "Σ lr·λ",
+            "AdamW train / test (%)",
+            "Stiefel train / test (%)",
+            "pairs",
+            "Stiefel − AdamW (pp)",
+            "Stiefel − frozen (pp)",
+            "no decay on W_Q, W_K − AdamW (pp)",
+            "AdamW step / Stiefel step",
+        ],
+        body,
+    )
 
 
 PREPRINT_STARTS = 12  # the preprint's paired starts, run at the decay of largest gap
 FITS = 95.0  # final train accuracy (%) from which an arm fits its training set
 
 
-def protocol_comparison(results: dict | None, a: str = "stiefel", b: str = "baseline",
-                        metric: str = "test_acc") -> tuple[float | None, PairedComparison | None]:
+def protocol_comparison(
+    results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc"
+) -> tuple[float | None, PairedComparison | None]:
     """The preprint's protocol in the long regime: ``(decay, comparison)``, the paired gain
     ``a - b`` over every start both finished at :func:`largest_gap_decay` (chosen on starts 0-2
     alone); ``(None, None)`` until that decay can be chosen. Chapters: CIFAR-10 patches, regimes."""
@@ -120,14 +167,24 @@ def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metr
 
     differences = [float(large[s] - small[s]) for s in common]
     c = paired_comparison([large[s] for s in common], [small[s] for s in common])
-    return {"weight_decay": decay, "small": sizes[0], "large": sizes[-1], "n": len(common), "comparison": c,
-            "verdict": direction(c), "differences": differences}
+    return {
+        "weight_decay": decay,
+        "small": sizes[0],
+        "large": sizes[-1],
+        "n": len(common),
+        "comparison": c,
+        "verdict": direction(c),
+        "differences": differences,
+    }
 
 
 def _regime(row: dict) -> str:
     acc = row["accuracy"]
-    fits = ", ".join(f"{name} {acc[arm]['train_acc']:.1f} / {acc[arm]['test_acc']:.1f} %" for arm, name in (("baseline", "AdamW"), ("stiefel", "Stiefel"))
-                     if arm in acc)
+    fits = ", ".join(
+        f"{name} {acc[arm]['train_acc']:.1f} / {acc[arm]['test_acc']:.1f} %"
+        for arm, name in (("baseline", "AdamW"), ("stiefel", "Stiefel"))
+        if arm in acc
+    )
     return f"100-epoch protocol at λ = {row['weight_decay']:g} (Σ lr·λ = {row['budget']:.3g}; train / test: {fits})"
 
 
@@ -142,14 +199,19 @@ def claim_gain(results: dict | None, sizes: dict | None = None) -> str:
     if c is None:
         return "long protocol: not yet measured (a decay lacks three paired starts)"
     row = next(r for r in regime_rows(results) if r["weight_decay"] == decay)
-    line = (f"{_regime(row)}, {c.n} of {PREPRINT_STARTS} paired starts: Stiefel − AdamW {c.mean_difference:+.2f} pp "
-            f"[{c.ci_low:+.2f}, {c.ci_high:+.2f}], t = {c.t_statistic:.2f}, {c.wins}/{c.n} ({direction(c)})")
+    line = (
+        f"{_regime(row)}, {c.n} of {PREPRINT_STARTS} paired starts: Stiefel − AdamW {c.mean_difference:+.2f} pp "
+        f"[{c.ci_low:+.2f}, {c.ci_high:+.2f}], t = {c.t_statistic:.2f}, {c.wins}/{c.n} ({direction(c)})"
+    )
     wide = widening(sizes)
     if wide is None:
         return line + "; data size at matched epochs: not yet measured"
     w = wide["comparison"]
-    return line + (f"; gain at {wide['large']:,} minus gain at {wide['small']:,} images (100 epochs each): {w.mean_difference:+.2f} pp "
-                   f"[{w.ci_low:+.2f}, {w.ci_high:+.2f}], {w.n} starts ({_GAP_WITH_DATA.get(wide['verdict'], wide['verdict'])})")
+    return line + (
+        f"; gain at {wide['large']:,} minus gain at {wide['small']:,} images (100 epochs each): "
+        f"{w.mean_difference:+.2f} pp "
+        f"[{w.ci_low:+.2f}, {w.ci_high:+.2f}], {w.n} starts ({_GAP_WITH_DATA.get(wide['verdict'], wide['verdict'])})"
+    )
 
 
 def claim_movement(results: dict | None) -> str:
@@ -162,7 +224,11 @@ def claim_movement(results: dict | None) -> str:
     row = next(r for r in regime_rows(results) if r["weight_decay"] == decay)
     f = row["freezing_cost"]
     ratio = "-" if row["movement_ratio"] is None else f"{row['movement_ratio']:.2f}x"
-    cost = "untested" if f is None else f"{f.mean_difference:+.2f} pp [{f.ci_low:+.2f}, {f.ci_high:+.2f}], {f.n} starts ({direction(f)})"
+    cost = (
+        "untested"
+        if f is None
+        else f"{f.mean_difference:+.2f} pp [{f.ci_low:+.2f}, {f.ci_high:+.2f}], {f.n} starts ({direction(f)})"
+    )
     return f"{_regime(row)}: an AdamW step moves W_Q, W_K {ratio} as far as a Stiefel step; Stiefel − frozen {cost}"
 
 
@@ -182,7 +248,9 @@ def size_table(results: dict) -> str:
         accuracy = (_accuracy(results, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
         reached = ["-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}" for acc in accuracy]
         body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], _cell(row["comparison"])])
-    return markdown_table(["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body)
+    return markdown_table(
+        ["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body
+    )
 
 
 def panel_table(results: dict | None, sizes: dict | None) -> str:
@@ -230,19 +298,23 @@ def readings(results: dict) -> dict:
 
 def readings_text(r: dict) -> str:
     """:func:`readings` in words, one line each. Chapter: CIFAR-10 patches."""
+
     def per_decay(verdicts: dict) -> str:
         return ", ".join(f"λ = {d:g}: {v}" for d, v in verdicts.items()) or "none"
 
     decay, verdict, n = r["protocol"]
     move = "-" if r["movement"] is None else f"{r['movement'][0]:.2f}x to {r['movement'][1]:.2f}x"
-    return "\n".join([
-        f"Stiefel − AdamW where both fit their training set (train ≥ {FITS:g} %): {per_decay(r['fitting'])}",
-        f"Stiefel − AdamW where decay holds train accuracy below it: {per_decay(r['held'])}",
-        "preprint's protocol: " + ("not yet run" if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
-        f"AdamW step / Stiefel step over the decays: {move}",
-        f"Stiefel − frozen: {per_decay(r['freezing'])}",
-        f"no decay on W_Q, W_K − AdamW: {per_decay(r['decay_on_qk'])}",
-    ])
+    return "\n".join(
+        [
+            f"Stiefel − AdamW where both fit their training set (train ≥ {FITS:g} %): {per_decay(r['fitting'])}",
+            f"Stiefel − AdamW where decay holds train accuracy below it: {per_decay(r['held'])}",
+            "preprint's protocol: "
+            + ("not yet run" if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
+            f"AdamW step / Stiefel step over the decays: {move}",
+            f"Stiefel − frozen: {per_decay(r['freezing'])}",
+            f"no decay on W_Q, W_K − AdamW: {per_decay(r['decay_on_qk'])}",
+        ]
+    )
 
 
 def size_readings(sizes: dict) -> dict:
@@ -256,16 +328,22 @@ def size_readings(sizes: dict) -> dict:
         accuracy = (_accuracy(sizes, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
         return sum(acc is not None and acc["train_acc"] >= FITS for acc in accuracy)
 
-    return {"gain": {r["train_size"]: direction(r["comparison"]) for r in rows},
-            "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
-            "widening": None if wide is None else wide["verdict"]}
+    return {
+        "gain": {r["train_size"]: direction(r["comparison"]) for r in rows},
+        "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
+        "widening": None if wide is None else wide["verdict"],
+    }
 
 
 def size_readings_text(r: dict) -> str:
     """:func:`size_readings` in words, two lines. Chapters: CIFAR-10 patches, regimes."""
-    per_size = ", ".join(f"{n:,} images ({r['fitting_arms'][n]} of 2 arms fit): {v}" for n, v in r["gain"].items()) or "none"
-    return (f"Stiefel − AdamW by size at matched epochs: {per_size}\n"
-            f"the gap with data (gain at the largest size − gain at the smallest): {r['widening'] or 'not yet measured'}")
+    per_size = (
+        ", ".join(f"{n:,} images ({r['fitting_arms'][n]} of 2 arms fit): {v}" for n, v in r["gain"].items()) or "none"
+    )
+    return (
+        f"Stiefel − AdamW by size at matched epochs: {per_size}\n"
+        f"the gap with data (gain at the largest size − gain at the smallest): {r['widening'] or 'not yet measured'}"
+    )
 
 
 def departures_from_stated(results: dict, sizes: dict | None = None) -> list[str]:
@@ -298,8 +376,15 @@ def departures_from_stated(results: dict, sizes: dict | None = None) -> list[str
         wrong.append(f"AdamW step / Stiefel step within 0.8x-1.25x: {r['movement']}")
     freezing = r["freezing"]
     between = {d: v for d, v in freezing.items() if min(freezing) < d < max(freezing)}
-    if not freezing or freezing[max(freezing)] != "higher" or freezing[min(freezing)] != "tie" or set(between.values()) - {"lower"}:
-        wrong.append(f"Stiefel − frozen above zero at the largest decay, a tie at the smallest, below zero between: {freezing}")
+    if (
+        not freezing
+        or freezing[max(freezing)] != "higher"
+        or freezing[min(freezing)] != "tie"
+        or set(between.values()) - {"lower"}
+    ):
+        wrong.append(
+            f"Stiefel − frozen above zero at the largest decay, a tie at the smallest, below zero between: {freezing}"
+        )
     if not r["decay_on_qk"] or set(r["decay_on_qk"].values()) != {"tie"}:
         wrong.append(f"no decay on W_Q, W_K ties AdamW at every decay: {r['decay_on_qk']}")
     if sizes and sizes.get("runs"):

@@ -12,11 +12,26 @@ from ..labels import label
 from ..results_reading import arm_of
 
 __all__ = [
-    "sweep_scores", "chosen_lr", "SWEEP_CRITERION",  # the rule's home is choices.py; the chapter reads them here
-    "sweep_rows", "PEERS", "INGREDIENTS", "arms_in", "peer_rows",
-    "ingredient_rows", "READINGS", "reading", "movement_rows", "movement_series", "lr_consistent", "claim",
-    "cifar_accuracy_rows", "cifar_regime", "cifar_claim",
+    "sweep_scores",
+    "chosen_lr",
+    "SWEEP_CRITERION",  # the rule's home is choices.py; the chapter reads them here
+    "sweep_rows",
+    "PEERS",
+    "INGREDIENTS",
+    "arms_in",
+    "peer_rows",
+    "ingredient_rows",
+    "READINGS",
+    "reading",
+    "movement_rows",
+    "movement_series",
+    "lr_consistent",
+    "claim",
+    "cifar_accuracy_rows",
+    "cifar_regime",
+    "cifar_claim",
 ]
+
 
 def sweep_rows(sweep: dict) -> list[dict]:
     """One row per swept arm: its mean score at each lr and the lr chosen (``None`` while the
@@ -28,8 +43,14 @@ def sweep_rows(sweep: dict) -> list[dict]:
             chosen = chosen_lr(sweep, arm)
         except ValueError:
             chosen = None
-        rows.append({"arm": arm, "scores": {lr: float(np.mean(v)) if v else None for lr, v in scores.items()}, "chosen": chosen,
-                     "edge": chosen is not None and chosen in (min(scores), max(scores))})
+        rows.append(
+            {
+                "arm": arm,
+                "scores": {lr: float(np.mean(v)) if v else None for lr, v in scores.items()},
+                "chosen": chosen,
+                "edge": chosen is not None and chosen in (min(scores), max(scores)),
+            }
+        )
     return rows
 
 
@@ -41,7 +62,11 @@ PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param
 REFERENCES = ("stiefel", "baseline")
 INGREDIENTS = (  # (a, b, what a − b isolates)
     ("stiefel", "per_entry", "scalar (per-frame) against per-entry second moments, the rest of the rule the same"),
-    ("stiefel", "geoopt_radam", "the Stiefel rule against the standard Riemannian Adam (canonical metric, Cayley retraction, no trust region)"),
+    (
+        "stiefel",
+        "geoopt_radam",
+        "the Stiefel rule against the standard Riemannian Adam (canonical metric, Cayley retraction, no trust region)",
+    ),
     ("muon", "baseline", "orthogonalised updates on unconstrained weights against AdamW (both decayed)"),
     ("stiefel", "muon_no_decay", "a constraint on the weights against orthogonal updates alone, neither decayed"),
     ("muon_no_decay", "muon", "weight decay off an orthogonal-update optimizer's W_Q, W_K"),
@@ -74,7 +99,13 @@ def peer_rows(results: dict, threshold: float | None = 0.9, metric: str = "val_a
                 a, b = survival(results, peer, threshold, seeds), survival(results, ref, threshold, seeds)
                 with np.errstate(invalid="ignore", divide="ignore"):  # identical times: no variance, p is nan
                     p = logrank(results, peer, ref, threshold, seeds)[1]
-                row.update(median=a.median, reference_median=b.median, never=a.censored, reference_never=b.censored, logrank_p=p)
+                row.update(
+                    median=a.median,
+                    reference_median=b.median,
+                    never=a.censored,
+                    reference_never=b.censored,
+                    logrank_p=p,
+                )
             rows.append(row)
     return rows
 
@@ -101,8 +132,16 @@ def movement_rows(results: dict) -> list[dict]:
     for arm in arms_in(results):
         last = [run["history"][-1] for run in runs_of(results, arm).values()]
         mean = lambda key: float(np.mean([r.get(key, np.nan) for r in last]))  # noqa: E731
-        rows.append({"arm": arm, "n": len(last), "angle": mean("angle_mean/W_Q"), "qk_change": mean("qk_change_mean/attn"),
-                     "norm": mean("norm/attn.W_Q"), "ortho": float(np.max([r.get("ortho/W_Q", np.nan) for r in last]))})
+        rows.append(
+            {
+                "arm": arm,
+                "n": len(last),
+                "angle": mean("angle_mean/W_Q"),
+                "qk_change": mean("qk_change_mean/attn"),
+                "norm": mean("norm/attn.W_Q"),
+                "ortho": float(np.max([r.get("ortho/W_Q", np.nan) for r in last])),
+            }
+        )
     return rows
 
 
@@ -129,14 +168,20 @@ def _against_stiefel(results: dict, metric: str) -> tuple[list[str], str, str] |
     from .regimes import endpoint_comparison, paired_seeds
 
     comparisons = {peer: endpoint_comparison(results, peer, "stiefel", metric=metric) for peer in PEERS}
-    parts = [f"{label(peer)} {_interval(c)} ({WORDS[direction(c)]})" for peer, c in comparisons.items() if c is not None]
+    parts = [
+        f"{label(peer)} {_interval(c)} ({WORDS[direction(c)]})" for peer, c in comparisons.items() if c is not None
+    ]
     if not parts:
         return None
     verdicts = [direction(c) for c in comparisons.values()]
     ahead, behind = verdicts.count("higher"), verdicts.count("lower")
     n = [len(paired_seeds(results, peer, "stiefel")) for peer in PEERS]
     seeds = f"{min(n)}" if min(n) == max(n) else f"{min(n)}-{max(n)}"
-    return parts, f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested", seeds
+    return (
+        parts,
+        f"{ahead} peer(s) ahead of the Stiefel rule, {behind} behind, {len(PEERS) - ahead - behind} tied or untested",
+        seeds,
+    )
 
 
 def claim(results: dict | None) -> str:
@@ -152,8 +197,11 @@ def claim(results: dict | None) -> str:
     parts, verdict, n = measured
     c = results["config"]["task"]
     budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
-    return (f"grokking (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs), each peer minus the Stiefel rule at its swept lr, "
-            f"final val. acc., {n} paired seeds: " + "; ".join(parts) + f"; {verdict}")
+    return (
+        f"grokking (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs), each peer minus the Stiefel rule at "
+        "its swept lr, "
+        f"final val. acc., {n} paired seeds: " + "; ".join(parts) + f"; {verdict}"
+    )
 
 
 def cifar_accuracy_rows(results: dict) -> list[dict]:
@@ -164,8 +212,14 @@ def cifar_accuracy_rows(results: dict) -> list[dict]:
     rows = []
     for arm in arms_in(results):
         runs = list(runs_of(results, arm).values())
-        rows.append({"arm": arm, "n": len(runs), "frame_lr": runs[0].get("frame_lr", results["config"]["task"]["lr"]),
-                     **{m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")}})
+        rows.append(
+            {
+                "arm": arm,
+                "n": len(runs),
+                "frame_lr": runs[0].get("frame_lr", results["config"]["task"]["lr"]),
+                **{m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")},
+            }
+        )
     return rows
 
 
@@ -179,8 +233,10 @@ def cifar_regime(results: dict) -> str:
     task = task_of(results)
     reached = {r["arm"]: f"{r['train_acc']:.1f} / {r['test_acc']:.1f} %" for r in cifar_accuracy_rows(results)}
     fits = ", ".join(f"{arm} {reached[arm]}" for arm in ("baseline", "stiefel") if arm in reached)
-    return (f"CIFAR-10 ({task.train_size:,} images, {task.epochs} epochs, λ = {task.weight_decay:g}, "
-            f"Σ lr·λ = {decay_budget(task.lr, task.weight_decay, lr_factors(task)):.3g}; train / test: {fits})")
+    return (
+        f"CIFAR-10 ({task.train_size:,} images, {task.epochs} epochs, λ = {task.weight_decay:g}, "
+        f"Σ lr·λ = {decay_budget(task.lr, task.weight_decay, lr_factors(task)):.3g}; train / test: {fits})"
+    )
 
 
 def cifar_claim(results: dict | None) -> str:
@@ -188,7 +244,9 @@ def cifar_claim(results: dict | None) -> str:
     rule in the long protocol, with its regime (:func:`cifar_regime`)."""
     measured = _against_stiefel(results, "test_acc") if results and results.get("runs") else None
     if measured is None:
-        return "CIFAR-10 in the long protocol: not yet measured (fewer than two starts with a peer and the Stiefel rule)"
+        return (
+            "CIFAR-10 in the long protocol: not yet measured (fewer than two starts with a peer and the Stiefel rule)"
+        )
     parts, verdict, n = measured
     return f"{cifar_regime(results)}, final test acc., {n} paired starts: " + "; ".join(parts) + f"; {verdict}"
 
@@ -211,27 +269,41 @@ def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
 
 
 READINGS = {  # (a, b) of INGREDIENTS -> what each verdict of a − b says
-    ("stiefel", "per_entry"): {"higher": "the scalar (per-frame) second moment matters: per-entry moments cost accuracy",
-                               "lower": "per-entry moments help: the scalar moment is not what earns the rule's result",
-                               "tie": "scalar or per-entry moments: no measurable difference here"},
-    ("stiefel", "geoopt_radam"): {"higher": "the Stiefel rule beats the standard Riemannian Adam on the same constraint",
-                                  "lower": "the standard Riemannian Adam beats the Stiefel rule on the same constraint",
-                                  "tie": "the Stiefel rule and the standard Riemannian Adam: no measurable difference"},
-    ("muon", "baseline"): {"higher": "orthogonalised updates alone beat AdamW",
-                           "lower": "orthogonalised updates alone do worse than AdamW",
-                           "tie": "orthogonalised updates alone: no measurable difference from AdamW"},
-    ("stiefel", "muon_no_decay"): {"higher": "the constraint on the weights matters beyond orthogonal updates",
-                                   "lower": "orthogonal updates without the constraint do better than the constrained rule",
-                                   "tie": "constraint on the weights or orthogonal updates alone: no measurable difference"},
-    ("muon_no_decay", "muon"): {"higher": "decay on Muon's unconstrained W_Q, W_K costs accuracy",
-                                "lower": "decay on Muon's W_Q, W_K helps",
-                                "tie": "decay on Muon's W_Q, W_K: no measurable effect"},
-    ("orthogonal_param", "baseline"): {"higher": "the constraint alone, stepped by AdamW through a parametrization, beats AdamW",
-                                       "lower": "the constraint by parametrization does worse than AdamW",
-                                       "tie": "the constraint by parametrization: no measurable difference from AdamW"},
-    ("stiefel", "orthogonal_param"): {"higher": "how the constrained step is taken matters: the Stiefel rule beats the parametrization",
-                                      "lower": "the parametrization beats the Stiefel rule on the same constraint",
-                                      "tie": "the Stiefel rule or the parametrization: no measurable difference"},
+    ("stiefel", "per_entry"): {
+        "higher": "the scalar (per-frame) second moment matters: per-entry moments cost accuracy",
+        "lower": "per-entry moments help: the scalar moment is not what earns the rule's result",
+        "tie": "scalar or per-entry moments: no measurable difference here",
+    },
+    ("stiefel", "geoopt_radam"): {
+        "higher": "the Stiefel rule beats the standard Riemannian Adam on the same constraint",
+        "lower": "the standard Riemannian Adam beats the Stiefel rule on the same constraint",
+        "tie": "the Stiefel rule and the standard Riemannian Adam: no measurable difference",
+    },
+    ("muon", "baseline"): {
+        "higher": "orthogonalised updates alone beat AdamW",
+        "lower": "orthogonalised updates alone do worse than AdamW",
+        "tie": "orthogonalised updates alone: no measurable difference from AdamW",
+    },
+    ("stiefel", "muon_no_decay"): {
+        "higher": "the constraint on the weights matters beyond orthogonal updates",
+        "lower": "orthogonal updates without the constraint do better than the constrained rule",
+        "tie": "constraint on the weights or orthogonal updates alone: no measurable difference",
+    },
+    ("muon_no_decay", "muon"): {
+        "higher": "decay on Muon's unconstrained W_Q, W_K costs accuracy",
+        "lower": "decay on Muon's W_Q, W_K helps",
+        "tie": "decay on Muon's W_Q, W_K: no measurable effect",
+    },
+    ("orthogonal_param", "baseline"): {
+        "higher": "the constraint alone, stepped by AdamW through a parametrization, beats AdamW",
+        "lower": "the constraint by parametrization does worse than AdamW",
+        "tie": "the constraint by parametrization: no measurable difference from AdamW",
+    },
+    ("stiefel", "orthogonal_param"): {
+        "higher": "how the constrained step is taken matters: the Stiefel rule beats the parametrization",
+        "lower": "the parametrization beats the Stiefel rule on the same constraint",
+        "tie": "the Stiefel rule or the parametrization: no measurable difference",
+    },
 }
 
 

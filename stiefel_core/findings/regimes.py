@@ -15,10 +15,30 @@ from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of 
 from ..stats import PairedComparison, direction
 
 __all__ = [
-    "grokking_lr_factors", "decay_budget", "paired_seeds", "gain_over_time",
-    "time_to_threshold", "Survival", "survival", "logrank", "MapCell", "map_cells", "cell_word",
-    "CONTROL_PAIRS", "endpoint_comparison", "control_rows", "time_rows", "READINGS", "supported_readings", "trust_rows", "never_binds",
-    "cells_by_verdict", "regime_line", "map_summary", "nearest_cell", "claim",
+    "grokking_lr_factors",
+    "decay_budget",
+    "paired_seeds",
+    "gain_over_time",
+    "time_to_threshold",
+    "Survival",
+    "survival",
+    "logrank",
+    "MapCell",
+    "map_cells",
+    "cell_word",
+    "CONTROL_PAIRS",
+    "endpoint_comparison",
+    "control_rows",
+    "time_rows",
+    "READINGS",
+    "supported_readings",
+    "trust_rows",
+    "never_binds",
+    "cells_by_verdict",
+    "regime_line",
+    "map_summary",
+    "nearest_cell",
+    "claim",
 ]
 
 
@@ -73,7 +93,9 @@ class Survival:
     median: float  # epochs at which half the runs have got there (inf if never)
 
 
-def _censored(results: dict, arm: str, threshold: float, seeds=None) -> tuple[scipy_stats.CensoredData, list[int], list[int]]:
+def _censored(
+    results: dict, arm: str, threshold: float, seeds=None
+) -> tuple[scipy_stats.CensoredData, list[int], list[int]]:
     runs = runs_of(results, arm)
     seeds = sorted(runs) if seeds is None else seeds
     pairs = [time_to_threshold(runs[s], threshold) for s in seeds]
@@ -119,29 +141,54 @@ class MapCell:
     b_mean: float
 
 
-def map_cells(results: dict, a: str, b: str, lengths: tuple[int, ...], *, lr: float | None = None, warmup_epochs: int | None = None,
-              metric: str = "val_acc", budget_at=None) -> list[MapCell]:
+def map_cells(
+    results: dict,
+    a: str,
+    b: str,
+    lengths: tuple[int, ...],
+    *,
+    lr: float | None = None,
+    warmup_epochs: int | None = None,
+    metric: str = "val_acc",
+    budget_at=None,
+) -> list[MapCell]:
     """The cells of a grid experiment whose arms are ``"<arm>@wd=<λ>"``: for every λ in the
     configuration and every training length, the paired comparison of ``a`` against ``b``.
     ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at
     ``lr`` with ``warmup_epochs``).
     Chapter: regimes."""
     if budget_at is None:
+
         def budget_at(wd, epoch):
             return decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
+
     cells = []
     for wd in results["config"]["weight_decays"]:
         name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
         for epoch in lengths:
             _, x, y, c = paired(results, name_a, name_b, metric, epoch, scale=100.0)
-            cells.append(MapCell(wd, epoch, budget_at(wd, epoch), c, direction(c),
-                                 float(np.mean(x)) if len(x) else math.nan, float(np.mean(y)) if len(y) else math.nan))
+            cells.append(
+                MapCell(
+                    wd,
+                    epoch,
+                    budget_at(wd, epoch),
+                    c,
+                    direction(c),
+                    float(np.mean(x)) if len(x) else math.nan,
+                    float(np.mean(y)) if len(y) else math.nan,
+                )
+            )
     return cells
 
 
 def cell_word(verdict: str, a: str = "Stiefel") -> str:
     """A map cell's verdict in words. Chapter: regimes."""
-    return {"higher": f"{a} wins", "lower": f"{a} loses", "tie": "no significant difference", "untested": "too few seeds"}[verdict]
+    return {
+        "higher": f"{a} wins",
+        "lower": f"{a} loses",
+        "tie": "no significant difference",
+        "untested": "too few seeds",
+    }[verdict]
 
 
 # --- the mechanism's controls ---------------------------------------------------------------
@@ -157,8 +204,9 @@ CONTROL_PAIRS = (  # (a, b, what a − b measures)
 )
 
 
-def endpoint_comparison(results: dict, a: str, b: str, epoch: int | None = None,
-                        metric: str = "val_acc") -> PairedComparison | None:
+def endpoint_comparison(
+    results: dict, a: str, b: str, epoch: int | None = None, metric: str = "val_acc"
+) -> PairedComparison | None:
     """The paired comparison of ``100 · (a − b)`` at ``epoch`` (default: the last record). Chapter: regimes."""
     return paired(results, a, b, metric, LAST if epoch is None else epoch, scale=100.0).comparison
 
@@ -195,17 +243,28 @@ def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05, min_se
             verdict = "higher" if sa.median < sb.median else "lower"
         else:
             verdict = "tie"
-        rows.append({"a": a, "b": b, "meaning": meaning, "seeds": len(seeds), "a_survival": sa, "b_survival": sb,
-                     "statistic": statistic, "p": p, "verdict": verdict})
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "meaning": meaning,
+                "seeds": len(seeds),
+                "a_survival": sa,
+                "b_survival": sb,
+                "statistic": statistic,
+                "p": p,
+                "verdict": verdict,
+            }
+        )
     return rows
 
 
 READINGS = {
     "geometry": "the learned geometry survives weight decay (the preprint's mechanism): training the frames beats "
-                "freezing them, and the Stiefel rule beats AdamW without decay on W_Q, W_K",
+    "freezing them, and the Stiefel rule beats AdamW without decay on W_Q, W_K",
     "decay_hurts": "AdamW's weight decay on W_Q, W_K is what hurts: AdamW without it matches the Stiefel rule",
-    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: frozen frames do as well as trained ones, "
-                   "and AdamW without decay on W_Q, W_K does no better than with it",
+    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: "
+    "frozen frames do as well as trained ones, and AdamW without decay on W_Q, W_K does no better than with it",
 }
 
 
@@ -225,11 +284,14 @@ def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
     return {
         "geometry": None if geometry is None else geometry == ["higher", "higher"],
         "decay_hurts": None if decay is None else decay[0] == "tie" and decay[1] == "higher",
-        "fixed_scale": None if scale is None else scale[0] in ("tie", "lower") and scale[1] == "higher" and scale[2] in ("tie", "lower"),
+        "fixed_scale": None
+        if scale is None
+        else scale[0] in ("tie", "lower") and scale[1] == "higher" and scale[2] in ("tie", "lower"),
     }
 
 
 # --- the trust region -------------------------------------------------------------------------
+
 
 def trust_rows(results: dict) -> list[dict]:
     """Per frame lr of ``grokking_trust_region``: the share of frame-steps the full rule's trust
@@ -252,7 +314,12 @@ def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | N
     """Whether the trust region capped no frame-step in any run of ``arms`` that recorded it
     (``None`` when none recorded it).
     Chapter: regimes."""
-    shares = [run["final"]["trust_capped"] for arm in arms for run in runs_of(results, arm).values() if "trust_capped" in run["final"]]
+    shares = [
+        run["final"]["trust_capped"]
+        for arm in arms
+        for run in runs_of(results, arm).values()
+        if "trust_capped" in run["final"]
+    ]
     return None if not shares else max(shares) == 0
 
 
@@ -270,17 +337,24 @@ def regime_line(lr: float, weight_decay: float, factors, epochs: int, reached: d
     Chapter: regimes."""
     budget = decay_budget(lr, weight_decay, factors)
     accuracy = ", ".join(f"{arm} {value:.1f}%" for arm, value in reached.items())
-    return f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, accuracy reached: {accuracy}"
+    return (
+        f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, "
+        f"accuracy reached: {accuracy}"
+    )
 
 
 def _verdict_counts(cells: list[MapCell], a: str, b: str) -> str:
     groups = cells_by_verdict(cells)
     tested = len(cells) - len(groups["untested"])
-    return (f"{a} − {b}: higher in {len(groups['higher'])}, tied in {len(groups['tie'])}, lower in {len(groups['lower'])} "
-            f"of {tested} tested cells" + (f" ({len(groups['untested'])} with too few seeds)" if groups["untested"] else ""))
+    return (
+        f"{a} − {b}: higher in {len(groups['higher'])}, tied in {len(groups['tie'])}, lower in {len(groups['lower'])} "
+        f"of {tested} tested cells" + (f" ({len(groups['untested'])} with too few seeds)" if groups["untested"] else "")
+    )
 
 
-def map_summary(cells: list[MapCell], headroom: list[MapCell], escape: list[MapCell], readings: dict[str, bool | None]) -> str:
+def map_summary(
+    cells: list[MapCell], headroom: list[MapCell], escape: list[MapCell], readings: dict[str, bool | None]
+) -> str:
     """The map and the controls in words: verdict counts of each comparison, the cells where the
     Stiefel rule wins and loses, and the readings the controls support.
     Chapter: regimes."""
@@ -291,9 +365,12 @@ def map_summary(cells: list[MapCell], headroom: list[MapCell], escape: list[MapC
         "  Stiefel loses at: " + ("; ".join(groups["lower"]) or "no cell"),
         _verdict_counts(headroom, "Stiefel", "frozen frames"),
         _verdict_counts(escape, "Stiefel", "AdamW without decay on W_Q, W_K"),
-        "readings the controls support: " + (", ".join(k for k, v in readings.items() if v) or "none")
-        + "; not supported: " + (", ".join(k for k, v in readings.items() if v is False) or "none")
-        + "; untested: " + (", ".join(k for k, v in readings.items() if v is None) or "none"),
+        "readings the controls support: "
+        + (", ".join(k for k, v in readings.items() if v) or "none")
+        + "; not supported: "
+        + (", ".join(k for k, v in readings.items() if v is False) or "none")
+        + "; untested: "
+        + (", ".join(k for k, v in readings.items() if v is None) or "none"),
     ]
     return "\n".join(lines)
 
@@ -334,9 +411,13 @@ def claim(controls: dict | None, decay_map: dict | None, task, full_task: dict |
     groups = cells_by_verdict(cells)
     budgets = sorted({c.budget for c in cells})
     supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
-    return (f"grokking p = {task.p}, λ 0-3 x 500/1,500 epochs (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a cell: "
-            f"Stiefel ahead of AdamW in {len(groups['higher'])}, tied in {len(groups['tie'])}, behind in {len(groups['lower'])} cells; "
-            f"the controls (20 seeds, λ = 1) support: {supported}" + _full_task_reading(full_task))
+    return (
+        f"grokking p = {task.p}, λ 0-3 x 500/1,500 epochs (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a "
+        "cell: "
+        f"Stiefel ahead of AdamW in {len(groups['higher'])}, tied in {len(groups['tie'])}, behind in "
+        f"{len(groups['lower'])} cells; "
+        f"the controls (20 seeds, λ = 1) support: {supported}" + _full_task_reading(full_task)
+    )
 
 
 def _full_task_reading(full_task: dict | None) -> str:
@@ -347,4 +428,7 @@ def _full_task_reading(full_task: dict | None) -> str:
     supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
     seeds = min(r["seeds"] for r in rows if r["verdict"] != "untested")
     config = full_task["config"]
-    return f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 % supports: {supported}"
+    return (
+        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), "
+        f"time to 90 % supports: {supported}"
+    )

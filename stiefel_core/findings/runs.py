@@ -31,8 +31,11 @@ def unpaired_starts(runs: dict) -> dict[str, list[str]]:
     Chapters: cifar10_patches, ablation, grokking, regimes."""
     out = {}
     for seed in {str(seed_of(key)) for key in runs}:
-        marks = {(r["final"].get("init_fingerprint"), r["final"].get("order_checksum"))
-                 for k, r in runs.items() if str(seed_of(k)) == seed}
+        marks = {
+            (r["final"].get("init_fingerprint"), r["final"].get("order_checksum"))
+            for k, r in runs.items()
+            if str(seed_of(k)) == seed
+        }
         if len(marks) > 1:
             out[seed] = sorted(map(str, marks))
     return out
@@ -47,6 +50,8 @@ def where_run(results: dict) -> str:
     for run in results["runs"].values():
         p = run["provenance"]
         by_device.setdefault(f"{p['device']}, {p['threads']} thread(s)", []).append(p["wall_seconds"])
-    parts = [f"{len(w)} runs, {sum(w) / 3600:.1f} h of wall time, {sum(w) / len(w) / 60:.1f} min a run on {device}"
-             for device, w in sorted(by_device.items())]
+    parts = [
+        f"{len(w)} runs, {sum(w) / 3600:.1f} h of wall time, {sum(w) / len(w) / 60:.1f} min a run on {device}"
+        for device, w in sorted(by_device.items())
+    ]
     return "; ".join(parts) if parts else "no runs"

@@ -16,18 +16,42 @@ from ..labels import label
 from ..stats import direction
 from . import ablation, cifar10, grokking, long_training, peers, regimes
 
-__all__ = ["Verdict", "MARKS", "word_of", "certificate", "grokking_verdict", "cifar10_gain_verdict",
-           "movement_verdict", "ablation_verdict", "regimes_verdict", "peers_verdict", "fair_fight_verdict", "what_we_found",
-           "grokking_takeaways", "cifar10_takeaways", "ablation_takeaways", "regimes_takeaways", "peers_takeaways"]
+__all__ = [
+    "Verdict",
+    "MARKS",
+    "word_of",
+    "certificate",
+    "grokking_verdict",
+    "cifar10_gain_verdict",
+    "movement_verdict",
+    "ablation_verdict",
+    "regimes_verdict",
+    "peers_verdict",
+    "fair_fight_verdict",
+    "what_we_found",
+    "grokking_takeaways",
+    "cifar10_takeaways",
+    "ablation_takeaways",
+    "regimes_takeaways",
+    "peers_takeaways",
+]
 
-MARKS = {"certified": "✓", "reproduced": "✓", "partly": "◐", "not reproduced": "✗", "not certified": "✗",
-         "pending": "…", "new": "+"}
+MARKS = {
+    "certified": "✓",
+    "reproduced": "✓",
+    "partly": "◐",
+    "not reproduced": "✗",
+    "not certified": "✗",
+    "pending": "…",
+    "new": "+",
+}
 
 
 @dataclass(frozen=True)
 class Verdict:
     """One claim's verdict: ``word`` (a key of :data:`MARKS`), the ``headline`` number in a few
     words, and one ``sentence`` for the intro's "What we found"."""
+
     word: str
     headline: str
     sentence: str
@@ -69,8 +93,11 @@ def word_of(verdicts: list[str]) -> str:
 
 def certificate(passed: bool, headline: str, what: str) -> Verdict:
     """A proposition's float64 certificate: ``what`` it states, in a sentence's words."""
-    return Verdict("certified" if passed else "not certified", headline,
-                   f"{what[:1].upper()}{what[1:]}: {'certified' if passed else 'NOT certified'} in float64.")
+    return Verdict(
+        "certified" if passed else "not certified",
+        headline,
+        f"{what[:1].upper()}{what[1:]}: {'certified' if passed else 'NOT certified'} in float64.",
+    )
 
 
 def _pp(c, digits: int = 1) -> str:
@@ -79,12 +106,17 @@ def _pp(c, digits: int = 1) -> str:
 
 # --- grokking ---------------------------------------------------------------------------------
 
+
 def _time_row(results: dict, a: str = "stiefel", b: str = "baseline") -> dict | None:
     return next((r for r in regimes.time_rows(results) if (r["a"], r["b"]) == (a, b)), None)
 
 
-_SOONER = {"higher": "reaches 90 % sooner", "lower": "reaches 90 % later", "tie": "no significant difference in time to 90 %",
-           "untested": "time to 90 %: too few seeds"}
+_SOONER = {
+    "higher": "reaches 90 % sooner",
+    "lower": "reaches 90 % later",
+    "tie": "no significant difference in time to 90 %",
+    "untested": "time to 90 %: too few seeds",
+}
 
 
 def grokking_verdict(results: dict | None) -> Verdict:
@@ -101,13 +133,20 @@ def grokking_verdict(results: dict | None) -> Verdict:
     word = "reproduced" if _one_word(endpoint) == "reproduced" else "partly" if sooner else "not reproduced"
     headline = f"{means['stiefel']:.1f} % vs {means['baseline']:.1f} % at epoch 20,000"
     config = results["config"]
-    sentence = (f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs), the Stiefel rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's "
-                f"{means['baseline']:.1f} % ({endpoint.split(': ', 1)[-1]})")
+    sentence = (
+        f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs), the Stiefel rule ends at "
+        f"{means['stiefel']:.1f} % validation accuracy against AdamW's "
+        f"{means['baseline']:.1f} % ({endpoint.split(': ', 1)[-1]})"
+    )
     if time is not None:
         sa, sb = time["a_survival"], time["b_survival"]
         headline += f"; 90 % by epoch {sa.median:,.0f} vs {sb.median:,.0f}"
-        sentence += (f"; it {_SOONER[time['verdict']]} (median epoch {sa.median:,.0f} against {sb.median:,.0f}, "
-                     f"log-rank p = {time['p']:.2g})" if time["verdict"] != "untested" else f"; {_SOONER['untested']}")
+        sentence += (
+            f"; it {_SOONER[time['verdict']]} (median epoch {sa.median:,.0f} against {sb.median:,.0f}, "
+            f"log-rank p = {time['p']:.2g})"
+            if time["verdict"] != "untested"
+            else f"; {_SOONER['untested']}"
+        )
     return Verdict(word, headline, sentence + ".")
 
 
@@ -120,13 +159,17 @@ def grokking_takeaways(results: dict | None) -> list[str]:
     out = [f"**{q[:1].upper() + q[1:]}**: {v} ({ours})." for q, _, ours, v in rows]
     if time is not None and time["verdict"] != "untested":
         sa, sb = time["a_survival"], time["b_survival"]
-        out.insert(1, f"**Time to 90 %** (runs that never get there kept as censored): the Stiefel rule "
-                      f"{_SOONER[time['verdict']]}, median epoch {sa.median:,.0f} against AdamW's {sb.median:,.0f} "
-                      f"({sb.censored} of {time['seeds']} AdamW runs never reach it; log-rank p = {time['p']:.2g}).")
+        out.insert(
+            1,
+            f"**Time to 90 %** (runs that never get there kept as censored): the Stiefel rule "
+            f"{_SOONER[time['verdict']]}, median epoch {sa.median:,.0f} against AdamW's {sb.median:,.0f} "
+            f"({sb.censored} of {time['seeds']} AdamW runs never reach it; log-rank p = {time['p']:.2g}).",
+        )
     return out
 
 
 # --- CIFAR-10 ---------------------------------------------------------------------------------
+
 
 def _long(long: dict | None, sizes: dict | None) -> tuple[list[str], list[str]]:
     """The long protocol's verdict strings (gain, widening) and their lines."""
@@ -134,15 +177,19 @@ def _long(long: dict | None, sizes: dict | None) -> tuple[list[str], list[str]]:
     if c is None:
         return [], []
     verdicts = ["qualitatively reproduced" if direction(c) == "higher" else "not reproduced"]
-    lines = [f"**100 epochs on 10,000 images** (λ = {decay:g}, where the two rules differ most): the Stiefel rule minus "
-             f"AdamW {_pp(c, 2)}, {c.wins}/{c.n} starts won."]
+    lines = [
+        f"**100 epochs on 10,000 images** (λ = {decay:g}, where the two rules differ most): the Stiefel rule minus "
+        f"AdamW {_pp(c, 2)}, {c.wins}/{c.n} starts won."
+    ]
     wide = long_training.widening(sizes)
     if wide is not None:
         w = wide["comparison"]
         verdicts.append("reproduced" if wide["verdict"] == "higher" else "not reproduced")
-        lines.append(f"**Data size at matched epochs**: the gain at {wide['large']:,} images minus the gain at "
-                     f"{wide['small']:,} is {_pp(w, 2)} over {w.n} starts: the gap "
-                     f"{ {'higher': 'widens', 'lower': 'narrows'}.get(wide['verdict'], 'does not change measurably') }.")
+        lines.append(
+            f"**Data size at matched epochs**: the gain at {wide['large']:,} images minus the gain at "
+            f"{wide['small']:,} is {_pp(w, 2)} over {w.n} starts: the gap "
+            f"{ {'higher': 'widens', 'lower': 'narrows'}.get(wide['verdict'], 'does not change measurably') }."
+        )
     return verdicts, lines
 
 
@@ -155,10 +202,15 @@ def cifar10_gain_verdict(results: dict | None, sweep: dict | None, long: dict | 
         return PENDING
     c = cifar10.paired_gain(results)[3]
     decay, lc = long_training.protocol_comparison(long)
-    headline = f"{c.mean_difference:+.2f} pp (2 epochs)" + (f", {lc.mean_difference:+.2f} pp (100 epochs)" if lc else "")
-    sentence = (f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {word}: the Stiefel rule "
-                f"minus AdamW is {c.mean_difference:+.2f} pp over {c.n} paired starts"
-                + (f", and {lc.mean_difference:+.2f} pp in 100-epoch training" if lc else "") + ".")
+    headline = f"{c.mean_difference:+.2f} pp (2 epochs)" + (
+        f", {lc.mean_difference:+.2f} pp (100 epochs)" if lc else ""
+    )
+    sentence = (
+        f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {word}: the Stiefel rule "
+        f"minus AdamW is {c.mean_difference:+.2f} pp over {c.n} paired starts"
+        + (f", and {lc.mean_difference:+.2f} pp in 100-epoch training" if lc else "")
+        + "."
+    )
     return Verdict(word, headline, sentence)
 
 
@@ -168,13 +220,17 @@ def movement_verdict(results: dict | None) -> Verdict:
     word = word_of([v for *_, v in rows])
     if word == "pending":
         return PENDING
-    return Verdict(word, f"{rows[0][2]} less than AdamW", f"A fixed-step update moves the frames {rows[0][2]} less than AdamW.")
+    return Verdict(
+        word, f"{rows[0][2]} less than AdamW", f"A fixed-step update moves the frames {rows[0][2]} less than AdamW."
+    )
 
 
 def cifar10_takeaways(results: dict | None, sweep: dict | None, long: dict | None, sizes: dict | None) -> list[str]:
     """The CIFAR-10 chapter's findings: its four verdicts, then the long protocol's."""
-    out = [f"**{claim[:1].upper() + claim[1:]}**: {verdict} (preprint: {quoted}; we measure {ours})."
-           for claim, quoted, ours, verdict in cifar10.verdicts(results, sweep)]
+    out = [
+        f"**{claim[:1].upper() + claim[1:]}**: {verdict} (preprint: {quoted}; we measure {ours})."
+        for claim, quoted, ours, verdict in cifar10.verdicts(results, sweep)
+    ]
     return out + _long(long, sizes)[1]
 
 
@@ -210,18 +266,31 @@ def ablation_verdict(results: dict | None, reference: dict | None) -> Verdict:
     word = "reproduced" if all(held) else "not reproduced" if not any(held) else "partly"
     step = next(r for r in rows if r["removes"] == "scale-free step")["full_minus_arm"]
     gain = next(r for r in rows if r["arm"] == "baseline")["full_minus_arm"]
-    headline = f"the scale-free step is worth {step.mean_difference:+.2f} pp; the rule over AdamW {gain.mean_difference:+.2f} pp"
-    return Verdict(word, headline, f"Of the rule's parts, the scale-free step matters most: removing it costs "
-                                   f"{step.mean_difference:.2f} pp on CIFAR-10, while the whole rule is "
-                                   f"{gain.mean_difference:+.2f} pp against AdamW.")
+    headline = (
+        f"the scale-free step is worth {step.mean_difference:+.2f} pp; "
+        f"the rule over AdamW {gain.mean_difference:+.2f} pp"
+    )
+    return Verdict(
+        word,
+        headline,
+        f"Of the rule's parts, the scale-free step matters most: removing it costs "
+        f"{step.mean_difference:.2f} pp on CIFAR-10, while the whole rule is "
+        f"{gain.mean_difference:+.2f} pp against AdamW.",
+    )
 
 
 def ablation_takeaways(results: dict | None, reference: dict | None, repeat: dict | None) -> list[str]:
     """The ablation chapter's findings: each variant against the full rule, on CIFAR-10 and on grokking."""
     out = []
-    for task, rows in (("CIFAR-10", ablation.ablation_rows(ablation.merged_results(results, reference), "test_acc")
-                        if results and results.get("runs") else []),
-                       ("Grokking", ablation.ablation_rows(repeat, "val_acc") if repeat and repeat.get("runs") else [])):
+    for task, rows in (
+        (
+            "CIFAR-10",
+            ablation.ablation_rows(ablation.merged_results(results, reference), "test_acc")
+            if results and results.get("runs")
+            else [],
+        ),
+        ("Grokking", ablation.ablation_rows(repeat, "val_acc") if repeat and repeat.get("runs") else []),
+    ):
         measured = [_beats(r) for r in rows if r["full_minus_arm"] is not None]
         if measured:
             out.append(f"**{task}**: " + "; ".join(measured) + ".")
@@ -229,15 +298,25 @@ def ablation_takeaways(results: dict | None, reference: dict | None, repeat: dic
         rows = ablation.ablation_rows(ablation.merged_results(results, reference), "test_acc")
         if rows[0]["full_minus_arm"] is not None:
             share = ablation.shares(rows)
-            out.append("**Shares of the gain**: " + (", ".join(f"{k} {v:.0%}" for k, v in share.items()) if share else
-                       "none to apportion: the full rule does not beat AdamW on CIFAR-10 here") + ".")
+            out.append(
+                "**Shares of the gain**: "
+                + (
+                    ", ".join(f"{k} {v:.0%}" for k, v in share.items())
+                    if share
+                    else "none to apportion: the full rule does not beat AdamW on CIFAR-10 here"
+                )
+                + "."
+            )
     return out or ["Not yet measured: no finished full run."]
 
 
 # --- regimes and peers --------------------------------------------------------------------------
 
+
 def _map_counts(decay_map: dict, task) -> dict[str, list[str]]:
-    cells = regimes.map_cells(decay_map, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs)
+    cells = regimes.map_cells(
+        decay_map, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
     return regimes.cells_by_verdict(cells)
 
 
@@ -254,10 +333,15 @@ def regimes_verdict(controls: dict | None, decay_map: dict | None, task) -> Verd
     supported = [label(k) for k, v in readings.items() if v] or ["none of the three readings"]
     word = "reproduced" if readings["geometry"] else "not reproduced"
     headline = f"the controls support: {'; '.join(supported)}"
-    where = (f"On grokking the Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} settings of weight decay "
-             f"and training length, and loses in {len(groups['lower'])}")
-    sentence = (where + ", and the controls support the preprint's mechanism." if readings["geometry"] else
-                where + f"; but the controls point to another cause than the preprint's mechanism: {'; '.join(supported)}.")
+    where = (
+        f"On grokking the Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} settings of weight decay "
+        f"and training length, and loses in {len(groups['lower'])}"
+    )
+    sentence = (
+        where + ", and the controls support the preprint's mechanism."
+        if readings["geometry"]
+        else where + f"; but the controls point to another cause than the preprint's mechanism: {'; '.join(supported)}."
+    )
     return Verdict(word, headline, sentence)
 
 
@@ -268,16 +352,22 @@ def regimes_takeaways(controls: dict | None, decay_map: dict | None, task, full_
         return ["Not yet measured: no finished full run."]
     groups = _map_counts(decay_map, task)
     tested = sum(len(v) for k, v in groups.items() if k != "untested")
-    out = [f"**The map** (weight decay x training length, {tested} settings): the Stiefel rule beats AdamW in "
-           f"{len(groups['higher'])}, ties in {len(groups['tie'])}, loses in {len(groups['lower'])}."]
-    for name, rows in (("The controls at the endpoint", regimes.control_rows(controls)),
-                       ("The controls on time to 90 % (p = 97)", regimes.time_rows(full_task) if full_task else [])):
+    out = [
+        f"**The map** (weight decay x training length, {tested} settings): the Stiefel rule beats AdamW in "
+        f"{len(groups['higher'])}, ties in {len(groups['tie'])}, loses in {len(groups['lower'])}."
+    ]
+    for name, rows in (
+        ("The controls at the endpoint", regimes.control_rows(controls)),
+        ("The controls on time to 90 % (p = 97)", regimes.time_rows(full_task) if full_task else []),
+    ):
         readings = regimes.supported_readings(rows)
         if all(v is None for v in readings.values()):
             continue
         supported = [label(k) for k, v in readings.items() if v] or ["none of the three readings"]
         rejected = [label(k) for k, v in readings.items() if v is False]
-        out.append(f"**{name}** support: {'; '.join(supported)}" + (f" (not: {'; '.join(rejected)})" if rejected else "") + ".")
+        out.append(
+            f"**{name}** support: {'; '.join(supported)}" + (f" (not: {'; '.join(rejected)})" if rejected else "") + "."
+        )
     return out
 
 
@@ -294,9 +384,13 @@ def peers_verdict(results: dict | None) -> Verdict:
     ahead, behind = verdicts.count("higher"), verdicts.count("lower")
     tied = len(verdicts) - ahead - behind
     headline = f"{ahead} of {len(verdicts)} relatives ahead, {behind} behind, {tied} tied or untested"
-    return Verdict("new", headline, f"Against its relatives (Muon, geoopt's Riemannian Adam, per-entry moments, a "
-                                    f"parametrization) on grokking, {ahead} of {len(verdicts)} beat the Stiefel rule, "
-                                    f"{behind} fall behind and {tied} tie.")
+    return Verdict(
+        "new",
+        headline,
+        f"Against its relatives (Muon, geoopt's Riemannian Adam, per-entry moments, a "
+        f"parametrization) on grokking, {ahead} of {len(verdicts)} beat the Stiefel rule, "
+        f"{behind} fall behind and {tied} tie.",
+    )
 
 
 def peers_takeaways(results: dict | None) -> list[str]:
@@ -309,12 +403,17 @@ def peers_takeaways(results: dict | None) -> list[str]:
         if c is not None:
             word = _AGAINST[direction(c)]
             out.append(f"**{label(p)[:1].upper() + label(p)[1:]}**: {word} the Stiefel rule ({_pp(c)}, {c.n} seeds).")
-    out += [f"{peers.reading(r)[:1].upper() + peers.reading(r)[1:]}." for r in peers.ingredient_rows(results)
-            if r["verdict"] != "untested"]
+    out += [
+        f"{peers.reading(r)[:1].upper() + peers.reading(r)[1:]}."
+        for r in peers.ingredient_rows(results)
+        if r["verdict"] != "untested"
+    ]
     return out
 
 
-def fair_fight_verdict(fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float) -> Verdict:
+def fair_fight_verdict(
+    fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float
+) -> Verdict:
     """Does the Stiefel rule's gain on grokking survive a tuned baseline? ``reproduced`` only when
     the rule is *higher* than AdamW with both at their tuned lrs (Holm across the declared family)."""
     from . import fair_fight
@@ -332,6 +431,9 @@ def fair_fight_verdict(fair: dict | None, scale: dict | None, before: dict | Non
 def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:
     """The intro's "What we found": the sentence of every measured claim, in the order given
     (the title's question first), then the propositions' count."""
-    last = (f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
-            if certified == propositions else f"{certified} of {propositions} propositions are certified numerically in float64.")
+    last = (
+        f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
+        if certified == propositions
+        else f"{certified} of {propositions} propositions are certified numerically in float64."
+    )
     return [v.sentence for v in verdicts if v.word != "pending" and v.sentence] + [last]

@@ -40,7 +40,7 @@ from ..certify.base import TOLERANCE
 from .algebra import (
     DTYPE,
     GROUPS,
-    _check_group,  # the chapter's figures validate a group name with it
+    _check_group,  # noqa: F401 (kept out of __all__) the chapter's figures validate a group name with it
     direction_cosines,
     frame_normalized_component,
     gauge_component,
@@ -82,7 +82,7 @@ from .problem import (
     task_loss,
 )
 from .runs import (
-    DEFAULT_LR,  # not in __all__ (as before), but reachable as gauge.DEFAULT_LR
+    DEFAULT_LR,  # noqa: F401 (not in __all__, as before, but reachable as gauge.DEFAULT_LR)
     REMOVE_MODES,
     gauge_components_by_point,
     gradient_components,

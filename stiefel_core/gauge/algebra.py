@@ -1,4 +1,5 @@
-"""Gauge directions of attention's W_Q, W_K: generators, projection onto their span, the product's kernel (chapter gauge)."""
+"""Gauge directions of attention's W_Q, W_K: generators, projection onto their span, the product's kernel (chapter
+gauge)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from torch import Tensor
 
 from ..manifold import project_tangent
 
-
 DTYPE = torch.float64
 GROUPS = ("orthogonal", "gl")  # O(r) on St x St; GL(r) on R^(d x r) x R^(d x r)
 
 
 def _check_group(group: str) -> str:
     if group not in GROUPS:
-        raise ValueError(f"unknown gauge group {group!r}: choose 'orthogonal' (O(r), Stiefel) or 'gl' (GL(r), Euclidean)")
+        raise ValueError(
+            f"unknown gauge group {group!r}: choose 'orthogonal' (O(r), Stiefel) or 'gl' (GL(r), Euclidean)"
+        )
     return group
 
 
@@ -197,7 +199,8 @@ def product_kernel(W_Q: Tensor, W_K: Tensor, *, tangent: bool) -> dict[str, floa
 
     Returns the dimension of the domain, of the image (how many independent ways the product can
     move: the local dimension of the model's set of bilinear forms) and of the kernel (singular
-    values below 1e-10 of the largest), the dimension of the gauge span (``r²`` for GL, ``r(r-1)/2`` for O(r): the generators are independent), and
+    values below 1e-10 of the largest), the dimension of the gauge span (``r²`` for GL, ``r(r-1)/2`` for O(r): the
+    generators are independent), and
     ``span_residual``, the part of the unit gauge directions outside the kernel. Equal
     dimensions and a zero residual mean that the gauge directions are *all* the first-order
     symmetry of the product: nothing else leaves the model unchanged.

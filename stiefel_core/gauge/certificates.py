@@ -1,4 +1,5 @@
-"""The gauge chapter's certificates: symmetry, gauge-free gradients, projected runs, gauge-equivariant StiefelAdam (chapter gauge)."""
+"""The gauge chapter's certificates: symmetry, gauge-free gradients, projected runs, gauge-equivariant StiefelAdam
+(chapter gauge)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from .algebra import DTYPE, normality_error, orthogonal_generators, product_kern
 from .problem import GaugeProblem, attention_modules, loss_along, make_model, orbit_curves, task_loss
 from .runs import DEFAULT_LR, gradient_components, moved_start_runs, projected_runs, trained_model
 
-
 RUN_TOLERANCE = 1e-10  # projected and plain runs agree to this over >= 100 steps (rounding compounds)
 
 
 @dataclass(frozen=True)
 class SymmetryCertificate(Certificate):
     """The gauge orbits' certificate: the loss and the output are unchanged along them. Chapter: gauge."""
+
     n_curves: int  # random generators per group and arm
     orthogonal_loss_change: float  # max |L(W_Q R, W_K R) - L| / |L| over R = exp(tΩ), Stiefel model
     gl_loss_change: float  # max |L(W_Q A, W_K A⁻ᵀ) - L| / |L|, both arms' models
@@ -42,7 +43,8 @@ class SymmetryCertificate(Certificate):
             "O(r) generators tangent to St x St": self.orthogonal_tangency <= self.tolerance,
             "symmetric GL generators normal to St x St": self.symmetric_normality <= self.tolerance,
             "kernel of d(W_Q W_Kᵀ) = gauge span": self.kernel_dims == self.gauge_dims and self.span_residual <= 1e-10,
-            "St x St loses r(r+1)/2 product directions": self.image_dims[0] - self.image_dims[1] == self.d_head * (self.d_head + 1) // 2,
+            "St x St loses r(r+1)/2 product directions": self.image_dims[0] - self.image_dims[1]
+            == self.d_head * (self.d_head + 1) // 2,
             "an off-orbit curve visibly moves the loss (> 1e-3)": self.off_orbit_loss_change > 1e-3,
         }
 
@@ -65,8 +67,13 @@ class SymmetryCertificate(Certificate):
 
 @single_threaded
 def certify_symmetry(
-    *, n_curves: int = 4, ts: tuple[float, ...] = (-2.0, -0.5, 0.3, 1.0, 3.0), seed: int = 0, trained_steps: int = 40,
-    problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
+    *,
+    n_curves: int = 4,
+    ts: tuple[float, ...] = (-2.0, -0.5, 0.3, 1.0, 3.0),
+    seed: int = 0,
+    trained_steps: int = 40,
+    problem: GaugeProblem = GaugeProblem(),
+    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
 ) -> SymmetryCertificate:
     """The generators are symmetries, of the right kind, and all of the symmetry.
 
@@ -112,7 +119,9 @@ def certify_symmetry(
     S = torch.zeros(len(i), r, r, dtype=DTYPE)
     S[torch.arange(len(i)), i, j] = 1.0
     S = S + S.mT  # (r(r+1)/2, r, r): a basis of the symmetric matrices
-    normality = float(torch.maximum(normality_error(W_Q, W_Q.unsqueeze(-3) @ S), normality_error(W_K, -(W_K.unsqueeze(-3) @ S))).max())
+    normality = float(
+        torch.maximum(normality_error(W_Q, W_Q.unsqueeze(-3) @ S), normality_error(W_K, -(W_K.unsqueeze(-3) @ S))).max()
+    )
 
     W_E = attention_modules(euclid_model)[0][1]
     euclidean = product_kernel(W_E.W_Q.detach()[0], W_E.W_K.detach()[0], tangent=False)
@@ -136,6 +145,7 @@ def certify_symmetry(
 @dataclass(frozen=True)
 class GaugeGradientCertificate(Certificate):
     """The gradient's certificate: no component along the gauge directions. Chapter: gauge."""
+
     n_random_points: int  # per arm
     checkpoints: tuple[int, ...]  # steps of the training runs at which the gradient is checked
     n_heads: int
@@ -152,7 +162,14 @@ class GaugeGradientCertificate(Certificate):
     @property
     def worst(self) -> float:
         """The largest relative gauge component of every gradient checked."""
-        return max(self.stiefel_random, self.stiefel_run, self.stiefel_gl, self.euclidean_random, self.euclidean_run, self.max_cosine)
+        return max(
+            self.stiefel_random,
+            self.stiefel_run,
+            self.stiefel_gl,
+            self.euclidean_random,
+            self.euclidean_run,
+            self.max_cosine,
+        )
 
     def checks(self) -> dict[str, bool]:
         return {
@@ -183,8 +200,14 @@ class GaugeGradientCertificate(Certificate):
 
 
 def certify_gauge_gradients(
-    components: dict | None = None, *, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0,
-    problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
+    components: dict | None = None,
+    *,
+    n_random_points: int = 6,
+    steps: int = 60,
+    every: int = 10,
+    seed: int = 0,
+    problem: GaugeProblem = GaugeProblem(),
+    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
 ) -> GaugeGradientCertificate:
     """The gradient carries no gauge component: at ``n_random_points`` random points per arm and at
     every ``every``-th step of a ``steps``-step training run per arm (StiefelAdam + AdamW; AdamW),
@@ -197,8 +220,9 @@ def certify_gauge_gradients(
     ``components``: :func:`gradient_components`' output, when the chapter has computed it for its
     figure too (the other arguments are then its own)."""
     if components is None:
-        components = gradient_components(n_random_points=n_random_points, steps=steps, every=every, seed=seed,
-                                         problem=problem, loss_fn=loss_fn)
+        components = gradient_components(
+            n_random_points=n_random_points, steps=steps, every=every, seed=seed, problem=problem, loss_fn=loss_fn
+        )
     found, control = components["found"], components["control"]
     return GaugeGradientCertificate(
         n_random_points=components["setting"]["n_random_points"],
@@ -218,6 +242,7 @@ def certify_gauge_gradients(
 @dataclass(frozen=True)
 class ProjectedRunCertificate(Certificate):
     """The projected run's certificate: removing the gauge from every gradient changes nothing. Chapter: gauge."""
+
     steps: int
     lr: float
     weight_decay: float
@@ -243,7 +268,8 @@ class ProjectedRunCertificate(Certificate):
             "Euclidean arm: parameters match": self.euclidean_param_deviation <= self.tolerance,
             "Euclidean arm: loss matches": self.euclidean_loss_deviation <= self.tolerance,
             "removed components are rounding (≤ 1e-12)": self.max_removed <= TOLERANCE,
-            "both runs train (loss falls)": self.stiefel_loss[1] < self.stiefel_loss[0] and self.euclidean_loss[1] < self.euclidean_loss[0],
+            "both runs train (loss falls)": self.stiefel_loss[1] < self.stiefel_loss[0]
+            and self.euclidean_loss[1] < self.euclidean_loss[0],
         }
 
     def summary(self) -> dict[str, object]:
@@ -267,12 +293,19 @@ class ProjectedRunCertificate(Certificate):
             "steps projected instead, Stiefel: max |θ − θ_plain|": _sig(self.stiefel_update_removed_deviation, 2),
             "steps projected instead, Euclidean: max |θ − θ_plain|": _sig(self.euclidean_update_removed_deviation, 2),
             "steps projected instead, Stiefel: max |L − L_plain|": _sig(self.stiefel_update_removed_loss_deviation, 2),
-            "steps projected instead, Euclidean: max |L − L_plain|": _sig(self.euclidean_update_removed_loss_deviation, 2),
+            "steps projected instead, Euclidean: max |L − L_plain|": _sig(
+                self.euclidean_update_removed_loss_deviation, 2
+            ),
         }
 
 
 def certify_projected_run(
-    runs: dict | None = None, *, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
+    runs: dict | None = None,
+    *,
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
     problem: GaugeProblem = GaugeProblem(),
 ) -> ProjectedRunCertificate:
     """Removing the gauge directions from every gradient changes nothing: the problem's model
@@ -313,6 +346,7 @@ def certify_projected_run(
 @dataclass(frozen=True)
 class GaugeEquivarianceCertificate(Certificate):
     """The moved-start certificate: StiefelAdam does not care where on its orbit a run starts. Chapter: gauge."""
+
     steps: int
     n_draws: int
     stiefel_loss_deviation: float  # max over R, t of |L'_t - L_t|, StiefelAdam from (W_Q R, W_K R)
@@ -327,7 +361,8 @@ class GaugeEquivarianceCertificate(Certificate):
             "StiefelAdam: same losses from a rotated gauge": self.stiefel_loss_deviation <= self.tolerance,
             "StiefelAdam: frames are the rotated frames": self.stiefel_frame_deviation <= self.tolerance,
             "StiefelAdam: other parameters identical": self.stiefel_rest_deviation <= self.tolerance,
-            "AdamW from a rotated gauge: visibly different losses (> 1e-6)": self.euclidean_orthogonal_loss_deviation > 1e-6,
+            "AdamW from a rotated gauge: visibly different losses (> 1e-6)": self.euclidean_orthogonal_loss_deviation
+            > 1e-6,
         }
 
     def summary(self) -> dict[str, object]:
@@ -342,8 +377,16 @@ class GaugeEquivarianceCertificate(Certificate):
         }
 
 
-def certify_gauge_equivariance(runs: dict | None = None, *, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
-                               weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem()) -> GaugeEquivarianceCertificate:
+def certify_gauge_equivariance(
+    runs: dict | None = None,
+    *,
+    n_draws: int = 2,
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
+) -> GaugeEquivarianceCertificate:
     """Where on its orbit a run starts does not matter to StiefelAdam, and does matter to AdamW.
 
     ``P_{WR}(GR) = P_W(G) R``, ``‖gR‖ = ‖g‖`` and ``R_{WR}(ξR) = R_W(ξ) R`` for ``R`` in O(r): a run
@@ -354,7 +397,9 @@ def certify_gauge_equivariance(runs: dict | None = None, *, n_draws: int = 2, st
     ``runs``: its output, when the chapter has trained them for its figure too).
     """
     if runs is None:
-        runs = moved_start_runs(n_draws=n_draws, steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+        runs = moved_start_runs(
+            n_draws=n_draws, steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem
+        )
     s, e, e_gl = runs["stiefel"], runs["euclidean"], runs["euclidean_gl"]
     worst = lambda runs, key: max(float(run[key].max()) for run in runs)  # noqa: E731
     return GaugeEquivarianceCertificate(

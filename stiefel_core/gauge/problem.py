@@ -1,4 +1,5 @@
-"""The gauge chapter's toy problem: a small float64 model, its loss, gradients by head, and curves along and off a gauge orbit (chapter gauge)."""
+"""The gauge chapter's toy problem: a small float64 model, its loss, gradients by head, and curves along and off a gauge
+orbit (chapter gauge)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ from torch import Tensor, nn
 
 from ..attention import SelfAttention
 from ..data.modular import ModularData, modular_data
+from ..frames import is_frame
 from ..manifold import orthonormalize, project_tangent
 from ..models import ModularTransformer
-from ..frames import is_frame
 from .algebra import DTYPE, _check_group, _pair_norm, direction_cosines, gauge_component, project_gauge
-
 
 # --------------------------------------------------------------------------------------------
 # A small model, its loss, and gradients by head
@@ -54,7 +54,9 @@ def attention_modules(model: nn.Module) -> list[tuple[str, SelfAttention]]:
     return found
 
 
-def make_model(stiefel: bool, seed: int = 0, problem: GaugeProblem = GaugeProblem(), *, random_point: bool = False) -> ModularTransformer:
+def make_model(
+    stiefel: bool, seed: int = 0, problem: GaugeProblem = GaugeProblem(), *, random_point: bool = False
+) -> ModularTransformer:
     """The problem's model in float64, built under ``torch.manual_seed(seed)``; its frames are
     orthonormal in float64. ``random_point=True`` (Euclidean arm only) redraws ``W_Q, W_K`` with
     i.i.d. Gaussian entries of variance ``1/r``: a generic point, far from orthonormal, where the
@@ -62,7 +64,9 @@ def make_model(stiefel: bool, seed: int = 0, problem: GaugeProblem = GaugeProble
     Chapter: gauge."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = ModularTransformer(problem.p + 1, problem.p, problem.d_model, problem.n_heads, problem.d_mlp, stiefel=stiefel)
+        model = ModularTransformer(
+            problem.p + 1, problem.p, problem.d_model, problem.n_heads, problem.d_mlp, stiefel=stiefel
+        )
         model = model.to(DTYPE)
         with torch.no_grad():
             for _, attn in attention_modules(model):
@@ -102,7 +106,9 @@ def query_penalty(seed: int = 0, weight: float = 0.1) -> Callable[[nn.Module, Te
     return loss
 
 
-def head_gradients(model: nn.Module, loss: Tensor, *, riemannian: bool | None = None) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
+def head_gradients(
+    model: nn.Module, loss: Tensor, *, riemannian: bool | None = None
+) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
     """``(W_Q, W_K, G_Q, G_K)`` for every attention module (banks ``(H, d, r)``), ``G`` the gradient
     of ``loss``. ``riemannian`` (default: for frames) projects ``G`` onto the tangent spaces,
     ``P_W(G)``: the Riemannian gradient that StiefelAdam steps along.
@@ -113,7 +119,10 @@ def head_gradients(model: nn.Module, loss: Tensor, *, riemannian: bool | None = 
     out = []
     for k, (_, attn) in enumerate(modules):
         W_Q, W_K = attn.W_Q.detach().to(DTYPE), attn.W_K.detach().to(DTYPE)
-        G_Q, G_K = (torch.zeros_like(W) if G is None else G.detach().to(DTYPE) for W, G in ((W_Q, grads[2 * k]), (W_K, grads[2 * k + 1])))
+        G_Q, G_K = (
+            torch.zeros_like(W) if G is None else G.detach().to(DTYPE)
+            for W, G in ((W_Q, grads[2 * k]), (W_K, grads[2 * k + 1]))
+        )
         if riemannian if riemannian is not None else is_frame(attn.W_Q):
             G_Q, G_K = project_tangent(W_Q, G_Q), project_tangent(W_K, G_K)
         out.append((W_Q, W_K, G_Q, G_K))
@@ -211,7 +220,9 @@ def loss_along(
     return torch.tensor(values, dtype=DTYPE)
 
 
-def orbit_curves(model: nn.Module, group: str, seed: int = 0, *, module: int = 0) -> dict[str, Callable[[float], tuple[Tensor, Tensor]]]:
+def orbit_curves(
+    model: nn.Module, group: str, seed: int = 0, *, module: int = 0
+) -> dict[str, Callable[[float], tuple[Tensor, Tensor]]]:
     """Two curves through the model's ``(W_Q, W_K)`` with unit-norm random generators per head:
     ``"gauge"``, along the orbit (``(W_Q exp(tΩ), W_K exp(tΩ))`` or ``(W_Q exp(tX), W_K exp(-tXᵀ))``),
     and ``"off"``, the same motion of ``W_Q`` with ``W_K`` held fixed: for O(r) it stays on

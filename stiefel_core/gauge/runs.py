@@ -1,4 +1,5 @@
-"""The gauge chapter's float64 training runs: gauge parts removed from gradients or steps, starts moved along an orbit, gradients by point; remembered (chapter gauge)."""
+"""The gauge chapter's float64 training runs: gauge parts removed from gradients or steps, starts moved along an orbit,
+gradients by point; remembered (chapter gauge)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import torch
 from torch import Tensor, nn
 
 from ..certify import inverse_retract_polar
-from ..data.modular import ModularData
-from ..manifold import random_frame, retract_polar
 from ..combined import configure_optimizer
+from ..data.modular import ModularData
 from ..frames import is_frame
+from ..manifold import random_frame, retract_polar
 from ..threads import one_thread
 from .algebra import DTYPE, GROUPS, gauge_component, gl_action, remove_gauge
 from .problem import (
@@ -27,7 +28,6 @@ from .problem import (
     task_loss,
 )
 
-
 # --------------------------------------------------------------------------------------------
 # Training runs
 # --------------------------------------------------------------------------------------------
@@ -40,8 +40,15 @@ def _optimizer(model: nn.Module, lr: float, weight_decay: float):
 
 
 def training_checkpoints(
-    stiefel: bool, *, steps: int = 60, every: int = 10, seed: int = 0, lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(), random_point: bool = False,
+    stiefel: bool,
+    *,
+    steps: int = 60,
+    every: int = 10,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
+    random_point: bool = False,
 ) -> Iterator[tuple[int, nn.Module, ModularData]]:
     """Train the problem's model (StiefelAdam on the frames and AdamW on the rest, or AdamW on
     everything) and yield ``(step, model, data)`` at steps ``0, every, 2 every, ..., steps``.
@@ -59,7 +66,9 @@ def training_checkpoints(
         opt.step()
 
 
-def trained_model(stiefel: bool, *, steps: int = 40, seed: int = 0, problem: GaugeProblem = GaugeProblem(), **kw) -> nn.Module:
+def trained_model(
+    stiefel: bool, *, steps: int = 40, seed: int = 0, problem: GaugeProblem = GaugeProblem(), **kw
+) -> nn.Module:
     """The problem's model after ``steps`` steps of :func:`training_checkpoints` (at the start,
     attention is nearly uniform and barely matters to the loss; after a few dozen steps it does).
     Chapter: gauge."""
@@ -113,8 +122,14 @@ def _remove_gauge_from_step_(model: nn.Module, before: list[tuple[Tensor, Tensor
 
 
 def projected_run(
-    stiefel: bool, *, remove: str = "gradient", steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem(),
+    stiefel: bool,
+    *,
+    remove: str = "gradient",
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
 ) -> dict[str, Tensor]:
     """A float64 training run of the problem's model (the gauge chapter; full batch,
     ``configure_optimizer``: StiefelAdam on frames and AdamW on the rest, or AdamW on everything).
@@ -142,7 +157,10 @@ def projected_run(
             losses.append(loss.item())
             if remove == "gradient":
                 removed.append(float(remove_gauge_from_grads_(model, group=group).max()))
-            before = [(attn.W_Q.detach().to(DTYPE).clone(), attn.W_K.detach().to(DTYPE).clone()) for _, attn in attention_modules(model)]
+            before = [
+                (attn.W_Q.detach().to(DTYPE).clone(), attn.W_K.detach().to(DTYPE).clone())
+                for _, attn in attention_modules(model)
+            ]
             opt.step()
             if remove != "gradient":  # the steps' own gauge part (the gradient run matches the plain one)
                 update_component.append(update_gauge_components(model, before, group))
@@ -178,8 +196,14 @@ def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str,
     return _deviation(projected_run(stiefel, remove="none", **kw), projected_run(stiefel, remove=remove, **kw))
 
 
-def projected_runs(*, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
-                   problem: GaugeProblem = GaugeProblem()) -> dict:
+def projected_runs(
+    *,
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
+) -> dict:
     """Every run the gauge chapter's projected-run certificate and its two figures read, each
     trained once: per arm (``"stiefel"``, ``"euclidean"``), :func:`run_deviation` with the
     gauge removed from the gradients (``"gradient"``) and from the steps (``"update"``), both
@@ -189,7 +213,10 @@ def projected_runs(*, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, w
     with one_thread():
         for arm in ("stiefel", "euclidean"):
             plain = projected_run(arm == "stiefel", remove="none", **kw)
-            out[arm] = {remove: _deviation(plain, projected_run(arm == "stiefel", remove=remove, **kw)) for remove in ("gradient", "update")}
+            out[arm] = {
+                remove: _deviation(plain, projected_run(arm == "stiefel", remove=remove, **kw))
+                for remove in ("gradient", "update")
+            }
     return out
 
 
@@ -199,7 +226,12 @@ def projected_runs(*, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, w
 
 
 def gauge_components_by_point(
-    *, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0, problem: GaugeProblem = GaugeProblem(),
+    *,
+    n_random_points: int = 6,
+    steps: int = 60,
+    every: int = 10,
+    seed: int = 0,
+    problem: GaugeProblem = GaugeProblem(),
     loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
 ) -> dict[str, Tensor]:
     """Relative gauge components of the gradient, one row per point, one column per head:
@@ -212,9 +244,13 @@ def gauge_components_by_point(
         return _components(n_random_points, steps, every, seed, problem, loss_fn)
 
 
-def _components(n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn) -> dict[str, Tensor]:
+def _components(
+    n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn
+) -> dict[str, Tensor]:
     data = problem.data()
-    out: dict[str, list] = {k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")}
+    out: dict[str, list] = {
+        k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")
+    }
 
     def check(model: nn.Module, key: str) -> None:
         group = _default_group(model)
@@ -240,8 +276,15 @@ def _components(n_random_points: int, steps: int, every: int, seed: int, problem
     return result
 
 
-def gradient_components(*, n_random_points: int = 6, steps: int = 60, every: int = 10, seed: int = 0,
-                        problem: GaugeProblem = GaugeProblem(), loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss) -> dict:
+def gradient_components(
+    *,
+    n_random_points: int = 6,
+    steps: int = 60,
+    every: int = 10,
+    seed: int = 0,
+    problem: GaugeProblem = GaugeProblem(),
+    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
+) -> dict:
     """What the gauge chapter's gradient certificate and its figure read, computed once:
     ``"found"``, :func:`gauge_components_by_point` for ``loss_fn`` (random points and runs), and
     ``"control"``, the same at the random points for the loss plus a ``W_Q``-only term
@@ -259,7 +302,9 @@ def gradient_components(*, n_random_points: int = 6, steps: int = 60, every: int
 # --------------------------------------------------------------------------------------------
 
 
-def _moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem) -> dict:
+def _moved_start_run(
+    stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem
+) -> dict:
     with one_thread():
         model = make_model(stiefel, seed, problem)
         data = problem.data()
@@ -281,7 +326,15 @@ def _moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int,
             loss = task_loss(model, data.train_x, data.train_y)
             losses.append(loss.item())
             frames.append(torch.stack([attn.W_Q.detach().clone(), attn.W_K.detach().clone()]))
-            rest.append(torch.cat([p.detach().reshape(-1) for name, p in model.named_parameters() if not name.endswith(("W_Q", "W_K"))]))
+            rest.append(
+                torch.cat(
+                    [
+                        p.detach().reshape(-1)
+                        for name, p in model.named_parameters()
+                        if not name.endswith(("W_Q", "W_K"))
+                    ]
+                )
+            )
             if step == steps:
                 break
             opt.zero_grad()
@@ -295,8 +348,17 @@ def _moved_start_run(stiefel: bool, kind: str, draw: int, steps: int, seed: int,
     }
 
 
-def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int = 0, steps: int = 120, seed: int = 0,
-                          lr: float = DEFAULT_LR, weight_decay: float = 0.1, problem: GaugeProblem = GaugeProblem()) -> dict[str, Tensor]:
+def moved_start_deviation(
+    stiefel: bool,
+    kind: str = "orthogonal",
+    *,
+    draw: int = 0,
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
+) -> dict[str, Tensor]:
     """Train from a point moved along its gauge orbit, ``(W_Q A, W_K A⁻ᵀ)`` with a random ``A`` per
     head (``kind="orthogonal"``: Haar ``R`` in O(r), so frames stay frames; ``"gl"``: ``exp(X)``),
     and from the point itself; the same optimizer, data and seed. Per step (``steps + 1``): ``loss``,
@@ -307,27 +369,44 @@ def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int 
     if kind not in GROUPS:
         raise ValueError(f"kind={kind!r}: choose one of {GROUPS}")
     key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
-    return _moved_deviation(_moved_start_run(bool(stiefel), "none", 0, *key), _moved_start_run(bool(stiefel), kind, int(draw), *key))
+    return _moved_deviation(
+        _moved_start_run(bool(stiefel), "none", 0, *key), _moved_start_run(bool(stiefel), kind, int(draw), *key)
+    )
 
 
-def moved_start_runs(*, n_draws: int = 2, steps: int = 120, seed: int = 0, lr: float = DEFAULT_LR, weight_decay: float = 0.1,
-                     problem: GaugeProblem = GaugeProblem()) -> dict:
+def moved_start_runs(
+    *,
+    n_draws: int = 2,
+    steps: int = 120,
+    seed: int = 0,
+    lr: float = DEFAULT_LR,
+    weight_decay: float = 0.1,
+    problem: GaugeProblem = GaugeProblem(),
+) -> dict:
     """Every run the gauge chapter's equivariance certificate and its figure read, each trained
     once: :func:`moved_start_deviation` for ``n_draws`` draws of StiefelAdam from ``(W_Q R, W_K R)``
     (``"stiefel"``), AdamW from ``(W_Q R, W_K R)`` (``"euclidean"``) and from ``(W_Q A, W_K A⁻ᵀ)``
     (``"euclidean_gl"``); ``"setting"`` holds the arguments."""
     key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
     out: dict = {"setting": {"n_draws": n_draws, "steps": steps, "seed": seed, "lr": lr, "weight_decay": weight_decay}}
-    for name, stiefel, kind in (("stiefel", True, "orthogonal"), ("euclidean", False, "orthogonal"), ("euclidean_gl", False, "gl")):
-        plain = _moved_start_run(stiefel, "none", 0, *key) if name != "euclidean_gl" else plain
-        out[name] = [_moved_deviation(plain, _moved_start_run(stiefel, kind, k, *key)) for k in range(n_draws)]
+    plain: dict[bool, dict] = {}  # the unmoved run of each optimizer, trained once (AdamW's serves both AdamW rows)
+    for name, stiefel, kind in (
+        ("stiefel", True, "orthogonal"),
+        ("euclidean", False, "orthogonal"),
+        ("euclidean_gl", False, "gl"),
+    ):
+        if stiefel not in plain:
+            plain[stiefel] = _moved_start_run(stiefel, "none", 0, *key)
+        out[name] = [_moved_deviation(plain[stiefel], _moved_start_run(stiefel, kind, k, *key)) for k in range(n_draws)]
     return out
 
 
 def _moved_deviation(plain: dict, moved: dict) -> dict[str, Tensor]:
     A = moved["A"]
     W_Q, W_K = gl_action(plain["frames"][:, 0], plain["frames"][:, 1], A)  # the plain run, moved
-    frames = torch.maximum((moved["frames"][:, 0] - W_Q).abs().amax((-3, -2, -1)), (moved["frames"][:, 1] - W_K).abs().amax((-3, -2, -1)))
+    frames = torch.maximum(
+        (moved["frames"][:, 0] - W_Q).abs().amax((-3, -2, -1)), (moved["frames"][:, 1] - W_K).abs().amax((-3, -2, -1))
+    )
     return {
         "loss": (moved["loss"] - plain["loss"]).abs(),
         "frames": frames,

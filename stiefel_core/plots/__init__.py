@@ -23,7 +23,18 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["COLORS", "ARM_COLORS", "RC", "PANEL_SIZE", "arm_color", "style", "use_style", "figsize", "grid_figure", "setting_label"]
+__all__ = [
+    "COLORS",
+    "ARM_COLORS",
+    "RC",
+    "PANEL_SIZE",
+    "arm_color",
+    "style",
+    "use_style",
+    "figsize",
+    "grid_figure",
+    "setting_label",
+]
 
 # Okabe and Ito's colour-blind-safe palette.
 COLORS = {
@@ -37,12 +48,20 @@ COLORS = {
 
 # Every arm of the experiments (experiments.variants), one colour each, in every chapter's figures.
 ARM_COLORS = {
-    "baseline": COLORS["euclidean"], "stiefel": COLORS["stiefel"], "fixed_step": COLORS["tangent"], "frozen": COLORS["reference"],
-    "no_projector": COLORS["normal"], "per_entry": COLORS["highlight"], "no_trust_region": "#56B4E9",  # Okabe-Ito sky blue
+    "baseline": COLORS["euclidean"],
+    "stiefel": COLORS["stiefel"],
+    "fixed_step": COLORS["tangent"],
+    "frozen": COLORS["reference"],
+    "no_projector": COLORS["normal"],
+    "per_entry": COLORS["highlight"],
+    "no_trust_region": "#56B4E9",  # Okabe-Ito sky blue
     "no_decay_qk": "#000000",  # Okabe-Ito black
     "fixed_step_matched": "#005A41",  # a darker bluish green: the fixed step, at the matched step size
     # scale against orthonormality (experiments.scale_arms), from Tol's palette; stiefel_temp a darker Stiefel blue
-    "qk_norm": "#CC6677", "sphere": "#44AA99", "stiefel_temp": "#003F72", "cayley_adam": "#AA4499",
+    "qk_norm": "#CC6677",
+    "sphere": "#44AA99",
+    "stiefel_temp": "#003F72",
+    "cayley_adam": "#AA4499",
 }
 
 # Names under which chapters refer to the two arms of a comparison.
@@ -126,7 +145,9 @@ def setting_label(setting: Any) -> str:
     """A panel title for one setting: ``"t = 0.5, r = 2"`` for a dict, ``str(setting)`` otherwise.
     For every chapter's figures."""
     if isinstance(setting, dict):
-        return ", ".join(f"{key} = {value:g}" if isinstance(value, float) else f"{key} = {value}" for key, value in setting.items())
+        return ", ".join(
+            f"{key} = {value:g}" if isinstance(value, float) else f"{key} = {value}" for key, value in setting.items()
+        )
     return f"{setting:g}" if isinstance(setting, float) else str(setting)
 
 
@@ -155,7 +176,9 @@ def grid_figure(
     ncols = min(len(settings), 2) if ncols is None else ncols
     nrows = -(-len(settings) // ncols)
     with style():
-        fig, axes = plt.subplots(nrows, ncols, figsize=figsize(nrows, ncols, panel), squeeze=False, subplot_kw=subplot_kw)
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=figsize(nrows, ncols, panel), squeeze=False, subplot_kw=subplot_kw
+        )
         flat: list[Axes] = list(axes.flat)
         for ax, setting in zip(flat, settings):
             if isinstance(setting, dict):
@@ -164,7 +187,7 @@ def grid_figure(
                 draw(ax, setting)
             if label is not None:
                 ax.set_title(label(setting))
-        for ax in flat[len(settings):]:
+        for ax in flat[len(settings) :]:
             ax.set_visible(False)
         if title:
             fig.suptitle(title)

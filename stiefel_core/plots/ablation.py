@@ -23,8 +23,14 @@ def differences_figure(tables: dict[str, list[dict]], title: str = "") -> Figure
             rows = [r for r in rows if r["full_minus_arm"] is not None]
             for y, r in enumerate(rows):
                 c = r["full_minus_arm"]
-                ax.errorbar([c.mean_difference], [y], xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
-                            fmt="o", color=ARM_COLORS[r["arm"]], capsize=3)
+                ax.errorbar(
+                    [c.mean_difference],
+                    [y],
+                    xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
+                    fmt="o",
+                    color=ARM_COLORS[r["arm"]],
+                    capsize=3,
+                )
             ax.axvline(0, color=COLORS["reference"], lw=1)
             ax.set_yticks(range(len(rows)), [f"− {ARM_LABELS[r['arm']]}" for r in rows], fontsize=9)
             ax.invert_yaxis()

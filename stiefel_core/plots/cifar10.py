@@ -13,9 +13,23 @@ from ..labels import ARMS
 from ..results_reading import arm_of, finished_starts, movement_ratios, paired, run_key
 from . import ARM_COLORS, COLORS, figsize, style
 
-__all__ = ["CHAPTER_ARMS", "ARM_LABELS", "draw_curves", "curves_figure", "gains_figure", "arms_figure", "sweep_figure", "movement_figure"]
+__all__ = [
+    "CHAPTER_ARMS",
+    "ARM_LABELS",
+    "draw_curves",
+    "curves_figure",
+    "gains_figure",
+    "arms_figure",
+    "sweep_figure",
+    "movement_figure",
+]
 
-CHAPTER_ARMS = ("baseline", "stiefel", "fixed_step", "frozen")  # the cifar10 experiment's ARMS (a test holds them equal)
+CHAPTER_ARMS = (
+    "baseline",
+    "stiefel",
+    "fixed_step",
+    "frozen",
+)  # the cifar10 experiment's ARMS (a test holds them equal)
 ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
 
 
@@ -25,8 +39,16 @@ def draw_curves(ax: Axes, runs: dict, arms=CHAPTER_ARMS, metric: str = "test_acc
         keys = [k for k in runs if arm_of(k) == arm]
         for i, key in enumerate(sorted(keys)):
             history = runs[key]["history"]
-            ax.plot([r["steps_done"] for r in history], [100 * r[metric] for r in history], "o-", ms=3, lw=1,
-                    color=ARM_COLORS[arm], alpha=0.7, label=ARM_LABELS[arm] if i == 0 else None)
+            ax.plot(
+                [r["steps_done"] for r in history],
+                [100 * r[metric] for r in history],
+                "o-",
+                ms=3,
+                lw=1,
+                color=ARM_COLORS[arm],
+                alpha=0.7,
+                label=ARM_LABELS[arm] if i == 0 else None,
+            )
     ax.set_xlabel("step")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
 
@@ -58,14 +80,23 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
         left.set_xlim(-0.4, 1.4)
         left.set_ylabel("test accuracy (%)")
         gains = a - b
-        right.bar(range(len(starts)), gains, color=[ARM_COLORS["stiefel"] if g > 0 else ARM_COLORS["baseline"] for g in gains])
+        right.bar(
+            range(len(starts)), gains, color=[ARM_COLORS["stiefel"] if g > 0 else ARM_COLORS["baseline"] for g in gains]
+        )
         right.set_xticks(range(len(starts)), [str(s) for s in starts])
         right.axhline(0, color="black", lw=0.8)
         if comparison is not None:
-            right.axhline(comparison.mean_difference, color=COLORS["stiefel"], lw=1.2, label=f"mean {comparison.mean_difference:+.2f} pp")
+            right.axhline(
+                comparison.mean_difference,
+                color=COLORS["stiefel"],
+                lw=1.2,
+                label=f"mean {comparison.mean_difference:+.2f} pp",
+            )
             right.axhspan(comparison.ci_low, comparison.ci_high, color=COLORS["stiefel"], alpha=0.15, label="95% CI")
         if preprint_gain is not None:
-            right.axhline(preprint_gain, color=COLORS["highlight"], ls="--", lw=1.2, label=f"preprint {preprint_gain:+.2f} pp")
+            right.axhline(
+                preprint_gain, color=COLORS["highlight"], ls="--", lw=1.2, label=f"preprint {preprint_gain:+.2f} pp"
+            )
         right.set_xlabel("start")
         right.set_ylabel("Stiefel − baseline (pp)")
         right.legend(fontsize=9)
@@ -74,16 +105,29 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
     return fig
 
 
-def arms_figure(results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)") -> Figure:
+def arms_figure(
+    results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)"
+) -> Figure:
     """Final ``metric`` of every arm, one line per start across the arms. Chapter: cifar10_patches."""
     starts = finished_starts(results, arms)
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (1.0 + 1.25 * len(arms), 3.4)))
         for s in starts:
-            ax.plot(range(len(arms)), [100 * results["runs"][run_key(arm, s)]["final"][metric] for arm in arms],
-                    "-", color=COLORS["reference"], lw=0.8, alpha=0.5)
+            ax.plot(
+                range(len(arms)),
+                [100 * results["runs"][run_key(arm, s)]["final"][metric] for arm in arms],
+                "-",
+                color=COLORS["reference"],
+                lw=0.8,
+                alpha=0.5,
+            )
         for i, arm in enumerate(arms):
-            ax.scatter([i] * len(starts), [100 * results["runs"][run_key(arm, s)]["final"][metric] for s in starts], color=ARM_COLORS[arm], zorder=3)
+            ax.scatter(
+                [i] * len(starts),
+                [100 * results["runs"][run_key(arm, s)]["final"][metric] for s in starts],
+                color=ARM_COLORS[arm],
+                zorder=3,
+            )
         ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=9)
         ax.set_ylabel(ylabel)
         if title:
@@ -91,7 +135,9 @@ def arms_figure(results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str =
     return fig
 
 
-def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widens with data", title: str = "") -> Figure:
+def sweep_figure(
+    rows: list[dict], preprint_note: str = "preprint: the gap widens with data", title: str = ""
+) -> Figure:
     """Left: test accuracy of both arms against the training-set size (mean ± sd over starts).
     Right: the paired gain with its 95 % interval, per size.
     Chapter: cifar10_patches."""
@@ -100,8 +146,15 @@ def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widen
         fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
         sizes = [r["train_size"] for r in rows]
         for arm in ("baseline", "stiefel"):
-            left.errorbar(sizes, [r[arm].mean for r in rows], yerr=[0 if np.isnan(r[arm].std) else r[arm].std for r in rows],
-                          fmt="o-", color=ARM_COLORS[arm], capsize=3, label=ARM_LABELS[arm])
+            left.errorbar(
+                sizes,
+                [r[arm].mean for r in rows],
+                yerr=[0 if np.isnan(r[arm].std) else r[arm].std for r in rows],
+                fmt="o-",
+                color=ARM_COLORS[arm],
+                capsize=3,
+                label=ARM_LABELS[arm],
+            )
         left.set_xscale("log")
         left.set_xlabel("training images")
         left.set_ylabel("test accuracy (%)")
@@ -111,8 +164,15 @@ def sweep_figure(rows: list[dict], preprint_note: str = "preprint: the gap widen
             means = np.array([r["comparison"].mean_difference for r in paired])
             low = means - np.array([r["comparison"].ci_low for r in paired])
             high = np.array([r["comparison"].ci_high for r in paired]) - means
-            right.errorbar([r["train_size"] for r in paired], means, yerr=[low, high], fmt="o-", color=COLORS["stiefel"], capsize=3,
-                           label="Stiefel − baseline, 95% CI")
+            right.errorbar(
+                [r["train_size"] for r in paired],
+                means,
+                yerr=[low, high],
+                fmt="o-",
+                color=COLORS["stiefel"],
+                capsize=3,
+                label="Stiefel − baseline, 95% CI",
+            )
         right.axhline(0, color="black", lw=0.8)
         right.set_xscale("log")
         for ax in (left, right):
@@ -142,7 +202,16 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 names = [k for k in history[0] if k.startswith("step/")]
                 steps = [r["steps_done"] for r in history]
                 mean = [np.mean([r[n] for n in names]) for r in history]
-                left.plot(steps, mean, "o-", ms=3, lw=1, color=ARM_COLORS[arm], alpha=0.7, label=ARM_LABELS[arm] if i == 0 else None)
+                left.plot(
+                    steps,
+                    mean,
+                    "o-",
+                    ms=3,
+                    lw=1,
+                    color=ARM_COLORS[arm],
+                    alpha=0.7,
+                    label=ARM_LABELS[arm] if i == 0 else None,
+                )
         left.set_yscale("log")
         left.set_xlabel("step")
         left.set_ylabel("mean ‖ΔW‖_F per step")
@@ -154,7 +223,9 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 jitter = np.linspace(-0.15, 0.15, len(values))
                 right.scatter(j + jitter, values, s=12, color=ARM_COLORS[arm], alpha=0.8)
         if band is not None:
-            right.axhspan(*band, color=COLORS["highlight"], alpha=0.2, label=f"preprint: {band[0]:g}–{band[1]:g}x (fixed step)")
+            right.axhspan(
+                *band, color=COLORS["highlight"], alpha=0.2, label=f"preprint: {band[0]:g}–{band[1]:g}x (fixed step)"
+            )
             right.legend(fontsize=9)
         right.axhline(1, color="black", lw=0.8)
         right.set_yscale("log")

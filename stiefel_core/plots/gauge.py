@@ -169,7 +169,10 @@ def projected_run_figure(runs: dict) -> Figure:
     names = {"stiefel": "Stiefel arm (StiefelAdam)", "euclidean": "Euclidean arm (AdamW)"}
     with style():
         fig, axes = plt.subplots(1, 3, figsize=figsize(1, 1, (12.0, 3.6)))
-        for ax, key, ylabel in ((axes[0], "params", r"$\max_i |\theta_i^{\mathrm{proj}} - \theta_i^{\mathrm{plain}}|$"), (axes[1], "loss", r"$|L^{\mathrm{proj}} - L^{\mathrm{plain}}|$")):
+        for ax, key, ylabel in (
+            (axes[0], "params", r"$\max_i |\theta_i^{\mathrm{proj}} - \theta_i^{\mathrm{plain}}|$"),
+            (axes[1], "loss", r"$|L^{\mathrm{proj}} - L^{\mathrm{plain}}|$"),
+        ):
             for arm, run in runs.items():
                 ax.semilogy(step, _floor(run[key].numpy()), ".-", markersize=3, color=arm_color(arm), label=names[arm])
             ax.axhline(gauge.RUN_TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-10")
@@ -183,7 +186,15 @@ def projected_run_figure(runs: dict) -> Figure:
         for arm, run in runs.items():
             plain, projected = run["plain_loss"].numpy(), run["projected_loss"].numpy()
             axes[2].semilogy(step, plain, color=arm_color(arm), label=f"{names[arm]}, plain")
-            axes[2].semilogy(step[::4], projected[::4], "o", markersize=3, color=arm_color(arm), markerfacecolor="none", label="gradients projected")
+            axes[2].semilogy(
+                step[::4],
+                projected[::4],
+                "o",
+                markersize=3,
+                color=arm_color(arm),
+                markerfacecolor="none",
+                label="gradients projected",
+            )
         axes[2].set_xlabel("step")
         axes[2].set_ylabel("training loss")
         axes[2].set_title("the runs")
@@ -204,8 +215,19 @@ def update_projection_figure(runs: dict) -> Figure:
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.4)))
         for arm in ("stiefel", "euclidean"):
             a.plot(np.arange(steps), grad[arm]["update_component"].numpy(), color=arm_color(arm), label=names[arm])
-            b.semilogy(np.arange(steps + 1), _floor(upd[arm]["loss"].numpy()), color=arm_color(arm), label=f"{names[arm]}: steps projected")
-            b.semilogy(np.arange(steps + 1), _floor(grad[arm]["loss"].numpy()), ":", color=arm_color(arm), label=f"{names[arm]}: gradients projected")
+            b.semilogy(
+                np.arange(steps + 1),
+                _floor(upd[arm]["loss"].numpy()),
+                color=arm_color(arm),
+                label=f"{names[arm]}: steps projected",
+            )
+            b.semilogy(
+                np.arange(steps + 1),
+                _floor(grad[arm]["loss"].numpy()),
+                ":",
+                color=arm_color(arm),
+                label=f"{names[arm]}: gradients projected",
+            )
         a.set_ylim(0, 1)
         a.set_xlabel("step")
         a.set_ylabel(r"$\|P_{\mathrm{gauge}}\, \xi\| \,/\, \|\xi\|$ of the step taken")
@@ -233,7 +255,13 @@ def moved_start_figure(runs: dict) -> Figure:
         fig, ax = plt.subplots(figsize=(6.4, 3.6))
         for name, arm, line, label in cases:
             for k, run in enumerate(runs[name]):
-                ax.semilogy(np.arange(steps + 1), _floor(run["loss"].numpy()), line, color=arm_color(arm), label=label if k == 0 else None)
+                ax.semilogy(
+                    np.arange(steps + 1),
+                    _floor(run["loss"].numpy()),
+                    line,
+                    color=arm_color(arm),
+                    label=label if k == 0 else None,
+                )
         ax.axhline(gauge.RUN_TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-10")
         ax.set_ylim(FLOOR / 3, 1)
         ax.set_xlabel("step")

@@ -21,7 +21,9 @@ def accuracy_curves(runs: dict[str, dict], title: str = "") -> Figure:
     """Train (dashed) and validation (solid) accuracy of every baseline and Stiefel run. Chapter: grokking."""
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.2)), sharey=True)
-        runs = {key: run for key, run in runs.items() if key.split("/")[0] in LABELS}  # the two arms; controls have their own chapter
+        runs = {
+            key: run for key, run in runs.items() if key.split("/")[0] in LABELS
+        }  # the two arms; controls have their own chapter
         for key, run in sorted(runs.items()):
             arm = key.split("/")[0]
             ax = axes[0] if arm == "baseline" else axes[1]
@@ -40,7 +42,9 @@ def collapse_window(baseline: list[dict], stiefel: list[dict], start: int, stop:
     """Over epochs ``[start, stop]``: training loss, total weight norm and validation accuracy
     of both arms, beside the frames' geometry (principal angle to initialisation, step size).
     Chapter: grokking."""
-    window = {arm: [r for r in h if start <= r["epoch"] <= stop] for arm, h in (("baseline", baseline), ("stiefel", stiefel))}
+    window = {
+        arm: [r for r in h if start <= r["epoch"] <= stop] for arm, h in (("baseline", baseline), ("stiefel", stiefel))
+    }
     panels = [  # row by row: the model on the left, the frames on the right
         ("train_loss", "training loss", True),
         ("angle_mean/W_Q", "W_Q: angle to init (deg)", False),

@@ -15,14 +15,34 @@ __all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "surviv
 
 PEER_COLORS = {  # the book's colours where the arm has one (plots.ARM_COLORS); the relatives from Tol's palette
     **{arm: ARM_COLORS[arm] for arm in ("baseline", "stiefel", "per_entry")},
-    "muon": "#332288", "muon_no_decay": "#88CCEE", "geoopt_radam": "#882255", "orthogonal_param": "#999933",
+    "muon": "#332288",
+    "muon_no_decay": "#88CCEE",
+    "geoopt_radam": "#882255",
+    "orthogonal_param": "#999933",
 }
 PEER_LABELS = {
-    "baseline": "AdamW", "stiefel": "Stiefel rule", "per_entry": "per-entry moments", "muon": "Muon",
-    "muon_no_decay": "Muon, no decay on W_Q, W_K", "geoopt_radam": "geoopt RiemannianAdam", "orthogonal_param": "orthogonal parametrization",
+    "baseline": "AdamW",
+    "stiefel": "Stiefel rule",
+    "per_entry": "per-entry moments",
+    "muon": "Muon",
+    "muon_no_decay": "Muon, no decay on W_Q, W_K",
+    "geoopt_radam": "geoopt RiemannianAdam",
+    "orthogonal_param": "orthogonal parametrization",
 }
-MARKERS = {"baseline": "s", "stiefel": "o", "per_entry": "^", "muon": "D", "muon_no_decay": "d", "geoopt_radam": "v",
-           "orthogonal_param": "P", "no_decay_qk": "x", "qk_norm": "*", "sphere": "h", "stiefel_temp": "p", "cayley_adam": "<"}
+MARKERS = {
+    "baseline": "s",
+    "stiefel": "o",
+    "per_entry": "^",
+    "muon": "D",
+    "muon_no_decay": "d",
+    "geoopt_radam": "v",
+    "orthogonal_param": "P",
+    "no_decay_qk": "x",
+    "qk_norm": "*",
+    "sphere": "h",
+    "stiefel_temp": "p",
+    "cayley_adam": "<",
+}
 
 
 def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy over training") -> Figure:
@@ -34,10 +54,23 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
             lrs = [lr for lr, v in row["scores"].items() if v is not None]
             values = [100 * row["scores"][lr] for lr in lrs]
             color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
-            name = PEER_LABELS.get(row["arm"], label(row["arm"], capital=True))
-            ax.plot(lrs, values, color=color, marker=MARKERS.get(row["arm"], "o"), lw=1.3, label=name)
+            ax.plot(
+                lrs,
+                values,
+                color=color,
+                marker=MARKERS.get(row["arm"], "o"),
+                lw=1.3,
+                label=PEER_LABELS.get(row["arm"], label(row["arm"], capital=True)),
+            )
             if row["chosen"] is not None:
-                ax.scatter([row["chosen"]], [100 * row["scores"][row["chosen"]]], s=150, facecolors="none", edgecolors=color, lw=1.5)
+                ax.scatter(
+                    [row["chosen"]],
+                    [100 * row["scores"][row["chosen"]]],
+                    s=150,
+                    facecolors="none",
+                    edgecolors=color,
+                    lw=1.5,
+                )
         ax.set_xscale("log")
         ax.set_xlabel("lr of W_Q, W_K")
         ax.set_ylabel(f"{criterion} (%)")
@@ -57,10 +90,18 @@ def gains_figure(rows: list[dict]) -> Figure:
                 if c is None:
                     continue
                 color = PEER_COLORS.get(r["peer"], COLORS["reference"])
-                ax.errorbar([c.mean_difference], [i], xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
-                            fmt=MARKERS.get(r["peer"], "o"), color=color, capsize=3)
+                ax.errorbar(
+                    [c.mean_difference],
+                    [i],
+                    xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
+                    fmt=MARKERS.get(r["peer"], "o"),
+                    color=color,
+                    capsize=3,
+                )
             ax.axvline(0, color=COLORS["reference"], lw=0.8)
-            ax.set_yticks(range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=9)
+            ax.set_yticks(
+                range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=9
+            )
             ax.set_xlabel(f"peer − {PEER_LABELS[ref]} (pp)")
             ax.set_title(f"against the {PEER_LABELS[ref]}" if ref == "stiefel" else "against AdamW")
         axes[0].invert_yaxis()
@@ -74,8 +115,14 @@ def survival_figure(curves: list) -> Figure:
         fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.6)))
         for s in curves:
             t, p = np.concatenate([[0.0], s.times]), np.concatenate([[1.0], s.probabilities])
-            ax.step(t, p, where="post", color=PEER_COLORS.get(s.arm, COLORS["reference"]), lw=1.5,
-                    label=f"{PEER_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored")
+            ax.step(
+                t,
+                p,
+                where="post",
+                color=PEER_COLORS.get(s.arm, COLORS["reference"]),
+                lw=1.5,
+                label=f"{PEER_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored",
+            )
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("epoch")
         ax.set_ylabel("share of runs not yet at 90 %")

@@ -91,7 +91,11 @@ def take_step(t: float, r: int = 1, W: Tensor | None = None, xi: Tensor | None =
     euclidean = W + t * xi
     retracted = retract_polar(W, t * xi)
     return Step(
-        t=float(t), W=W, xi=xi, euclidean=euclidean, retracted=retracted,
+        t=float(t),
+        W=W,
+        xi=xi,
+        euclidean=euclidean,
+        retracted=retracted,
         distance=float(torch.linalg.matrix_norm(euclidean - retracted)),
         error_euclidean=float(orthonormality_error(euclidean)),
         error_retracted=float(orthonormality_error(retracted)),
@@ -128,7 +132,9 @@ def _point(ax: Axes, p: np.ndarray, color: str, label: str, **kw) -> None:
 
 
 def _arrow(ax: Axes, start: np.ndarray, vector: np.ndarray, color: str, **kw) -> None:
-    ax.quiver(*start, *vector, color=color, arrow_length_ratio=kw.pop("ratio", 0.12), linewidth=kw.pop("linewidth", 1.8), **kw)
+    ax.quiver(
+        *start, *vector, color=color, arrow_length_ratio=kw.pop("ratio", 0.12), linewidth=kw.pop("linewidth", 1.8), **kw
+    )
 
 
 def _draw_sphere_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
@@ -138,7 +144,9 @@ def _draw_sphere_step(ax: Axes, step: Step, limit: float, legend: bool) -> None:
     # A patch of the tangent plane at W, spanned by ξ (along the step) and W x ξ.
     a, b = xi, np.cross(W, xi)
     corners = np.array([W + sa * a + sb * b for sa in (-0.35, step.t + 0.3) for sb in (-0.45, 0.45)])  # (4, 3)
-    ax.plot_surface(*(corners[:, k].reshape(2, 2) for k in range(3)), color=COLORS["tangent"], alpha=0.18, linewidth=0, shade=False)
+    ax.plot_surface(
+        *(corners[:, k].reshape(2, 2) for k in range(3)), color=COLORS["tangent"], alpha=0.18, linewidth=0, shade=False
+    )
     # The geodesic arc from W to R (on the sphere) and the ray from the origin through R to W + tξ.
     angle = math.atan(step.t)
     s = np.linspace(0.0, angle, 40)[:, None]
@@ -199,7 +207,7 @@ def step_figure(t: float = 1.0, r: int = 1) -> Figure:
     with style():
         fig = plt.figure(figsize=(5.6, 5.0))
         ax = fig.add_subplot(projection="3d")
-        step = draw_step(ax, t, r, legend=True)
+        draw_step(ax, t, r, legend=True)
         where = "the unit sphere $S^2$" if r == 1 else "frames in St(3, 2)"
         ax.set_title(f"St(3, {r}), {where}: step $t = {t:g}$")
     return fig
@@ -236,8 +244,15 @@ def first_order_figure(examples: dict[str, tuple[Tensor, Tensor]] | None = None,
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.6)))
         for i, (label, (W, xi)) in enumerate(curves.items()):
-            ax.loglog(ts, retraction_gap(W, xi, ts), marker="osd^v"[i % 5], markersize=3.5, linewidth=1.2,
-                      color=colors[i % len(colors)], label=label)
+            ax.loglog(
+                ts,
+                retraction_gap(W, xi, ts),
+                marker="osd^v"[i % 5],
+                markersize=3.5,
+                linewidth=1.2,
+                color=colors[i % len(colors)],
+                label=label,
+            )
         ax.loglog(ts, 0.5 * ts**2, color=COLORS["reference"], linestyle="--", label=r"$t^2/2$ (slope 2)")
         ax.set_xlabel("step size $t$")
         ax.set_ylabel(r"$\|R_W(t\xi) - (W + t\xi)\|_F$")

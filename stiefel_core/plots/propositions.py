@@ -75,7 +75,12 @@ def draw_decrease_samples(ax: Axes, d: int = 16, r: int = 4, seed: int = 0, n_sa
     ax.legend(loc="upper left", fontsize=9)
     tangent_dim = d * r - r * (r + 1) // 2
     ax.text(0.02, 0.70, f"St({d}, {r}): tangent dim {tangent_dim}", transform=ax.transAxes, fontsize=9)
-    return {"best_sample": float(ratios.max()), "step_ratio": step_ratio, "direction_error": error, "tangent_dim": tangent_dim}
+    return {
+        "best_sample": float(ratios.max()),
+        "step_ratio": step_ratio,
+        "direction_error": error,
+        "tangent_dim": tangent_dim,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +88,14 @@ def draw_decrease_samples(ax: Axes, d: int = 16, r: int = 4, seed: int = 0, n_sa
 # --------------------------------------------------------------------------------------------
 
 
-def draw_scale_run(ax: Axes, log10_scale: float = 0.0, step_rule: str = "scale_free", eps: float = 0.0, steps: int = 50, lr: float = 0.05) -> dict:
+def draw_scale_run(
+    ax: Axes,
+    log10_scale: float = 0.0,
+    step_rule: str = "scale_free",
+    eps: float = 0.0,
+    steps: int = 50,
+    lr: float = 0.05,
+) -> dict:
     """Loss along a StiefelAdam run (default trust radius 0.5) on the quadratic test loss
     multiplied by ``c = 10**log10_scale``, drawn as ``loss / c`` so every scale shares one axis,
     against the run at ``c = 1`` (dashed). Returns the largest relative deviation of the frames
@@ -102,7 +114,12 @@ def draw_scale_run(ax: Axes, log10_scale: float = 0.0, step_rule: str = "scale_f
         deviation = float((torch.linalg.vector_norm(path - reference, dim=(-3, -2, -1)) / norm).max())
     t = np.arange(steps + 1)
     ax.plot(t, loss_ref, "--", color=COLORS["reference"], label="$c = 1$")
-    ax.plot(t, loss, color=arm_color("stiefel" if step_rule == "scale_free" else "euclidean"), label=f"$c = 10^{{{log10_scale:g}}}$")
+    ax.plot(
+        t,
+        loss,
+        color=arm_color("stiefel" if step_rule == "scale_free" else "euclidean"),
+        label=f"$c = 10^{{{log10_scale:g}}}$",
+    )
     ax.set_xlabel("step")
     ax.set_ylabel("loss / c")
     ax.legend(loc="upper right", fontsize=9)
@@ -125,7 +142,14 @@ def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
             ref = run_trajectory(W0, problem.gradient, 50, eps=eps)
             norm = torch.linalg.vector_norm(ref, dim=(-3, -2, -1))
             deviations[eps] = [
-                float((torch.linalg.vector_norm(run_trajectory(W0, problem.scaled(float(c)).gradient, 50, eps=eps) - ref, dim=(-3, -2, -1)) / norm).max())
+                float(
+                    (
+                        torch.linalg.vector_norm(
+                            run_trajectory(W0, problem.scaled(float(c)).gradient, 50, eps=eps) - ref, dim=(-3, -2, -1)
+                        )
+                        / norm
+                    ).max()
+                )
                 for c in cs
             ]
     with style():
@@ -158,7 +182,14 @@ def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float 
     history = condition_history(10.0**log10_lr, trust_radius, steps=steps)
     kappa = history["condition"].numpy()
     bound = math.inf if trust_radius is None else 1 + trust_radius**2
-    ax.semilogy(np.arange(1, steps + 1), kappa, "o-", markersize=3, color=arm_color("stiefel" if trust_radius else "euclidean"), label=r"cond$(I + \xi^\top\xi)$")
+    ax.semilogy(
+        np.arange(1, steps + 1),
+        kappa,
+        "o-",
+        markersize=3,
+        color=arm_color("stiefel" if trust_radius else "euclidean"),
+        label=r"cond$(I + \xi^\top\xi)$",
+    )
     if trust_radius is not None:
         ax.axhline(bound, linestyle="--", color=COLORS["reference"], label=rf"$1 + \Delta^2 = {bound:g}$")
     ax.set_ylim(0.9, max(2.0, 1.5 * float(kappa.max())))
@@ -168,13 +199,20 @@ def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float 
     return {"max_condition": float(kappa.max()), "bound": bound, "max_step_norm": float(history["step_norm"].max())}
 
 
-def conditioning_figure(lrs=tuple(10.0 ** k for k in np.arange(-3, 1.01, 0.5)), radii=(0.25, 0.5, 1.0, None), scales=tuple(10.0**k for k in range(-4, 5))) -> Figure:
+def conditioning_figure(
+    lrs=tuple(10.0**k for k in np.arange(-3, 1.01, 0.5)),
+    radii=(0.25, 0.5, 1.0, None),
+    scales=tuple(10.0**k for k in range(-4, 5)),
+) -> Figure:
     """Left: the largest condition number of ``I + ξᵀξ`` over a 30-step run against ``lr`` for
     several trust radii (dashed: their bounds ``1 + Δ²``) and none. Right: the fixed-step rule
     against the gradient scale, with a trust radius of 0.5 and without.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     by_lr = {radius: [float(condition_history(lr, radius)["condition"].max()) for lr in lrs] for radius in radii}
-    by_scale = {radius: [float(condition_history(0.05, radius, scale=c, step_rule="fixed")["condition"].max()) for c in scales] for radius in (0.5, None)}
+    by_scale = {
+        radius: [float(condition_history(0.05, radius, scale=c, step_rule="fixed")["condition"].max()) for c in scales]
+        for radius in (0.5, None)
+    }
     shades = {0.25: "#56B4E9", 0.5: COLORS["stiefel"], 1.0: "#004165", None: COLORS["euclidean"]}
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
@@ -201,15 +239,25 @@ def conditioning_figure(lrs=tuple(10.0 ** k for k in np.arange(-3, 1.01, 0.5)), 
 # --------------------------------------------------------------------------------------------
 
 
-def draw_equivariance(ax: Axes, second_moment: str = "frame", projector: str = "tangent", seed: int = 0, steps: int = 50) -> dict:
+def draw_equivariance(
+    ax: Axes, second_moment: str = "frame", projector: str = "tangent", seed: int = 0, steps: int = 50
+) -> dict:
     """Per step, ``‖W'_t - Q W_t‖ / ‖W_t‖`` for one Haar-random ``Q`` (chosen by ``seed``): ``W'``
     from ``(QW, QG_t)``, ``W`` from ``(W, G_t)``. Exact zeros are drawn at :data:`FLOOR`.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     Q = certify.haar_orthogonal(16, 4, generator=torch.Generator().manual_seed(1000 + seed))
     with one_thread():
-        deviation = certify.equivariance_deviation(Q, steps=steps, second_moment=second_moment, projector=projector).numpy()
+        deviation = certify.equivariance_deviation(
+            Q, steps=steps, second_moment=second_moment, projector=projector
+        ).numpy()
     equivariant = second_moment == "frame"
-    ax.semilogy(np.arange(steps + 1), np.maximum(deviation, FLOOR), "o-", markersize=3, color=arm_color("stiefel" if equivariant else "euclidean"))
+    ax.semilogy(
+        np.arange(steps + 1),
+        np.maximum(deviation, FLOOR),
+        "o-",
+        markersize=3,
+        color=arm_color("stiefel" if equivariant else "euclidean"),
+    )
     ax.axhline(certify.TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
     ax.set_ylim(FLOOR / 2, 10.0)
     ax.set_xlabel("step")
@@ -238,13 +286,23 @@ def equivariance_sphere_figure(steps: int = 40) -> Figure:
     colors = (COLORS["stiefel"], COLORS["highlight"], COLORS["tangent"])
     with style():
         fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)), sharey=True)
-        for ax, moment, title in zip(axes, ("frame", "entry"), ("one second moment per frame", "per-entry second moment (Adam's)")):
+        for ax, moment, title in zip(
+            axes, ("frame", "entry"), ("one second moment per frame", "per-entry second moment (Adam's)")
+        ):
             with one_thread():
                 rotated, expected = _sphere_paths(moment, steps)
             t = np.arange(steps + 1)
             for i in range(3):
                 ax.plot(t, expected[:, i], color=colors[i], linewidth=1.5, label=f"$(Q w_t)_{i + 1}$")
-                ax.plot(t, rotated[:, i], "o", color=colors[i], markersize=3, markerfacecolor="none", label=f"$(w'_t)_{i + 1}$")
+                ax.plot(
+                    t,
+                    rotated[:, i],
+                    "o",
+                    color=colors[i],
+                    markersize=3,
+                    markerfacecolor="none",
+                    label=f"$(w'_t)_{i + 1}$",
+                )
             ax.set_title(title)
             ax.set_xlabel("step")
         axes[0].set_ylabel("coordinate")
@@ -257,14 +315,18 @@ def equivariance_sphere_figure(steps: int = 40) -> Figure:
 # --------------------------------------------------------------------------------------------
 
 
-def draw_weight_decay(ax: Axes, weight_decay: float = 1.0, teacher_sharpness: float = 0.0, steps: int = 300, lr: float = 1e-2) -> dict:
+def draw_weight_decay(
+    ax: Axes, weight_decay: float = 1.0, teacher_sharpness: float = 0.0, steps: int = 300, lr: float = 1e-2
+) -> dict:
     """``‖W_Q‖_F`` while a tiny attention model trains with AdamW's decoupled ``weight_decay``
     (:func:`stiefel_core.certify.weight_decay_training_run`): the Euclidean arm and the
     Stiefel arm, with the orthonormal norm ``√(H r)`` dotted. Returns both final norms and
     losses (mean of the last 10 steps).
     Chapters: p1_steepest_descent to p5_weight_decay."""
     runs = {
-        arm: certify.weight_decay_training_run(arm == "stiefel", weight_decay=weight_decay, lr=lr, steps=steps, teacher_sharpness=teacher_sharpness)
+        arm: certify.weight_decay_training_run(
+            arm == "stiefel", weight_decay=weight_decay, lr=lr, steps=steps, teacher_sharpness=teacher_sharpness
+        )
         for arm in ("euclidean", "stiefel")
     }
     expected = runs["stiefel"]["orthonormal_norm"]
@@ -276,7 +338,8 @@ def draw_weight_decay(ax: Axes, weight_decay: float = 1.0, teacher_sharpness: fl
     ax.set_ylabel(r"$\|W_Q\|_F$")
     ax.legend(loc="lower left", fontsize=9)
     return {
-        arm: {"final_norm": float(run["W_Q_norm"][-1]), "final_loss": float(run["loss"][-10:].mean())} for arm, run in runs.items()
+        arm: {"final_norm": float(run["W_Q_norm"][-1]), "final_loss": float(run["loss"][-10:].mean())}
+        for arm, run in runs.items()
     } | {"orthonormal_norm": expected}
 
 
@@ -285,9 +348,13 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
     decay. Right: their training losses (log scale).
     Chapters: p1_steepest_descent to p5_weight_decay."""
     runs = {
-        ("euclidean", weight_decay): certify.weight_decay_training_run(False, weight_decay=weight_decay, lr=lr, steps=steps),
+        ("euclidean", weight_decay): certify.weight_decay_training_run(
+            False, weight_decay=weight_decay, lr=lr, steps=steps
+        ),
         ("euclidean", 0.0): certify.weight_decay_training_run(False, weight_decay=0.0, lr=lr, steps=steps),
-        ("stiefel", weight_decay): certify.weight_decay_training_run(True, weight_decay=weight_decay, lr=lr, steps=steps),
+        ("stiefel", weight_decay): certify.weight_decay_training_run(
+            True, weight_decay=weight_decay, lr=lr, steps=steps
+        ),
     }
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
@@ -296,7 +363,12 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
             label = f"{arm.capitalize()}, weight decay {wd:g}"
             a.plot(run["W_Q_norm"].numpy(), style_, color=arm_color(arm), linewidth=2, label=label)
             b.semilogy(run["loss"].numpy(), style_, color=arm_color(arm), linewidth=1, label=label)
-        a.axhline(runs[("stiefel", weight_decay)]["orthonormal_norm"], linestyle=":", color=COLORS["reference"], label=r"$\sqrt{H r}$")
+        a.axhline(
+            runs[("stiefel", weight_decay)]["orthonormal_norm"],
+            linestyle=":",
+            color=COLORS["reference"],
+            label=r"$\sqrt{H r}$",
+        )
         a.set_xlabel("step")
         a.set_ylabel(r"$\|W_Q\|_F$")
         a.set_ylim(0, 3.2)
@@ -313,14 +385,21 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
 
 def steepest_descent_grid(shapes=((3, 1), (8, 2), (16, 4), (64, 8))) -> Figure:
     """:func:`draw_decrease_samples` for a few shapes St(d, r). Chapters: p1_steepest_descent to p5_weight_decay."""
-    return grid_figure(draw_decrease_samples, [dict(d=d, r=r) for d, r in shapes], label=lambda s: f"St({s['d']}, {s['r']})")
+    return grid_figure(
+        draw_decrease_samples, [dict(d=d, r=r) for d, r in shapes], label=lambda s: f"St({s['d']}, {s['r']})"
+    )
 
 
 def scale_grid(log10_scales=(-8.0, 0.0, 8.0), rules=("scale_free", "fixed")) -> Figure:
     """:func:`draw_scale_run` for a few gradient scales (columns) and both step rules (rows).
     Chapters: p1_steepest_descent to p5_weight_decay."""
     settings = [dict(log10_scale=k, step_rule=rule) for rule in rules for k in log10_scales]
-    return grid_figure(draw_scale_run, settings, ncols=len(log10_scales), label=lambda s: f"{s['step_rule'].replace('_', '-')}, c = 1e{s['log10_scale']:+.0f}")
+    return grid_figure(
+        draw_scale_run,
+        settings,
+        ncols=len(log10_scales),
+        label=lambda s: f"{s['step_rule'].replace('_', '-')}, c = 1e{s['log10_scale']:+.0f}",
+    )
 
 
 def conditioning_grid(log10_lrs=(-2.0, 0.0), radii=(0.5, None)) -> Figure:
@@ -339,7 +418,9 @@ def equivariance_grid() -> Figure:
     """:func:`draw_equivariance` for both second moments and both projectors.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     settings = [dict(second_moment=m, projector=p) for p in ("tangent", "euclidean") for m in ("frame", "entry")]
-    return grid_figure(draw_equivariance, settings, label=lambda s: f"v per {s['second_moment']}, {s['projector']} projector")
+    return grid_figure(
+        draw_equivariance, settings, label=lambda s: f"v per {s['second_moment']}, {s['projector']} projector"
+    )
 
 
 def weight_decay_grid(settings=((0.0, 0.0), (1.0, 0.0), (1.0, 2.0))) -> Figure:

@@ -16,7 +16,9 @@ __all__ = ["ARM_COLORS", "ARM_LABELS", "gain_curves", "survival_curves", "decay_
 ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
 
 
-def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)") -> Figure:
+def gain_curves(
+    gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)"
+) -> Figure:
     """One line per compared arm: the mean paired gain over epochs with its 95 % band
     (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list).
     Chapter: regimes."""
@@ -29,7 +31,13 @@ def gain_curves(gains: dict[str, list[dict]], title: str = "", ylabel: str = "St
             mean = np.array([g["comparison"].mean_difference for g in series])
             low, high = (np.array([getattr(g["comparison"], k) for g in series]) for k in ("ci_low", "ci_high"))
             color = ARM_COLORS.get(arm, COLORS["reference"])
-            ax.plot(epochs, mean, color=color, lw=1.5, label=f"− {ARM_LABELS.get(arm, arm)} (n = {series[0]['comparison'].n})")
+            ax.plot(
+                epochs,
+                mean,
+                color=color,
+                lw=1.5,
+                label=f"− {ARM_LABELS.get(arm, arm)} (n = {series[0]['comparison'].n})",
+            )
             ax.fill_between(epochs, low, high, color=color, alpha=0.18, lw=0)
         ax.axhline(0, color=COLORS["reference"], lw=0.8)
         ax.set_xlabel("epoch")
@@ -51,8 +59,14 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
             for s in curves:
                 t = np.concatenate([[0.0], s.times])
                 p = np.concatenate([[1.0], s.probabilities])
-                ax.step(t, p, where="post", color=ARM_COLORS.get(s.arm, COLORS["reference"]), lw=1.5,
-                        label=f"{ARM_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored")
+                ax.step(
+                    t,
+                    p,
+                    where="post",
+                    color=ARM_COLORS.get(s.arm, COLORS["reference"]),
+                    lw=1.5,
+                    label=f"{ARM_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored",
+                )
             ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("epoch")
             ax.set_title(name)
@@ -86,7 +100,11 @@ def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − Ada
             text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.1f}, {c.comparison.ci_high:+.1f}]"
             if c.verdict == "tie":
                 text += "\nn.s."
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6))
+                ax.add_patch(
+                    plt.Rectangle(
+                        (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6
+                    )
+                )
             dark = abs(c.comparison.mean_difference) > 0.55 * bound  # white text on the saturated end of the map
             ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if dark else "black")
         ax.set_xticks(range(len(lengths)), [f"{e:,}" for e in lengths])
@@ -104,8 +122,13 @@ def draw_cell(ax: Axes, accuracies: dict[str, list[float]], title: str = "") -> 
     arms = list(accuracies)
     for j, arm in enumerate(arms):
         values = accuracies[arm]
-        ax.scatter(np.full(len(values), j) + np.linspace(-0.12, 0.12, len(values)), values, s=14,
-                   color=ARM_COLORS.get(arm, COLORS["reference"]), zorder=3)
+        ax.scatter(
+            np.full(len(values), j) + np.linspace(-0.12, 0.12, len(values)),
+            values,
+            s=14,
+            color=ARM_COLORS.get(arm, COLORS["reference"]),
+            zorder=3,
+        )
         if values:
             ax.hlines(np.mean(values), j - 0.3, j + 0.3, color=ARM_COLORS.get(arm, COLORS["reference"]), lw=2)
     ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a).replace(", ", ",\n") for a in arms], fontsize=9)

@@ -96,8 +96,13 @@ def _word(mean: float, p: float, tost_p: float, alpha: float) -> str:
 
 
 def verdict(
-    differences: Sequence[float] | np.ndarray, margin: float, alpha: float = 0.05, *,
-    p_value: float | None = None, tost_p_value: float | None = None, min_pairs: int = MIN_PAIRS_FOR_VERDICT,
+    differences: Sequence[float] | np.ndarray,
+    margin: float,
+    alpha: float = 0.05,
+    *,
+    p_value: float | None = None,
+    tost_p_value: float | None = None,
+    min_pairs: int = MIN_PAIRS_FOR_VERDICT,
 ) -> str:
     """One of :data:`VERDICTS` for paired ``differences = a - b``: ``"higher"`` (``"lower"``) when
     the two-sided p is below ``alpha`` and the mean is positive (negative), else ``"equivalent"``
@@ -132,8 +137,12 @@ class Verdict:
 
 
 def family_verdicts(
-    family: Mapping[str, Sequence[float] | np.ndarray], margin: float, alpha: float = 0.05, *,
-    correction: Literal["holm", "none"] = "holm", min_pairs: int = MIN_PAIRS_FOR_VERDICT,
+    family: Mapping[str, Sequence[float] | np.ndarray],
+    margin: float,
+    alpha: float = 0.05,
+    *,
+    correction: Literal["holm", "none"] = "holm",
+    min_pairs: int = MIN_PAIRS_FOR_VERDICT,
 ) -> dict[str, Verdict]:
     """The verdict of every comparison of one declared family (name -> paired differences), with
     the two-sided p-values Holm-adjusted across the family and the TOST p-values likewise. An

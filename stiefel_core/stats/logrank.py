@@ -110,9 +110,14 @@ def _random_labelings(n_a: int, n_b: int, paired: bool, n_resamples: int, rng: n
 
 
 def permutation_logrank(
-    times_a: Sequence[float] | np.ndarray, events_a: Sequence[bool] | np.ndarray,
-    times_b: Sequence[float] | np.ndarray, events_b: Sequence[bool] | np.ndarray,
-    *, paired: bool = False, n_resamples: int = 20_000, seed: int = 0,
+    times_a: Sequence[float] | np.ndarray,
+    events_a: Sequence[bool] | np.ndarray,
+    times_b: Sequence[float] | np.ndarray,
+    events_b: Sequence[bool] | np.ndarray,
+    *,
+    paired: bool = False,
+    n_resamples: int = 20_000,
+    seed: int = 0,
 ) -> LogRank:
     """Log-rank test of ``a`` against ``b`` on right-censored times (``events`` False: censored at
     that time), two-sided, with a permutation p-value.

@@ -31,8 +31,10 @@ def holm(pvalues: Sequence[float] | np.ndarray, nan: Literal["raise", "one", "om
         raise ValueError(f'nan must be "raise", "one" or "omit", got {nan!r}')
     missing = np.isnan(p)
     if missing.any() and nan == "raise":
-        raise ValueError(f"holm got NaN p-values at positions {np.flatnonzero(missing).tolist()}: "
-                         'pass nan="one" to count them as p = 1, or nan="omit" to leave them out of the family')
+        raise ValueError(
+            f"holm got NaN p-values at positions {np.flatnonzero(missing).tolist()}: "
+            'pass nan="one" to count them as p = 1, or nan="omit" to leave them out of the family'
+        )
     outside = ~missing & ((p < 0) | (p > 1))
     if outside.any():
         raise ValueError(f"p-values must lie in [0, 1], got {p[outside].tolist()}")

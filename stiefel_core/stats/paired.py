@@ -89,9 +89,17 @@ def paired_comparison(
         half = float(stats.t.ppf(0.5 + confidence / 2, df=n - 1)) * sd / math.sqrt(n)
         low, high = mean - half, mean + half
     return PairedComparison(
-        n=n, mean_difference=mean, std_difference=sd, t_statistic=t, p_value=p,
-        wins=int((d > 0).sum()), ties=int((d == 0).sum()), losses=int((d < 0).sum()),
-        confidence=confidence, ci_low=low, ci_high=high,
+        n=n,
+        mean_difference=mean,
+        std_difference=sd,
+        t_statistic=t,
+        p_value=p,
+        wins=int((d > 0).sum()),
+        ties=int((d == 0).sum()),
+        losses=int((d < 0).sum()),
+        confidence=confidence,
+        ci_low=low,
+        ci_high=high,
     )
 
 
@@ -108,8 +116,7 @@ class Spread:
 
     def summary(self, digits: int = 4) -> str:
         g = f".{digits}g"
-        return (f"{self.mean:{g}} ± {self.std:{g}} (min {self.min:{g}}, "
-                f"max {self.max:{g}}, n = {self.n})")
+        return f"{self.mean:{g}} ± {self.std:{g}} (min {self.min:{g}}, max {self.max:{g}}, n = {self.n})"
 
 
 def mean_and_spread(values: Sequence[float] | np.ndarray) -> Spread:

@@ -37,19 +37,34 @@ from ..labels import label
 __all__ = ["Explorer", "explorer", "slider", "log_slider", "render"]
 
 
-def slider(min: float, max: float, step: float, value: float, description: str | None = None, readout_format: str = ".3g") -> widgets.FloatSlider:
+def slider(
+    min: float, max: float, step: float, value: float, description: str | None = None, readout_format: str = ".3g"
+) -> widgets.FloatSlider:
     """A ``FloatSlider`` that calls back on release (not on every pixel of a drag)."""
     return widgets.FloatSlider(
-        min=min, max=max, step=step, value=value, description=description or "",
-        readout_format=readout_format, continuous_update=False,
+        min=min,
+        max=max,
+        step=step,
+        value=value,
+        description=description or "",
+        readout_format=readout_format,
+        continuous_update=False,
     )
 
 
-def log_slider(min_exponent: float, max_exponent: float, value: float, description: str | None = None, step: float = 0.25) -> widgets.FloatLogSlider:
+def log_slider(
+    min_exponent: float, max_exponent: float, value: float, description: str | None = None, step: float = 0.25
+) -> widgets.FloatLogSlider:
     """A base-10 ``FloatLogSlider`` from ``10**min_exponent`` to ``10**max_exponent``."""
     return widgets.FloatLogSlider(
-        min=min_exponent, max=max_exponent, step=step, value=value, base=10, description=description or "",
-        readout_format=".2g", continuous_update=False,
+        min=min_exponent,
+        max=max_exponent,
+        step=step,
+        value=value,
+        base=10,
+        description=description or "",
+        readout_format=".2g",
+        continuous_update=False,
     )
 
 
@@ -67,7 +82,9 @@ def _control(name: str, spec: Any) -> widgets.ValueWidget:
     elif isinstance(spec, dict):
         control = widgets.Dropdown(options=spec)
     else:
-        raise TypeError(f"control {name!r}: give a widget, a (min, max, step, value) tuple or a list of options, not {spec!r}")
+        raise TypeError(
+            f"control {name!r}: give a widget, a (min, max, step, value) tuple or a list of options, not {spec!r}"
+        )
     if not control.description:
         control.description = name
     return control

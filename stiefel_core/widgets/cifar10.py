@@ -33,7 +33,13 @@ def draw_trial(ax: Axes, lr: float, arms=("baseline", "stiefel")) -> str:
     parts = []
     for arm in arms:
         history = trial(lr, arm)["history"]
-        ax.plot([r["steps_done"] for r in history], [100 * r["test_acc"] for r in history], "o-", color=ARM_COLORS[arm], label=ARM_LABELS[arm])
+        ax.plot(
+            [r["steps_done"] for r in history],
+            [100 * r["test_acc"] for r in history],
+            "o-",
+            color=ARM_COLORS[arm],
+            label=ARM_LABELS[arm],
+        )
         parts.append(f"{arm} {100 * history[-1]['test_acc']:.1f}%")
     ax.axhline(10, color="black", lw=0.6, ls=":")
     ax.set_xlabel("step")

@@ -45,5 +45,7 @@ def orbit_view(t: float = 1.0, group: str = "orthogonal") -> tuple[Figure, str, 
 def orbit_explorer(t: float = 1.0, group: str = "orthogonal") -> Explorer:
     """The widget: ``t`` in ``[-T_MAX, T_MAX]`` and the group (O(r) for the Stiefel model, GL(r) for
     the Euclidean one)."""
-    menu = widgets.Dropdown(options=[(label, key) for key, label in GROUP_LABELS.items()], value=group, description="group")
+    menu = widgets.Dropdown(
+        options=[(label, key) for key, label in GROUP_LABELS.items()], value=group, description="group"
+    )
     return explorer(orbit_view, t=slider(-T_MAX, T_MAX, 0.05, t, "t", readout_format=".2f"), group=menu)

@@ -27,7 +27,10 @@ def arm_history(arm: str, lr: float) -> tuple[dict, ...]:
 
 def draw_step_sizes(lr_baseline: float, lr_stiefel: float):
     """Train both arms at the given learning rates; a figure and a one-line readout."""
-    histories = {"baseline": list(arm_history("baseline", lr_baseline)), "stiefel": list(arm_history("stiefel", lr_stiefel))}
+    histories = {
+        "baseline": list(arm_history("baseline", lr_baseline)),
+        "stiefel": list(arm_history("stiefel", lr_stiefel)),
+    }
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_explore(ax, histories)

@@ -49,7 +49,15 @@ def draw_retraction(t: float = 0.5, r: int = 1) -> tuple[Figure, str, Step]:
         ax3d.set_title(f"St(3, {r}): step $t = {t:.2f}$")
         ax = fig.add_subplot(grid[1])
         ax.plot(ss, gap, color=COLORS["euclidean"], label=r"distance of $W + s\xi$ from the manifold")
-        ax.plot([step.t], [step.distance], "o", color=COLORS["highlight"], markersize=8, gid="current", label=f"$s = t = {t:.2f}$")
+        ax.plot(
+            [step.t],
+            [step.distance],
+            "o",
+            color=COLORS["highlight"],
+            markersize=8,
+            gid="current",
+            label=f"$s = t = {t:.2f}$",
+        )
         ax.axhline(0.0, color=COLORS["stiefel"], linewidth=2, label=r"$R_W(s\xi)$: on the manifold")
         ax.set_xlabel("step size $s$")
         ax.set_ylabel("Frobenius distance")
@@ -59,5 +67,7 @@ def draw_retraction(t: float = 0.5, r: int = 1) -> tuple[Figure, str, Step]:
 
 def retraction_explorer(t: float = 0.5, r: int = 1) -> Explorer:
     """The widget: a step-size slider (0 to :data:`T_MAX`) and a choice of St(3, 1) or St(3, 2)."""
-    manifold = widgets.Dropdown(options=[("St(3, 1): the sphere", 1), ("St(3, 2): frames", 2)], value=r, description="manifold")
+    manifold = widgets.Dropdown(
+        options=[("St(3, 1): the sphere", 1), ("St(3, 2): frames", 2)], value=r, description="manifold"
+    )
     return explorer(draw_retraction, t=slider(0.0, T_MAX, 0.05, t, "step t", readout_format=".2f"), r=manifold)

@@ -57,12 +57,14 @@ def steepest_descent_view(d: int = 16, r: int = 4, seed: int = 0) -> tuple[Figur
     first step: how much first-order decrease each buys, as a fraction of the optimum."""
     r = min(r, d)
     fig, data = _panel(panels.draw_decrease_samples, d=d, r=r, seed=seed)
-    text = _readout([
-        (f"St({d}, {r}), tangent dimension", str(data["tangent_dim"])),
-        ("StiefelAdam's step / optimum", f"{data['step_ratio']:.15f}"),
-        ("‖ξ/‖ξ‖ - η*‖_F", _exact(data["direction_error"])),
-        ("best random direction / optimum", f"{data['best_sample']:.4f}"),
-    ])
+    text = _readout(
+        [
+            (f"St({d}, {r}), tangent dimension", str(data["tangent_dim"])),
+            ("StiefelAdam's step / optimum", f"{data['step_ratio']:.15f}"),
+            ("‖ξ/‖ξ‖ - η*‖_F", _exact(data["direction_error"])),
+            ("best random direction / optimum", f"{data['best_sample']:.4f}"),
+        ]
+    )
     return fig, text, data
 
 
@@ -82,12 +84,17 @@ def steepest_descent_explorer(d: int = 16, r: int = 4, seed: int = 0) -> Explore
 def scale_view(log10_scale: float = 0.0, step_rule: str = "scale_free", eps: float = 0.0) -> tuple[Figure, str, dict]:
     """A 50-step run on the loss multiplied by ``10**log10_scale``, against the run at scale 1."""
     fig, data = _panel(panels.draw_scale_run, log10_scale=log10_scale, step_rule=step_rule, eps=eps)
-    text = _readout([
-        ("gradient scale c", f"1e{log10_scale:+.0f}" if float(log10_scale).is_integer() else f"{10**log10_scale:.3g}"),
-        ("step rule, eps", f"{step_rule}, {eps:g}"),
-        ("max_t ‖W_t(c) - W_t(1)‖ / ‖W_t(1)‖", _exact(data["deviation"])),
-        ("final loss / c (at c = 1)", f"{data['final_loss']:.4f} ({data['final_loss_reference']:.4f})"),
-    ])
+    text = _readout(
+        [
+            (
+                "gradient scale c",
+                f"1e{log10_scale:+.0f}" if float(log10_scale).is_integer() else f"{10**log10_scale:.3g}",
+            ),
+            ("step rule, eps", f"{step_rule}, {eps:g}"),
+            ("max_t ‖W_t(c) - W_t(1)‖ / ‖W_t(1)‖", _exact(data["deviation"])),
+            ("final loss / c (at c = 1)", f"{data['final_loss']:.4f} ({data['final_loss_reference']:.4f})"),
+        ]
+    )
     return fig, text, data
 
 
@@ -107,13 +114,15 @@ def scale_explorer(log10_scale: float = 0.0, step_rule: str = "scale_free", eps:
 def conditioning_view(log10_lr: float = 0.0, trust_radius: float | None = 0.5) -> tuple[Figure, str, dict]:
     """The condition number of the retraction's ``I + ξᵀξ`` along a run at ``lr = 10**log10_lr``."""
     fig, data = _panel(panels.draw_condition_history, log10_lr=log10_lr, trust_radius=trust_radius)
-    text = _readout([
-        ("learning rate", f"{10**log10_lr:.3g}"),
-        ("trust radius Δ", "none" if trust_radius is None else f"{trust_radius:g}"),
-        ("max ‖ξ‖_F", f"{data['max_step_norm']:.4g}"),
-        ("max cond(I + ξᵀξ)", f"{data['max_condition']:.4g}"),
-        ("bound 1 + Δ²", "none" if trust_radius is None else f"{data['bound']:.4g}"),
-    ])
+    text = _readout(
+        [
+            ("learning rate", f"{10**log10_lr:.3g}"),
+            ("trust radius Δ", "none" if trust_radius is None else f"{trust_radius:g}"),
+            ("max ‖ξ‖_F", f"{data['max_step_norm']:.4g}"),
+            ("max cond(I + ξᵀξ)", f"{data['max_condition']:.4g}"),
+            ("bound 1 + Δ²", "none" if trust_radius is None else f"{data['bound']:.4g}"),
+        ]
+    )
     return fig, text, data
 
 
@@ -123,7 +132,9 @@ def conditioning_explorer(log10_lr: float = 0.0, trust_radius: float | None = 0.
         conditioning_view,
         log10_lr=slider(-3.0, 1.5, 0.25, log10_lr, "log10 lr", readout_format=".2f"),
         trust_radius=widgets.Dropdown(
-            options=[("0.1", 0.1), ("0.25", 0.25), ("0.5", 0.5), ("1", 1.0), ("2", 2.0), ("none", None)], value=trust_radius, description="Δ"
+            options=[("0.1", 0.1), ("0.25", 0.25), ("0.5", 0.5), ("1", 1.0), ("2", 2.0), ("none", None)],
+            value=trust_radius,
+            description="Δ",
         ),
     )
 
@@ -131,13 +142,17 @@ def conditioning_explorer(log10_lr: float = 0.0, trust_radius: float | None = 0.
 # P4 -------------------------------------------------------------------------------------------
 
 
-def equivariance_view(second_moment: str = "frame", projector: str = "tangent", seed: int = 0) -> tuple[Figure, str, dict]:
+def equivariance_view(
+    second_moment: str = "frame", projector: str = "tangent", seed: int = 0
+) -> tuple[Figure, str, dict]:
     """How far the run from ``(QW, QG_t)`` is from ``Q`` times the run from ``(W, G_t)``."""
     fig, data = _panel(panels.draw_equivariance, second_moment=second_moment, projector=projector, seed=seed)
-    text = _readout([
-        ("second moment, projector", f"{second_moment}, {projector}"),
-        ("max_t ‖W'_t - Q W_t‖ / ‖W_t‖", _exact(data["max_deviation"])),
-    ])
+    text = _readout(
+        [
+            ("second moment, projector", f"{second_moment}, {projector}"),
+            ("max_t ‖W'_t - Q W_t‖ / ‖W_t‖", _exact(data["max_deviation"])),
+        ]
+    )
     return fig, text, data
 
 
@@ -158,12 +173,14 @@ def weight_decay_view(weight_decay: float = 1.0, teacher_sharpness: float = 0.0)
     """``‖W_Q‖_F`` of a Euclidean and a Stiefel attention layer trained with decoupled decay."""
     fig, data = _panel(panels.draw_weight_decay, weight_decay=weight_decay, teacher_sharpness=teacher_sharpness)
     e, s = data["euclidean"], data["stiefel"]
-    text = _readout([
-        ("weight decay, teacher sharpness", f"{weight_decay:g}, {teacher_sharpness:g}"),
-        ("final ‖W_Q‖_F, Euclidean", f"{e['final_norm']:.4f}"),
-        ("final ‖W_Q‖_F, Stiefel (√(H r))", f"{s['final_norm']:.4f} ({data['orthonormal_norm']:.4f})"),
-        ("final loss, Euclidean / Stiefel", f"{e['final_loss']:.3g} / {s['final_loss']:.3g}"),
-    ])
+    text = _readout(
+        [
+            ("weight decay, teacher sharpness", f"{weight_decay:g}, {teacher_sharpness:g}"),
+            ("final ‖W_Q‖_F, Euclidean", f"{e['final_norm']:.4f}"),
+            ("final ‖W_Q‖_F, Stiefel (√(H r))", f"{s['final_norm']:.4f} ({data['orthonormal_norm']:.4f})"),
+            ("final loss, Euclidean / Stiefel", f"{e['final_loss']:.3g} / {s['final_loss']:.3g}"),
+        ]
+    )
     return fig, text, data
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ..findings.regimes import endpoint_comparison
-from ..results_reading import metric_at, runs_of
 from ..plots import figsize, style
 from ..plots.regimes import draw_cell
+from ..results_reading import metric_at, runs_of
 from ..stats import direction
 from . import Explorer, explorer
 
@@ -36,12 +36,17 @@ def draw_map_cell(results: dict, weight_decay: float, epoch: int):
     for arm in MAP_ARMS[:1] + MAP_ARMS[2:]:
         c = endpoint_comparison(results, f"stiefel@wd={weight_decay:g}", f"{arm}@wd={weight_decay:g}", epoch)
         if c is not None:
-            parts.append(f"Stiefel − {arm}: {c.mean_difference:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}] ({direction(c)})")
+            parts.append(
+                f"Stiefel − {arm}: {c.mean_difference:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}] ({direction(c)})"
+            )
     return fig, "; ".join(parts) or "no paired seeds in this cell yet"
 
 
 def map_explorer(results: dict, lengths: tuple[int, ...]) -> Explorer:
     """Dropdowns over the map's weight decays and training lengths."""
     decays = list(results["config"]["weight_decays"])
-    return explorer(lambda weight_decay, epoch: draw_map_cell(results, weight_decay, epoch),
-                    weight_decay=decays, epoch=list(lengths))
+    return explorer(
+        lambda weight_decay, epoch: draw_map_cell(results, weight_decay, epoch),
+        weight_decay=decays,
+        epoch=list(lengths),
+    )

@@ -83,17 +83,26 @@ def control_grid(control: widgets.ValueWidget) -> tuple[tuple, tuple[str, ...], 
         n = round((control.max - control.min) / control.step)
         values = tuple(round(control.min + i * control.step, 10) for i in range(n + 1))
         return values, tuple(_format(v, control.readout_format) for v in values), True
-    raise TypeError(f"control {control.description!r} ({type(control).__name__}) has no grid a static page can offer: "
-                    "use a slider or a menu")
+    raise TypeError(
+        f"control {control.description!r} ({type(control).__name__}) has no grid a static page can offer: "
+        "use a slider or a menu"
+    )
 
 
 def _index(values: tuple, value: Any, name: str) -> int:
     for i, v in enumerate(values):
-        if v == value or (isinstance(v, float) and isinstance(value, (int, float)) and v is not None
-                          and value is not None and math.isclose(v, value, rel_tol=1e-9, abs_tol=1e-12)):
+        if v == value or (
+            isinstance(v, float)
+            and isinstance(value, (int, float))
+            and v is not None
+            and value is not None
+            and math.isclose(v, value, rel_tol=1e-9, abs_tol=1e-12)
+        ):
             return i
-    raise ValueError(f"control {name!r}: {value!r} is not one of the widget's settings {list(values)}; "
-                     "a static explorer offers the widget's own grid (or a subset of it)")
+    raise ValueError(
+        f"control {name!r}: {value!r} is not one of the widget's settings {list(values)}; "
+        "a static explorer offers the widget's own grid (or a subset of it)"
+    )
 
 
 def _nearest(values: tuple, value: Any, log: bool) -> int:
@@ -108,14 +117,18 @@ def _nearest(values: tuple, value: Any, log: bool) -> int:
 def _axes(explorer: Explorer, subset: dict[str, list]) -> list[Axis]:
     unknown = set(subset) - set(explorer.controls)
     if unknown:
-        raise ValueError(f"subset names {sorted(unknown)}, which are not controls of this explorer ({list(explorer.controls)})")
+        raise ValueError(
+            f"subset names {sorted(unknown)}, which are not controls of this explorer ({list(explorer.controls)})"
+        )
     axes = []
     for name, control in explorer.controls.items():
         values, labels, is_slider = control_grid(control)
         chosen = {_index(values, v, name) for v in subset[name]} if name in subset else set(range(len(values)))
         start = _nearest(values, control.value, isinstance(control, widgets.FloatLogSlider))
         if start not in chosen:
-            raise ValueError(f"control {name!r}: the widget starts at {values[start]!r}, outside the subset; include it")
+            raise ValueError(
+                f"control {name!r}: the widget starts at {values[start]!r}, outside the subset; include it"
+            )
         enabled = tuple(i in chosen for i in range(len(values)))
         axes.append(Axis(name, control.description or name, values, labels, enabled, start, is_slider))
     return axes
@@ -164,7 +177,9 @@ class StaticExplorer:
             values = {a.name: a.values[i] for a, i in zip(self.axes, key)}
             _, png, text = render(self._draw(**values), self.dpi)
             if png is None:
-                raise ValueError(f"draw({values}) returned no figure: a static explorer shows a figure for every setting")
+                raise ValueError(
+                    f"draw({values}) returned no figure: a static explorer shows a figure for every setting"
+                )
             digest = hashlib.sha256(png).hexdigest()
             if digest not in self._image_at:
                 self._image_at[digest] = len(self.images)
@@ -177,8 +192,13 @@ class StaticExplorer:
 
     def draw_all(self, progress: bool = True) -> "StaticExplorer":
         """Draw every setting not drawn yet (a progress bar unless ``TQDM_DISABLE``)."""
-        quiet = not progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")  # tqdm ignores it when disable is given
-        for key in tqdm([k for k in self.keys if k not in self.frames], desc="static explorer", disable=quiet, leave=False):
+        quiet = not progress or os.environ.get("TQDM_DISABLE", "") not in (
+            "",
+            "0",
+        )  # tqdm ignores it when disable is given
+        for key in tqdm(
+            [k for k in self.keys if k not in self.frames], desc="static explorer", disable=quiet, leave=False
+        ):
             self._frame(key)
         return self
 
@@ -193,7 +213,9 @@ class StaticExplorer:
         explorer.set(**values)
         key = self._key({name: control.value for name, control in explorer.controls.items()})
         _, text = self._frame(key)
-        return hashlib.sha256(explorer.png or b"").hexdigest() == self.digests[key] and explorer.text == self.texts[text]
+        return (
+            hashlib.sha256(explorer.png or b"").hexdigest() == self.digests[key] and explorer.text == self.texts[text]
+        )
 
     def _undrawn(self) -> str:
         parts = [f"{a.label}: {sum(a.enabled)} of its {len(a.values)} values" for a in self.axes if not all(a.enabled)]
@@ -201,8 +223,17 @@ class StaticExplorer:
 
     def _data(self) -> dict:
         return {
-            "controls": [{"name": a.name, "label": a.label, "options": list(a.labels), "enabled": list(a.enabled),
-                          "value": a.start, "kind": "slider" if a.slider else "menu"} for a in self.axes],
+            "controls": [
+                {
+                    "name": a.name,
+                    "label": a.label,
+                    "options": list(a.labels),
+                    "enabled": list(a.enabled),
+                    "value": a.start,
+                    "kind": "slider" if a.slider else "menu",
+                }
+                for a in self.axes
+            ],
             "frames": {",".join(map(str, k)): list(v) for k, v in self.frames.items()},
             "images": [base64.b64encode(img).decode() for img in self.images],
             "texts": self.texts,
@@ -218,10 +249,16 @@ class StaticExplorer:
         image, text = self._frame(start)
         data = json.dumps(self._data(), ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
         setting = ", ".join(f"{a.label} = {a.labels[a.start]}" for a in self.axes)
-        readout = f'<pre class="static-explorer-readout">{html.escape(self.texts[text])}</pre>' if self.texts[text] else ""
-        drawn = (f"{self.settings} settings drawn ahead by its own drawing function when the chapter ran.{html.escape(self._undrawn())}"
-                 if self.complete else f"only its starting setting is drawn here ({OFF_VARIABLE}={os.environ.get(OFF_VARIABLE)}); "
-                 "the book's pages are built from a run that draws all of them.")
+        readout = (
+            f'<pre class="static-explorer-readout">{html.escape(self.texts[text])}</pre>' if self.texts[text] else ""
+        )
+        drawn = (
+            f"{self.settings} settings drawn ahead by its own drawing function when the chapter "
+            f"ran.{html.escape(self._undrawn())}"
+            if self.complete
+            else f"only its starting setting is drawn here ({OFF_VARIABLE}={os.environ.get(OFF_VARIABLE)}); "
+            "the book's pages are built from a run that draws all of them."
+        )
         return (
             f'<div class="static-explorer" data-settings="{self.settings}">'
             f'<script type="application/json" class="static-explorer-data">{data}</script>'
@@ -262,9 +299,15 @@ def static_explorer(
     only when asked for (:func:`drawing_off`). ``alt`` describes the figure for a screen
     reader; the setting shown is appended to it. The live widget is left where it was."""
     axes = _axes(explorer, subset or {})
-    keys = [k for k in itertools.product(*(range(len(a.values)) for a in axes)) if all(a.enabled[i] for a, i in zip(axes, k))]
+    keys = [
+        k
+        for k in itertools.product(*(range(len(a.values)) for a in axes))
+        if all(a.enabled[i] for a, i in zip(axes, k))
+    ]
     if len(keys) > MAX_SETTINGS:
-        raise ValueError(f"{len(keys)} settings to draw, more than {MAX_SETTINGS} images a page can carry: "
-                         "declare a subset of the controls' values (subset={name: [values]})")
+        raise ValueError(
+            f"{len(keys)} settings to draw, more than {MAX_SETTINGS} images a page can carry: "
+            "declare a subset of the controls' values (subset={name: [values]})"
+        )
     static = StaticExplorer(axes, keys, draw or explorer.draw, explorer.dpi, alt)
     return static if drawing_off() else static.draw_all(progress)

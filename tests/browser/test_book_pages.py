@@ -40,8 +40,14 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 LAUNCH_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -57,8 +63,20 @@ PAGES = toc_pages()
 EXPERIMENTS = ["book/grokking", "book/cifar10_patches", "book/ablation", "book/regimes", "book/peers"]
 PARTS = ["Foundations", "The five propositions", "Experiments", "The verdict", "In practice"]
 # Code names a reader must not meet in prose or table headers (labels.py gives each its words).
-IDENTIFIERS = ["no_decay_qk", "fixed_step_matched", "fixed_scale", "decay_hurts", "no_trust_region", "per_entry",
-               "geoopt_radam", "orthogonal_param", "muon_no_decay", "no_projector", "stiefel@wd", "baseline@wd"]
+IDENTIFIERS = [
+    "no_decay_qk",
+    "fixed_step_matched",
+    "fixed_scale",
+    "decay_hurts",
+    "no_trust_region",
+    "per_entry",
+    "geoopt_radam",
+    "orthogonal_param",
+    "muon_no_decay",
+    "no_projector",
+    "stiefel@wd",
+    "baseline@wd",
+]
 
 
 def widget_cells(page: str) -> int:
@@ -67,8 +85,11 @@ def widget_cells(page: str) -> int:
     if not path.exists():
         return 0
     cells = json.loads(path.read_text())["cells"]
-    return sum(any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in c.get("outputs", []))
-               for c in cells if c["cell_type"] == "code")
+    return sum(
+        any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in c.get("outputs", []))
+        for c in cells
+        if c["cell_type"] == "code"
+    )
 
 
 def source_text(page: str) -> str:
@@ -105,7 +126,9 @@ def base_url():
 @pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (tools/ensure_chromium.sh, which make test runs)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (tools/ensure_chromium.sh, which make test runs)"
+        )
     if not AXE.exists():
         pytest.fail(f"{AXE} is missing: run `npm ci` in the repository root (make test does)")
     from playwright.sync_api import sync_playwright
@@ -125,13 +148,19 @@ class Visit:
         # Anything from outside the served book is recorded and refused, so the result does not
         # depend on whether this machine happens to reach a CDN.
         self.external: list[str] = []
-        self.context.route(lambda url: not url.startswith(base_url) and not url.startswith(("data:", "blob:")), self._refuse)
+        self.context.route(
+            lambda url: not url.startswith(base_url) and not url.startswith(("data:", "blob:")), self._refuse
+        )
         self.page = self.context.new_page()
         self.console_errors: list[str] = []
         self.failed: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(f"{m.text} ({m.location.get('url')})"))
+        self.page.on(
+            "console", lambda m: m.type == "error" and self.console_errors.append(f"{m.text} ({m.location.get('url')})")
+        )
         self.page.on("pageerror", lambda e: self.console_errors.append(f"uncaught: {e}"))
-        self.page.on("requestfailed", lambda r: r.url not in self.external and self.failed.append(f"{r.url}: {r.failure}"))
+        self.page.on(
+            "requestfailed", lambda r: r.url not in self.external and self.failed.append(f"{r.url}: {r.failure}")
+        )
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url}: HTTP {r.status}"))
 
     def _refuse(self, route):
@@ -142,7 +171,9 @@ class Visit:
         response = self.page.goto(self.base_url + path, wait_until="load")
         assert response is not None and response.ok, f"{path}: {response and response.status}"
         # MathJax starts after load; wait until it has typeset the page (or is absent).
-        self.page.wait_for_function("() => !window.MathJax || (window.MathJax.startup && window.MathJax.startup.promise)")
+        self.page.wait_for_function(
+            "() => !window.MathJax || (window.MathJax.startup && window.MathJax.startup.promise)"
+        )
         self.page.evaluate("() => window.MathJax ? window.MathJax.startup.promise : null")
         # Images load lazily only when scrolled to: ask for all of them now and wait.
         self.page.evaluate(
@@ -212,12 +243,16 @@ def move_every_control(p) -> list[str]:
             shown = control.evaluate(SWEEP_CONTROL, positions)
             for s in shown:
                 if not s["ok"] or s["image"] is None:
-                    problems.append(f"static explorer {n}, {name} at position {s['position']}: no figure shown ({s['frame']})")
+                    problems.append(
+                        f"static explorer {n}, {name} at position {s['position']}: no figure shown ({s['frame']})"
+                    )
             views = {(s["image"], s["readout"]) for s in shown}
             alts = {s["alt"] for s in shown}
             if len(views) < 2 or len(alts) < len(positions):
-                problems.append(f"static explorer {n}: moving {name} through {len(positions)} positions showed "
-                                f"{len(views)} different figure(s) with readout and {len(alts)} alt text(s)")
+                problems.append(
+                    f"static explorer {n}: moving {name} through {len(positions)} positions showed "
+                    f"{len(views)} different figure(s) with readout and {len(alts)} alt text(s)"
+                )
             move(start)
     return problems
 
@@ -247,17 +282,21 @@ def test_page(browser, base_url, page):
                     containers: document.querySelectorAll('mjx-container').length,
                     errors: Array.from(document.querySelectorAll('mjx-merror'), n => n.getAttribute('data-mjx-error') || n.textContent),
                 };
-            }"""
+            }"""  # noqa: E501 (JavaScript evaluated in the page)
         )
         if has_math(page) and math["containers"] == 0:
             problems.append("the source has math but MathJax typeset none (no mjx-container)")
         if math["untypeset"]:
-            problems.append(f"{len(math['untypeset'])} of {math['formulas']} formulas not typeset, e.g. {math['untypeset'][:3]}")
+            problems.append(
+                f"{len(math['untypeset'])} of {math['formulas']} formulas not typeset, e.g. {math['untypeset'][:3]}"
+            )
         if math["errors"]:
             problems.append(f"TeX errors: {math['errors'][:5]}")
 
         # Images: every one decoded to a real picture.
-        broken = p.evaluate("() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        broken = p.evaluate(
+            "() => Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+        )
         if broken:
             problems.append(f"images that did not load: {broken}")
 
@@ -268,14 +307,21 @@ def test_page(browser, base_url, page):
                    src: img.getAttribute('src') || '',
                    alt: (img.getAttribute('alt') || '').trim(),
                    code: (img.closest('.cell')?.querySelector('.cell_input pre')?.textContent || '').split('\\n'),
-               })).map(f => ({...f, cell: f.code.find(l => /\\bfig\\b/.test(l)) || f.code.find(l => l.trim() && !l.startsWith('#')) || ''}))"""
+               })).map(f => ({...f, cell: f.code.find(l => /\\bfig\\b/.test(l)) || f.code.find(l => l.trim() && !l.startsWith('#')) || ''}))"""  # noqa: E501 (JavaScript evaluated in the page)
         )
         for number, figure in enumerate(figures, 1):
             alt = figure["alt"]
-            if not alt or " " not in alt or re.search(r"\.(png|svg|jpe?g|gif|webp)$", alt, re.I) or alt in figure["src"]:
+            if (
+                not alt
+                or " " not in alt
+                or re.search(r"\.(png|svg|jpe?g|gif|webp)$", alt, re.I)
+                or alt in figure["src"]
+            ):
                 problems.append(
-                    f"figure {number} of {len(figures)} ({figure['src'].rsplit('/', 1)[-1][:16]}..., cell `{figure['cell'].strip()[:70]}`) "
-                    f"has no alt text saying what it shows (alt={alt[:100]!r}): give its cell `mystnb: image: alt:` metadata"
+                    f"figure {number} of {len(figures)} ({figure['src'].rsplit('/', 1)[-1][:16]}..., cell "
+                    f"`{figure['cell'].strip()[:70]}`) "
+                    f"has no alt text saying what it shows (alt={alt[:100]!r}): give its cell `mystnb: image: alt:` "
+                    "metadata"
                 )
 
         # Widgets: each explorer's copy for the static page follows it, and responds to every control.
@@ -284,7 +330,9 @@ def test_page(browser, base_url, page):
         notes = p.locator(".widget-static-note").count()
         explorers = p.locator(".static-explorer").count()
         if notes or explorers != views:
-            problems.append(f"{views} widget outputs, {explorers} static explorers after them, {notes} widgets with only a note")
+            problems.append(
+                f"{views} widget outputs, {explorers} static explorers after them, {notes} widgets with only a note"
+            )
         problems += move_every_control(p)
 
         problems += reader_checks(p, page)
@@ -293,7 +341,9 @@ def test_page(browser, base_url, page):
         for selector, neighbour in (("a.left-prev", index - 1), ("a.right-next", index + 1)):
             links = p.locator(f".prev-next-area {selector}")
             expected = PAGES[neighbour] if 0 <= neighbour < len(PAGES) else None
-            found = page_url_to_doc(urljoin(p.url, links.first.get_attribute("href")), base_url) if links.count() else None
+            found = (
+                page_url_to_doc(urljoin(p.url, links.first.get_attribute("href")), base_url) if links.count() else None
+            )
             if found != expected:
                 problems.append(f"{selector} leads to {found}, expected {expected}")
 
@@ -309,7 +359,10 @@ def test_page(browser, base_url, page):
         for violation in results["violations"]:
             if violation["impact"] in ("serious", "critical"):
                 targets = [" ".join(map(str, n["target"])) for n in violation["nodes"][:3]]
-                problems.append(f"axe {violation['impact']} {violation['id']} ({violation['help']}) on {len(violation['nodes'])} node(s), e.g. {targets}")
+                problems.append(
+                    f"axe {violation['impact']} {violation['id']} ({violation['help']}) on {len(violation['nodes'])} "
+                    f"node(s), e.g. {targets}"
+                )
 
         p.screenshot(path=str(SCREENSHOTS / f"{page.replace('/', '_')}-1280.png"), full_page=True)
     finally:
@@ -332,7 +385,7 @@ def test_page(browser, base_url, page):
                     return Array.from(document.querySelectorAll('main *'))
                         .filter(e => e.getBoundingClientRect().right > limit + 1 && !clipped(e))
                         .slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.textContent.slice(0, 60)}`);
-                }""",
+                }""",  # noqa: E501 (JavaScript evaluated in the page)
                 PHONE["width"],
             )
             problems.append(f"on a {PHONE['width']} px phone the page is {width} px wide, e.g. {wide}")
@@ -358,7 +411,7 @@ def reader_checks(p, page: str) -> list[str]:
         """() => Array.from(document.querySelectorAll('article img'))
                .filter(i => !/\\.svg($|\\?)|^data:image\\/svg/.test(i.src) && i.naturalWidth > 0)
                .filter(i => i.getBoundingClientRect().width > i.naturalWidth / 1.5 + 1)
-               .map(i => `${Math.round(i.getBoundingClientRect().width)} px shown of ${i.naturalWidth} px: ${(i.alt || i.src).slice(0, 60)}`)"""
+               .map(i => `${Math.round(i.getBoundingClientRect().width)} px shown of ${i.naturalWidth} px: ${(i.alt || i.src).slice(0, 60)}`)"""  # noqa: E501 (JavaScript evaluated in the page)
     )
     if blurred:
         problems.append(f"{len(blurred)} image(s) shown wider than their pixels / 1.5, e.g. {blurred[:3]}")
@@ -367,14 +420,14 @@ def reader_checks(p, page: str) -> list[str]:
         """() => Array.from(document.querySelectorAll('article p, article li, article th, article div.admonition'))
                .filter(e => !e.closest('.cell_input, pre, .highlight, .static-explorer, td'))
                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, .math, mjx-container').forEach(x => x.remove());
-                           return c.textContent; }).join('\\n')"""
+                           return c.textContent; }).join('\\n')"""  # noqa: E501 (JavaScript evaluated in the page)
     )
     named = sorted({name for name in IDENTIFIERS if name in text})
     if named:
         problems.append(f"code names in prose or table headers: {named}")
     # One search box or button on the page.
     searches = p.evaluate("""() => Array.from(document.querySelectorAll('.search-button__button, .bd-sidebar-primary .bd-search'))
-                                 .filter(e => e.offsetParent !== null).length""")
+                                 .filter(e => e.offsetParent !== null).length""")  # noqa: E501 (JavaScript evaluated in the page)
     if searches != 1:
         problems.append(f"{searches} search boxes or buttons shown, expected one")
     # The sidebar: the book's parts, in order.
@@ -386,9 +439,17 @@ def reader_checks(p, page: str) -> list[str]:
         top = found.first.bounding_box()["y"] if found.count() else None
         answer = p.evaluate("""() => { const h = Array.from(document.querySelectorAll('h2')).find(h => /What we found/.test(h.textContent));
                                    const o = h && h.closest('section').querySelector('.cell_output');
-                                   return o ? {y: o.getBoundingClientRect().y, text: o.innerText.length} : null; }""")
-        if top is None or top > DESKTOP["height"] or not answer or answer["y"] > DESKTOP["height"] * 0.8 or answer["text"] < 200:
-            problems.append(f"the intro's first screen does not show what we found (heading at {top}, findings {answer})")
+                                   return o ? {y: o.getBoundingClientRect().y, text: o.innerText.length} : null; }""")  # noqa: E501 (JavaScript evaluated in the page)
+        if (
+            top is None
+            or top > DESKTOP["height"]
+            or not answer
+            or answer["y"] > DESKTOP["height"] * 0.8
+            or answer["text"] < 200
+        ):
+            problems.append(
+                f"the intro's first screen does not show what we found (heading at {top}, findings {answer})"
+            )
     if page in EXPERIMENTS:  # the takeaways before the first code a reader sees
         order = p.evaluate(
             """() => {
@@ -396,7 +457,7 @@ def reader_checks(p, page: str) -> list[str]:
                 const code = Array.from(document.querySelectorAll('.cell:not(.tag_hide-input) .cell_input')).find(c => c.offsetParent);
                 if (!take) return 'none';
                 return !code || (take.compareDocumentPosition(code) & Node.DOCUMENT_POSITION_FOLLOWING) ? 'before' : 'after';
-            }"""
+            }"""  # noqa: E501 (JavaScript evaluated in the page)
         )
         if order != "before":
             problems.append(f"the chapter's key takeaways: {order} its first shown code cell")
@@ -436,15 +497,27 @@ def test_next_links_walk_the_book_in_toc_order(browser, base_url):
 
 def test_search_finds_a_word_of_a_chapter(browser, base_url):
     assert SEARCH_PAGE in PAGES
-    assert SEARCH_WORD in source_text(SEARCH_PAGE).lower(), f"pick another search word: {SEARCH_WORD!r} is no longer in {SEARCH_PAGE}"
+    assert SEARCH_WORD in source_text(SEARCH_PAGE).lower(), (
+        f"pick another search word: {SEARCH_WORD!r} is no longer in {SEARCH_PAGE}"
+    )
     visit = Visit(browser, base_url, DESKTOP).goto(f"search.html?q={SEARCH_WORD}")
     p = visit.page
     try:
-        p.wait_for_function("() => /found \\d+ page|did not match any/i.test(document.querySelector('#search-results')?.innerText || '')", timeout=30_000)
-        hits = [page_url_to_doc(urljoin(p.url, a.get_attribute("href")), base_url).split("#")[0]
-                for a in p.locator("#search-results ul.search li a").all()]
+        p.wait_for_function(
+            "() => /found \\d+ page|did not match any/i.test(document.querySelector('#search-results')?.innerText || "
+            "'')",
+            timeout=30_000,
+        )
+        hits = [
+            page_url_to_doc(urljoin(p.url, a.get_attribute("href")), base_url).split("#")[0]
+            for a in p.locator("#search-results ul.search li a").all()
+        ]
         assert SEARCH_PAGE in hits, f"search for {SEARCH_WORD!r} listed {hits}"
         p.screenshot(path=str(SCREENSHOTS / "search-1280.png"))
-        assert not visit.external and not visit.failed and not visit.console_errors, (visit.external, visit.failed, visit.console_errors)
+        assert not visit.external and not visit.failed and not visit.console_errors, (
+            visit.external,
+            visit.failed,
+            visit.console_errors,
+        )
     finally:
         visit.close()

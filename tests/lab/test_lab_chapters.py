@@ -84,21 +84,38 @@ class Lab:
         env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
         env.update(KERNEL_ENV)
         # The server's own files in a temporary folder, away from the user's settings and kernels.
-        env.update(JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_DATA_DIR=str(tmp / "data"))
-        lab_args = " ".join([
-            "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={ROOT}",
-        ])
+        env.update(
+            JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+            JUPYTER_CONFIG_DIR=str(tmp / "config"),
+            JUPYTER_DATA_DIR=str(tmp / "data"),
+        )
+        lab_args = " ".join(
+            [
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={ROOT}",
+            ]
+        )
         self.log = open(tmp / "lab.log", "w")
         self.process = subprocess.Popen(
             ["make", "--no-print-directory", "lab", f"LAB_ARGS={lab_args}"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.log_path = tmp / "lab.log"
         deadline = time.monotonic() + 180
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"`make lab` exited with {self.process.returncode}:\n{self.log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"`make lab` exited with {self.process.returncode}:\n{self.log_path.read_text()[-3000:]}"
+                )
             try:
                 if requests.get(f"{self.url}/api/status", headers=self.headers, timeout=5).ok:
                     break
@@ -130,21 +147,40 @@ class Kernel:
 
     def __init__(self, lab: Lab, path: str):
         self.lab = lab
-        self.session = lab.api("POST", "sessions", json={"path": path, "type": "notebook", "name": Path(path).name, "kernel": {"name": "python3"}})
+        self.session = lab.api(
+            "POST",
+            "sessions",
+            json={"path": path, "type": "notebook", "name": Path(path).name, "kernel": {"name": "python3"}},
+        )
         self.kernel_id, self.session_id = self.session["kernel"]["id"], uuid.uuid4().hex
         self.ws = websocket.create_connection(
             f"ws://127.0.0.1:{lab.port}/api/kernels/{self.kernel_id}/channels?session_id={self.session_id}",
-            header=[f"Authorization: token {lab.token}"], timeout=CELL_TIMEOUT,
+            header=[f"Authorization: token {lab.token}"],
+            timeout=CELL_TIMEOUT,
         )
         self.comm_updates: dict[str, list[dict]] = {}  # comm_id -> states the kernel sent
 
     def send(self, channel: str, msg_type: str, content: dict) -> str:
         msg_id = uuid.uuid4().hex
-        self.ws.send(json.dumps({
-            "header": {"msg_id": msg_id, "username": "lab-test", "session": self.session_id, "msg_type": msg_type,
-                       "version": "5.3", "date": datetime.datetime.now(datetime.timezone.utc).isoformat()},
-            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
-        }))
+        self.ws.send(
+            json.dumps(
+                {
+                    "header": {
+                        "msg_id": msg_id,
+                        "username": "lab-test",
+                        "session": self.session_id,
+                        "msg_type": msg_type,
+                        "version": "5.3",
+                        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                    },
+                    "parent_header": {},
+                    "metadata": {},
+                    "content": content,
+                    "channel": channel,
+                    "buffers": [],
+                }
+            )
+        )
         return msg_id
 
     def wait(self, msg_id: str, reply_type: str | None) -> tuple[list[dict], dict | None]:
@@ -166,21 +202,35 @@ class Kernel:
         return outputs, reply
 
     def execute(self, code: str) -> tuple[list[dict], dict]:
-        msg_id = self.send("shell", "execute_request", {"code": code, "silent": False, "store_history": True,
-                                                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        msg_id = self.send(
+            "shell",
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        )
         return self.wait(msg_id, "execute_reply")
 
     def evaluate(self, code: str):
         """Run code whose last line prints one JSON document, and return that document."""
         outputs, reply = self.execute(code)
         errors = [o for o in outputs if o["output_type"] == "error"]
-        assert reply["status"] == "ok" and not errors, ANSI.sub("", "\n".join(e.get("evalue", "") + "\n" + "\n".join(e.get("traceback", [])) for e in errors))
+        assert reply["status"] == "ok" and not errors, ANSI.sub(
+            "", "\n".join(e.get("evalue", "") + "\n" + "\n".join(e.get("traceback", [])) for e in errors)
+        )
         text = "".join(o["text"] for o in outputs if o["output_type"] == "stream" and o["name"] == "stdout")
         return json.loads(text.strip().splitlines()[-1])
 
     def comm_update(self, comm_id: str, state: dict):
         """What the lab sends when a reader moves a control; returns when the kernel is idle again."""
-        msg_id = self.send("shell", "comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}})
+        msg_id = self.send(
+            "shell", "comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}}
+        )
         self.wait(msg_id, None)
 
     def close(self):
@@ -190,7 +240,7 @@ class Kernel:
 
 # In the kernel: the widgets a displayed widget is made of, with what a frontend needs to move
 # each control, and a digest of each Output widget's contents.
-DESCRIBE = r'''
+DESCRIBE = r"""
 import hashlib as _h, json as _j, math as _m
 import ipywidgets as _w
 from ipywidgets.widgets.widget import _instances as _all
@@ -214,7 +264,7 @@ def _lab_test_tree(model_id):
         found.append(entry)
         stack.extend(reversed(list(getattr(w, "children", ()))))
     return found
-'''
+"""
 
 
 def moved(control: dict) -> dict:
@@ -256,10 +306,14 @@ def test_lab_serves_jupyterlab_with_the_project_python(lab):
     assert page.ok and "JupyterLab" in page.text, page.status_code
     kernel = Kernel(lab, "book/intro.ipynb")
     try:
-        seen = kernel.evaluate("import json, os, sys; print(json.dumps([sys.prefix, os.getcwd(), os.environ.get('STIEFEL_PROFILE')]))")
+        seen = kernel.evaluate(
+            "import json, os, sys; print(json.dumps([sys.prefix, os.getcwd(), os.environ.get('STIEFEL_PROFILE')]))"
+        )
     finally:
         kernel.close()
-    assert Path(seen[0]).resolve() == Path(sys.prefix).resolve(), f"the lab's kernel runs {seen[0]}, not the project's .venv"
+    assert Path(seen[0]).resolve() == Path(sys.prefix).resolve(), (
+        f"the lab's kernel runs {seen[0]}, not the project's .venv"
+    )
     assert Path(seen[1]).resolve() == ROOT / "book"  # a chapter's kernel starts in book/, as in the lab
     assert seen[2] == "ci"
 
@@ -270,10 +324,16 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
     notebook = f"{SCRATCH}/book/{name}.ipynb"
     twin = ROOT / SCRATCH / "twins" / f"{name}.md"
     content = {
-        "nbformat": 4, "nbformat_minor": 5,
+        "nbformat": 4,
+        "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "cells": [
-            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Pairing check\n\nSaved through the contents API."},
+            {
+                "cell_type": "markdown",
+                "id": "a",
+                "metadata": {},
+                "source": "# Pairing check\n\nSaved through the contents API.",
+            },
             {"cell_type": "code", "id": "b", "metadata": {}, "source": "1 + 1", "outputs": [], "execution_count": None},
         ],
     }
@@ -282,9 +342,13 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
         lab.api("PUT", f"contents/{SCRATCH}/book", json={"type": "directory"})
         lab.api("PUT", f"contents/{notebook}", json={"type": "notebook", "format": "json", "content": content})
         assert (ROOT / notebook).exists()
-        assert twin.exists(), f"saving {notebook} wrote no {twin.relative_to(ROOT)}: jupytext's pairing is not active in `make lab`"
+        assert twin.exists(), (
+            f"saving {notebook} wrote no {twin.relative_to(ROOT)}: jupytext's pairing is not active in `make lab`"
+        )
         text = twin.read_text()
-        assert "format_name: myst" in text and "# Pairing check" in text and "```{code-cell}" in text and "1 + 1" in text
+        assert (
+            "format_name: myst" in text and "# Pairing check" in text and "```{code-cell}" in text and "1 + 1" in text
+        )
         # And the lab opens the twin as the same notebook.
         opened = lab.api("GET", f"contents/{SCRATCH}/twins/{name}.md", params={"type": "notebook"})
         assert [c["source"] for c in opened["content"]["cells"]] == [c["source"] for c in content["cells"]]
@@ -306,15 +370,28 @@ def run_chapter(lab: Lab, chapter: str) -> None:
             outputs, reply = kernel.execute(cell["source"])
             errors = [o for o in outputs if o["output_type"] == "error"]
             if reply["status"] != "ok" or errors:
-                trace = ANSI.sub("", "\n".join("\n".join(e.get("traceback", [])) or e.get("evalue", "") for e in errors or [reply]))
-                raise AssertionError(f"{chapter}, code cell {number} failed in the lab's kernel:\n{cell['source'][:400]}\n---\n{trace[-3000:]}")
+                trace = ANSI.sub(
+                    "", "\n".join("\n".join(e.get("traceback", [])) or e.get("evalue", "") for e in errors or [reply])
+                )
+                raise AssertionError(
+                    f"{chapter}, code cell {number} failed in the lab's "
+                    f"kernel:\n{cell['source'][:400]}\n---\n{trace[-3000:]}"
+                )
             views += [o["data"][WIDGET_VIEW]["model_id"] for o in outputs if WIDGET_VIEW in o.get("data", {})]
-        cpu = "import json as _j, resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_j.dumps(_u.ru_utime + _u.ru_stime))"
-        TIMINGS[chapter] = {"cells_wall_s": round(time.monotonic() - started, 1), "cells_kernel_cpu_s": round(kernel.evaluate(cpu), 1)}
+        cpu = (
+            "import json as _j, resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); "
+            "print(_j.dumps(_u.ru_utime + _u.ru_stime))"
+        )
+        TIMINGS[chapter] = {
+            "cells_wall_s": round(time.monotonic() - started, 1),
+            "cells_kernel_cpu_s": round(kernel.evaluate(cpu), 1),
+        }
 
         # Each widget the chapter shows: the lab gets one, and every control of it changes what
         # its Output shows.
-        assert len(views) == stored_widget_views(chapter), f"{chapter} displayed {len(views)} widgets; its stored outputs show {stored_widget_views(chapter)}"
+        assert len(views) == stored_widget_views(chapter), (
+            f"{chapter} displayed {len(views)} widgets; its stored outputs show {stored_widget_views(chapter)}"
+        )
         TIMINGS[chapter]["widgets"] = len(views)
         if not views:
             return
@@ -325,7 +402,9 @@ def run_chapter(lab: Lab, chapter: str) -> None:
             outputs = [w for w in tree if "outputs" in w]
             assert controls, f"{chapter}: widget {tree[0]['class']} has no control a reader can move"
             assert outputs, f"{chapter}: widget {tree[0]['class']} has no Output"
-            assert all(o["n_outputs"] > 0 for o in outputs), f"{chapter}: widget {tree[0]['class']} shows nothing before a move"
+            assert all(o["n_outputs"] > 0 for o in outputs), (
+                f"{chapter}: widget {tree[0]['class']} shows nothing before a move"
+            )
             for control in controls:
                 before = {o["id"]: o["outputs"] for o in outputs}
                 kernel.comm_updates.clear()
@@ -333,14 +412,16 @@ def run_chapter(lab: Lab, chapter: str) -> None:
                 kernel.comm_update(control["id"], state)
                 after_tree = {w["id"]: w for w in kernel.evaluate(f"print(_j.dumps(_lab_test_tree({view!r})))")}
                 moved_control = after_tree[control["id"]]
-                assert moved_control.get("index", moved_control.get("value")) != control.get("index", control.get("value")), (
-                    f"{chapter}: {control['class']} did not take the value {state}"
-                )
+                assert moved_control.get("index", moved_control.get("value")) != control.get(
+                    "index", control.get("value")
+                ), f"{chapter}: {control['class']} did not take the value {state}"
                 changed = [i for i in before if after_tree[i]["outputs"] != before[i]]
                 assert changed, f"{chapter}: moving {control['class']} to {state} left the widget's output as it was"
                 sent = [i for i in changed if any("outputs" in s for s in kernel.comm_updates.get(i, []))]
                 assert sent == changed, f"{chapter}: the kernel changed the Output but sent the lab no update of it"
-                assert all(after_tree[i]["n_outputs"] > 0 for i in changed), f"{chapter}: after moving {control['class']} the output is empty"
+                assert all(after_tree[i]["n_outputs"] > 0 for i in changed), (
+                    f"{chapter}: after moving {control['class']} the output is empty"
+                )
         TIMINGS[chapter]["total_wall_s"] = round(time.monotonic() - started, 1)
     finally:
         kernel.close()
