@@ -101,3 +101,18 @@ def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_
     assert verdict_counts(rows) == {"higher": 2, "lower": 0, "equivalent": 1, "inconclusive": 0}
     assert all(r["p_holm"] >= r["p"] for r in rows)
     assert answers(rows)["tuned_baseline"]["past"] == (20, 0) and answers(rows)["qk_norm"] is None
+
+
+def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, tmp_path):
+    from stiefel_core.experiments import grokking
+    from stiefel_core.step_checks import NonFiniteGradientError
+
+    def diverge(*args, **kwargs):
+        raise NonFiniteGradientError("AdamW + CayleyAdam: the gradients hold inf or nan")
+
+    monkeypatch.setattr(grokking, "run", diverge)
+    checkpoint = tmp_path / "run.pt"
+    checkpoint.write_bytes(b"stale")
+    outcome = fair_fight.run_sweep(fair_fight.SWEEP_PROFILES["ci"], "cayley_adam@qklr=3", 100, "cpu", checkpoint)
+    assert outcome["diverged"] == "AdamW + CayleyAdam" and not checkpoint.exists()
+    assert late_score(outcome["history"], fair_fight.SWEEP_PROFILES["ci"].task.epochs) == 0.0

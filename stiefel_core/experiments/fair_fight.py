@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm, parse_grid_arm
+from ..step_checks import NonFiniteGradientError
 from . import ablation, grokking
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
@@ -112,7 +113,13 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
     base, lr = parse_grid_arm(arm, KEY, SWEPT_ARMS)
     if lr not in LADDER:
         raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
-    return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
+    try:
+        return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
+    except NonFiniteGradientError as error:  # an lr too large for the arm: a result of the sweep, scored 0
+        if checkpoint is not None:
+            checkpoint.unlink(missing_ok=True)
+        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
+        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
 
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:

@@ -4,12 +4,13 @@ runs and write the value into their results file's config; findings only read wh
 
 The rule, declared before the sweep ran (``book/protocol.yml`` states it in words):
 
-- **Grid**: the half-decade ladder 1, 3 x 10^k (steps of 3x and 3.3x) from 1e-6 to 3, and lr 0
+- **Grid**: the half-decade ladder 1, 3 x 10^k (steps of 3x and 3.3x) from 1e-6 to 30, and lr 0
   below it (lr 0 is frozen frames: W_Q, W_K never move).
 - **Score** of one run: its mean validation accuracy over the last 20 % of training (robust to
   the bimodal endpoint of grokking at p = 31, where a run ends near 55 % or near 100 %: a late
   grokker and a run that groks and holds score apart). An lr's score is its mean over the
-  selection seeds; every rung needs every seed before anything is chosen.
+  selection seeds; every rung needs every seed before anything is chosen. A run whose gradients
+  turn non-finite (an lr too large for its arm) scores 0.
 - **Choice**: the rung of highest score; ties go to the rung nearest the arm's starting lr (on a
   plateau the sweep does not walk), then to the smaller lr. **Growth**: while the choice is
   the largest rung tried, the next rung up is added; while it is the smallest, the next rung down
@@ -25,7 +26,7 @@ import numpy as np
 
 __all__ = ["LADDER", "LATE_FRACTION", "late_score", "rung_scores", "next_rungs", "choice", "ladder_around"]
 
-LADDER = tuple(float(f"{m}e{k}") for k in range(-6, 1) for m in (1, 3))  # 1e-06 ... 3.0
+LADDER = tuple(float(f"{m}e{k}") for k in range(-6, 2) for m in (1, 3))  # 1e-06 ... 30.0
 LATE_FRACTION = 0.2  # the score's window: the last 20 % of training
 
 
