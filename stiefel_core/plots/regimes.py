@@ -54,8 +54,9 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
     tick at its last epoch.
     Chapter: regimes."""
     with style():
-        fig, axes = plt.subplots(1, len(panels), figsize=figsize(1, len(panels), (4.2, 4.2)), squeeze=False)
-        for ax, (name, curves) in zip(axes[0], panels.items()):
+        n = len(panels)
+        fig, axes = plt.subplots(n, 1, figsize=figsize(n, 1, (6.9, 3.6)), squeeze=False, layout="none")
+        for ax, (name, curves) in zip(axes[:, 0], panels.items()):
             for s in curves:
                 t = np.concatenate([[0.0], s.times])
                 p = np.concatenate([[1.0], s.probabilities])
@@ -70,10 +71,12 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
             ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("epoch")
             ax.set_title(name)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
-        axes[0][0].set_ylabel("share of runs not yet at 90 % validation")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=9, frameon=False, ncol=2)
+            ax.set_ylabel("not yet at 90 %")
         if title:
             fig.suptitle(title)
+        # the legends sit under the panels, outside what constrained layout can fit at this width
+        fig.subplots_adjust(left=0.12, right=0.97, top=0.94, bottom=0.2, hspace=0.95)
     return fig
 
 
