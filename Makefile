@@ -55,7 +55,7 @@ BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
 # Tests of what a reader gets: the built book in Chromium, every chapter in a Jupyter server.
 READER_MARKS := browser or lab
 
-.PHONY: help venv node book test test-portable lab results bench sync execute device-check clean
+.PHONY: help venv node book test test-portable lab results bench sync execute device-check clean nbval
 
 help:
 	@sed -n '2,12s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
@@ -126,6 +126,10 @@ execute: $(STAMP)
 	$(NB_ENV) STIEFEL_STATIC_EXPLORERS=on $(PY) -m nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.record_timing=False $(NB)
 	$(MAKE) sync
+
+# One chapter (or several) checked as make test checks them: nbval under the emulated CPU.
+nbval: $(STAMP)
+	env $(EMULATED_CPU) $(NB_ENV) $(NO_STATIC_GRIDS) $(ONE_THREAD) $(NBVAL) $(NB)
 
 clean:
 	rm -rf _build
