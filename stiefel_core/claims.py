@@ -169,6 +169,7 @@ def _fair_fight_verdict() -> Verdict:
         load_results("grokking_ablation", "full"),
         family.margin / 100,
         family.alpha,
+        load_results("grokking_fair_peers", "full"),
     )
 
 

@@ -116,3 +116,31 @@ def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, t
     outcome = fair_fight.run_sweep(fair_fight.SWEEP_PROFILES["ci"], "cayley_adam@qklr=3", 100, "cpu", checkpoint)
     assert outcome["diverged"] == "AdamW + CayleyAdam" and not checkpoint.exists()
     assert late_score(outcome["history"], fair_fight.SWEEP_PROFILES["ci"].task.epochs) == 0.0
+
+
+def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_reads_everywhere():
+    from stiefel_core.findings import fair_fight as ff
+    from stiefel_core.findings.summary import fair_fight_verdict
+
+    judged = set(fair_fight.FAIR_ARMS) | {"frozen"} | set(fair_fight.PEER_ARMS) | set(fair_fight.SCALE_ARMS)
+    declared = {arm for arms, refs in ff.FAMILIES.values() for arm in (*arms, *refs)}
+    assert declared == judged
+
+    def results(arms, shift):  # a fake results file: arm a, seed s ends at 0.6 + shift(a) + a noise of (a, s)
+        runs = {
+            f"{a}/{s}": {"final": {"val_acc": 0.6 + shift.get(a, 0.0) + 0.03 * ((s * (len(a) + 3)) % 7) / 7}}
+            for a in arms
+            for s in range(20)
+        }
+        return {"config": {"qk_lrs": [[a, 1e-3] for a in arms]}, "runs": runs}
+
+    shift = {"stiefel": 0.03, "frozen": 0.03, **{p: 0.03 for p in ff.PEERS}}
+    fair = results(("baseline", "no_decay_qk", "stiefel", "frozen"), shift)
+    peers = results(ff.PEERS, shift)
+    rows, _ = ff.declared_rows(fair, None, peers, margin=0.02)
+    alone = ff.family_rows(ff.finals(fair), ("stiefel",), ("baseline",), margin=0.02)[0]
+    row = ff.answers(rows)["tuned_baseline"]
+    assert row["p_holm"] > alone["p_holm"]  # corrected over the whole family, not over one comparison
+    verdict = fair_fight_verdict(fair, None, None, 0.02, 0.05, peers)
+    assert verdict.headline.startswith(row["verdict"])
+    assert "relatives" in ff.peers_sentence(rows, str)

@@ -13,6 +13,8 @@ from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
     "THRESHOLD",
+    "FAMILIES",
+    "declared_rows",
     "sweep_rows",
     "tuned_lrs",
     "finals",
@@ -24,9 +26,17 @@ __all__ = [
     "lr_text",
     "takeaways",
     "what_we_found",
+    "before_rows",
+    "peers_sentence",
 ]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
+PEERS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
+# The families of book/protocol.yml, as (arms, references): each arm against each reference, Holm within.
+FAMILIES = {
+    "grokking_fair": (("no_decay_qk", "stiefel", "frozen", *PEERS), ("baseline", "stiefel")),
+    "grokking_fair_scale": (("qk_norm", "sphere", "stiefel_temp"), ("stiefel", "baseline")),
+}
 LADDER_BOTTOM = 1e-6
 
 
@@ -126,6 +136,16 @@ def family_rows(
     return rows
 
 
+def declared_rows(
+    fair: dict | None, scale: dict | None, peers: dict | None, margin: float, alpha: float = 0.05
+) -> tuple[list[dict], list[dict]]:
+    """The rows of the two declared families (:data:`FAMILIES`), each Holm-corrected over all of its
+    comparisons: ``(grokking_fair rows, grokking_fair_scale rows)``. The chapter, the intro and the
+    claims table all read these, so one comparison is corrected the same way everywhere."""
+    values = finals(fair, scale, peers)
+    return tuple(family_rows(values, *FAMILIES[name], margin, alpha) for name in FAMILIES)
+
+
 def _half_width(d: np.ndarray, alpha: float) -> float:
     from scipy import stats
 
@@ -200,16 +220,47 @@ def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judge
     out.append(sentence(a["frozen"], label("frozen", capital=True), label("stiefel")) + ".")
     for arm in ("qk_norm", "sphere"):
         out.append(sentence(a[arm], label(arm, capital=True), label("stiefel")) + ".")
+    told = peers_sentence(rows, label)
+    if told:
+        out.append(told + ".")
     return out
 
 
+def before_rows(before: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
+    """The same questions read on the runs made before the sweep (every arm at the task's shared
+    W_Q, W_K lr: ``grokking_ablation``), by the same rule: the Stiefel rule and frozen frames
+    against AdamW and against the Stiefel rule."""
+    return family_rows(finals(before), ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
+
+
+def peers_sentence(rows: list[dict], label) -> str | None:
+    """One sentence on the relatives against AdamW and the Stiefel rule (``None`` before their runs)."""
+    mine = [r for r in rows if r["arm"] in PEERS]
+    if not mine:
+        return None
+    parts = []
+    for ref in ("baseline", "stiefel"):
+        against = [r for r in mine if r["reference"] == ref]
+        words = verdict_counts(against)
+        told = ", ".join(f"{n} {w}" for w, n in words.items() if n)
+        low, high = min(r["mean_pp"] for r in against), max(r["mean_pp"] for r in against)
+        parts.append(f"against {label(ref)}: {told} (mean differences {low:+.1f} to {high:+.1f} pp)")
+    return f"The {len({r['arm'] for r in mine})} relatives, each at its tuned lr, " + "; ".join(parts)
+
+
 def what_we_found(
-    fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float, label
+    fair: dict | None,
+    scale: dict | None,
+    before: dict | None,
+    margin: float,
+    alpha: float,
+    label,
+    peers: dict | None = None,
 ) -> str | None:
     """The intro's sentence on the fair fight (``None`` before its runs): the Stiefel rule against
-    AdamW at their tuned lrs beside the same comparison at the task's shared lr, then scale alone."""
-    values = finals(fair, scale)
-    rows = family_rows(values, ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
+    AdamW at their tuned lrs (Holm over the declared family, :func:`declared_rows`) beside the same
+    comparison at the task's shared lr, then scale alone."""
+    rows, scale_rows = declared_rows(fair, scale, peers, margin, alpha)
     a = answers(rows)
     if a["tuned_baseline"] is None:
         return None
@@ -218,11 +269,10 @@ def what_we_found(
         f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}"
     )
     if before:
-        old = answers(family_rows(finals(before), ("stiefel",), ("baseline",), margin, alpha))["tuned_baseline"]
+        old = _find(before_rows(before, margin, alpha), "stiefel", "baseline")
         if old is not None:
             text += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
     text += "."
-    scale_rows = family_rows(values, ("qk_norm", "sphere"), ("baseline", "stiefel"), margin, alpha)
     for arm in ("qk_norm", "sphere"):
         row = _find(scale_rows, arm, "baseline")
         if row is not None:

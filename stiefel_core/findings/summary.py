@@ -412,17 +412,17 @@ def peers_takeaways(results: dict | None) -> list[str]:
 
 
 def fair_fight_verdict(
-    fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float
+    fair: dict | None, scale: dict | None, before: dict | None, margin: float, alpha: float, peers: dict | None = None
 ) -> Verdict:
     """Does the Stiefel rule's gain on grokking survive a tuned baseline? ``reproduced`` only when
     the rule is *higher* than AdamW with both at their tuned lrs (Holm across the declared family)."""
     from . import fair_fight
 
-    sentence = fair_fight.what_we_found(fair, scale, before, margin, alpha, label)
+    sentence = fair_fight.what_we_found(fair, scale, before, margin, alpha, label, peers)
     if sentence is None:
         return PENDING
-    rows = fair_fight.family_rows(fair_fight.finals(fair, scale), ("stiefel",), ("baseline",), margin, alpha)
-    row = rows[0]
+    rows, _ = fair_fight.declared_rows(fair, scale, peers, margin, alpha)
+    row = fair_fight.answers(rows)["tuned_baseline"]
     word = "reproduced" if row["verdict"] == "higher" else "not reproduced"
     lo, hi = row["ci_pp"]
     return Verdict(word, f"{row['verdict']}: {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] at tuned lrs", sentence)
