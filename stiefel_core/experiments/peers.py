@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, cifar10, cifar10_long, grokking
-from .relatives import RELATIVES
+from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
-PARAMETRIZED = ("muon", "muon_no_decay", "orthogonal_param")  # W_Q, W_K computed by a torch parametrization
 FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
@@ -159,14 +158,8 @@ def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoin
     outcome = cifar10.train_arm(
         task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr
     )
-    if arm in PARAMETRIZED:  # cifar10.train sums per-step displacements of the tensors it was handed at the
-        # start, and a parametrization computes W_Q, W_K anew at every access: those sums are not this arm's steps
-        for record in outcome["history"]:
-            for key in [k for k in record if k.startswith("step/")]:
-                del record[key]
-        outcome["final"] = {k: v for k, v in outcome["final"].items() if not k.startswith("step/")}
     return {
-        **outcome,
+        **without_parametrized_steps(arm, outcome),
         "frame_lr": frame_lr,
         "lr_multiple": multiple,
         "lr_from": f"grokking_peers_lr-{config.sweep_profile}",

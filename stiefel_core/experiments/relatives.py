@@ -28,7 +28,15 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-__all__ = ["FOREIGN_ARMS", "RELATIVES", "prepare_projections", "relative_optimizer", "projection_names"]
+__all__ = [
+    "FOREIGN_ARMS",
+    "PARAMETRIZED",
+    "RELATIVES",
+    "prepare_projections",
+    "relative_optimizer",
+    "projection_names",
+    "without_parametrized_steps",
+]
 
 RELATIVES = {  # arm -> what it trains W_Q, W_K with
     "muon": "torch.optim.Muon, weight decay λ on W_Q, W_K",
@@ -39,6 +47,7 @@ RELATIVES = {  # arm -> what it trains W_Q, W_K with
 }
 FOREIGN_ARMS = ("muon", "muon_no_decay", "geoopt_radam", "orthogonal_param")  # W_Q, W_K not trained by StiefelAdam
 PROJECTIONS = ("W_Q", "W_K")
+PARAMETRIZED = ("muon", "muon_no_decay", "orthogonal_param")  # W_Q, W_K computed by a torch parametrization
 
 
 class HeadMatrices(nn.Module):
@@ -118,3 +127,15 @@ def relative_optimizer(
     else:
         inner = torch.optim.AdamW([{"params": mine}], lr=frame_lr, betas=betas, eps=eps, weight_decay=0.0)
     return CombinedOptimizer(adamw, inner)
+
+
+def without_parametrized_steps(arm: str, outcome: dict) -> dict:
+    """``outcome`` without its per-step displacement sums where ``arm`` computes W_Q, W_K through a
+    parametrization: :func:`cifar10.train` sums the displacements of the tensors it was handed at the
+    start, and a parametrization computes W_Q, W_K anew at every access, so those sums are not its steps."""
+    if arm in PARAMETRIZED:
+        for record in outcome["history"]:
+            for key in [k for k in record if k.startswith("step/")]:
+                del record[key]
+        outcome["final"] = {k: v for k, v in outcome["final"].items() if not k.startswith("step/")}
+    return outcome

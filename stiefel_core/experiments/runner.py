@@ -22,6 +22,7 @@ from . import (
     charlm,
     cifar10,
     cifar10_fair,
+    cifar10_judged,
     cifar10_long,
     cifar10_size,
     decay_map,
@@ -203,6 +204,32 @@ EXPERIMENTS = {
         cifar10_fair.run,
         "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
         arms_of=cifar10_fair.start_arms,
+    ),
+    "cifar10_peers_qk_lr": Experiment(
+        "cifar10_peers_qk_lr",
+        cifar10_judged.PEER_SWEEP_PROFILES,
+        cifar10_judged.PEER_SWEEP_ARMS,
+        cifar10_judged.run_peer_sweep,
+        "CIFAR-10 long protocol at λ = 1, the relatives' W_Q, W_K lr swept on 2 selection starts until interior",
+        arms_of=cifar10_judged.peer_start_arms,
+    ),
+    "cifar10_fair": Experiment(
+        "cifar10_fair",
+        cifar10_judged.PROFILES,
+        (*cifar10_judged.CORE, "frozen"),
+        cifar10_judged.run,
+        "CIFAR-10 long protocol at λ = 1, AdamW, the Stiefel rule (each at its tuned W_Q, W_K lr) and frozen "
+        "frames, 12 paired starts",
+        resolve=cifar10_judged.resolve,
+    ),
+    "cifar10_fair_peers": Experiment(
+        "cifar10_fair_peers",
+        cifar10_judged.PEER_PROFILES,
+        cifar10_judged.PEERS,
+        cifar10_judged.run,
+        "CIFAR-10 long protocol at λ = 1, the relatives at their CIFAR-10 W_Q, W_K lrs, 12 starts paired with "
+        "cifar10_fair",
+        resolve=cifar10_judged.resolve,
     ),
     "mqar": Experiment(
         "mqar",
