@@ -25,6 +25,7 @@ from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .fair_fight import center
 from .relatives import RELATIVES, without_parametrized_steps
+from .resolving import resolve_lrs
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
@@ -158,22 +159,7 @@ def _choice(sweep: dict, name: str, arm: str) -> dict | None:
 def resolve(config: CifarFairConfig, directory=None) -> CifarFairConfig:
     """``config`` with each arm's W_Q, W_K lr chosen from its sweep's file (refused until every
     choice is final: interior, or lr 0)."""
-    if config.qk_lrs:
-        return config
-    grow = f"`python -m stiefel_core sweep {config.sweep} --profile {config.sweep_profile}`"
-    sweep = load_results(config.sweep, config.sweep_profile, directory)
-    if not sweep:
-        raise ValueError(f"no W_Q, W_K lr sweep yet for these arms: run {grow} first")
-    lrs, open_arms = [], []
-    for arm in config.arms:
-        c = _choice(sweep, config.sweep, arm)
-        if c is None or not c["interior"]:
-            open_arms.append(arm)
-        else:
-            lrs.append((arm, c["lr"]))
-    if open_arms:
-        raise ValueError(f"the sweep has not settled {open_arms} (no choice yet, or one at a grid edge): run {grow}")
-    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+    return resolve_lrs(config, config.sweep, lambda sweep, arm: _choice(sweep, config.sweep, arm), directory)
 
 
 def run(config: CifarFairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:

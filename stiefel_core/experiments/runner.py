@@ -28,6 +28,7 @@ from . import (
     decay_map,
     fair_fight,
     grokking,
+    p97_fair,
     peers,
     routing,
     routing_sweep,
@@ -230,6 +231,24 @@ EXPERIMENTS = {
         "CIFAR-10 long protocol at λ = 1, the relatives at their CIFAR-10 W_Q, W_K lrs, 12 starts paired with "
         "cifar10_fair",
         resolve=cifar10_judged.resolve,
+    ),
+    "grokking_p97_qk_lr": Experiment(
+        "grokking_p97_qk_lr",
+        p97_fair.SWEEP_PROFILES,
+        p97_fair.SWEEP_ARMS,
+        p97_fair.run_sweep,
+        "grokking at p = 97, four arms' W_Q, W_K lr at the task's lr, 1/3 and 1/10 of it, 2 selection seeds, "
+        "scored by the epochs to 90 % within 10,000",
+        arms_of=p97_fair.start_arms,
+    ),
+    "grokking_p97_fair": Experiment(
+        "grokking_p97_fair",
+        p97_fair.PROFILES,
+        (*p97_fair.ARMS, "frozen"),
+        p97_fair.run,
+        "grokking at p = 97, AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule and QK-norm at their tuned "
+        "W_Q, W_K lrs, and frozen frames, 6 paired seeds",
+        resolve=p97_fair.resolve,
     ),
     "mqar": Experiment(
         "mqar",

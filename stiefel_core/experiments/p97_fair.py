@@ -1,0 +1,157 @@
+"""The fair fight at p = 97 (issue 28), on the task of ``grokking``'s full profile (Nanda et al.'s
+one-layer model, task lr 1e-3, weight decay 1):
+
+- ``grokking_p97_qk_lr``: AdamW's, AdamW's without decay on W_Q, W_K, the Stiefel rule's and
+  QK-norm's W_Q, W_K lr at the task's lr, a third and a tenth of it (1e-3, 3e-4, 1e-4), on selection
+  seeds 100-101, 10,000 epochs a run. A run's score is how fast it groks: minus the epochs to 90 %
+  validation accuracy, a run that never gets there counted at 10,000. An lr's score is the mean
+  over the seeds, and the rule of :mod:`.selection` (highest score; ties to the task's lr; grow
+  while the choice is at an edge) picks it.
+- ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs (resolved before the runs
+  by :func:`resolve`), 20,000 epochs, judged seeds 0-5.
+
+A p = 97 run takes ~20 minutes (10,000 epochs) or ~40 (20,000) on one CPU core: these runs are for a
+lent GPU or a long background run; 24 sweep runs, then 30 judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..results_reading import grid_arm, parse_grid_arm
+from ..step_checks import NonFiniteGradientError
+from . import grokking
+from .fair_fight import compact
+from .fair_fight import run as run_judged
+from .resolving import resolve_lrs
+from .results import load_results
+from .selection import LADDER, choice, is_interior, ladder_around, next_rungs, rung_scores
+
+__all__ = [
+    "ARMS",
+    "THRESHOLD",
+    "SweepConfig",
+    "SWEEP_PROFILES",
+    "SWEEP_ARMS",
+    "start_arms",
+    "run_sweep",
+    "epochs_to",
+    "sweep_scores",
+    "chosen",
+    "sweep",
+    "FairConfig",
+    "PROFILES",
+    "resolve",
+    "run",
+]
+
+ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # swept; frozen frames are judged beside them
+THRESHOLD = 0.9
+KEY = "qklr"
+
+
+def _task(epochs: int) -> grokking.GrokkingConfig:
+    return dataclasses.replace(grokking.PROFILES["full"], epochs=epochs)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    task: grokking.GrokkingConfig = field(
+        default_factory=lambda: dataclasses.replace(grokking.PROFILES["full"], epochs=10_000)
+    )
+    arms: tuple[str, ...] = ARMS
+    seeds: tuple[int, ...] = (100, 101)  # selection seeds, apart from the judged 0-5
+    threshold: float = THRESHOLD
+
+
+_CI_TASK = dataclasses.replace(grokking.PROFILES["ci"], epochs=200)
+SWEEP_PROFILES = {"full": SweepConfig(), "ci": SweepConfig(task=_CI_TASK, seeds=(100,))}
+SWEEP_ARMS = tuple(grid_arm(arm, KEY, lr) for arm in ARMS for lr in LADDER)
+
+
+def _start(config: SweepConfig) -> tuple[float, ...]:
+    return ladder_around(config.task.lr, 2, 0)  # the task's lr, a third and a tenth of it
+
+
+def start_arms(config: SweepConfig) -> tuple[str, ...]:
+    return tuple(grid_arm(arm, KEY, lr) for arm in config.arms for lr in _start(config))
+
+
+def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the sweep: ``"<arm>@qklr=<lr>"`` from ``seed`` (a diverged run never groks)."""
+    base, lr = parse_grid_arm(arm, KEY, ARMS)
+    if lr not in LADDER:
+        raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    try:
+        return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
+    except NonFiniteGradientError as error:
+        if checkpoint is not None:
+            checkpoint.unlink(missing_ok=True)
+        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
+        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+
+
+def epochs_to(history: list[dict], threshold: float, horizon: int) -> int:
+    """The first logged epoch with validation accuracy ≥ ``threshold``, else ``horizon`` (censored)."""
+    return next((r["epoch"] for r in history if r["val_acc"] >= threshold), horizon)
+
+
+def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
+    """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster."""
+    horizon, threshold = sweep["config"]["task"]["epochs"], sweep["config"]["threshold"]
+    out: dict[float, list[float]] = {}
+    for key, outcome in sorted(sweep["runs"].items()):
+        name = key.rpartition("/")[0]
+        if name.startswith(f"{arm}@{KEY}="):
+            lr = parse_grid_arm(name, KEY, ARMS)[1]
+            out.setdefault(lr, []).append(-float(epochs_to(outcome["history"], threshold, horizon)))
+    return out
+
+
+def chosen(sweep: dict, arm: str) -> dict | None:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
+    complete = rung_scores(sweep_scores(sweep, arm), len(sweep["config"]["seeds"]))
+    if not complete:
+        return None
+    lr = choice(complete, sweep["config"]["task"]["lr"])
+    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+
+
+def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
+    scores = sweep_scores(results, arm) if results else {}
+    wanted = set(_start(config)) | set(scores)
+    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < len(config.seeds))
+    return unfinished or next_rungs(rung_scores(scores, len(config.seeds)), scores, config.task.lr)
+
+
+def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
+    """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
+    config = SWEEP_PROFILES[profile]
+    while True:
+        results = load_results("grokking_p97_qk_lr", profile, options.get("directory"))
+        names = [grid_arm(arm, KEY, lr) for arm in arms or config.arms for lr in _pending(results, config, arm)]
+        if not names:
+            return results
+        run_experiment("grokking_p97_qk_lr", profile, arms=names, **options)
+
+
+@dataclass(frozen=True)
+class FairConfig:
+    task: grokking.GrokkingConfig = field(default_factory=lambda: grokking.PROFILES["full"])
+    arms: tuple[str, ...] = ARMS  # the swept arms it judges (frozen frames run beside them)
+    sweep_profile: str = "full"
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
+    seeds: tuple[int, ...] = tuple(range(6))
+
+
+PROFILES = {"full": FairConfig(), "ci": FairConfig(task=_CI_TASK, sweep_profile="ci", seeds=(0,))}
+
+
+def resolve(config: FairConfig, directory=None) -> FairConfig:
+    """``config`` with each arm's W_Q, W_K lr chosen from ``grokking_p97_qk_lr`` (refused until final)."""
+    return resolve_lrs(config, "grokking_p97_qk_lr", chosen, directory)
+
+
+run = run_judged  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)

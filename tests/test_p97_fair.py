@@ -1,0 +1,66 @@
+"""The fair fight at p = 97: a sweep scored by how fast a run groks, and judged runs that take its
+choices, resolved before they run."""
+
+import dataclasses
+
+import pytest
+
+from stiefel_core.experiments import get_config, p97_fair, run_experiment
+from stiefel_core.experiments.results import write_results
+
+
+def _run(epoch_at_90: int | None, horizon: int = 10_000) -> dict:
+    """A run's history that passes 90 % at ``epoch_at_90`` (never, if ``None``)."""
+    history = [
+        {"epoch": e, "val_acc": 0.95 if epoch_at_90 and e >= epoch_at_90 else 0.5} for e in range(0, horizon + 1, 500)
+    ]
+    return {"history": history}
+
+
+def _sweep(times: dict) -> dict:
+    """``times``: {(arm, lr): [epoch at 90 % per seed]}."""
+    runs = {f"{arm}@qklr={lr:g}/{100 + i}": _run(t) for (arm, lr), ts in times.items() for i, t in enumerate(ts)}
+    return {"config": {"task": {"lr": 1e-3, "epochs": 10_000}, "seeds": [100, 101], "threshold": 0.9}, "runs": runs}
+
+
+def test_the_sweep_chooses_the_fastest_lr_and_counts_a_run_that_never_groks_at_the_horizon():
+    sweep = _sweep({("stiefel", 1e-4): [None, None], ("stiefel", 3e-4): [3000, 4000], ("stiefel", 1e-3): [None, 2000]})
+    assert p97_fair.sweep_scores(sweep, "stiefel")[1e-3] == [-10_000.0, -2000.0]
+    c = p97_fair.chosen(sweep, "stiefel")
+    assert c["lr"] == 3e-4 and c["interior"]  # 3,500 epochs on average beats 6,000 and 10,000
+    edge = _sweep(
+        {("baseline", 1e-4): [9000, 9000], ("baseline", 3e-4): [8000, 8000], ("baseline", 1e-3): [7000, 7000]}
+    )
+    assert not p97_fair.chosen(edge, "baseline")["interior"]  # fastest at the top rung: the grid must grow
+    assert p97_fair._pending(edge, p97_fair.SWEEP_PROFILES["full"], "baseline") == (3e-3,)
+    assert p97_fair.chosen(_sweep({("qk_norm", 1e-3): [5000]}), "qk_norm") is None  # one of two seeds: no choice
+
+
+def test_the_judged_runs_refuse_an_unsettled_sweep_and_take_a_settled_one(tmp_path):
+    config = get_config("grokking_p97_fair", "ci")
+    with pytest.raises(ValueError, match="sweep grokking_p97_qk_lr --profile ci"):
+        p97_fair.resolve(config, tmp_path)
+    times = {(arm, lr): [3000 if lr == 3e-4 else 6000] * 2 for arm in p97_fair.ARMS for lr in (1e-4, 3e-4, 1e-3)}
+    times[("qk_norm", 1e-3)] = [1000, 1000]  # fastest at the edge
+    write_results(_sweep(times), tmp_path / "grokking_p97_qk_lr-ci.json")
+    with pytest.raises(ValueError, match=r"not settled \['qk_norm'\]"):
+        p97_fair.resolve(config, tmp_path)
+    times[("qk_norm", 1e-3)] = [6000, 6000]
+    write_results(_sweep(times), tmp_path / "grokking_p97_qk_lr-ci.json")
+    assert dict(p97_fair.resolve(config, tmp_path).qk_lrs) == dict.fromkeys(p97_fair.ARMS, 3e-4)
+
+
+def test_a_judged_run_records_its_resolved_lr(tmp_path):
+    base = get_config("grokking_p97_fair", "ci")
+    config = dataclasses.replace(base, task=dataclasses.replace(base.task, epochs=30), qk_lrs=(("stiefel", 1e-3),))
+    out = run_experiment(
+        "grokking_p97_fair",
+        "ci",
+        config=config,
+        arms=["stiefel", "frozen"],
+        directory=tmp_path,
+        checkpoints=tmp_path / "ckpt",
+        progress=False,
+    )
+    assert out["config"]["qk_lrs"] == [["stiefel", 1e-3]]
+    assert out["runs"]["stiefel/0"]["qk_lr"] == 1e-3 and out["runs"]["frozen/0"]["qk_lr"] == 0.0
