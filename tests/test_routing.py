@@ -119,7 +119,9 @@ def test_stiefel_frames_stay_orthonormal():
 @pytest.mark.parametrize("name", ["mqar", "induction", "charlm"])
 def test_each_ci_profile_runs_end_to_end_and_a_rerun_resumes(name, tmp_path, monkeypatch):
     arms = routing_arms.ARMS if name == "mqar" else ("baseline", "stiefel", "frozen")
-    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    config = experiments.get_config(name, "ci")  # every arm at the task's lr, as if a sweep had chosen it
+    config = dataclasses.replace(config, qk_lrs=tuple((arm, config.lr) for arm in routing_sweep.SWEPT_ARMS))
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False, config=config)
     results = run_experiment(name, "ci", arms=list(arms), **folders)
     assert sorted(results["runs"]) == sorted(f"{arm}/0" for arm in arms)
     metric = "val_bpc" if name == "charlm" else "val_acc"

@@ -5,11 +5,15 @@ the judged seeds. An arm is ``"<arm>@qklr=<lr>"``, every other parameter at the 
 grid starts at four rungs around the task's lr and grows until each arm's choice is interior;
 ``frozen`` is every arm's lr 0. A run's score is its mean of ``metric`` over the last 20 % of
 training (validation accuracy; for the language model, minus the bits per character).
+
+The judged experiments (``mqar``, ``induction``, ``charlm``) take each arm's W_Q, W_K lr from their
+sweep's file before their runs (:func:`resolver`), and their results file records it (``qk_lrs``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +32,8 @@ __all__ = [
     "pending_rungs",
     "chosen",
     "sweep",
+    "resolver",
+    "SweepError",
 ]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
@@ -134,6 +140,64 @@ def sweep(
         if not names:
             return results
         run_experiment(name, profile, arms=names, **options)
+
+
+class SweepError(ValueError):
+    """A judged routing experiment whose sweep is missing, unsettled, or of another setting."""
+
+
+UNSWEPT = ("seeds", "qk_lr", "qk_lrs")  # what a judged config may differ in from its sweep's task
+
+
+def _setting(task) -> dict:
+    """A task config as its results file stores it (JSON), without the fields a sweep leaves open."""
+    stored = task if isinstance(task, dict) else json.loads(json.dumps(dataclasses.asdict(task)))
+    return {k: v for k, v in stored.items() if k not in UNSWEPT}
+
+
+def resolver(sweep_name: str) -> Callable:
+    """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
+    config`` with every swept arm's chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
+    kept). It refuses, with the command to run, a setting no sweep profile runs, a sweep not yet
+    run or of another setting, an unsettled choice, and judged seeds that are selection seeds."""
+
+    def resolve(config, directory=None):
+        if config.qk_lrs:  # chosen already (a chapter's live run, a test)
+            return config
+        profiles = SWEEPS[sweep_name][0]
+        profile = next((p for p, c in profiles.items() if _setting(c.task) == _setting(config)), None)
+        if profile is None:
+            raise SweepError(
+                f"no profile of {sweep_name} sweeps this setting ({sorted(profiles)} sweep others): "
+                "judge a setting a sweep profile runs, or add that profile"
+            )
+        command = f"`python -m stiefel_core sweep {sweep_name} --profile {profile}`"
+        sweep_config = profiles[profile]
+        shared = sorted(set(config.seeds) & set(sweep_config.seeds))
+        if shared:
+            raise SweepError(f"judged seeds {shared} are {sweep_name}'s selection seeds: judge on other seeds")
+        results = load_results(sweep_name, profile, directory)
+        if not results:
+            raise SweepError(f"no W_Q, W_K lr sweep of this setting yet: run {command} first")
+        if _setting(results["config"]["task"]) != _setting(config):
+            raise SweepError(
+                f"{sweep_name} ({profile}) holds a sweep of another setting: move it away and run {command}"
+            )
+        lrs, unsettled = [], []
+        for arm in SWEPT_ARMS:
+            try:
+                c = chosen(results, arm)
+            except ValueError:  # no rung with every selection seed yet
+                c = {"lr": None, "interior": False}
+            (lrs if c["interior"] else unsettled).append((arm, c["lr"]))
+        if unsettled:
+            raise SweepError(
+                f"{sweep_name} ({profile}) has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
+                f"rungs unfinished): grow it with {command} first"
+            )
+        return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+    return resolve
 
 
 def _profiles(task_profiles: dict, metric: str) -> dict:

@@ -256,6 +256,7 @@ EXPERIMENTS = {
         routing.ARMS,
         routing.run_mqar,
         "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
+        resolve=routing_sweep.resolver("mqar_qk_lr"),
     ),
     "induction": Experiment(
         "induction",
@@ -263,6 +264,7 @@ EXPERIMENTS = {
         routing.ARMS,
         routing.run_induction,
         "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
+        resolve=routing_sweep.resolver("induction_qk_lr"),
     ),
     "charlm": Experiment(
         "charlm",
@@ -270,6 +272,7 @@ EXPERIMENTS = {
         charlm.ARMS,
         charlm.run,
         "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
+        resolve=routing_sweep.resolver("charlm_qk_lr"),
     ),
     **{
         name: Experiment(
