@@ -91,3 +91,26 @@ def test_a_judged_run_records_the_resolved_lrs_and_trains_each_arm_at_its_own(tm
     assert dict(map(tuple, results["config"]["qk_lrs"]))["stiefel"] == 1e-2
     assert results["runs"]["stiefel/0"]["qk_lr"] == 1e-2 and results["runs"]["baseline/0"]["qk_lr"] == 3e-3
     assert routing_sweep.load_results("induction", "ci", tmp_path)["config"]["qk_lrs"] == results["config"]["qk_lrs"]
+
+
+def test_the_decay_map_runs_each_arm_at_each_decay_at_its_resolved_lr(tmp_path):
+    from stiefel_core.experiments import routing_decay_map
+
+    write_sweep(tmp_path, "induction_qk_lr")
+    results = run_experiment(
+        "induction_decay_map",
+        "ci",
+        arms=["stiefel@wd=0", "stiefel@wd=1", "frozen@wd=1"],
+        directory=tmp_path,
+        checkpoints=tmp_path / "ck",
+        progress=False,
+    )
+    assert dict(map(tuple, results["config"]["task"]["qk_lrs"]))["stiefel"] == 3e-3
+    runs = results["runs"]
+    assert [runs[f"stiefel@wd={wd}/0"]["weight_decay"] for wd in (0, 1)] == [0.0, 1.0]
+    assert runs["stiefel@wd=0/0"]["history"] != runs["stiefel@wd=1/0"]["history"]  # λ reaches the optimizer
+    steps = results["config"]["task"]["steps"]
+    assert all(r["history"][-1]["epoch"] == steps for r in runs.values())
+    assert set(routing_decay_map.arm_names(routing_decay_map.PROFILES["full"])) <= set(routing_decay_map.ARMS)
+    with pytest.raises(ValueError, match="not on this profile's grid"):
+        routing_decay_map.run(routing_decay_map.PROFILES["ci"], "stiefel@wd=0.3", 0, "cpu")

@@ -31,6 +31,7 @@ from . import (
     p97_fair,
     peers,
     routing,
+    routing_decay_map,
     routing_sweep,
     trust_region,
 )
@@ -273,6 +274,16 @@ EXPERIMENTS = {
         charlm.run,
         "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
         resolve=routing_sweep.resolver("charlm_qk_lr"),
+    ),
+    "induction_decay_map": Experiment(
+        "induction_decay_map",
+        routing_decay_map.PROFILES,
+        routing_decay_map.ARMS,
+        routing_decay_map.run,
+        "induction heads over weight decays 0-3 and training length, four arms at their tuned W_Q, W_K lrs, "
+        "10 paired seeds",
+        arms_of=routing_decay_map.arm_names,
+        resolve=routing_decay_map.resolve,
     ),
     **{
         name: Experiment(

@@ -1,0 +1,66 @@
+"""The routing decay map (issue 30): induction heads (:mod:`.routing`'s ``induction``, its ``full``
+setting) over a grid of weight decays λ, for the AdamW baseline, the Stiefel rule, frozen frames
+and AdamW without decay on W_Q, W_K; each run's history (every 100 steps) gives the map's second
+axis, training length. Each arm trains W_Q, W_K at the lr its sweep (``induction_qk_lr``, at the
+task's λ = 0.1) chose, resolved before the runs as the judged experiment's are; λ is the decoupled
+decay of every decayed parameter (and of W_Q, W_K in the baseline).
+
+An arm is ``"<arm>@wd=<λ>"`` (``"stiefel@wd=0.3"``). Cost on one core: an induction run's (see
+:mod:`.routing`), times 4 arms x 5 decays x 10 seeds: about 200 runs. Declared, not yet run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..results_reading import grid_arm, parse_grid_arm
+from .grid import grid_arms
+from .routing import INDUCTION_PROFILES, InductionConfig, run_induction
+from .routing_sweep import resolver
+
+__all__ = ["MAP_ARMS", "WEIGHT_DECAYS", "RoutingDecayMapConfig", "PROFILES", "ARMS", "arm_names", "resolve", "run"]
+
+MAP_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
+WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # none, the task's 0.1, up to thirty times it (grokking's map's grid)
+
+
+@dataclass(frozen=True)
+class RoutingDecayMapConfig:
+    task: InductionConfig = field(default_factory=lambda: INDUCTION_PROFILES["full"])
+    weight_decays: tuple[float, ...] = WEIGHT_DECAYS
+    seeds: tuple[int, ...] = tuple(range(10))  # the judged seeds, paired with the induction experiment's
+
+
+PROFILES = {
+    "full": RoutingDecayMapConfig(),
+    "ci": RoutingDecayMapConfig(task=INDUCTION_PROFILES["ci"], weight_decays=(0.0, 1.0), seeds=(0,)),
+}
+
+
+def arm_names(config: RoutingDecayMapConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@wd=<λ>"`` of a profile."""
+    return grid_arms(MAP_ARMS, "wd", config.weight_decays)
+
+
+ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm_names(profile)))
+
+
+def resolve(config: RoutingDecayMapConfig, directory=None) -> RoutingDecayMapConfig:
+    """``config`` with its task's per-arm W_Q, W_K lrs from ``induction_qk_lr`` (refused until settled)."""
+    task = dataclasses.replace(config.task, seeds=config.seeds)
+    return dataclasses.replace(config, task=resolver("induction_qk_lr")(task, directory))
+
+
+def run(config: RoutingDecayMapConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ."""
+    base, weight_decay = parse_grid_arm(arm, "wd", MAP_ARMS)
+    if weight_decay not in config.weight_decays:
+        raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
+    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    return {**run_induction(task, base, seed, device, checkpoint, progress), "weight_decay": weight_decay}
+
+
+def arm_name(arm: str, weight_decay: float) -> str:
+    """``("stiefel", 0.3)`` -> ``"stiefel@wd=0.3"``."""
+    return grid_arm(arm, "wd", weight_decay)

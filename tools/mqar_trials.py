@@ -1,0 +1,57 @@
+"""The trials that chose the judged MQAR setting (issue 30, item 3): candidate settings, each run
+once (seed 0) for frozen frames, the Stiefel rule and the AdamW baseline, on one core. Every run's
+validation accuracy every 100 steps and its CPU seconds (``time.process_time``: one thread, so the
+time it would take on a core of its own, whatever else the machine runs) go to ``tools/mqar_trials.json``, which the
+docstring of :class:`stiefel_core.experiments.routing.MQARConfig` quotes. A tool of the checkout.
+
+    OMP_NUM_THREADS=1 nice -n 10 python tools/mqar_trials.py [SETTING ...]   # default: all
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from stiefel_core.experiments import routing
+
+OUT = Path(__file__).with_suffix(".json")
+ARMS = ("frozen", "stiefel", "baseline")
+BASE = dataclasses.replace(routing.MQARConfig(), seeds=(0,), checkpoint_every=10**9)
+SETTINGS = {  # name -> the fields changed from the old setting (4 pairs, 32 tokens, 64 symbols, 3,000 steps)
+    "old": {},
+    "pairs8_v128": {"kv_pairs": 8, "vocab_size": 128},
+    "pairs8_v256": {"kv_pairs": 8, "vocab_size": 256},
+    "pairs6_v256_t48": {"kv_pairs": 6, "vocab_size": 256, "seq_len": 48},
+    "pairs8_v128_t64": {"kv_pairs": 8, "vocab_size": 128, "seq_len": 64},
+    "pairs4_v256_1500": {"vocab_size": 256, "steps": 1500},
+}
+
+
+def trial(name: str) -> dict:
+    config = dataclasses.replace(BASE, **SETTINGS[name])
+    runs = {}
+    for arm in ARMS:
+        start = time.process_time()
+        out = routing.run_mqar(config, arm, 0, torch.device("cpu"), None, progress=False)
+        runs[arm] = {
+            "cpu_seconds": round(time.process_time() - start, 1),
+            "val_acc": [(r["epoch"], round(r["val_acc"], 4)) for r in out["history"] if "val_acc" in r],
+        }
+        print(name, arm, runs[arm]["cpu_seconds"], "s, final", runs[arm]["val_acc"][-1], flush=True)
+    return {"changes": SETTINGS[name], "steps": config.steps, "runs": runs}
+
+
+def main(names: list[str]) -> None:
+    done = json.loads(OUT.read_text()) if OUT.exists() else {}
+    for name in names or SETTINGS:
+        done[name] = trial(name)
+        OUT.write_text(json.dumps(done, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
