@@ -47,10 +47,10 @@ def trial(name: str) -> dict:
 
 
 def main(names: list[str]) -> None:
-    done = json.loads(OUT.read_text()) if OUT.exists() else {}
     for name in names or SETTINGS:
-        done[name] = trial(name)
-        OUT.write_text(json.dumps(done, indent=1) + "\n")
+        outcome = trial(name)
+        done = json.loads(OUT.read_text()) if OUT.exists() else {}  # read late: two processes may share the file
+        OUT.write_text(json.dumps({**done, name: outcome}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""Where attention must learn to route (chapter "routing"): MQAR, induction heads and a character
+language model, each arm at its swept W_Q, W_K lr. Pure functions of the results dicts of ``mqar``,
+``induction``, ``charlm`` (the judged runs), their sweeps and ``induction_decay_map``, read under
+the families ``routing_mqar``, ``routing_induction`` and ``routing_charlm`` of ``book/protocol.yml``.
+
+An endpoint's verdict word compares the metric itself: on induction (loss) and the language model
+(bits per character), *lower* is the better arm; on MQAR (accuracy), *higher*.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..stats import family_verdicts
+
+__all__ = [
+    "TASKS",
+    "Endpoint",
+    "finals",
+    "family_rows",
+    "answers",
+    "sanity",
+    "result_text",
+    "curves",
+    "lr_decay_cells",
+    "cell_curves",
+    "takeaways",
+]
+
+REFERENCES = ("baseline", "stiefel")
+JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
+
+
+class Endpoint:
+    """A task's endpoint: the metric of a run's last record, its unit, the factor from the metric
+    to that unit, and whether higher is better."""
+
+    def __init__(self, metric: str, unit: str, scale: float, higher_is_better: bool):
+        self.metric, self.unit, self.scale, self.higher_is_better = metric, unit, scale, higher_is_better
+
+    def better(self, word: str) -> str:
+        """The verdict word of an arm against a reference, read as better, worse or neither."""
+        if word in ("higher", "lower"):
+            return "better" if (word == "higher") == self.higher_is_better else "worse"
+        return word
+
+
+TASKS = {  # task -> (its family in book/protocol.yml, its endpoint)
+    "mqar": ("routing_mqar", Endpoint("val_acc", "pp", 100.0, True)),
+    "induction": ("routing_induction", Endpoint("val_loss", "nats per token", 1.0, False)),
+    "charlm": ("routing_charlm", Endpoint("val_bpc", "bits per character", 1.0, False)),
+}
+
+
+def finals(results: dict | None, metric: str) -> dict[str, dict[int, float]]:
+    """``{arm: {seed: metric of the last record}}`` (same seed, same initial weights: paired)."""
+    out: dict[str, dict[int, float]] = {}
+    for key, run in (results or {}).get("runs", {}).items():
+        arm, _, seed = key.rpartition("/")
+        out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
+    return out
+
+
+def _half_width(d: np.ndarray, alpha: float) -> float:
+    from scipy import stats
+
+    if len(d) < 2:
+        return math.nan
+    return float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+
+
+def family_rows(
+    values: dict[str, dict[int, float]],
+    endpoint: Endpoint,
+    margin: float,
+    alpha: float = 0.05,
+    arms: tuple[str, ...] = JUDGED_ARMS,
+) -> list[dict]:
+    """Every comparison of one declared family (each arm against AdamW and against the Stiefel
+    rule), on the seeds both finished, in the endpoint's unit (``margin`` too): the mean paired
+    difference arm − reference, its t interval, the Holm-corrected verdict (one of four words)."""
+    family, pairs = {}, {}
+    for ref in REFERENCES:
+        for arm in arms:
+            if arm == ref or arm not in values or ref not in values or (ref, arm) in pairs:
+                continue
+            seeds = sorted(set(values[arm]) & set(values[ref]))
+            pairs[(arm, ref)] = seeds
+            family[f"{arm} - {ref}"] = [endpoint.scale * (values[arm][s] - values[ref][s]) for s in seeds]
+    verdicts = family_verdicts(family, margin, alpha) if family else {}
+    rows = []
+    for (arm, ref), seeds in pairs.items():
+        v, d = verdicts[f"{arm} - {ref}"], np.asarray(family[f"{arm} - {ref}"])
+        half = _half_width(d, alpha)
+        rows.append(
+            {
+                "arm": arm,
+                "reference": ref,
+                "n": len(seeds),
+                "mean": v.mean_difference,
+                "ci": (v.mean_difference - half, v.mean_difference + half),
+                "p_holm": v.p_adjusted,
+                "verdict": v.word,
+                "reading": endpoint.better(v.word),
+            }
+        )
+    return rows
+
+
+def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
+    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
+
+
+def answers(rows: list[dict]) -> dict[str, dict | None]:
+    """The chapter's three questions per task, each one row (``None`` before its runs): does the
+    Stiefel rule beat the tuned baseline; does scale alone (QK-norm) do the same; do frozen
+    frames fall short of trained ones (the sanity check)."""
+    return {
+        "tuned_baseline": _find(rows, "stiefel", "baseline"),
+        "qk_norm": _find(rows, "qk_norm", "stiefel"),
+        "frozen": _find(rows, "frozen", "stiefel"),
+    }
+
+
+def sanity(row: dict | None) -> str:
+    """The sanity check's state from frozen − stiefel: "holds" (frozen frames clearly worse),
+    "fails" (not worse: the task is too easy to test routing) or "not yet run"."""
+    if row is None:
+        return "not yet run"
+    return "holds" if row["reading"] == "worse" else "fails"
+
+
+def result_text(row: dict | None, endpoint: Endpoint) -> str:
+    """ "<verdict> (<better/worse>), <mean> <unit> [lo, hi] over n paired seeds", or "not yet run"."""
+    if row is None:
+        return "not yet run"
+    lo, hi = row["ci"]
+    reading = f" ({row['reading']})" if row["reading"] != row["verdict"] else ""
+    return (
+        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit} [{lo:+.3g}, {hi:+.3g}] "
+        f"over {row['n']} paired seeds"
+    )
+
+
+def curves(results: dict | None, metric: str) -> dict[str, dict]:
+    """Per arm: ``steps``, the ``mean`` of ``metric`` over seeds at each logged step, and its
+    band (``low``, ``high``: the smallest and largest seed), over the seeds that logged every step."""
+    by_arm: dict[str, list[list[dict]]] = {}
+    for key, run in (results or {}).get("runs", {}).items():
+        by_arm.setdefault(key.rpartition("/")[0], []).append([r for r in run["history"] if metric in r])
+    out = {}
+    for arm, histories in by_arm.items():
+        length = min(len(h) for h in histories)
+        values = np.array([[r[metric] for r in h[:length]] for h in histories])
+        out[arm] = {
+            "steps": [r["epoch"] for r in histories[0][:length]],
+            "mean": values.mean(axis=0).tolist(),
+            "low": values.min(axis=0).tolist(),
+            "high": values.max(axis=0).tolist(),
+            "n": len(histories),
+        }
+    return out
+
+
+def lr_decay_cells(*files: dict | None) -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
+    """``{(W_Q, W_K lr, λ): {arm: [history per seed]}}`` over any of a task's files (its sweep, its
+    judged runs, its decay map): a run's lr is the one it recorded (frozen frames: 0), its λ the
+    one it recorded or else its file's task's."""
+    cells: dict = {}
+    for results in files:
+        if not results:
+            continue
+        config = results["config"]
+        task = config.get("task", config)
+        for key, run in results["runs"].items():
+            arm = key.rpartition("/")[0].partition("@")[0]
+            lr = 0.0 if arm == "frozen" else float(run["qk_lr"])
+            decay = float(run.get("weight_decay", task["weight_decay"]))
+            cells.setdefault((lr, decay), {}).setdefault(arm, []).append(run["history"])
+    return dict(sorted(cells.items()))
+
+
+def cell_curves(cells: dict, lr: float, decay: float, metric: str) -> dict[str, list[tuple[list, list]]]:
+    """The curves of every seed of every arm at one cell: ``{arm: [(steps, values) per seed]}``;
+    frozen frames (lr 0) stand in every cell of their λ."""
+    out = {}
+    for (cell_lr, cell_decay), arms in cells.items():
+        if cell_decay != decay or cell_lr not in (lr, 0.0):
+            continue
+        for arm, histories in arms.items():
+            if cell_lr == lr or arm == "frozen":
+                out[arm] = [
+                    ([r["epoch"] for r in h if metric in r], [r[metric] for r in h if metric in r]) for h in histories
+                ]
+    return out
+
+
+def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]) -> list[str]:
+    """The chapter's key takeaways (``label``: arm -> words): per task, the sanity check, the Stiefel
+    rule against the tuned baseline and QK-norm against the Stiefel rule, each "not yet run" until
+    its judged runs exist; ``judged``: the declared number of judged seeds per task."""
+    names = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
+    out = []
+    for task, rows in rows_by_task.items():
+        endpoint = TASKS[task][1]
+        a = answers(rows)
+        n = max((r["n"] for r in rows), default=0)
+        interim = f" (interim: {n} of {judged[task]} judged seeds)" if 0 < n < judged[task] else ""
+        parts = [
+            f"{label('stiefel', capital=True)} against the tuned {label('baseline')}: "
+            f"{result_text(a['tuned_baseline'], endpoint)}",
+            f"{label('qk_norm', capital=True)} against {label('stiefel')}: {result_text(a['qk_norm'], endpoint)}",
+        ]
+        if task != "charlm":
+            parts.insert(0, f"sanity check (frozen frames fall short): {sanity(a['frozen'])}")
+        out.append(f"**{names[task]}**{interim}: " + "; ".join(parts) + ".")
+    return out

@@ -1,0 +1,52 @@
+"""Figures of the routing chapter: learning curves per arm with bands, and one cell of the lr x
+decay explorer. They draw what they are handed (:mod:`stiefel_core.findings.routing`)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..labels import label
+from . import ARM_COLORS, figsize, style
+
+__all__ = ["color", "learning_curves", "draw_cell"]
+
+ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
+
+
+def color(arm: str) -> str:
+    """The arm's colour of the book (Muon, which has none there, olive)."""
+    return ARM_COLORS.get(arm, "#999933")
+
+
+def learning_curves(panels: dict[str, tuple[dict, str]]) -> Figure:
+    """One panel per task (``{title: (curves, metric label)}``, ``curves`` as
+    ``findings.routing.curves`` gives them): each arm's mean over seeds, its band the smallest
+    to the largest seed; one legend under the panels."""
+    with style():
+        fig, axes = plt.subplots(len(panels), 1, figsize=figsize(len(panels), 1, (6.9, 2.6)), squeeze=False)
+        for ax, (title, (curves, ylabel)) in zip(axes[:, 0], panels.items()):
+            for arm in sorted(curves, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):
+                c = curves[arm]
+                ax.plot(c["steps"], c["mean"], color=color(arm), lw=1.4, label=f"{label(arm)} ({c['n']} seeds)")
+                ax.fill_between(c["steps"], c["low"], c["high"], color=color(arm), alpha=0.15, lw=0)
+            ax.set_title(title)
+            ax.set_ylabel(ylabel)
+            ax.legend(loc="best", fontsize=7)
+        axes[-1, 0].set_xlabel("training step")
+    return fig
+
+
+def draw_cell(ax: Axes, cell: dict[str, list[tuple[list, list]]], ylabel: str, title: str) -> None:
+    """Every seed's curve of every arm at one (lr, λ) cell: one thin line a seed, one colour an arm."""
+    for arm in sorted(cell, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):
+        for i, (steps, values) in enumerate(cell[arm]):
+            ax.plot(steps, values, color=color(arm), lw=1, alpha=0.8, label=label(arm) if i == 0 else None)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if cell:
+        ax.legend(loc="best", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no run at this cell", ha="center", va="center", transform=ax.transAxes)

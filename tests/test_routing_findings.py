@@ -1,0 +1,74 @@
+"""The routing chapter's findings, figure and explorer, on synthetic results dicts: verdicts in the
+book's four words with Holm across a family, the sanity check, curves with bands, the lr x decay
+cells, and "not yet run" before the runs."""
+
+import numpy as np
+
+from stiefel_core.findings import routing as fr
+from stiefel_core.labels import label
+
+
+def judged(values: dict[str, list[float]], metric: str = "val_acc", steps: int = 100) -> dict:
+    """A judged results file: ``values[arm][seed]`` is the arm's final metric on that seed."""
+    runs = {}
+    for arm, finals in values.items():
+        for seed, v in enumerate(finals):
+            history = [{"epoch": s, metric: v * s / steps} for s in (50, steps)]
+            runs[f"{arm}/{seed}"] = {"history": history, "final": history[-1], "qk_lr": 3e-3}
+    return {"config": {"steps": steps, "weight_decay": 0.1}, "runs": runs}
+
+
+def test_frozen_frames_far_below_read_worse_and_the_sanity_check_holds():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.9, 1.0, 10)
+    stiefel = base + rng.normal(0.001, 0.001, 10)
+    results = judged({"baseline": base, "stiefel": stiefel, "frozen": stiefel - rng.normal(0.5, 0.01, 10)})
+    endpoint = fr.TASKS["mqar"][1]
+    rows = fr.family_rows(fr.finals(results, "val_acc"), endpoint, margin=2.0)
+    a = fr.answers(rows)
+    assert a["frozen"]["verdict"] == "lower" and a["frozen"]["reading"] == "worse"
+    assert -52 < a["frozen"]["mean"] < -48  # percentage points
+    assert fr.sanity(a["frozen"]) == "holds"
+    assert a["tuned_baseline"]["verdict"] == "equivalent"  # 0.1 pp apart, margin 2 pp
+    assert a["qk_norm"] is None and fr.sanity(None) == "not yet run"
+    assert len(rows) == 3  # stiefel-baseline, frozen-baseline, frozen-stiefel: one family, Holm across it
+
+
+def test_a_lower_loss_reads_better_and_an_equal_frozen_arm_fails_the_sanity_check():
+    rng = np.random.default_rng(1)
+    loss = rng.uniform(1.0, 1.1, 10)
+    stiefel = loss - rng.normal(0.3, 0.01, 10)
+    results = judged({"baseline": loss, "stiefel": stiefel, "frozen": stiefel + rng.normal(0, 1e-3, 10)}, "val_loss")
+    endpoint = fr.TASKS["induction"][1]
+    a = fr.answers(fr.family_rows(fr.finals(results, "val_loss"), endpoint, margin=0.05))
+    assert a["tuned_baseline"]["verdict"] == "lower" and a["tuned_baseline"]["reading"] == "better"
+    assert fr.sanity(a["frozen"]) == "fails"
+    assert fr.result_text(a["tuned_baseline"], endpoint).startswith("lower (better), -0.29")
+    assert "nats per token" in fr.result_text(a["tuned_baseline"], endpoint)
+
+
+def test_takeaways_say_not_yet_run_for_each_verdict_before_the_runs():
+    lines = fr.takeaways({task: [] for task in fr.TASKS}, label, {"mqar": 10, "induction": 10, "charlm": 5})
+    assert len(lines) == 3 and all("not yet run" in line for line in lines)
+    assert "sanity check (frozen frames fall short): not yet run" in lines[0]
+    assert "sanity" not in lines[2]  # the language model has no sanity check
+
+
+def test_curves_band_the_seeds_and_cells_place_each_run_at_its_lr_and_decay():
+    results = judged({"stiefel": [0.2, 0.6], "frozen": [0.1, 0.1]})
+    c = fr.curves(results, "val_acc")["stiefel"]
+    assert c["steps"] == [50, 100] and c["low"] == [0.1, 0.2] and c["high"] == [0.3, 0.6] and c["n"] == 2
+    sweep = {"config": {"task": {"weight_decay": 0.1}}, "runs": {"stiefel@qklr=0.01/100": results["runs"]["stiefel/0"]}}
+    sweep["runs"]["stiefel@qklr=0.01/100"] = {**results["runs"]["stiefel/0"], "qk_lr": 1e-2}
+    dmap = {"config": {"task": {"weight_decay": 0.1}}, "runs": {"stiefel@wd=1/0": {**results["runs"]["stiefel/1"]}}}
+    dmap["runs"]["stiefel@wd=1/0"]["weight_decay"] = 1.0
+    cells = fr.lr_decay_cells(results, sweep, dmap, None)
+    assert set(cells) == {(3e-3, 0.1), (0.0, 0.1), (1e-2, 0.1), (3e-3, 1.0)}
+    cell = fr.cell_curves(cells, 1e-2, 0.1, "val_acc")
+    assert set(cell) == {"stiefel", "frozen"}  # frozen frames stand in every cell of their decay
+    from stiefel_core.widgets.routing import lr_decay_explorer
+
+    ex = lr_decay_explorer(cells, "val_acc", "query accuracy")
+    assert "stiefel: final 0.4 (2 seeds)" in ex.set(lr=3e-3, weight_decay=0.1).text
+    assert "frozen" in ex.text and ex.controls["lr"].description == "W_Q, W_K lr"
+    assert "no run at this cell" in ex.set(lr=1e-2, weight_decay=1.0).text
