@@ -20,9 +20,8 @@ from ..data.gutenberg import CharCorpus, load_corpus
 from ..data.routing import generator
 from ..nanogpt import GPTConfig
 from ..threads import threads
-from ..train import fit
-from .routing import VAL_SEED, arm_qk_lr, schedule
-from .routing_arms import ARMS, build, make_optimizer, qk_metrics
+from .routing import VAL_SEED, arm_qk_lr, train
+from .routing_arms import ARMS, build, qk_metrics
 
 __all__ = ["ARMS", "CharLMConfig", "PROFILES", "run", "corpus", "windows"]
 
@@ -98,17 +97,6 @@ def run(
     with threads(config.cpu_threads if device.type == "cpu" else None):
         model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
         model = build(model_config, arm, seed).to(device)
-        lr_qk = config.lr if qk_lr is None else qk_lr
-        opt = make_optimizer(
-            model,
-            arm,
-            lr=config.lr,
-            qk_lr=lr_qk,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
-            trust_radius=config.trust_radius,
-        )
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
         val_x, val_y = (
             t.to(device) for t in windows(data.val, config.val_windows, config.block_size, generator(VAL_SEED))
         )
@@ -117,33 +105,12 @@ def run(
             logits = model(x)
             return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
 
-        def train_step(step: int, logging: bool) -> dict | None:
-            x, y = (
-                t.to(device)
-                for t in windows(data.train, config.batch_size, config.block_size, generator(seed * 1_000_003 + step))
-            )
-            loss = loss_of(x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            return {"train_loss": loss.item()} if logging else None
+        def loss_at(step: int) -> torch.Tensor:
+            g = generator(seed * 1_000_003 + step)
+            return loss_of(*(t.to(device) for t in windows(data.train, config.batch_size, config.block_size, g)))
 
         def evaluate() -> dict:
             val_loss = loss_of(val_x, val_y).item()
             return {"val_loss": val_loss, "val_bpc": val_loss / math.log(2), **qk_metrics(model)}
 
-        history = fit(
-            model,
-            opt,
-            train_step,
-            evaluate,
-            epochs=config.steps,
-            log_every=config.log_every,
-            scheduler=sched,
-            checkpoint=checkpoint,
-            checkpoint_every=config.checkpoint_every,
-            description=f"charlm {arm} seed {seed}",
-            progress=progress,
-        )
-    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
+        return train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"charlm {arm} seed {seed}")

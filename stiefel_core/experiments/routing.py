@@ -117,27 +117,9 @@ class InductionConfig:
         return induction(size, self.vocab_size, self.half_len, g)
 
 
-MQAR_PROFILES = {
-    "full": MQARConfig(),
-    "ci": MQARConfig(
-        n_embd=32, batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,)
-    ),
-}
-INDUCTION_PROFILES = {
-    "full": InductionConfig(),
-    "ci": InductionConfig(
-        vocab_size=32,
-        half_len=8,
-        n_embd=32,
-        batch_size=16,
-        steps=60,
-        log_every=20,
-        checkpoint_every=20,
-        val_size=64,
-        warmup_steps=10,
-        seeds=(0,),
-    ),
-}
+CI = dict(batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,))
+MQAR_PROFILES = {"full": MQARConfig(), "ci": MQARConfig(n_embd=32, **CI)}
+INDUCTION_PROFILES = {"full": InductionConfig(), "ci": InductionConfig(vocab_size=32, half_len=8, n_embd=32, **CI)}
 
 
 def schedule(step: int, warmup: int, total: int) -> float:
@@ -169,17 +151,10 @@ def induction_scores(model, batch: TokenBatch) -> dict:
     return out
 
 
-def _run(
-    config,
-    arm: str,
-    seed: int,
-    device: torch.device,
-    checkpoint: Path | None,
-    progress: bool,
-    qk_lr: float | None,
-    task: str,
-) -> dict:
-    model = build(config.model(), arm, seed).to(device)
+def train(model, config, arm: str, qk_lr: float | None, loss_at, evaluate, checkpoint, progress, description) -> dict:
+    """Train ``model`` (``arm``'s) for ``config.steps`` steps: W_Q, W_K at ``qk_lr`` (None: the task's
+    lr), the rest AdamW at ``config.lr``, nanoGPT's schedule; ``loss_at(step)`` is a step's training
+    loss, ``evaluate()`` a record's metrics. Every routing task's loop (the character model's too)."""
     lr_qk = config.lr if qk_lr is None else qk_lr
     opt = make_optimizer(
         model,
@@ -191,20 +166,39 @@ def _run(
         trust_radius=config.trust_radius,
     )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
-    val = config.batch(config.val_size, generator(VAL_SEED)).to(device)
-    last = {}
 
     def train_step(step: int, logging: bool) -> dict | None:
-        batch = config.batch(config.batch_size, generator(seed * 1_000_003 + step)).to(device)
-        logits = model(batch.x)
-        keep = batch.y != IGNORE
-        loss = F.cross_entropy(logits[keep], batch.y[keep])
+        loss = loss_at(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        last["train_loss"] = loss.item() if logging else None
-        return {"train_loss": last["train_loss"]} if logging else None
+        return {"train_loss": loss.item()} if logging else None
+
+    history = fit(
+        model,
+        opt,
+        train_step,
+        evaluate,
+        epochs=config.steps,
+        log_every=config.log_every,
+        scheduler=sched,
+        checkpoint=checkpoint,
+        checkpoint_every=config.checkpoint_every,
+        description=description,
+        progress=progress,
+    )
+    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
+
+
+def _run(config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None, task: str) -> dict:
+    model = build(config.model(), arm, seed).to(device)
+    val = config.batch(config.val_size, generator(VAL_SEED)).to(device)
+
+    def loss_at(step: int) -> torch.Tensor:
+        batch = config.batch(config.batch_size, generator(seed * 1_000_003 + step)).to(device)
+        keep = batch.y != IGNORE
+        return F.cross_entropy(model(batch.x)[keep], batch.y[keep])
 
     def evaluate() -> dict:
         keep_attention = task == "induction"
@@ -218,20 +212,7 @@ def _run(
                 attn.keep_attention, attn.attention = False, None
         return metrics
 
-    history = fit(
-        model,
-        opt,
-        train_step,
-        evaluate,
-        epochs=config.steps,
-        log_every=config.log_every,
-        scheduler=sched,
-        checkpoint=checkpoint,
-        checkpoint_every=config.checkpoint_every,
-        description=f"{task} {arm} seed {seed}",
-        progress=progress,
-    )
-    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
+    return train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"{task} {arm} seed {seed}")
 
 
 def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
@@ -246,33 +227,16 @@ def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
     return next((lr for lr in (qk_lr, dict(config.qk_lrs).get(arm), config.qk_lr) if lr is not None), None)
 
 
-def run_mqar(
-    config: MQARConfig,
-    arm: str,
-    seed: int,
-    device: torch.device,
-    checkpoint: Path | None = None,
-    progress: bool = True,
-    *,
-    qk_lr: float | None = None,
-) -> dict:
-    """One MQAR run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default ``config.qk_lr``, else ``lr``)."""
-    qk_lr = arm_qk_lr(config, arm, qk_lr)
-    with threads(config.cpu_threads if device.type == "cpu" else None):
-        return _run(config, arm, seed, device, checkpoint, progress, qk_lr, "mqar")
+def _task_run(task: str, what: str):
+    def run(config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, *, qk_lr=None):
+        qk_lr = arm_qk_lr(config, arm, qk_lr)
+        with threads(config.cpu_threads if device.type == "cpu" else None):
+            return _run(config, arm, seed, device, checkpoint, progress, qk_lr, task)
+
+    run.__name__ = run.__qualname__ = f"run_{task}"
+    run.__doc__ = f"""One {what} run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default: :func:`arm_qk_lr`)."""
+    return run
 
 
-def run_induction(
-    config: InductionConfig,
-    arm: str,
-    seed: int,
-    device: torch.device,
-    checkpoint: Path | None = None,
-    progress: bool = True,
-    *,
-    qk_lr: float | None = None,
-) -> dict:
-    """One induction run of ``arm`` from ``seed`` (histories hold each head's induction score)."""
-    qk_lr = arm_qk_lr(config, arm, qk_lr)
-    with threads(config.cpu_threads if device.type == "cpu" else None):
-        return _run(config, arm, seed, device, checkpoint, progress, qk_lr, "induction")
+run_mqar = _task_run("mqar", "MQAR")
+run_induction = _task_run("induction", "induction (histories hold each head's induction score)")
