@@ -27,6 +27,8 @@ __all__ = [
     "lr_decay_cells",
     "cell_curves",
     "takeaways",
+    "TRIAL_ARMS",
+    "trial_rows",
 ]
 
 REFERENCES = ("baseline", "stiefel")
@@ -209,11 +211,29 @@ def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]
         n = max((r["n"] for r in rows), default=0)
         interim = f" (interim: {n} of {judged[task]} judged seeds)" if 0 < n < judged[task] else ""
         parts = [
-            f"{label('stiefel', capital=True)} against the tuned {label('baseline')}: "
+            f"{label('stiefel')} against the tuned {label('baseline')}: "
             f"{result_text(a['tuned_baseline'], endpoint)}",
-            f"{label('qk_norm', capital=True)} against {label('stiefel')}: {result_text(a['qk_norm'], endpoint)}",
+            f"{label('qk_norm')} against {label('stiefel')}: {result_text(a['qk_norm'], endpoint)}",
         ]
         if task != "charlm":
             parts.insert(0, f"sanity check (frozen frames fall short): {sanity(a['frozen'])}")
         out.append(f"**{names[task]}**{interim}: " + "; ".join(parts) + ".")
     return out
+
+
+TRIAL_ARMS = ("frozen", "stiefel", "baseline")
+_WORDS = {"kv_pairs": "pairs", "seq_len": "tokens", "vocab_size": "symbols", "steps": "steps"}
+
+
+def trial_rows(trials: dict) -> list[list[str]]:
+    """The MQAR trials (``tools/mqar_trials.json``) as table rows: the setting, its steps, each arm's
+    final query accuracy (percent; blank where not run) and the CPU seconds of a run."""
+    rows = []
+    for name, trial in trials.items():
+        setting = trial.get("setting") or trial["changes"]
+        words = ", ".join(f"{v} {_WORDS.get(k, k)}" for k, v in setting.items() if k != "steps") or name
+        runs = trial["runs"]
+        finals = [f"{100 * runs[arm]['val_acc'][-1][1]:.1f}" if arm in runs else "" for arm in TRIAL_ARMS]
+        seconds = [run["cpu_seconds"] for run in runs.values()]
+        rows.append([words, f"{trial['steps']:,}", *finals, f"{min(seconds):.0f}-{max(seconds):.0f}"])
+    return rows

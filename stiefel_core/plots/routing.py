@@ -29,11 +29,12 @@ def learning_curves(panels: dict[str, tuple[dict, str]]) -> Figure:
         for ax, (title, (curves, ylabel)) in zip(axes[:, 0], panels.items()):
             for arm in sorted(curves, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):
                 c = curves[arm]
-                ax.plot(c["steps"], c["mean"], color=color(arm), lw=1.4, label=f"{label(arm)} ({c['n']} seeds)")
+                ax.plot(c["steps"], c["mean"], color=color(arm), lw=1.4, label=label(arm))
                 ax.fill_between(c["steps"], c["low"], c["high"], color=color(arm), alpha=0.15, lw=0)
-            ax.set_title(title)
+            n = sorted({c["n"] for c in curves.values()})
+            ax.set_title(f"{title} ({'-'.join(map(str, n))} seed{'s' if n[-1] > 1 else ''} an arm)")
             ax.set_ylabel(ylabel)
-            ax.legend(loc="best", fontsize=7)
+        axes[0, 0].legend(loc="best", fontsize=7)
         axes[-1, 0].set_xlabel("training step")
     return fig
 
