@@ -72,3 +72,15 @@ def test_curves_band_the_seeds_and_cells_place_each_run_at_its_lr_and_decay():
     assert "stiefel: final 0.4 (2 seeds)" in ex.set(lr=3e-3, weight_decay=0.1).text
     assert "frozen" in ex.text and ex.controls["lr"].description == "W_Q, W_K lr"
     assert "no run at this cell" in ex.set(lr=1e-2, weight_decay=1.0).text
+
+
+def test_the_trials_table_reads_each_setting_and_leaves_unrun_arms_blank():
+    trials = {
+        "easy": {
+            "changes": {"vocab_size": 256},
+            "setting": {"kv_pairs": 4, "seq_len": 32, "vocab_size": 256},
+            "steps": 3000,
+            "runs": {"frozen": {"cpu_seconds": 45.2, "val_acc": [[100, 0.3], [3000, 1.0]]}},
+        }
+    }
+    assert fr.trial_rows(trials) == [["4 pairs, 32 tokens, 256 symbols", "3,000", "100.0", "", "", "45-45"]]

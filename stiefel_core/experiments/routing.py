@@ -4,8 +4,11 @@ the arms of :mod:`.routing_arms`: multi-query associative recall (``mqar``) and 
 a generator seeded by (seed, step), so a resumed run sees what it would have seen; validation is
 one fixed batch, the same for every arm and seed. What the runs say is read by the findings.
 
-Costs below are seconds per run on one core of the project's machine with a second job on the
-other (``nice``), measured while choosing the settings.
+Cost on one core (``tools/routing_costs.py``, CPU seconds of 200 steps of the ``full`` setting,
+Stiefel rule, scaled to its steps; ``tools/routing_costs.json``): an MQAR run about 0.9 minutes,
+an induction run about 1.7; the ``ci`` profiles a second or less. The judged experiments: 6 arms
+x 10 seeds, about 50 core-minutes (MQAR) and 100 (induction), after their sweeps (5 selection
+seeds x 5 arms x 4 or more rungs each, plus frozen frames: 105 runs or more).
 """
 
 from __future__ import annotations
