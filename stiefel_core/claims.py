@@ -95,10 +95,16 @@ def _grokking() -> str:
     return findings.grokking.claim(_full("grokking"), get_config("grokking", "full"))
 
 
+def _regimes_rules() -> dict:
+    from . import protocol
+
+    return findings.decay_map.rules(protocol.load())
+
+
 def _regimes() -> str:
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
     return findings.regimes.claim(
-        controls, dmap, get_config("grokking_decay_map", "full").task, full_task=_full("grokking")
+        controls, dmap, get_config("grokking_decay_map", "full").task, _regimes_rules(), full_task=_full("grokking")
     )
 
 
@@ -153,6 +159,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             load_results("grokking_ablation", "full"),
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
+            _regimes_rules(),
         ),
         "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
         "fair_fight": _fair_fight_verdict,

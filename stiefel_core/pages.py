@@ -10,13 +10,25 @@ MyST Markdown. Chapters: every chapter.
 
 from __future__ import annotations
 
+import re
+
 from IPython.display import Markdown
 
 from .experiments import get_config
 from .experiments.results import load_results
 from .findings import summary
 
-__all__ = ["what_we_found", "hero_figure", "takeaways", "chapter_verdict", "certificate_summary", "admonition"]
+__all__ = [
+    "what_we_found",
+    "hero_figure",
+    "what_changed",
+    "regimes_rules",
+    "fair_rows",
+    "takeaways",
+    "chapter_verdict",
+    "certificate_summary",
+    "admonition",
+]
 
 
 def _full(experiment: str) -> dict | None:
@@ -46,12 +58,39 @@ def _ablation() -> list[str]:
     )
 
 
+def regimes_rules() -> dict:
+    """The declared rules of the families the regimes chapter and the intro state
+    (``book/protocol.yml``), as :class:`findings.decay_map.Rule` by family name."""
+    from . import protocol
+    from .findings import decay_map
+
+    return decay_map.rules(protocol.load())
+
+
+def fair_rows() -> list[dict]:
+    """The fair fight's judged rows, its two families as the chapter "A fair fight" builds them
+    (:func:`findings.fair_fight.family_rows`, margin and α of ``grokking_fair``)."""
+    from . import protocol
+    from .experiments.fair_fight import FAIR_ARMS, PEER_ARMS, SCALE_ARMS
+    from .findings import fair_fight as ff
+
+    values = ff.finals(
+        *(load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
+    )
+    family = protocol.family("grokking_fair")
+    margin = family.margin / 100  # declared in percentage points; accuracies are fractions
+    rows = ff.family_rows(values, (*FAIR_ARMS, "frozen", *PEER_ARMS), ("baseline", "stiefel"), margin, family.alpha)
+    return rows + ff.family_rows(values, SCALE_ARMS, ("stiefel", "baseline"), margin, family.alpha)
+
+
 def _regimes() -> list[str]:
     return summary.regimes_takeaways(
         load_results("grokking_ablation", "full"),
         load_results("grokking_decay_map", "full"),
         get_config("grokking_decay_map", "full").task,
         _full("grokking"),
+        regimes_rules(),
+        fair_rows(),
     )
 
 
@@ -127,17 +166,80 @@ def what_we_found() -> Markdown:
 
 
 def hero_figure():
-    """The intro's figure: where the Stiefel rule beats AdamW over weight decay and training
-    length (the decay map), or ``None`` before its runs exist."""
-    from .findings import regimes
+    """The intro's figure: the decay map, the Stiefel rule against AdamW at each decay's final
+    epoch (the one count's cells) over the paired gain's curves, or ``None`` before its runs exist."""
+    from .findings import decay_map
     from .plots.regimes import decay_map_figure
 
     dmap = _full("grokking_decay_map")
     if dmap is None:
         return None
-    task = get_config("grokking_decay_map", "full").task
-    cells = regimes.map_cells(dmap, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs)
-    return decay_map_figure(cells, title="The Stiefel rule minus AdamW, validation accuracy (pp)")
+    cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, regimes_rules())
+    return decay_map_figure(cells, decay_map.curves(dmap, "stiefel", "baseline"))
+
+
+_CODE = re.compile(r"\b[A-Za-z]\w*(?:[._]\w+)+\b")  # dotted or snake_case names (a module, an arm): set as code
+
+
+def _as_code(text: str) -> str:
+    return _CODE.sub(lambda m: f"`{m.group(0)}`", text)
+
+
+FAMILY_NAMES = {  # the regimes chapter's declared families, in words
+    "decay_map": "The decay map",
+    "decay_map_controls": "The map's controls (frozen frames, no decay on W_Q, W_K)",
+    "controls_p31": "The controls at p = 31 and their three readings",
+    "controls_p97_time": "The controls' time to 90 % at p = 97",
+    "trust_region": "The trust region",
+}
+
+
+def what_changed(chapter: str = "regimes") -> Markdown:
+    """The regimes chapter's "What changed" admonition: each verdict whose word changed when the
+    protocol (``book/protocol.yml``) replaced one-at-a-time intervals by declared families, and
+    every family whose rule was set after the runs it reads, in the protocol's own words."""
+    if chapter != "regimes":
+        raise ValueError(f"what_changed is written for the regimes chapter, not {chapter!r}")
+    from . import protocol
+    from .findings import decay_map, regimes, regimes_before
+    from .labels import label
+
+    rules, lines = regimes_rules(), []
+    controls, dmap, full = (load_results(n, "full") for n in ("grokking_ablation", "grokking_decay_map", "grokking"))
+    cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, rules)
+    old = regimes_before.map_count(dmap, (250, 500, 750, 1000, 1500))
+    intro = regimes_before.map_count(dmap, (500, 1500))
+    lines.append(
+        f"**The decay map** counted every checkpoint of the same runs as a cell: higher {old['higher']}, tie "
+        f"{old['tie']}, lower {old['lower']} of {sum(old.values())} (the intro: {intro['higher']}/{intro['tie']}/"
+        f"{intro['lower']} of {sum(intro.values())}). It is now read once per decay, at its final epoch: "
+        f"{decay_map.count_text(cells)}."
+    )
+    rule = rules["controls_p31"]
+    new_rows = regimes.control_rows(controls, rule.margin, rule.alpha)
+    before = regimes_before.control_words(controls)
+    for name, rows, was in (
+        ("The controls at p = 31", new_rows, before),
+        ("Time to 90 % at p = 97", regimes.time_rows(full, alpha=rules["controls_p97_time"].alpha), None),
+    ):
+        was = regimes_before.time_words(full) if was is None else was
+        changed = [
+            f"{label(r['a'])} − {label(r['b'])}: {was[(r['a'], r['b'])]} → {r['verdict']}"
+            for r in rows
+            if was.get((r["a"], r["b"])) != r["verdict"]
+        ]
+        if changed:
+            lines.append(f"**{name}**: " + "; ".join(changed) + ".")
+        then, now = regimes_before.readings(was), regimes.supported_readings(rows)
+        if then != now:
+            then_text = regimes.readings_text(then).replace("contradicted", "not supported")
+            lines.append(f"**{name}, the readings**: before, {then_text}; now, {regimes.readings_text(now)}.")
+    loaded = protocol.load()
+    for name in decay_map.FAMILIES:
+        f = loaded.families[name]
+        if f.set_after_runs:
+            lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {_as_code(f.after_runs)}.")
+    return admonition("What changed, and the rules set after the runs", lines, "note")
 
 
 def certificate_summary(cert, title: str) -> Markdown:

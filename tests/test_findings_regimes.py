@@ -4,8 +4,11 @@ import math
 
 import pytest
 
-from stiefel_core.findings import regimes
-from stiefel_core.stats import direction, paired_comparison
+from stiefel_core.findings import decay_map, regimes, regimes_before
+from stiefel_core.stats import VERDICTS, direction, paired_comparison
+
+RULE = decay_map.Rule(margin=2.0, alpha=0.05)
+RULES = {"decay_map": RULE, "controls_p31": RULE, "controls_p97_time": decay_map.Rule(None)}
 
 
 def run(accuracies, every=25, **final):
@@ -39,24 +42,23 @@ def test_survival_and_logrank_keep_censored_runs():
     assert p < 0.05  # five against none reaching it is a difference; dropping the censored runs would hide it
 
 
-def test_time_rows_say_which_arm_gets_there_first_and_need_three_seeds():
-    fast = {f"stiefel/{s}": run([0.2] * s + [0.95] * (12 - s)) for s in range(1, 7)}
-    slow = {f"frozen/{s}": run([0.2] * (s + 5) + [0.95] * (7 - s)) for s in range(1, 7)}
-    never = {f"baseline/{s}": run([0.2] * 12) for s in range(1, 7)}
-    rows = {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **slow, **never}))}
-    assert rows[("stiefel", "baseline")]["verdict"] == "higher"  # six reach 0.9 against none
-    assert rows[("frozen", "baseline")]["verdict"] == "higher"
-    assert rows[("stiefel", "frozen")]["verdict"] == "higher" and rows[("stiefel", "frozen")]["seeds"] == 6
-    assert ("stiefel", "no_decay_qk") not in rows  # no runs of that arm: no row
-    same = {f"frozen/{s}": run([0.2] * s + [0.95] * (12 - s)) for s in range(1, 7)}
-    assert {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **same}))}[("stiefel", "frozen")][
-        "verdict"
-    ] == "tie"
-    two = {k: v for k, v in {**fast, **slow}.items() if k.endswith(("/1", "/2"))}
-    assert [r["verdict"] for r in regimes.time_rows(results(two))] == ["untested"]  # two seeds: shown, no verdict
+def test_time_rows_use_the_paired_permutation_test_with_holm():
+    fast = {f"stiefel/{s}": run([0.2] * (s % 3) + [0.95] * (12 - s % 3)) for s in range(1, 11)}
+    never = {f"baseline/{s}": run([0.2] * 12) for s in range(1, 11)}
+    rows = {(r["a"], r["b"]): r for r in regimes.time_rows(results({**fast, **never}))}
+    row = rows[("stiefel", "baseline")]
+    # ten against none reaching 0.9: every swap within a seed flips the sign, so the exact paired p is 2 / 2^10
+    assert row["verdict"] == "higher" and row["exact"] and row["p"] == pytest.approx(2 / 2**10)
+    three = {k: v for k, v in {**fast, **never}.items() if k.endswith(("/1", "/2", "/3"))}
+    row = regimes.time_rows(results(three))[0]
+    assert row["p"] == pytest.approx(0.25) and row["verdict"] == "inconclusive"  # 3 seeds can never reach 0.05
+    slow = {f"frozen/{s}": run([0.2] * 12) for s in range(1, 11)}
+    rows = regimes.time_rows(results({**fast, **never, **slow}))
+    assert {r["verdict"] for r in rows if r["b"] in ("baseline", "frozen") and r["a"] == "stiefel"} == {"higher"}
+    assert all(r["p_holm"] >= r["p"] for r in rows) and all(r["verdict"] in VERDICTS for r in rows)
 
 
-def test_the_claim_adds_the_full_task_reading_only_once_its_controls_are_tested():
+def test_the_claim_quotes_the_map_count_and_the_readings():
     from types import SimpleNamespace
 
     task = SimpleNamespace(p=31, lr=1e-3, warmup_epochs=10)
@@ -66,64 +68,111 @@ def test_the_claim_adds_the_full_task_reading_only_once_its_controls_are_tested(
         for s in range(3)
     }
     dmap = results(map_runs, weight_decays=[1.0])
-    controls = results({f"{arm}/{s}": run([0.5, 0.9]) for arm in ("stiefel", "baseline") for s in range(3)})
-    fast = {f"{arm}/{s}": run([0.2] * s + [0.95] * (12 - s)) for arm in ("stiefel", "frozen") for s in range(1, 7)}
-    never = {f"{arm}/{s}": run([0.2] * 12) for arm in ("baseline", "no_decay_qk") for s in range(1, 7)}
-    assert "p = 97" not in regimes.claim(
-        controls, dmap, task, full_task=results({**fast, **{k: v for k, v in never.items() if "baseline" in k}})
+    controls = results({f"{arm}/{s}": run([0.5, 0.9 - 0.01 * s]) for arm in ("stiefel", "baseline") for s in range(3)})
+    line = regimes.claim(controls, dmap, task, RULES)
+    assert (
+        decay_map.count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
+        in line
     )
-    line = regimes.claim(controls, dmap, task, full_task=results({**fast, **never}, p=97, epochs=20_000))
-    assert line.endswith(
-        "at p = 97 (20,000 epochs, ≥ 6 paired seeds), time to 90 % supports: a fixed orthonormal scale is what helps"
-    )
+    assert "higher at 1 (λ = 1)" in line and "untuned" in line
+    assert "undecided: the learned geometry survives weight decay" in line  # no frozen arm: nothing decided
+    assert "p = 97" not in line
 
 
-def test_gain_over_time_and_map_cells_pair_by_seed():
+def test_final_cells_read_each_decay_once_at_its_last_epoch_under_holm():
+    runs = {}
+    for s in range(6):
+        for wd in (0.0, 1.0, 3.0):
+            late = {0.0: 0.9 + 0.01 * s, 1.0: 0.5 + 0.001 * (-1) ** s, 3.0: 0.5 + 0.1 * (-1) ** s}[wd]
+            runs[f"stiefel@wd={wd:g}/{s}"] = run([0.9, 0.5 + 0.001 * s, late])  # the middle epoch is not tested
+            runs[f"baseline@wd={wd:g}/{s}"] = run([0.5, 0.5, 0.5])
+    res = results(runs, weight_decays=[0.0, 1.0, 3.0])
+    cells = decay_map.final_cells(res, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10)
+    assert [(c.weight_decay, c.epoch) for c in cells] == [(0.0, 75), (1.0, 75), (3.0, 75)]
+    by = {c.weight_decay: c for c in cells}
+    assert by[0.0].verdict == "higher" and by[0.0].past == (5, 0)  # past: above 90 %, seed 0 ends at it
+    assert by[1.0].verdict == "equivalent"  # within the 2 pp margin, and shown to be
+    assert by[3.0].verdict == "inconclusive"  # ±10 pp around zero: neither a difference nor within the margin
+    assert all(c.p_holm >= c.comparison.p_value for c in cells)
+    groups = decay_map.count(cells)
+    assert [len(groups[w]) for w in ("higher", "lower", "equivalent", "inconclusive")] == [1, 0, 1, 1]
+    assert decay_map.count_text(cells).endswith(
+        "higher at 1 (λ = 0), lower at none, equivalent at 1 (λ = 1), inconclusive at 1 (λ = 3)"
+    )
+    curves = decay_map.curves(res, "stiefel", "baseline")
+    assert [g["epoch"] for g in curves[1.0]] == [25, 50, 75]  # every epoch drawn
+    assert decay_map.nearest_cell(cells, 3.0) is by[3.0] and decay_map.nearest_cell(cells, 0.5) is None
+
+
+def test_gain_over_time_pairs_by_seed():
     runs = {}
     for s in range(4):
-        for wd in (0.0, 1.0):
-            runs[f"stiefel@wd={wd:g}/{s}"] = run([0.5 + 0.1 * s, 0.9])
-            runs[f"baseline@wd={wd:g}/{s}"] = run(
-                [0.5 + 0.1 * s, 0.9 + 0.02 * (-1) ** s if wd == 0 else 0.6 + 0.01 * s]
-            )
-    res = results(runs, weight_decays=[0.0, 1.0])
-    gains = regimes.gain_over_time(res, "stiefel@wd=1", "baseline@wd=1")
+        runs[f"stiefel@wd=1/{s}"] = run([0.5 + 0.1 * s, 0.9])
+        runs[f"baseline@wd=1/{s}"] = run([0.5 + 0.1 * s, 0.6 + 0.01 * s])
+    gains = regimes.gain_over_time(results(runs), "stiefel@wd=1", "baseline@wd=1")
     assert [g["epoch"] for g in gains] == [25, 50] and gains[0]["comparison"].mean_difference == 0.0
-    cells = regimes.map_cells(res, "stiefel", "baseline", (25, 50), lr=1e-3, warmup_epochs=10)
-    by = {(c.weight_decay, c.epoch): c for c in cells}
-    assert by[(1.0, 50)].verdict == "higher" and by[(0.0, 50)].verdict == "tie" and by[(0.0, 50)].budget == 0.0
-    assert "λ = 1, 50 epochs" in regimes.cells_by_verdict(cells)["higher"]
-    assert regimes.nearest_cell(cells, 1.0, by[(1.0, 50)].budget * 1.1) is by[(1.0, 50)]
 
 
-def test_readings_follow_the_control_verdicts():
-    rows = [
-        {"a": a, "b": b, "verdict": v}
-        for a, b, v in (
-            ("stiefel", "frozen", "tie"),
-            ("frozen", "baseline", "higher"),
-            ("no_decay_qk", "baseline", "lower"),
-            ("stiefel", "no_decay_qk", "higher"),
-        )
-    ]
-    assert regimes.supported_readings(rows) == {"geometry": False, "decay_hurts": False, "fixed_scale": True}
-    assert regimes.supported_readings(rows[:1])["decay_hurts"] is None  # a missing comparison is untested
+def test_readings_need_equivalence_for_doing_as_well():
+    def rows(**words):
+        pairs = {
+            "sf": ("stiefel", "frozen"),
+            "fb": ("frozen", "baseline"),
+            "nb": ("no_decay_qk", "baseline"),
+            "sn": ("stiefel", "no_decay_qk"),
+        }
+        return [{"a": pairs[k][0], "b": pairs[k][1], "verdict": v} for k, v in words.items()]
+
+    # an interval that holds zero is not "frozen does as well": the fixed scale is undecided, not supported
+    got = regimes.supported_readings(rows(sf="inconclusive", fb="higher", nb="lower", sn="higher"))
+    assert got == {"geometry": None, "decay_hurts": False, "fixed_scale": None}
+    got = regimes.supported_readings(rows(sf="equivalent", fb="higher", nb="lower", sn="higher"))
+    assert got == {"geometry": False, "decay_hurts": False, "fixed_scale": True}
+    got = regimes.supported_readings(rows(sf="higher", fb="inconclusive", nb="inconclusive", sn="higher"))
+    assert got == {"geometry": True, "decay_hurts": False, "fixed_scale": False}
+    assert regimes.supported_readings(rows(sf="higher"))["decay_hurts"] is None  # a missing comparison is undecided
+    text = regimes.readings_text({"geometry": True, "decay_hurts": False, "fixed_scale": None})
+    assert text == (
+        "supported: the learned geometry survives weight decay; contradicted: AdamW's decay on W_Q, W_K is what "
+        "hurts; undecided: a fixed orthonormal scale is what helps"
+    )
 
 
-def test_trust_rows_call_a_cap_that_never_binds_untested():
+def test_control_rows_are_one_holm_family():
+    runs = {}
+    for s in range(8):
+        runs[f"stiefel/{s}"] = run([0.5, 0.9 + 0.005 * s])
+        runs[f"baseline/{s}"] = run([0.5, 0.6 + 0.01 * (-1) ** s])
+        runs[f"frozen/{s}"] = run([0.5, 0.9 + 0.005 * s + 0.002 * (-1) ** s])
+    rows = {(r["a"], r["b"]): r for r in regimes.control_rows(results(runs), margin=2.0)}
+    assert set(rows) == {("stiefel", "baseline"), ("stiefel", "frozen"), ("frozen", "baseline")}
+    assert rows[("stiefel", "baseline")]["verdict"] == "higher" and rows[("stiefel", "baseline")]["past"] == (7, 0)
+    assert rows[("stiefel", "frozen")]["verdict"] == "equivalent"
+    assert all(r["p_holm"] >= r["comparison"].p_value for r in rows.values())
+
+
+def test_trust_rows_leave_a_cap_that_never_binds_untested():
     runs = {}
     for s in range(3):
         runs[f"stiefel@flr=0.003/{s}"] = run([0.5, 0.8 + 0.01 * s], trust_capped=0.0)
         runs[f"no_trust_region@flr=0.003/{s}"] = run([0.5, 0.8], trust_capped=0.0)
         runs[f"stiefel@flr=0.1/{s}"] = run([0.5, 0.9 + 0.01 * s], trust_capped=0.4)
         runs[f"no_trust_region@flr=0.1/{s}"] = run([0.5, 0.5], trust_capped=0.0)
-    rows = regimes.trust_rows(results(runs, frame_lrs=[0.003, 0.1]))
-    assert rows[0]["verdict"].startswith("untested") and rows[0]["capped"] == 0.0
+    rows = regimes.trust_rows(results(runs, frame_lrs=[0.003, 0.1]), margin=2.0)
+    assert rows[0]["verdict"] is None and rows[0]["capped"] == 0.0
     assert rows[1]["verdict"] == "higher" and rows[1]["capped"] == pytest.approx(0.4)
 
 
-def test_direction_is_the_one_verdict_rule():
+def test_direction_is_kept_for_the_chapters_not_yet_moved():
     assert direction(paired_comparison([2, 3, 4], [0, 0, 0])) == "higher"
-    assert direction(paired_comparison([0, 0, 0], [2, 3, 4])) == "lower"
-    assert direction(paired_comparison([1, -1, 0.5], [0, 0, 0])) == "tie"
     assert direction(paired_comparison([2, 3], [0, 0])) == "untested" and direction(None) == "untested"
+
+
+def test_what_changed_counts_the_old_map_over_checkpoints():
+    runs = {}
+    for s in range(3):
+        for wd in (0.0, 1.0):
+            runs[f"stiefel@wd={wd:g}/{s}"] = run([0.9 + 0.01 * s, 0.9 + 0.01 * s])
+            runs[f"baseline@wd={wd:g}/{s}"] = run([0.5, 0.9 + 0.01 * s])
+    old = regimes_before.map_count(results(runs, weight_decays=[0.0, 1.0]), (25, 50))
+    assert old == {"higher": 2, "tie": 2, "lower": 0, "untested": 0}  # 4 checkpoint cells of 2 sets of runs

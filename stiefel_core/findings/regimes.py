@@ -1,5 +1,7 @@
 """Where the Stiefel rule wins and where it does not: paired gains over training time, censored
-time to a threshold, the decay budget, and the decay map's cells. Pure functions of results
+time to a threshold, the decay budget, the mechanism's controls and the readings they support
+(the decay map's cells: :mod:`.decay_map`). Verdicts are the four words of :mod:`stiefel_core.stats`
+under the families declared in ``book/protocol.yml``, whose rules the callers pass. Pure functions of results
 dicts (``{"config": ..., "runs": {"<arm>/<seed>": {"history": [...], ...}}}``)."""
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from ..labels import label
 from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of  # noqa: F401  (metric_at: chapters)
-from ..stats import PairedComparison, direction
+from ..stats import LogRank, PairedComparison, family_verdicts, holm, mcnemar_exact, permutation_logrank
 
 __all__ = [
     "grokking_lr_factors",
@@ -23,21 +25,20 @@ __all__ = [
     "Survival",
     "survival",
     "logrank",
-    "MapCell",
-    "map_cells",
-    "cell_word",
+    "time_test",
     "CONTROL_PAIRS",
     "endpoint_comparison",
     "control_rows",
     "time_rows",
     "READINGS",
+    "NEEDS",
+    "STATUS",
     "supported_readings",
+    "readings_text",
     "trust_rows",
     "never_binds",
-    "cells_by_verdict",
     "regime_line",
-    "map_summary",
-    "nearest_cell",
+    "grid_rows",
     "claim",
 ]
 
@@ -118,9 +119,10 @@ def survival(results: dict, arm: str, threshold: float = 0.9, seeds=None) -> Sur
 
 
 def logrank(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -> tuple[float, float]:
-    """``(statistic, two-sided p)`` of the log-rank test that ``a`` and ``b`` reach the
-    threshold at the same rate (``scipy.stats.logrank``; censored runs count until they stop).
-    Chapter: regimes."""
+    """``(statistic, two-sided p)`` of the asymptotic log-rank test that ``a`` and ``b`` reach the
+    threshold at the same rate (``scipy.stats.logrank``). Kept for the grokking chapter until it
+    moves to :func:`time_test`; with a few seeds a side its p is far too small.
+    Chapters: grokking."""
     seeds = paired_seeds(results, a, b) if seeds is None else seeds
     x, _, _ = _censored(results, a, threshold, seeds)
     y, _, _ = _censored(results, b, threshold, seeds)
@@ -128,67 +130,15 @@ def logrank(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -
     return float(test.statistic), float(test.pvalue)
 
 
-@dataclass(frozen=True)
-class MapCell:
-    """One cell of a map: ``a − b`` at weight decay ``weight_decay`` after ``epoch`` epochs. Chapter: regimes."""
-
-    weight_decay: float
-    epoch: int
-    budget: float  # Σ lr·λ up to ``epoch``
-    comparison: PairedComparison | None
-    verdict: str  # stats.direction: higher / lower / tie / untested
-    a_mean: float  # mean metric of a and b there (percent)
-    b_mean: float
-
-
-def map_cells(
-    results: dict,
-    a: str,
-    b: str,
-    lengths: tuple[int, ...],
-    *,
-    lr: float | None = None,
-    warmup_epochs: int | None = None,
-    metric: str = "val_acc",
-    budget_at=None,
-) -> list[MapCell]:
-    """The cells of a grid experiment whose arms are ``"<arm>@wd=<λ>"``: for every λ in the
-    configuration and every training length, the paired comparison of ``a`` against ``b``.
-    ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at
-    ``lr`` with ``warmup_epochs``).
-    Chapter: regimes."""
-    if budget_at is None:
-
-        def budget_at(wd, epoch):
-            return decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
-
-    cells = []
-    for wd in results["config"]["weight_decays"]:
-        name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
-        for epoch in lengths:
-            _, x, y, c = paired(results, name_a, name_b, metric, epoch, scale=100.0)
-            cells.append(
-                MapCell(
-                    wd,
-                    epoch,
-                    budget_at(wd, epoch),
-                    c,
-                    direction(c),
-                    float(np.mean(x)) if len(x) else math.nan,
-                    float(np.mean(y)) if len(y) else math.nan,
-                )
-            )
-    return cells
-
-
-def cell_word(verdict: str, a: str = "Stiefel") -> str:
-    """A map cell's verdict in words. Chapter: regimes."""
-    return {
-        "higher": f"{a} wins",
-        "lower": f"{a} loses",
-        "tie": "no significant difference",
-        "untested": "too few seeds",
-    }[verdict]
+def time_test(results: dict, a: str, b: str, threshold: float = 0.9, seeds=None) -> LogRank:
+    """The paired permutation log-rank test of ``a`` against ``b`` on time to ``threshold``
+    (:func:`stats.permutation_logrank`, labels swapped within seeds; exact up to 1e5
+    arrangements), on the seeds both finished. Chapter: regimes."""
+    seeds = paired_seeds(results, a, b) if seeds is None else seeds
+    ra, rb = runs_of(results, a), runs_of(results, b)
+    ta, ea = zip(*(time_to_threshold(ra[s], threshold) for s in seeds))
+    tb, eb = zip(*(time_to_threshold(rb[s], threshold) for s in seeds))
+    return permutation_logrank(ta, ea, tb, eb, paired=True)
 
 
 # --- the mechanism's controls ---------------------------------------------------------------
@@ -211,38 +161,69 @@ def endpoint_comparison(
     return paired(results, a, b, metric, LAST if epoch is None else epoch, scale=100.0).comparison
 
 
-def control_rows(results: dict, epoch: int | None = None) -> list[dict]:
-    """One row per pair of :data:`CONTROL_PAIRS` that the file holds: the comparison and its
-    verdict (``stats.direction``).
+def _past(results: dict, a: str, b: str, seeds: list[int], threshold: float) -> tuple[tuple[int, int], float]:
+    ra, rb = runs_of(results, a), runs_of(results, b)
+    x = [ra[s]["history"][-1]["val_acc"] > threshold for s in seeds]
+    y = [rb[s]["history"][-1]["val_acc"] > threshold for s in seeds]
+    return (sum(x), sum(y)), mcnemar_exact(x, y).p_value
+
+
+def control_rows(results: dict, margin: float, alpha: float = 0.05, count_past: float | None = 0.9) -> list[dict]:
+    """One row per pair of :data:`CONTROL_PAIRS` that the file holds, at the last record: the
+    paired comparison (percentage points), and the verdict of the declared family (one of
+    ``stats.VERDICTS``: Holm across the pairs the file holds, TOST within ``margin`` pp), with
+    the seeds past ``count_past`` in each arm and their exact McNemar p.
     Chapter: regimes."""
-    rows = []
+    found, family = [], {}
     for a, b, meaning in CONTROL_PAIRS:
-        c = endpoint_comparison(results, a, b, epoch)
-        if c is not None:
-            rows.append({"a": a, "b": b, "meaning": meaning, "comparison": c, "verdict": direction(c)})
+        p = paired(results, a, b, "val_acc", LAST, scale=100.0)
+        if p.comparison is not None:
+            found.append((a, b, meaning, p))
+            family[f"{a} - {b}"] = p.a - p.b
+    verdicts = family_verdicts(family, margin, alpha) if family else {}
+    rows = []
+    for a, b, meaning, p in found:
+        v = verdicts[f"{a} - {b}"]
+        past, mc = _past(results, a, b, p.starts, count_past) if count_past is not None else (None, None)
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "meaning": meaning,
+                "comparison": p.comparison,
+                "verdict": v.word,
+                "p_holm": v.p_adjusted,
+                "tost_p_holm": v.tost_p_adjusted,
+                "past": past,
+                "mcnemar_p": mc,
+            }
+        )
     return rows
 
 
-def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05, min_seeds: int = 3) -> list[dict]:
+def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05) -> list[dict]:
     """:func:`control_rows` on the other axis: which arm of each pair reaches ``threshold``
-    first. Verdict ``higher`` when ``a`` gets there sooner (log-rank p < ``alpha``, earlier
-    median), ``lower`` when later, ``tie`` otherwise, ``untested`` under ``min_seeds`` paired
-    seeds. Rows carry both arms' :class:`Survival`, the log-rank statistic and p.
-    Chapter: regimes."""
-    rows = []
+    first, by the paired permutation log-rank test (:func:`time_test`), Holm across the pairs
+    the file holds (the declared family ``controls_p97_time``). Verdict ``higher`` when ``a``
+    gets there sooner (more runs reach it than expected under no difference, adjusted p <
+    ``alpha``), ``lower`` when later, ``inconclusive`` otherwise (censored times have no
+    equivalence test). Rows carry both arms' :class:`Survival`, the statistic, the raw and the
+    adjusted p. Chapters: regimes, grokking."""
+    found = []
     for a, b, meaning in CONTROL_PAIRS:
         seeds = paired_seeds(results, a, b)
         if len(seeds) < 2:
             continue
         sa, sb = survival(results, a, threshold, seeds), survival(results, b, threshold, seeds)
-        # Neither arm ever got there: the same (censored) times, nothing for a log-rank test to weigh.
-        statistic, p = logrank(results, a, b, threshold, seeds) if sa.reached + sb.reached else (0.0, 1.0)
-        if len(seeds) < min_seeds:
-            verdict = "untested"
-        elif p < alpha and sa.median != sb.median:
-            verdict = "higher" if sa.median < sb.median else "lower"
+        test = time_test(results, a, b, threshold, seeds)
+        found.append((a, b, meaning, seeds, sa, sb, test))
+    adjusted = holm([t.p_value for *_, t in found]) if found else []
+    rows = []
+    for (a, b, meaning, seeds, sa, sb, test), p_holm in zip(found, adjusted):
+        if p_holm < alpha and test.observed_minus_expected != 0:
+            verdict = "higher" if test.observed_minus_expected > 0 else "lower"
         else:
-            verdict = "tie"
+            verdict = "inconclusive"
         rows.append(
             {
                 "a": a,
@@ -251,8 +232,10 @@ def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05, min_se
                 "seeds": len(seeds),
                 "a_survival": sa,
                 "b_survival": sb,
-                "statistic": statistic,
-                "p": p,
+                "statistic": test.statistic,
+                "p": test.p_value,
+                "p_holm": float(p_holm),
+                "exact": test.exact,
                 "verdict": verdict,
             }
         )
@@ -262,52 +245,85 @@ def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05, min_se
 READINGS = {
     "geometry": "the learned geometry survives weight decay (the preprint's mechanism): training the frames beats "
     "freezing them, and the Stiefel rule beats AdamW without decay on W_Q, W_K",
-    "decay_hurts": "AdamW's weight decay on W_Q, W_K is what hurts: AdamW without it matches the Stiefel rule",
-    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: "
-    "frozen frames do as well as trained ones, and AdamW without decay on W_Q, W_K does no better than with it",
+    "decay_hurts": "AdamW's weight decay on W_Q, W_K is what hurts: AdamW without it is equivalent to the Stiefel "
+    "rule, and beats AdamW with it",
+    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: frozen frames do as well as trained "
+    "ones (equivalent, or better), frozen frames beat AdamW, and AdamW without decay on W_Q, W_K does no better than "
+    "with it (equivalent, or worse)",
 }
+# What each reading needs of the control verdicts: (a, b) -> the words that fit it.
+NEEDS = {
+    "geometry": {("stiefel", "frozen"): ("higher",), ("stiefel", "no_decay_qk"): ("higher",)},
+    "decay_hurts": {("stiefel", "no_decay_qk"): ("equivalent",), ("no_decay_qk", "baseline"): ("higher",)},
+    "fixed_scale": {
+        ("stiefel", "frozen"): ("equivalent", "lower"),
+        ("frozen", "baseline"): ("higher",),
+        ("no_decay_qk", "baseline"): ("equivalent", "lower"),
+    },
+}
+STATUS = {True: "supported", False: "contradicted", None: "undecided"}
 
 
 def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
-    """Which reading of :data:`READINGS` the control verdicts support, by fixed rules (``None``
-    when a comparison it needs is missing or untested).
+    """Which reading of :data:`READINGS` the control verdicts support, by the rules of
+    :data:`NEEDS` (set after the runs: see book/protocol.yml, ``controls_p31``): ``True`` when
+    every comparison it needs reads a word that fits it; ``False`` (contradicted) when one reads
+    a decided word (higher, lower, equivalent) that does not; ``None`` (undecided) otherwise,
+    when a comparison it needs is inconclusive or missing.
     Chapter: regimes."""
     v = {(r["a"], r["b"]): r["verdict"] for r in rows}
+    out: dict[str, bool | None] = {}
+    for name, needs in NEEDS.items():
+        got = {pair: v.get(pair, "inconclusive") for pair in needs}
+        if any(w != "inconclusive" and w not in needs[pair] for pair, w in got.items()):
+            out[name] = False
+        elif all(w in needs[pair] for pair, w in got.items()):
+            out[name] = True
+        else:
+            out[name] = None
+    return out
 
-    def need(*pairs):
-        got = [v.get(p, "untested") for p in pairs]
-        return None if "untested" in got else got
 
-    geometry = need(("stiefel", "frozen"), ("stiefel", "no_decay_qk"))
-    decay = need(("stiefel", "no_decay_qk"), ("no_decay_qk", "baseline"))
-    scale = need(("stiefel", "frozen"), ("frozen", "baseline"), ("no_decay_qk", "baseline"))
-    return {
-        "geometry": None if geometry is None else geometry == ["higher", "higher"],
-        "decay_hurts": None if decay is None else decay[0] == "tie" and decay[1] == "higher",
-        "fixed_scale": None
-        if scale is None
-        else scale[0] in ("tie", "lower") and scale[1] == "higher" and scale[2] in ("tie", "lower"),
-    }
+def readings_text(readings: dict[str, bool | None]) -> str:
+    """The readings in words, grouped: "supported: ...; contradicted: ...; undecided: ..."
+    (a group with no reading is left out). Chapter: regimes."""
+    parts = []
+    for status in (True, False, None):
+        names = [label(k) for k, v in readings.items() if v is status]
+        if names:
+            parts.append(f"{STATUS[status]}: {', '.join(names)}")
+    return "; ".join(parts)
 
 
 # --- the trust region -------------------------------------------------------------------------
 
 
-def trust_rows(results: dict) -> list[dict]:
+def trust_rows(results: dict, margin: float, alpha: float = 0.05) -> list[dict]:
     """Per frame lr of ``grokking_trust_region``: the share of frame-steps the full rule's trust
-    region capped (mean over seeds), and full − ``no_trust_region``. Where the cap never bound
-    the comparison tests nothing, and the verdict says ``untested``.
+    region capped (mean over seeds), and full − ``no_trust_region`` (percentage points). The
+    frame lrs where the cap binds form the declared family (Holm, TOST within ``margin`` pp);
+    where it never binds the comparison tests nothing, and the verdict is ``None``.
     Chapter: regimes."""
-    rows = []
+    found, family = [], {}
     for lr in results["config"]["frame_lrs"]:
         full, free = f"stiefel@flr={lr:g}", f"no_trust_region@flr={lr:g}"
         capped = [run["final"].get("trust_capped") for run in runs_of(results, full).values()]
         capped = [c for c in capped if c is not None]
-        c = endpoint_comparison(results, full, free)
         share = float(np.mean(capped)) if capped else None
-        verdict = "untested: the cap never binds" if share == 0 else direction(c) if c is not None else "untested"
-        rows.append({"frame_lr": lr, "capped": share, "comparison": c, "verdict": verdict})
-    return rows
+        p = paired(results, full, free, "val_acc", LAST, scale=100.0)
+        found.append((lr, share, p))
+        if share != 0 and p.comparison is not None:
+            family[lr] = p.a - p.b
+    verdicts = family_verdicts(family, margin, alpha) if family else {}
+    return [
+        {
+            "frame_lr": lr,
+            "capped": share,
+            "comparison": p.comparison,
+            "verdict": verdicts[lr].word if lr in verdicts else None,
+        }
+        for lr, share, p in found
+    ]
 
 
 def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | None:
@@ -323,66 +339,16 @@ def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | N
     return None if not shares else max(shares) == 0
 
 
-def cells_by_verdict(cells: list[MapCell]) -> dict[str, list[str]]:
-    """The map's cells grouped by verdict, each named ``"λ = 0.3, 1,500 epochs"``. Chapter: regimes."""
-    out: dict[str, list[str]] = {"higher": [], "tie": [], "lower": [], "untested": []}
-    for c in cells:
-        out[c.verdict].append(f"λ = {c.weight_decay:g}, {c.epoch:,} epochs")
-    return out
-
-
 def regime_line(lr: float, weight_decay: float, factors, epochs: int, reached: dict[str, float]) -> str:
     """A verdict's regime in words: the decay budget, the training length and the accuracy
     each arm reached (``reached``: arm -> mean accuracy in percent).
     Chapter: regimes."""
     budget = decay_budget(lr, weight_decay, factors)
-    accuracy = ", ".join(f"{arm} {value:.1f}%" for arm, value in reached.items())
+    accuracy = ", ".join(f"{label(arm)} {value:.1f}%" for arm, value in reached.items())
     return (
         f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, "
         f"accuracy reached: {accuracy}"
     )
-
-
-def _verdict_counts(cells: list[MapCell], a: str, b: str) -> str:
-    groups = cells_by_verdict(cells)
-    tested = len(cells) - len(groups["untested"])
-    return (
-        f"{a} − {b}: higher in {len(groups['higher'])}, tied in {len(groups['tie'])}, lower in {len(groups['lower'])} "
-        f"of {tested} tested cells" + (f" ({len(groups['untested'])} with too few seeds)" if groups["untested"] else "")
-    )
-
-
-def map_summary(
-    cells: list[MapCell], headroom: list[MapCell], escape: list[MapCell], readings: dict[str, bool | None]
-) -> str:
-    """The map and the controls in words: verdict counts of each comparison, the cells where the
-    Stiefel rule wins and loses, and the readings the controls support.
-    Chapter: regimes."""
-    groups = cells_by_verdict(cells)
-    lines = [
-        _verdict_counts(cells, "Stiefel", "AdamW"),
-        "  Stiefel wins at: " + ("; ".join(groups["higher"]) or "no cell"),
-        "  Stiefel loses at: " + ("; ".join(groups["lower"]) or "no cell"),
-        _verdict_counts(headroom, "Stiefel", "frozen frames"),
-        _verdict_counts(escape, "Stiefel", "AdamW without decay on W_Q, W_K"),
-        "readings the controls support: "
-        + (", ".join(k for k, v in readings.items() if v) or "none")
-        + "; not supported: "
-        + (", ".join(k for k, v in readings.items() if v is False) or "none")
-        + "; untested: "
-        + (", ".join(k for k, v in readings.items() if v is None) or "none"),
-    ]
-    return "\n".join(lines)
-
-
-def nearest_cell(cells: list[MapCell], weight_decay: float, budget: float) -> MapCell | None:
-    """The map's cell at ``weight_decay`` whose decay budget is closest to ``budget`` on a log
-    scale (``None`` when the map has no such decay, or the budget is 0).
-    Chapter: regimes."""
-    row = [c for c in cells if c.weight_decay == weight_decay and c.budget > 0]
-    if not row or budget <= 0:
-        return None
-    return min(row, key=lambda c: abs(math.log(c.budget / budget)))
 
 
 def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = ("train_acc", "test_acc")) -> list[dict]:
@@ -399,36 +365,37 @@ def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = (
     return rows
 
 
-def claim(controls: dict | None, decay_map: dict | None, task, full_task: dict | None = None) -> str:
+def claim(controls: dict | None, decay_map: dict | None, task, rules: dict, full_task: dict | None = None) -> str:
     """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
-    ``grokking_decay_map-full`` and the map's task: how many cells the Stiefel rule leads, ties
-    and trails, and which reading the controls support; with ``full_task`` (``grokking-full``,
-    p = 97), the reading its controls support on time to 90 %. Chapter: regimes."""
+    ``grokking_decay_map-full`` and the map's task: the map's one count
+    (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
+    (``grokking-full``, p = 97), the readings of time to 90 %. ``rules``: the declared families'
+    :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``, ``controls_p97_time``).
+    Chapter: regimes."""
+    from . import decay_map as dm
+
     if not controls or not decay_map:
         return "not yet measured (no finished full run)"
-    readings = supported_readings(control_rows(controls))
-    cells = map_cells(decay_map, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs)
-    groups = cells_by_verdict(cells)
-    budgets = sorted({c.budget for c in cells})
-    supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
+    control = rules["controls_p31"]
+    readings = supported_readings(control_rows(controls, control.margin, control.alpha))
+    cells = dm.final_cells(
+        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
+    budgets = sorted(c.budget for c in cells)
     return (
-        f"grokking p = {task.p}, λ 0-3 x 500/1,500 epochs (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a "
-        "cell: "
-        f"Stiefel ahead of AdamW in {len(groups['higher'])}, tied in {len(groups['tie'])}, behind in "
-        f"{len(groups['lower'])} cells; "
-        f"the controls (20 seeds, λ = 1) support: {supported}" + _full_task_reading(full_task)
+        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, every arm at "
+        f"the task's W_Q, W_K lr (AdamW's untuned): {dm.count_text(cells)}; the controls (20 seeds, λ = 1): "
+        f"{readings_text(readings)}" + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
     )
 
 
-def _full_task_reading(full_task: dict | None) -> str:
-    rows = time_rows(full_task) if full_task else []
-    readings = supported_readings(rows)
-    if all(v is None for v in readings.values()):
-        return ""  # the full task's controls have too few seeds for any reading
-    supported = "; ".join(label(k) for k, v in readings.items() if v) or "none of the three readings"
-    seeds = min(r["seeds"] for r in rows if r["verdict"] != "untested")
+def _full_task_reading(full_task: dict | None, alpha: float) -> str:
+    rows = time_rows(full_task, alpha=alpha) if full_task else []
+    if not rows:
+        return ""
     config = full_task["config"]
+    seeds = min(r["seeds"] for r in rows)
     return (
-        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), "
-        f"time to 90 % supports: {supported}"
+        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 %: "
+        f"{readings_text(supported_readings(rows))}"
     )

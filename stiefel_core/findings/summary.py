@@ -15,6 +15,7 @@ from .. import preprint
 from ..labels import label
 from ..stats import direction
 from . import ablation, cifar10, grokking, long_training, peers, regimes
+from . import decay_map as decay_map_findings
 
 __all__ = [
     "Verdict",
@@ -25,6 +26,7 @@ __all__ = [
     "cifar10_gain_verdict",
     "movement_verdict",
     "ablation_verdict",
+    "regimes_cells",
     "regimes_verdict",
     "peers_verdict",
     "fair_fight_verdict",
@@ -115,6 +117,7 @@ _SOONER = {
     "higher": "reaches 90 % sooner",
     "lower": "reaches 90 % later",
     "tie": "no significant difference in time to 90 %",
+    "inconclusive": "no difference in time to 90 % that the test can tell",
     "untested": "time to 90 %: too few seeds",
 }
 
@@ -313,61 +316,86 @@ def ablation_takeaways(results: dict | None, reference: dict | None, repeat: dic
 # --- regimes and peers --------------------------------------------------------------------------
 
 
-def _map_counts(decay_map: dict, task) -> dict[str, list[str]]:
-    cells = regimes.map_cells(
-        decay_map, "stiefel", "baseline", (500, 1500), lr=task.lr, warmup_epochs=task.warmup_epochs
+def regimes_cells(decay_map: dict, task, rules: dict) -> list:
+    """The decay map's Stiefel − AdamW cells at each decay's final epoch, under the declared
+    family ``decay_map`` (``rules``: :class:`decay_map.Rule` by family name). Every page's count
+    of the map comes from these cells (:func:`decay_map.count`)."""
+    return decay_map_findings.final_cells(
+        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
     )
-    return regimes.cells_by_verdict(cells)
 
 
-def regimes_verdict(controls: dict | None, decay_map: dict | None, task) -> Verdict:
+def _count_short(cells: list) -> str:
+    groups = decay_map_findings.count(cells)
+    total = sum(map(len, groups.values()))
+    return "; ".join(f"{word} at {len(got)} of {total} decays" for word, got in groups.items() if got)
+
+
+UNTUNED = (
+    "these runs trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned (the fair fight "
+    "tunes it)"
+)
+
+
+def regimes_verdict(controls: dict | None, decay_map: dict | None, task, rules: dict) -> Verdict:
     """The mechanism claim: reproduced when the controls support the preprint's reading (the
-    learned geometry survives decay), not when they support none or another."""
+    learned geometry survives decay); not reproduced when they contradict it or leave it
+    undecided. ``rules``: :class:`decay_map.Rule` by declared family name."""
     if not controls or not decay_map:
         return PENDING
-    readings = regimes.supported_readings(regimes.control_rows(controls))
-    if readings["geometry"] is None:
-        return PENDING
-    groups = _map_counts(decay_map, task)
-    tested = sum(len(v) for k, v in groups.items() if k != "untested")
-    supported = [label(k) for k, v in readings.items() if v] or ["none of the three readings"]
+    rule = rules["controls_p31"]
+    readings = regimes.supported_readings(regimes.control_rows(controls, rule.margin, rule.alpha))
+    cells = regimes_cells(decay_map, task, rules)
+    status = regimes.STATUS[readings["geometry"]]
     word = "reproduced" if readings["geometry"] else "not reproduced"
-    headline = f"the controls support: {'; '.join(supported)}"
-    where = (
-        f"On grokking the Stiefel rule beats AdamW in {len(groups['higher'])} of {tested} settings of weight decay "
-        f"and training length, and loses in {len(groups['lower'])}"
-    )
+    headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
     sentence = (
-        where + ", and the controls support the preprint's mechanism."
-        if readings["geometry"]
-        else where + f"; but the controls point to another cause than the preprint's mechanism: {'; '.join(supported)}."
+        f"On grokking, {decay_map_findings.count_text(cells)}. The controls leave the preprint's mechanism "
+        f"{status} ({regimes.readings_text(readings)}); "
+        f"{UNTUNED}."
     )
     return Verdict(word, headline, sentence)
 
 
-def regimes_takeaways(controls: dict | None, decay_map: dict | None, task, full_task: dict | None) -> list[str]:
-    """The regimes chapter's findings: the map's counts, the controls' readings at the endpoint
-    and, at p = 97, on time to 90 %."""
+def regimes_takeaways(
+    controls: dict | None, decay_map: dict | None, task, full_task: dict | None, rules: dict, fair_rows: list[dict]
+) -> list[str]:
+    """The regimes chapter's findings: the map's one count, the controls' readings at the endpoint
+    and, at p = 97, on time to 90 %; then the fair fight's two answers (``fair_rows``: its
+    judged families' rows, :func:`fair_fight.family_rows`), which these runs at an untuned
+    AdamW cannot give."""
+    from . import fair_fight
+
     if not controls or not decay_map:
         return ["Not yet measured: no finished full run."]
-    groups = _map_counts(decay_map, task)
-    tested = sum(len(v) for k, v in groups.items() if k != "untested")
-    out = [
-        f"**The map** (weight decay x training length, {tested} settings): the Stiefel rule beats AdamW in "
-        f"{len(groups['higher'])}, ties in {len(groups['tie'])}, loses in {len(groups['lower'])}."
-    ]
+    cells = regimes_cells(decay_map, task, rules)
+    out = [f"**The map**: {decay_map_findings.count_text(cells)} (Holm across the five decays)."]
+    control = rules["controls_p31"]
     for name, rows in (
-        ("The controls at the endpoint", regimes.control_rows(controls)),
-        ("The controls on time to 90 % (p = 97)", regimes.time_rows(full_task) if full_task else []),
+        ("The controls at the endpoint (p = 31)", regimes.control_rows(controls, control.margin, control.alpha)),
+        (
+            "The controls on time to 90 % (p = 97)",
+            regimes.time_rows(full_task, alpha=rules["controls_p97_time"].alpha) if full_task else [],
+        ),
     ):
-        readings = regimes.supported_readings(rows)
-        if all(v is None for v in readings.values()):
-            continue
-        supported = [label(k) for k, v in readings.items() if v] or ["none of the three readings"]
-        rejected = [label(k) for k, v in readings.items() if v is False]
+        if rows:
+            text = regimes.readings_text(regimes.supported_readings(rows))
+            out.append(f"**{name}**: {text[:1].upper()}{text[1:]}.")
+    out.append(f"**The baseline**: {UNTUNED[:1].upper()}{UNTUNED[1:]}.")
+    answers = fair_fight.answers(fair_rows)
+    if answers["tuned_baseline"] is not None:
         out.append(
-            f"**{name}** support: {'; '.join(supported)}" + (f" (not: {'; '.join(rejected)})" if rejected else "") + "."
+            "**Does the gain survive a tuned baseline?** "
+            + fair_fight.sentence(answers["tuned_baseline"], label("stiefel", capital=True), label("baseline"))
+            + "."
         )
+        scale = [
+            fair_fight.sentence(answers[arm], label(arm, capital=True), label("stiefel"))
+            for arm in ("qk_norm", "sphere")
+            if answers[arm] is not None
+        ]
+        if scale:
+            out.append("**Does scale alone do what the Stiefel rule does?** " + "; ".join(scale) + ".")
     return out
 
 

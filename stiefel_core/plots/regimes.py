@@ -3,6 +3,8 @@ the decay map, and one cell of it. Each draws only what it is handed (findings' 
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
@@ -80,43 +82,80 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
     return fig
 
 
-def decay_map_figure(cells: list, title: str = "", label: str = "Stiefel − AdamW (pp)") -> Figure:
-    """A heat map of the paired gain over weight decay (rows) and training length (columns);
-    each cell prints its mean and 95 % interval, and a cell whose interval holds zero is
-    hatched and marked "n.s." (cells are :class:`findings.regimes.MapCell`).
-    Chapter: regimes."""
+def _cell_row_label(cell) -> str:
+    return "\n".join(textwrap.wrap(f"{ARM_LABELS.get(cell.a, cell.a)} − {ARMS.get(cell.b, cell.b)}", 16))
+
+
+def decay_map_figure(cells: list, curves: dict[float, list[dict]] | None = None, title: str = "") -> Figure:
+    """The decay map as a reader reads it, the full width of the page. On top, one row of cells per
+    comparison (``a − b``, :class:`findings.decay_map.MapCell`) and one column per weight decay,
+    each read at its runs' final epoch: the mean paired difference (pp), its 95 % interval, the
+    family's verdict word and the seeds past 90 % in each arm; an inconclusive cell is hatched.
+    Under it, when ``curves`` (:func:`findings.decay_map.curves`) are given: the first row's paired
+    difference at every logged epoch, one line per decay, drawn, not tested.
+    Chapters: regimes, intro."""
+    rows = list(dict.fromkeys((c.a, c.b) for c in cells))
     decays = sorted({c.weight_decay for c in cells})
-    lengths = sorted({c.epoch for c in cells})
-    grid = np.full((len(decays), len(lengths)), np.nan)
+    grid = np.full((len(rows), len(decays)), np.nan)
     for c in cells:
         if c.comparison is not None:
-            grid[decays.index(c.weight_decay), lengths.index(c.epoch)] = c.comparison.mean_difference
+            grid[rows.index((c.a, c.b)), decays.index(c.weight_decay)] = c.comparison.mean_difference
     bound = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
     with style():
-        fig, ax = plt.subplots(figsize=figsize(1, 1, (1.25 * len(lengths) + 2.2, 0.75 * len(decays) + 1.4)))
-        image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", origin="lower")
+        heights = [1.2 * len(rows)] + ([2.6] if curves else [])
+        fig, axes = plt.subplots(
+            len(heights),
+            1,
+            figsize=(6.9, sum(heights) + 1.0),
+            gridspec_kw={"height_ratios": heights},
+            squeeze=False,
+            layout="constrained",
+        )
+        ax = axes[0, 0]
+        ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
         for c in cells:
-            i, j = decays.index(c.weight_decay), lengths.index(c.epoch)
+            i, j = rows.index((c.a, c.b)), decays.index(c.weight_decay)
             if c.comparison is None:
                 ax.text(j, i, "no runs", ha="center", va="center", fontsize=9)
                 continue
-            text = f"{c.comparison.mean_difference:+.1f}\n[{c.comparison.ci_low:+.1f}, {c.comparison.ci_high:+.1f}]"
-            if c.verdict == "tie":
-                text += "\nn.s."
+            m = c.comparison
+            text = f"{m.mean_difference:+.1f}\n[{m.ci_low:+.1f}, {m.ci_high:+.1f}]\n{c.verdict}"
+            if c.past is not None:
+                text += f"\n{c.past[0]} vs {c.past[1]} > 90 %"
+            if c.verdict == "inconclusive":
                 ax.add_patch(
                     plt.Rectangle(
                         (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", lw=0, edgecolor="#bbbbbb", alpha=0.6
                     )
                 )
-            dark = abs(c.comparison.mean_difference) > 0.55 * bound  # white text on the saturated end of the map
+            dark = abs(m.mean_difference) > 0.6 * bound  # white text on the saturated end of the map
             ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if dark else "black")
-        ax.set_xticks(range(len(lengths)), [f"{e:,}" for e in lengths])
-        ax.set_yticks(range(len(decays)), [f"λ = {d:g}" for d in decays])
-        ax.set_xlabel("training length (epochs)")
+        ax.set_xticks(range(len(decays)), [f"λ = {d:g}" for d in decays])
+        ax.xaxis.tick_top()
+        ax.set_yticks(range(len(rows)), [_cell_row_label(next(c for c in cells if (c.a, c.b) == r)) for r in rows])
+        ax.tick_params(length=0)
         ax.grid(False)
-        fig.colorbar(image, ax=ax, label=label, shrink=0.9)
-        if title:
-            ax.set_title(title)
+        epoch = max(c.epoch for c in cells)
+        ax.set_title(title or f"At the final epoch ({epoch:,}): paired difference in validation accuracy (pp)")
+        if curves:
+            ax = axes[1, 0]
+            shades = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(curves)))
+            for color, (wd, series) in zip(shades, sorted(curves.items())):
+                if series:
+                    ax.plot(
+                        [g["epoch"] for g in series],
+                        [g["comparison"].mean_difference for g in series],
+                        color=color,
+                        lw=1.5,
+                        label=f"λ = {wd:g}",
+                    )
+            ax.axhline(0, color=COLORS["reference"], lw=0.8)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel(f"{ARM_LABELS.get(rows[0][0])} −\n{ARMS.get(rows[0][1])} (pp)")
+            ax.set_title("Every epoch before: the same difference, mean over the seeds (drawn, not tested)")
+            low, high = ax.get_ylim()
+            ax.set_ylim(min(low, 0) - 0.3 * (high - low), high)  # room for the legend under the curves
+            ax.legend(loc="lower center", fontsize=9, ncol=len(curves), frameon=False)
     return fig
 
 

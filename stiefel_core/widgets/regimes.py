@@ -1,15 +1,18 @@
-"""The regimes chapter's explorer: pick a cell of the decay map (weight decay and training
-length) and see every seed of every arm there. It reads a results file; nothing trains."""
+"""The regimes chapter's explorer: pick a weight decay and a training length of the decay map and
+see every seed of every arm there. It reads a results file; nothing trains. The map's verdicts are
+read at the final epoch (``findings.decay_map``); the explorer's earlier epochs are looked at, not
+tested, so its readout gives numbers and no verdict word."""
 
 from __future__ import annotations
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from ..findings.regimes import endpoint_comparison
+from ..labels import label
 from ..plots import figsize, style
 from ..plots.regimes import draw_cell
 from ..results_reading import metric_at, runs_of
-from ..stats import direction
 from . import Explorer, explorer
 
 __all__ = ["cell_accuracies", "draw_map_cell", "map_explorer"]
@@ -37,16 +40,18 @@ def draw_map_cell(results: dict, weight_decay: float, epoch: int):
         c = endpoint_comparison(results, f"stiefel@wd={weight_decay:g}", f"{arm}@wd={weight_decay:g}", epoch)
         if c is not None:
             parts.append(
-                f"Stiefel − {arm}: {c.mean_difference:+.1f} pp [{c.ci_low:+.1f}, {c.ci_high:+.1f}] ({direction(c)})"
+                f"{label('stiefel', capital=True)} − {label(arm)}: {c.mean_difference:+.1f} pp "
+                f"[{c.ci_low:+.1f}, {c.ci_high:+.1f}], {c.wins} of {c.n} seeds ahead"
             )
     return fig, "; ".join(parts) or "no paired seeds in this cell yet"
 
 
 def map_explorer(results: dict, lengths: tuple[int, ...]) -> Explorer:
-    """Dropdowns over the map's weight decays and training lengths."""
-    decays = list(results["config"]["weight_decays"])
+    """Dropdowns over the map's weight decays and training lengths, labelled in words."""
+    decays = [(f"λ = {wd:g}", wd) for wd in results["config"]["weight_decays"]]
+    epochs = [(f"{e:,} epochs", e) for e in lengths]
     return explorer(
         lambda weight_decay, epoch: draw_map_cell(results, weight_decay, epoch),
-        weight_decay=decays,
-        epoch=list(lengths),
+        weight_decay=widgets.Dropdown(options=decays, description="weight decay"),
+        epoch=widgets.Dropdown(options=epochs, value=lengths[-1], description="trained for"),
     )

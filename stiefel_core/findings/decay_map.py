@@ -1,0 +1,189 @@
+"""The decay map read once per set of runs: at each weight decay, the paired comparison of two
+arms at the runs' final epoch, judged under the family that ``book/protocol.yml`` declares
+(Holm across the family's cells, the paired TOST for equivalence). The epochs before the last
+are drawn as curves (:func:`curves`), not tested. :func:`count` is the one count of the map that
+every page quotes. Pure functions of results dicts whose arms are ``"<arm>@wd=<λ>"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..labels import label
+from ..results_reading import LAST, paired
+from ..stats import VERDICTS, PairedComparison, family_verdicts, mcnemar_exact
+from .regimes import decay_budget, gain_over_time, grokking_lr_factors
+
+__all__ = [
+    "FAMILIES",
+    "rules",
+    "Rule",
+    "MapCell",
+    "final_cells",
+    "count",
+    "count_text",
+    "curves",
+    "cell_name",
+    "nearest_cell",
+]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A declared family's rule as the findings need it (from ``protocol.Family``): the
+    equivalence ``margin`` in the comparisons' units (None: no equivalence test), ``alpha``, and
+    the threshold whose count of seeds past it is shown beside the mean. Chapters: regimes, intro."""
+
+    margin: float | None
+    alpha: float = 0.05
+    count_past: float | None = 0.9
+
+    @classmethod
+    def of(cls, family) -> Rule:
+        """The rule of a ``protocol.Family``."""
+        return cls(family.margin, family.alpha, family.count_past)
+
+
+# The declared families (book/protocol.yml) whose verdicts the regimes chapter states.
+FAMILIES = ("decay_map", "decay_map_controls", "controls_p31", "controls_p97_time", "trust_region")
+
+
+def rules(protocol, names: tuple[str, ...] = FAMILIES) -> dict[str, Rule]:
+    """``{family: Rule}`` of a loaded ``protocol.Protocol``. Chapters: regimes, intro."""
+    return {name: Rule.of(protocol.families[name]) for name in names}
+
+
+@dataclass(frozen=True)
+class MapCell:
+    """One cell of the map: ``a − b`` (percentage points) at ``weight_decay``, read at the runs'
+    final ``epoch``. Chapters: regimes, intro."""
+
+    a: str
+    b: str
+    weight_decay: float
+    epoch: int
+    budget: float  # Σ lr·λ over the run
+    comparison: PairedComparison | None  # the mean, its 95 % interval, the wins
+    verdict: str  # one of stats.VERDICTS, Holm-corrected across the family
+    p_holm: float  # the two-sided paired p, Holm-adjusted across the family
+    tost_p_holm: float  # the TOST p, likewise
+    a_mean: float  # each arm's mean there (percent)
+    b_mean: float
+    past: tuple[int, int] | None  # seeds past the rule's threshold in a and in b
+    mcnemar_p: float | None  # exact McNemar p of those counts
+
+
+def _budget_at(lr: float | None, warmup_epochs: int | None, budget_at):
+    if budget_at is not None:
+        return budget_at
+    if lr is None or warmup_epochs is None:
+        raise ValueError("final_cells needs lr and warmup_epochs (the grokking schedule), or budget_at(λ, epoch)")
+    return lambda wd, epoch: decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
+
+
+def final_cells(
+    results: dict,
+    pairs: tuple[tuple[str, str], ...],
+    rule: Rule,
+    *,
+    lr: float | None = None,
+    warmup_epochs: int | None = None,
+    metric: str = "val_acc",
+    budget_at=None,
+) -> list[MapCell]:
+    """One cell per pair ``(a, b)`` and weight decay of the configuration, ``a − b`` at the last
+    logged epoch of the paired seeds, in percentage points; the verdicts of all the cells
+    together are one family (Holm, :func:`stats.family_verdicts`, ``rule.margin`` in pp).
+    ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at ``lr``
+    with ``warmup_epochs``). Chapters: regimes, intro."""
+    if rule.margin is None:
+        raise ValueError("the map's family needs an equivalence margin (margin_pp in book/protocol.yml)")
+    budget = _budget_at(lr, warmup_epochs, budget_at)
+    read, family = [], {}
+    for a, b in pairs:
+        for wd in results["config"]["weight_decays"]:
+            name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
+            p = paired(results, name_a, name_b, metric, LAST, scale=100.0)
+            runs = results["runs"]
+            epoch = runs[f"{name_a}/{p.starts[0]}"]["history"][-1]["epoch"] if p.starts else 0
+            read.append((a, b, wd, epoch, p))
+            family[(a, b, wd)] = p.a - p.b
+    verdicts = family_verdicts({f"{k}": v for k, v in family.items()}, rule.margin, rule.alpha)
+    cells = []
+    for a, b, wd, epoch, p in read:
+        v = verdicts[f"{(a, b, wd)}"]
+        past = mc = None
+        if rule.count_past is not None and len(p.starts):
+            x, y = p.a > 100 * rule.count_past, p.b > 100 * rule.count_past
+            past, mc = (int(x.sum()), int(y.sum())), mcnemar_exact(x, y).p_value
+        cells.append(
+            MapCell(
+                a,
+                b,
+                wd,
+                epoch,
+                budget(wd, epoch) if epoch else math.nan,
+                p.comparison,
+                v.word,
+                v.p_adjusted,
+                v.tost_p_adjusted,
+                float(np.mean(p.a)) if len(p.a) else math.nan,
+                float(np.mean(p.b)) if len(p.b) else math.nan,
+                past,
+                mc,
+            )
+        )
+    return cells
+
+
+def cell_name(cell: MapCell) -> str:
+    """``"λ = 0.3"``: a cell by its decay (each decay has one cell). Chapters: regimes, intro."""
+    return f"λ = {cell.weight_decay:g}"
+
+
+def count(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") -> dict[str, list[MapCell]]:
+    """The map's count: the cells of ``a − b`` under each of the four verdict words (in
+    :data:`stats.VERDICTS` order). The one count the intro, the regimes chapter, the README and
+    the claims quote. Chapters: regimes, intro."""
+    out: dict[str, list[MapCell]] = {w: [] for w in VERDICTS}
+    for c in cells:
+        if (c.a, c.b) == (a, b):
+            out[c.verdict].append(c)
+    return out
+
+
+def count_text(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") -> str:
+    """The count in words: "the Stiefel rule against AdamW, at the final epoch of each of the 5
+    decays: higher at 2 (λ = 0, 0.3), lower at none, equivalent at none, inconclusive at 3
+    (λ = ...)". Chapters: regimes, intro."""
+    groups = count(cells, a, b)
+    total = sum(map(len, groups.values()))
+
+    def part(word: str) -> str:
+        got = groups[word]
+        if not got:
+            return f"{word} at none"
+        return f"{word} at {len(got)} (λ = {', '.join(f'{c.weight_decay:g}' for c in got)})"
+
+    return f"{label(a)} against {label(b)}, at the final epoch of each of the {total} decays: " + ", ".join(
+        part(w) for w in VERDICTS
+    )
+
+
+def curves(results: dict, a: str, b: str, metric: str = "val_acc") -> dict[float, list[dict]]:
+    """Per weight decay, the paired difference ``a − b`` at every logged epoch
+    (:func:`regimes.gain_over_time`): the map's intermediate epochs, drawn, not tested.
+    Chapters: regimes, intro."""
+    return {
+        wd: gain_over_time(results, f"{a}@wd={wd:g}", f"{b}@wd={wd:g}", metric)
+        for wd in results["config"]["weight_decays"]
+    }
+
+
+def nearest_cell(cells: list[MapCell], weight_decay: float) -> MapCell | None:
+    """The map's Stiefel − AdamW cell at ``weight_decay`` (``None`` when the map has no such decay).
+    Chapter: regimes."""
+    return next((c for c in cells if c.weight_decay == weight_decay and (c.a, c.b) == ("stiefel", "baseline")), None)
