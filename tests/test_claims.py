@@ -61,3 +61,22 @@ def test_labels_name_arms_and_grid_arms_in_words():
     assert label("no_decay_qk") == "AdamW without decay on W_Q, W_K"
     assert label("stiefel@wd=0.3") == "the Stiefel rule, λ = 0.3"
     assert label("fixed_scale") == "a fixed orthonormal scale is what helps"
+
+
+def test_the_map_has_one_count_everywhere():
+    """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
+    README quote the decay map's count from one function (findings.decay_map.count_text)."""
+    from stiefel_core import pages
+    from stiefel_core.experiments import get_config, load_results
+    from stiefel_core.findings import decay_map, summary
+
+    dmap = load_results("grokking_decay_map", "full")
+    cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
+    assert [c.epoch for c in cells] == [dmap["config"]["task"]["epochs"]] * len(dmap["config"]["weight_decays"])
+    count = decay_map.count_text(cells)
+    regimes_claim = next(c for c in claims.CLAIMS if c.chapter == "book/regimes")
+    assert count in regimes_claim.measure() and count in regimes_claim.verdict().sentence
+    assert count in pages.takeaways("regimes").data and count in pages.what_changed("regimes").data
+    assert count in (PACKAGE_ROOT / "README.md").read_text()
+    words = {w for c in cells for w in [c.verdict]}
+    assert words <= {"higher", "lower", "equivalent", "inconclusive"}

@@ -242,14 +242,12 @@ def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05) -> lis
     return rows
 
 
-READINGS = {
-    "geometry": "the learned geometry survives weight decay (the preprint's mechanism): training the frames beats "
-    "freezing them, and the Stiefel rule beats AdamW without decay on W_Q, W_K",
-    "decay_hurts": "AdamW's weight decay on W_Q, W_K is what hurts: AdamW without it is equivalent to the Stiefel "
-    "rule, and beats AdamW with it",
-    "fixed_scale": "what helps is W_Q, W_K held at a fixed, orthonormal scale: frozen frames do as well as trained "
-    "ones (equivalent, or better), frozen frames beat AdamW, and AdamW without decay on W_Q, W_K does no better than "
-    "with it (equivalent, or worse)",
+READINGS = {  # each reading (labels.READINGS names it) and what it predicts of the controls
+    "geometry": "the preprint's mechanism: training the frames beats freezing them, and the Stiefel rule beats AdamW "
+    "without decay on W_Q, W_K",
+    "decay_hurts": "AdamW without decay on W_Q, W_K is equivalent to the Stiefel rule, and beats AdamW with it",
+    "fixed_scale": "frozen frames do as well as trained ones (equivalent, or better), frozen frames beat AdamW, and "
+    "AdamW without decay on W_Q, W_K does no better than with it (equivalent, or worse)",
 }
 # What each reading needs of the control verdicts: (a, b) -> the words that fit it.
 NEEDS = {

@@ -389,10 +389,10 @@ def regimes_takeaways(
             + fair_fight.sentence(answers["tuned_baseline"], label("stiefel", capital=True), label("baseline"))
             + "."
         )
+        found = [arm for arm in ("qk_norm", "sphere") if answers[arm] is not None]
         scale = [
-            fair_fight.sentence(answers[arm], label(arm, capital=True), label("stiefel"))
-            for arm in ("qk_norm", "sphere")
-            if answers[arm] is not None
+            fair_fight.sentence(answers[arm], label(arm, capital=i == 0), label("stiefel"))
+            for i, arm in enumerate(found)
         ]
         if scale:
             out.append("**Does scale alone do what the Stiefel rule does?** " + "; ".join(scale) + ".")
