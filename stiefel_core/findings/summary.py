@@ -117,7 +117,7 @@ _SOONER = {
     "higher": "reaches 90 % sooner",
     "lower": "reaches 90 % later",
     "tie": "no significant difference in time to 90 %",
-    "inconclusive": "no difference in time to 90 % that the test can tell",
+    "inconclusive": "is not shown to reach 90 % sooner once corrected across the controls' comparisons",
     "untested": "time to 90 %: too few seeds",
 }
 
