@@ -68,19 +68,15 @@ def regimes_rules() -> dict:
 
 
 def fair_rows() -> list[dict]:
-    """The fair fight's judged rows, its two families as the chapter "A fair fight" builds them
-    (:func:`findings.fair_fight.family_rows`, margin and α of ``grokking_fair``)."""
+    """The fair fight's judged rows, both declared families (:func:`findings.fair_fight.declared_rows`,
+    margin and α of ``grokking_fair``), as its chapter, the intro and the claims table read them."""
     from . import protocol
-    from .experiments.fair_fight import FAIR_ARMS, PEER_ARMS, SCALE_ARMS
     from .findings import fair_fight as ff
 
-    values = ff.finals(
-        *(load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
-    )
     family = protocol.family("grokking_fair")
-    margin = family.margin / 100  # declared in percentage points; accuracies are fractions
-    rows = ff.family_rows(values, (*FAIR_ARMS, "frozen", *PEER_ARMS), ("baseline", "stiefel"), margin, family.alpha)
-    return rows + ff.family_rows(values, SCALE_ARMS, ("stiefel", "baseline"), margin, family.alpha)
+    files = (load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
+    rows, scale_rows = ff.declared_rows(*files, family.margin / 100, family.alpha)  # margin: pp -> fractions
+    return rows + scale_rows
 
 
 def _regimes() -> list[str]:
