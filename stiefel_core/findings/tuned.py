@@ -38,20 +38,17 @@ def _margin(family) -> float:
 
 
 def fair_family(fair: dict | None, scale: dict | None, peers: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair`` as the chapter "A fair fight" reads it: every arm at its tuned
-    W_Q, W_K lr (frozen frames and the peers included) against AdamW and against the Stiefel rule,
-    Holm across all of them (:func:`fair_fight.family_rows`)."""
-    values = ff.finals(fair, scale, peers)
-    return ff.family_rows(
-        values, (*FAIR_ARMS, "frozen", *PEER_ARMS), ("baseline", "stiefel"), _margin(family), family.alpha
-    )
+    """The family ``grokking_fair`` as every page reads it (:func:`fair_fight.declared_rows`):
+    every arm at its tuned W_Q, W_K lr (frozen frames and the peers included) against AdamW and
+    against the Stiefel rule, Holm across all of them."""
+    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[0]
 
 
-def scale_family(fair: dict | None, scale: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair_scale``: QK-norm, the sphere and the Stiefel rule with a learned
-    scale against the Stiefel rule and against AdamW, at their tuned lrs."""
-    values = ff.finals(fair, scale)
-    return ff.family_rows(values, SCALE_ARMS, ("stiefel", "baseline"), _margin(family), family.alpha)
+def scale_family(fair: dict | None, scale: dict | None, family, peers: dict | None = None) -> list[dict]:
+    """The family ``grokking_fair_scale`` (:func:`fair_fight.declared_rows`): QK-norm, the sphere
+    and the Stiefel rule with a learned scale against the Stiefel rule and against AdamW, at their
+    tuned lrs."""
+    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[1]
 
 
 def find(rows: list[dict], a: str, b: str) -> dict | None:
