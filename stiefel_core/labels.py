@@ -5,7 +5,7 @@ the book spells an arm's name out. Chapter: all.
 
 from __future__ import annotations
 
-__all__ = ["ARMS", "READINGS", "label", "arm_label", "reading_label", "ordered_labels"]
+__all__ = ["ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels"]
 
 ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "stiefel": "the Stiefel rule",
@@ -31,6 +31,24 @@ READINGS = {  # findings.regimes.READINGS key -> the reading in a few words
     "geometry": "the learned geometry survives weight decay",
     "decay_hurts": "AdamW's decay on W_Q, W_K is what hurts",
     "fixed_scale": "a fixed orthonormal scale is what helps",
+}
+
+FAMILIES = {  # book/protocol.yml's families -> their titles
+    "grokking_fair": "grokking at tuned learning rates",
+    "grokking_fair_scale": "scale alone, at tuned learning rates",
+    "controls_p31": "the controls at p = 31",
+    "controls_p97_time": "time to 90 % at p = 97",
+    "grokking_p97": "grokking at p = 97",
+    "decay_map": "the decay map",
+    "decay_map_controls": "the decay map's controls",
+    "trust_region": "the trust region",
+    "ablation_grokking": "the ablation on grokking",
+    "ablation_cifar10": "the ablation on CIFAR-10",
+    "cifar10_protocol": "the preprint's CIFAR-10 protocol",
+    "cifar10_long": "CIFAR-10's long protocol",
+    "cifar10_size": "CIFAR-10's size sweep",
+    "peers_grokking": "the relatives on grokking (first runs)",
+    "peers_cifar10": "the relatives on CIFAR-10",
 }
 
 SETTINGS = {  # the grid arms' setting (experiments.grid) -> its symbol

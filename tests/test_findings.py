@@ -2,10 +2,7 @@
 wording live in one module: starts and pairing, the Markdown tables of the grokking and
 ablation chapters, the chapters' preprint-against-ours text, and a chapter's live run."""
 
-import numpy as np
-
 from stiefel_core import findings, preprint
-from stiefel_core.stats import paired_comparison
 
 
 def _run(acc, fingerprint="f", order=1):
@@ -55,20 +52,39 @@ def test_the_abstracts_numbers_are_formatted_from_one_place():
     assert preprint.ABLATION.endswith(preprint.ABLATION_SHARE)
 
 
-def test_the_ablation_verdicts_are_one_table_of_every_task():
-    full = np.array([50.2, 50.4, 50.3])
-    rows = [
-        {
-            "arm": "fixed_step",
-            "removes": "scale-free step",
-            "accuracy": None,
-            "full_minus_arm": paired_comparison(full, full - [0.2, 0.2, 0.3]),
-        }
-    ]
-    table = findings.ablation.verdict_table({"CIFAR-10": rows, "grokking": []})
-    assert table.rows[0][:4] == ["CIFAR-10", "fixed_step", "scale-free step", "removing it costs accuracy"]
-    assert table.rows[1] == ["grokking", "-", "-", "not measured yet", "-"]
-    assert table._repr_markdown_().startswith("| task | arm |")
+def test_the_ablation_verdicts_are_one_family_read_in_four_words_and_one_table_of_every_task():
+    from types import SimpleNamespace
+
+    full = [0.502, 0.504, 0.503, 0.501, 0.5025]
+    offsets = {  # the full rule minus each arm, per start (accuracy fractions)
+        "baseline": [0.05, 0.051, 0.049, 0.05, 0.0505],  # far above: higher
+        "fixed_step": [-0.05, -0.051, -0.049, -0.05, -0.0495],  # the variant ahead: lower
+        "no_projector": [0.0001, -0.0001, 0.0, 0.0002, -0.0002],  # within ±0.5 pp: equivalent
+        "per_entry": [0.04, -0.04, 0.03, -0.035, 0.0],  # spread wide: inconclusive
+        "no_trust_region": [0.0] * 5,  # identical runs: never acts
+    }
+    runs = {f"stiefel/{s}": {"final": {"test_acc": f}} for s, f in enumerate(full)}
+    for arm, d in offsets.items():
+        runs |= {f"{arm}/{s}": {"final": {"test_acc": f - x}} for s, (f, x) in enumerate(zip(full, d))}
+    family = SimpleNamespace(margin=0.5, alpha=0.05)
+    rows = findings.ablation.family_rows({"runs": runs}, "test_acc", family)
+    words = {r["variant"]: ("never acts" if r["identical"] else r["verdict"]) for r in rows}
+    assert words == {
+        "baseline": "higher",
+        "fixed_step": "lower",
+        "no_projector": "equivalent",
+        "per_entry": "inconclusive",
+        "no_trust_region": "never acts",
+    }
+    assert findings.ablation.family_shares(rows)["scale-free step"] < 0  # the step costs more than the gain
+    text = dict((r["variant"], v) for r, (_, _, v) in zip(rows, findings.ablation.verdicts(rows, 0.5)))
+    assert text["baseline"].startswith("The full rule beats AdamW by 5.01 pp")
+    assert text["fixed_step"].startswith("Fixed step beats the full rule by")
+    assert text["no_projector"].startswith("The full rule and no tangent projector are equivalent (within ±0.5 pp)")
+    table = findings.ablation.verdict_table({"CIFAR-10": (rows, 0.5), "grokking": ([], 2.0)})
+    assert table.rows[0][:3] == ["CIFAR-10", "AdamW", "the whole rule"]
+    assert table.rows[-1] == ["grokking", "-", "-", "not measured yet"]
+    assert table._repr_markdown_().startswith("| task | variant |")
 
 
 def test_the_grokking_findings_are_a_table_of_the_same_rows():

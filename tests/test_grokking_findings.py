@@ -70,7 +70,10 @@ def test_runs_table_has_a_row_per_run():
     table = grokking.runs_table(
         results({"baseline/0": history(10**9, final=0.05), "stiefel/0": history(4000, spikes_at=(6000,))})
     )
-    assert [row[:4] for row in table.rows] == [["baseline/0", "never", "-", 0], ["stiefel/0", "4,000", "100.0", 1]]
+    assert [row[:4] for row in table.rows] == [
+        ["AdamW, seed 0", "never", "-", 0],
+        ["The Stiefel rule, seed 0", "4,000", "100.0", 1],
+    ]
     assert len(grokking.runs_table(None)) == 0
 
 
@@ -93,8 +96,36 @@ def test_frame_table_reads_norm_range_and_final_angles():
         }
     )
     assert table.rows == [
-        ["baseline (1 seed)", "W_Q", "1.000", "3.000", "60.0", "60.0"],
-        ["baseline (1 seed)", "W_K", "1.000", "3.000", "120.0", "120.0"],
-        ["stiefel (2 seeds)", "W_Q", "2.000", "2.000", "4.0", "5.0"],
-        ["stiefel (2 seeds)", "W_K", "2.000", "2.000", "8.0", "10.0"],
+        ["AdamW (1 seed)", "W_Q", "1.000", "3.000", "60.0", "60.0"],
+        ["AdamW (1 seed)", "W_K", "1.000", "3.000", "120.0", "120.0"],
+        ["The Stiefel rule (2 seeds)", "W_Q", "2.000", "2.000", "4.0", "5.0"],
+        ["The Stiefel rule (2 seeds)", "W_K", "2.000", "2.000", "8.0", "10.0"],
     ]
+
+
+def test_the_declared_family_reads_four_words_with_holm_across_endpoint_and_time():
+    from types import SimpleNamespace
+
+    family = SimpleNamespace(margin=2.0, alpha=0.05)
+    sooner = {  # every seed ends at 100 %: the Stiefel rule gets there 3,000 epochs sooner in each of 7 pairs
+        f"{arm}/{s}": history(4000 + 100 * s + (3000 if arm == "baseline" else 0))
+        for arm in ("stiefel", "baseline")
+        for s in range(7)
+    }
+    rows = {q: v for q, _, _, v in grokking.family_findings(results(sooner), family)}
+    assert rows["accuracy at epoch 20,000"] == "not reproduced: the two are equivalent"
+    # exact paired permutation p = 2 / 2^7, doubled by Holm over the family's two comparisons: 0.031 < 0.05
+    assert rows["time to 90 % validation accuracy"] == "higher: the Stiefel rule reaches 90 % sooner"
+    six = {k: v for k, v in sooner.items() if not k.endswith("/6")}
+    time = grokking.family_rows(results(six), family)["time"]
+    assert math.isclose(time["p"], 2 / 64) and math.isclose(time["p_holm"], 4 / 64)  # 6 pairs cannot pass Holm
+    assert grokking.family_rows(results(six), family)["time"]["verdict"] == "inconclusive"
+    like_preprint = results(
+        {
+            **{f"stiefel/{s}": history(4000, final=0.97 - 0.01 * s) for s in range(5)},
+            **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s) for s in range(5)},
+        }
+    )
+    rows = {q: v for q, _, _, v in grokking.family_findings(like_preprint, family)}
+    assert rows["accuracy at epoch 20,000"] == "reproduced: the Stiefel rule ends higher"
+    assert grokking.what_changed(like_preprint, family)[0].startswith("Accuracy at epoch 20,000: *reproduced: Stiefel")

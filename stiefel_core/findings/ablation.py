@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
+from ..labels import label
 from ..results_reading import arm_of, without_seeds
-from ..stats import MIN_PAIRS_FOR_VERDICT, direction, mean_and_spread, paired_comparison
+from ..stats import MIN_PAIRS_FOR_VERDICT, mean_and_spread, paired_comparison
 from ..tables import Table
+from . import fair_fight, tuned
 from .cifar10 import regime
 from .regimes import decay_budget, grokking_lr_factors, never_binds
 from .runs import finished_starts, unpaired_starts
@@ -28,16 +30,21 @@ __all__ = [
     "full_rule_accuracy",
     "shares",
     "share_line",
+    "family_rows",
+    "family_shares",
+    "share_text",
     "verdicts",
     "table",
     "verdict_table",
+    "tuned_rows",
+    "what_changed",
+    "takeaways",
     "claim",
 ]
 
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
 MIN_STARTS_FOR_VERDICT = MIN_PAIRS_FOR_VERDICT
 UNTESTED = "untested: identical in every start, the component never acts here"
-_VERDICT = {"higher": "removing it costs accuracy", "lower": "removing it helps", "tie": "no measurable effect"}
 
 
 def merged_results(ablation: dict, reference: dict | None) -> dict:
@@ -121,64 +128,169 @@ def share_line(rows: list[dict]) -> str:
     )
 
 
-def _verdict(c) -> str:
-    if c.ties == c.n:  # every start identical: the switch changed nothing it could act on
-        return UNTESTED
-    if c.n < MIN_STARTS_FOR_VERDICT:
-        return f"too few starts for a verdict (n = {c.n} < {MIN_STARTS_FOR_VERDICT})"
-    return _VERDICT[direction(c, MIN_STARTS_FOR_VERDICT)]
-
-
-def verdicts(rows: list[dict]) -> list[tuple[str, str, str]]:
-    """``(component, we measure, verdict)``: a component carries a measurable part of the result
-    when removing it changes accuracy with a 95 % interval that excludes zero
-    (:func:`stats.direction`). No verdict from fewer than ``MIN_STARTS_FOR_VERDICT`` starts:
-    two equal differences give a t interval of zero width, which would read as significant.
+def family_rows(results: dict, metric: str, family) -> list[dict]:
+    """The ablation's declared family on one task: the full rule − each other arm (the variants
+    and AdamW), paired over the starts every arm finished, Holm across the family, one of the four
+    words each (:func:`fair_fight.family_rows`; ``family`` from ``book/protocol.yml``). Each row
+    adds ``variant``, ``removes`` (the component), ``accuracy`` (the arm's, percent) and
+    ``identical`` (every start gave the full rule's number: the switch never acted).
     Chapter: ablation."""
+    starts = finished_starts(results, ABLATION_ARMS)
+    if len(starts) < 2:
+        return []
+    values = {arm: {s: results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts} for arm in ABLATION_ARMS}
+    others = tuple(arm for arm in ABLATION_ARMS if arm != "stiefel")
+    rows = fair_fight.family_rows(values, ("stiefel",), others, family.margin / 100, family.alpha)
+    component = {variant: name for name, variant in COMPONENTS.items()}
+    for r in rows:
+        arm = r["reference"]
+        r["variant"], r["removes"] = arm, component.get(arm, "the whole rule")
+        r["accuracy"] = mean_and_spread([100 * values[arm][s] for s in starts])
+        r["identical"] = all(values[arm][s] == values["stiefel"][s] for s in starts)
+    return rows
+
+
+def _full_rule_label(key: str, capital: bool = False) -> str:
+    text = "the full rule" if key == "stiefel" else label(key)
+    return text[:1].upper() + text[1:] if capital else text
+
+
+def family_shares(rows: list[dict]) -> dict[str, float] | None:
+    """Each component's share of the full rule's gain over AdamW, (full − variant) / (full −
+    AdamW) on the mean differences of :func:`family_rows`; ``None`` unless the full rule is
+    *higher* than AdamW under the family's rule: there is nothing to apportion otherwise.
+    Chapter: ablation."""
+    gain = next((r for r in rows if r["variant"] == "baseline"), None)
+    if gain is None or gain["verdict"] != "higher":
+        return None
+    return {r["removes"]: r["mean_pp"] / gain["mean_pp"] for r in rows if r["variant"] in VARIANTS}
+
+
+def share_text(rows: list[dict]) -> str:
+    """:func:`family_shares` in words, or why they are not defined. Chapter: ablation."""
+    share = family_shares(rows)
+    if share is None:
+        return "no share of a gain to apportion: the full rule is not higher than AdamW here"
+    return "share of the gain over AdamW carried by each component: " + ", ".join(
+        f"{k} {v:.0%}" for k, v in share.items()
+    )
+
+
+def verdicts(rows: list[dict], margin_pp: float, digits: int = 2) -> list[tuple[str, str, str]]:
+    """``(component, we measure, verdict)`` for each row of :func:`family_rows`: the verdict reads
+    "X beats Y by d pp [interval]" (higher or lower, Holm-corrected), "X and Y are equivalent
+    (within ± margin)" or "inconclusive"; a variant identical to the full rule in every start is
+    untested (it never acts). Chapter: ablation."""
     out = []
     for r in rows:
-        c = r["full_minus_arm"]
-        if c is None:
-            out.append((r["removes"], "fewer than 2 finished starts", "not measured"))
-            continue
-        measured = f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n} wins"
-        out.append((r["removes"], measured, _verdict(c)))
+        lo, hi = r["ci_pp"]
+        measured = f"{r['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}], Holm p = {r['p_holm']:.2g}"
+        text = (
+            f"{label(r['variant'], capital=True)} never acts here (identical to the full rule in every start): untested"
+            if r["identical"]
+            else tuned.beats(r, _full_rule_label, margin_pp, digits)
+        )
+        out.append((r["removes"], measured, text))
     return out
 
 
-def table(rows: list[dict], unit: str = "test accuracy") -> Table:
-    """The rows of :func:`ablation_rows` with their verdicts, one line per arm. Chapter: ablation."""
+def table(rows: list[dict], margin_pp: float, unit: str = "test accuracy", digits: int = 2) -> Table:
+    """The rows of :func:`family_rows`, one line per arm, in words. Chapter: ablation."""
     out = []
-    for r, (component, _, verdict) in zip(rows, verdicts(rows)):
-        c, acc = r["full_minus_arm"], r["accuracy"]
+    for r, (component, _, verdict) in zip(rows, verdicts(rows, margin_pp, digits)):
+        lo, hi = r["ci_pp"]
+        acc = r.get("accuracy")
         out.append(
             [
-                r["arm"],
+                label(r["variant"], capital=True),
                 component,
-                f"{acc.mean:.2f} ± {acc.std:.2f}" if acc else "-",
-                f"{c.mean_difference:+.2f}" if c else "-",
-                f"[{c.ci_low:+.2f}, {c.ci_high:+.2f}]" if c else "-",
-                f"{c.wins}/{c.n}" if c else "-",
-                verdict,
+                f"{acc.mean:.{digits}f} ± {acc.std:.{digits}f}" if acc else "-",
+                f"{r['mean_pp']:+.{digits}f}",
+                f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
+                f"{r['p_holm']:.2g}",
+                "never acts" if r["identical"] else r["verdict"],
             ]
         )
-    return Table(["arm", "removes", f"{unit} (%)", "full − arm (pp)", "95% CI", "wins", "verdict"], out, "llrrrrl")
+    return Table(
+        ["variant", "removes", f"{unit} (%)", "full rule − variant (pp)", "95 % interval", "Holm p", "verdict"],
+        out,
+        "llrrrrl",
+    )
 
 
-def verdict_table(tasks: dict[str, list[dict]]) -> Table:
-    """The verdicts of every task (``{task: ablation_rows(...)}``), one row per task and arm: what
-    removing the component did, by :func:`verdicts`' rule, and what we measure.
-    Chapter: ablation."""
+def verdict_table(tasks: dict[str, tuple[list[dict], float]]) -> Table:
+    """The verdicts of every task (``{task: (family_rows(...), margin in pp)}``), one row per
+    task and arm, as :func:`verdicts` words them. Chapter: ablation."""
     out = []
-    for task, rows in tasks.items():
-        if not rows or rows[0]["full_minus_arm"] is None:
-            out.append([task, "-", "-", "not measured yet", "-"])
+    for task, (rows, margin_pp) in tasks.items():
+        if not rows:
+            out.append([task, "-", "-", "not measured yet"])
             continue
-        out += [
-            [task, r["arm"], component, verdict, measured]
-            for r, (component, measured, verdict) in zip(rows, verdicts(rows))
-        ]
-    return Table(["task", "arm", "removes", "verdict", "we measure (full − arm)"], out)
+        out += [[task, label(r["variant"]), c, v] for r, (c, _, v) in zip(rows, verdicts(rows, margin_pp))]
+    return Table(["task", "variant", "removes", "verdict"], out)
+
+
+TUNED_VARIANTS = ("fixed_step", "per_entry", "baseline")  # the ablation's arms that the W_Q, W_K lr sweep tuned
+
+
+def tuned_rows(fair_rows: list[dict], values: dict[str, dict[int, float]] | None = None) -> list[dict]:
+    """The full rule − each variant the lr sweep tuned (:data:`TUNED_VARIANTS`), read from the
+    family ``grokking_fair`` (:func:`tuned.fair_family`), each at its own tuned lr; a variant whose
+    runs are missing is left out; ``values`` (:func:`fair_fight.finals` of the same files) gives
+    each arm's mean accuracy. Chapter: ablation."""
+    component = {variant: name for name, variant in COMPONENTS.items()}
+    out = []
+    for arm in TUNED_VARIANTS:
+        row = tuned.find(fair_rows, "stiefel", arm)
+        if row is not None:
+            acc = mean_and_spread([100 * v for v in values[arm].values()]) if values and arm in values else None
+            out.append(
+                {
+                    **row,
+                    "variant": arm,
+                    "removes": component.get(arm, "the whole rule"),
+                    "identical": False,
+                    "accuracy": acc,
+                }
+            )
+    return out
+
+
+def what_changed(cifar: list[dict], grokking: list[dict], at_tuned: list[dict]) -> list[str]:
+    """The ablation's verdicts that changed: on CIFAR-10 and on grokking at the task's lr, the same
+    runs read by the retired rule and by the family's; on grokking, each tuned variant at its tuned
+    lr against the retired reading at the task's lr. Chapter: ablation."""
+    pairs = [(f"CIFAR-10, the full rule − {label(r['variant'])}", r, r) for r in cifar if not r["identical"]]
+    tuned_now = {r["variant"]: r for r in at_tuned}
+    for r in grokking:
+        if r["identical"]:
+            continue
+        now, where = (tuned_now[r["variant"]], "at tuned lrs") if r["variant"] in tuned_now else (r, "same runs")
+        pairs.append((f"grokking, the full rule − {label(r['variant'])} ({where})", r, now))
+    return tuned.changed(pairs, digits=2)
+
+
+def takeaways(cifar: list[dict], grokking: list[dict], at_tuned: list[dict], margins: dict[str, float]) -> list[str]:
+    """The chapter's key takeaways from its families' rows: each task's verdicts in words, the
+    tuned grokking comparisons and the shares. ``margins``: task -> margin (pp). Chapter: ablation."""
+    out = []
+    for task, rows, margin in (
+        ("CIFAR-10, 12 paired starts", cifar, margins["cifar10"]),
+        ("Grokking at the task's lr, 20 seeds", grokking, margins["grokking"]),
+        ("Grokking, each arm at its tuned W_Q, W_K lr", at_tuned, margins["grokking"]),
+    ):
+        if rows:
+            out.append(f"**{task}**: " + ". ".join(v for _, _, v in verdicts(rows, margin, 1)) + ".")
+        else:
+            out.append(f"**{task}**: not yet run.")
+    if at_tuned:
+        out.append(
+            "No projector and no trust region were not swept: at tuned lrs they are not yet run, and their "
+            "grokking rows above are at the task's lr."
+        )
+    if cifar:
+        out.append(f"**Shares on CIFAR-10**: {share_text(cifar)}.")
+    return out
 
 
 def claim(results: dict, reference: dict | None, repeat: dict | None = None, decay_map: dict | None = None) -> str:

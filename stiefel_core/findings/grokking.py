@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import preprint
+from ..labels import label
 from ..results_reading import arm_of
 from ..stats import direction, mean_and_spread, paired_comparison
 from ..tables import Table
@@ -24,6 +25,11 @@ __all__ = [
     "frame_table",
     "findings",
     "findings_table",
+    "family_rows",
+    "family_findings",
+    "family_findings_table",
+    "what_changed",
+    "takeaways",
     "claim",
 ]
 
@@ -107,9 +113,10 @@ def runs_table(results: dict | None, arms: tuple[str, ...] = ARMS) -> Table:
         if key.split("/")[0] not in arms:
             continue
         x = run_summary(run["history"])
+        arm, _, seed = key.partition("/")
         rows.append(
             [
-                key,
+                f"{label(arm, capital=True)}, seed {seed}",
                 f"{x['grokked_at']:,}" if x["grokked_at"] is not None else "never",
                 f"{100 * x['after_grokking_min']:.1f}" if x["after_grokking_min"] is not None else "-",
                 x["spikes"],
@@ -146,7 +153,7 @@ def frame_table(results: dict | None) -> Table:
             angles = [h[-1][f"angle_mean/{w}"] for h in runs]
             rows.append(
                 [
-                    f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})",
+                    f"{label(arm, capital=True)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})",
                     w,
                     f"{min(norms):.3f}",
                     f"{max(norms):.3f}",
@@ -155,7 +162,7 @@ def frame_table(results: dict | None) -> Table:
                 ]
             )
     return Table(
-        ["arm", "frame", "‖W‖_F lowest", "‖W‖_F highest", "angle to init at the end (deg), mean", "largest"],
+        ["arm", "projection", "‖W‖_F lowest", "‖W‖_F highest", "angle to init at the end (deg), mean", "largest"],
         rows,
         "llrrrr",
     )
@@ -169,11 +176,10 @@ _EARLIER = {
 
 
 def findings(results: dict | None, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
-    """``(question, preprint, we measure, verdict)`` by fixed rules over the seeds that both arms
-    finished: an arm ends higher when the 95 % interval of the paired difference at ``epoch``
-    excludes zero (:func:`stats.direction`); grokking is "earlier" likewise on the paired first
-    epochs at 90 %.
-    Chapter: grokking."""
+    """``(question, preprint, we measure, verdict)`` by the retired rule (each 95 % interval
+    against zero, :func:`stats.direction`, no correction): the intro's claims table
+    (``findings.summary``) reads it until it moves to :func:`family_findings`, which the chapter
+    reads. Chapter: intro."""
     table = endpoint_accuracies(results, epoch) if results else {}
     seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
     if len(seeds) < 2:
@@ -279,15 +285,15 @@ def claim(results: dict | None, config) -> str:
         return "not yet measured (no finished full run)"
     table = endpoint_accuracies(results, 20_000)
     parts = []
-    for arm, label in (("stiefel", "Stiefel"), ("baseline", "baseline")):
+    for arm, name in (("stiefel", "Stiefel"), ("baseline", "baseline")):
         values = [100 * v for v in table.get(arm, {}).values()]
         if len(values) >= 2:
             s = mean_and_spread(values)
-            parts.append(f"{label} {s.mean:.1f}% ± {s.std:.1f} (n = {s.n}, range {s.min:.1f}-{s.max:.1f})")
+            parts.append(f"{name} {s.mean:.1f}% ± {s.std:.1f} (n = {s.n}, range {s.min:.1f}-{s.max:.1f})")
         elif values:
-            parts.append(f"{label} {values[0]:.1f}% (n = 1)")
+            parts.append(f"{name} {values[0]:.1f}% (n = 1)")
         else:
-            parts.append(f"{label}: no finished run")
+            parts.append(f"{name}: no finished run")
     line = "validation accuracy at epoch 20,000: " + "; ".join(parts)
     seeds = regimes.paired_seeds(results, "stiefel", "baseline")
     if len(seeds) >= 2:
@@ -301,3 +307,148 @@ def claim(results: dict | None, config) -> str:
         config.lr, config.weight_decay, regimes.grokking_lr_factors(config.warmup_epochs, config.epochs)
     )
     return line + f"; regime: p = {config.p}, Σ lr·λ = {budget:.3g}, {config.epochs:,} epochs (a CPU-sized model)"
+
+
+# --- the declared family (book/protocol.yml: grokking_p97) -------------------------------------
+
+
+def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: float = 0.9) -> dict | None:
+    """The family ``grokking_p97``: the Stiefel rule − AdamW over the seeds both finished, on
+    validation accuracy at ``epoch`` (paired t test and TOST within the family's margin) and on
+    time to ``threshold`` (paired permutation log-rank, runs that never get there censored), the
+    two p-values Holm-adjusted together. ``None`` with fewer than 2 paired seeds. Returns
+    ``{"seeds", "endpoint": {...}, "time": {...}}``, each with its word (higher, lower,
+    equivalent, inconclusive; time: higher when the Stiefel rule gets there sooner) and p-values.
+    Chapter: grokking."""
+    from ..stats import holm, paired_t_p, permutation_logrank, tost
+    from ..stats.paired import MIN_PAIRS_FOR_VERDICT
+    from .regimes import survival, time_to_threshold
+
+    table = endpoint_accuracies(results, epoch) if results else {}
+    seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
+    if len(seeds) < 2:
+        return None
+    d = np.array([table["stiefel"][k] - table["baseline"][k] for k in seeds])
+    margin = family.margin / 100
+    equivalence = tost(d, margin, family.alpha)
+    times = {arm: [time_to_threshold(results["runs"][f"{arm}/{k}"], threshold) for k in seeds] for arm in ARMS}
+    lr = permutation_logrank(*zip(*times["stiefel"]), *zip(*times["baseline"]), paired=True)
+    tested = len(seeds) >= MIN_PAIRS_FOR_VERDICT
+    p = np.array([paired_t_p(d), lr.p_value]) if tested else np.array([np.nan, np.nan])
+    p_holm = holm(p, nan="one")
+    alpha = family.alpha
+
+    def word(p_adj: float, sign: float, equivalent: bool) -> str:
+        if p_adj < alpha:
+            return "higher" if sign > 0 else "lower"
+        return "equivalent" if equivalent else "inconclusive"
+
+    half = float(equivalence.ci_high - equivalence.ci_low) / 2  # the (1 - 2 alpha) interval, as TOST reads it
+    return {
+        "seeds": seeds,
+        "endpoint": {
+            "mean_pp": 100 * float(d.mean()),
+            "tost_ci_pp": (100 * equivalence.ci_low, 100 * equivalence.ci_high),
+            "half_pp": 100 * half,
+            "p": float(p[0]),
+            "p_holm": float(p_holm[0]),
+            "tost_p": equivalence.p_value,
+            "verdict": word(p_holm[0], d.mean(), tested and equivalence.p_value < alpha),
+            "past": tuple(sum(table[arm][k] >= threshold for k in seeds) for arm in ARMS[::-1]),
+        },
+        "time": {
+            "statistic": lr.statistic,
+            "p": lr.p_value,
+            "p_holm": float(p_holm[1]),
+            "exact": lr.exact,
+            "arrangements": lr.arrangements,
+            "verdict": word(p_holm[1], lr.statistic, False),
+            "never": tuple(sum(not ok for _, ok in times[arm]) for arm in ARMS[::-1]),
+            "median": tuple(survival(results, arm, threshold, seeds).median for arm in ARMS[::-1]),
+        },
+    }
+
+
+_ENDPOINT = {
+    "higher": "reproduced: the Stiefel rule ends higher",
+    "lower": "not reproduced: AdamW ends higher",
+    "equivalent": "not reproduced: the two are equivalent",
+    "inconclusive": "not reproduced: inconclusive",
+}
+_TIME = {
+    "higher": "higher: the Stiefel rule reaches 90 % sooner",
+    "lower": "lower: AdamW reaches 90 % sooner",
+    "inconclusive": "inconclusive",
+}
+
+
+def family_findings(results: dict | None, family, epoch: int = 20_000) -> list[tuple[str, str, str, str]]:
+    """``(question, the preprint, we measure, verdict)`` under the family ``grokking_p97``
+    (:func:`family_rows`), then the descriptive rows of :func:`findings` (instability, collapse
+    cycles), which are counts, not tests. Chapter: grokking."""
+    rows = family_rows(results, family, epoch)
+    old = findings(results, epoch)
+    if rows is None:
+        return old[:1]
+    e, t = rows["endpoint"], rows["time"]
+    n = len(rows["seeds"])
+    lo, hi = e["tost_ci_pp"]
+    out = [
+        (
+            f"accuracy at epoch {epoch:,}",
+            preprint.grokking_endpoint(),
+            f"the Stiefel rule − AdamW {e['mean_pp']:+.1f} pp over {n} paired seeds (90 % interval "
+            f"[{lo:+.1f}, {hi:+.1f}], margin ±{family.margin:g} pp), Holm p = {e['p_holm']:.2g}; past 90 %: "
+            f"{e['past'][0]} of {n} against {e['past'][1]} of {n}",
+            _ENDPOINT[e["verdict"]],
+        ),
+        (
+            "time to 90 % validation accuracy",
+            preprint.NOT_REPORTED,
+            f"median epoch (Kaplan-Meier) {t['median'][0]:,.0f} against {t['median'][1]:,.0f} (runs that never get "
+            f"there kept as censored: {t['never'][0]} and {t['never'][1]} of {n}); paired permutation log-rank "
+            f"p = {t['p']:.2g} ({'exact' if t['exact'] else 'Monte Carlo'}, {t['arrangements']} arrangements), "
+            f"Holm p = {t['p_holm']:.2g}",
+            _TIME[t["verdict"]],
+        ),
+    ]
+    return out + [r for r in old[1:] if not r[0].startswith("epoch at which")]
+
+
+def family_findings_table(results: dict | None, family, epoch: int = 20_000) -> Table:
+    """:func:`family_findings` as a table. Chapter: grokking."""
+    return Table(["question", "the preprint", "we measure", "verdict"], family_findings(results, family, epoch))
+
+
+def what_changed(results: dict | None, family, epoch: int = 20_000) -> list[str]:
+    """The grokking verdicts that changed from the retired rule (:func:`findings`) to the
+    family's (:func:`family_findings`), one line each. Chapter: grokking."""
+    old = {q: v for q, _, _, v in findings(results, epoch)}
+    new = family_findings(results, family, epoch)
+    out = []
+    for (question, _, _, verdict), key in zip(new[:2], (f"accuracy at epoch {epoch:,}", "epoch at which")):
+        before = next((v for q, v in old.items() if q.startswith(key)), None)
+        if before is not None and before != verdict:
+            out.append(f"{question[:1].upper() + question[1:]}: *{before}* before, **{verdict}** now")
+    return out
+
+
+def takeaways(results: dict | None, family, tuned_rows: list[dict], scale_rows: list[dict], label) -> list[str]:
+    """The chapter's key takeaways: the family's two verdicts at p = 97 and, at p = 31 where every
+    arm has its tuned W_Q, W_K lr, the Stiefel rule against AdamW and scale alone against the
+    Stiefel rule (rows of :func:`tuned.fair_family` and :func:`tuned.scale_family`). Chapter: grokking."""
+    from . import tuned
+
+    rows = family_findings(results, family)
+    out = [f"**{q[:1].upper() + q[1:]} (p = 97)**: {v} ({ours})." for q, _, ours, v in rows[:2]]
+    out.append(
+        "**Does the gain survive a tuned baseline?** At p = 97 the tuned runs are not yet run. At p = 31, "
+        + tuned.beats(tuned.find(tuned_rows, "stiefel", "baseline"), label, family.margin, capital=False)
+        + "."
+    )
+    scale = [
+        tuned.beats(tuned.find(scale_rows, arm, "stiefel"), label, family.margin, capital=False)
+        for arm in ("qk_norm", "sphere")
+    ]
+    out.append("**Does scale alone do what the Stiefel rule does?** At p = 31: " + "; ".join(scale) + ".")
+    return out + [f"**{q[:1].upper() + q[1:]}**: {v}." for q, _, _, v in rows[2:]]

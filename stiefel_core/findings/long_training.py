@@ -85,15 +85,17 @@ def regime_rows(results: dict) -> list[dict]:
     return rows
 
 
-def _cell(c: PairedComparison | None) -> str:
+def _cell(c: PairedComparison | None, verdict: bool = True) -> str:
     if c is None:
         return "-"
-    return f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}: {direction(c)}"
+    cell = f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}"
+    return f"{cell}: {direction(c)}" if verdict else cell
 
 
-def regime_table(rows: list[dict]) -> str:
+def regime_table(rows: list[dict], verdicts: bool = True) -> str:
     """:func:`regime_rows` as a Markdown table: per decay its budget, the accuracies reached
-    (train / test, %), and each comparison in points with its 95 % interval, wins and verdict.
+    (train / test, %), and each comparison in points with its 95 % interval, wins and (unless
+    ``verdicts`` is false: the CIFAR-10 chapter reads them from its family) the retired rule's verdict.
     Chapters: CIFAR-10 patches, regimes."""
 
     def reached(row, arm):
@@ -107,9 +109,9 @@ def regime_table(rows: list[dict]) -> str:
             reached(r, "baseline"),
             reached(r, "stiefel"),
             len(r["starts"]),
-            _cell(r["gain"]),
-            _cell(r["freezing_cost"]),
-            _cell(r["decay_on_qk"]),
+            _cell(r["gain"], verdicts),
+            _cell(r["freezing_cost"], verdicts),
+            _cell(r["decay_on_qk"], verdicts),
             "-" if r["movement_ratio"] is None else f"{r['movement_ratio']:.2f}x",
         ]
         for r in rows
@@ -238,16 +240,17 @@ def _accuracy(results: dict, key: str) -> dict[str, float] | None:
     return {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")} if runs else None
 
 
-def size_table(results: dict) -> str:
+def size_table(results: dict, verdicts: bool = True) -> str:
     """The size sweep at matched epochs as Markdown: per size, the arms' mean final train / test
-    accuracy (%) and the paired gain Stiefel − AdamW with its interval, wins and verdict.
+    accuracy (%) and the paired gain Stiefel − AdamW with its interval, wins and (unless
+    ``verdicts`` is false) the retired rule's verdict.
     Chapters: CIFAR-10 patches, regimes."""
     body = []
     for row in size_gains(results):
         decay, size = row["weight_decay"], row["train_size"]
         accuracy = (_accuracy(results, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
         reached = ["-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}" for acc in accuracy]
-        body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], _cell(row["comparison"])])
+        body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], _cell(row["comparison"], verdicts)])
     return markdown_table(
         ["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body
     )

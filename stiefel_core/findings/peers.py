@@ -30,6 +30,14 @@ __all__ = [
     "cifar_accuracy_rows",
     "cifar_regime",
     "cifar_claim",
+    "TUNED_PEERS",
+    "merged",
+    "family_peer_rows",
+    "family_ingredient_rows",
+    "family_reading",
+    "comparison_cells",
+    "what_changed",
+    "takeaways",
 ]
 
 
@@ -313,3 +321,124 @@ def reading(row: dict) -> str:
         n = row["comparison"].n if row["comparison"] is not None else 0
         return f"untested ({n} paired seed(s); a verdict needs 3)"
     return READINGS[(row["a"], row["b"])][row["verdict"]]
+
+
+# --- the declared families, four words (book/protocol.yml: grokking_fair, peers_grokking, peers_cifar10) -----
+
+TUNED_PEERS = (*PEERS, "cayley_adam")  # the relatives judged at their tuned W_Q, W_K lrs (grokking_fair_peers)
+
+
+def merged(*results: dict | None) -> dict:
+    """The runs of several files of one comparison (same seeds, same initial weights) as one
+    results dict, the first file's config kept."""
+    present = [r for r in results if r]
+    return {
+        "config": present[0]["config"] if present else {},
+        "runs": {k: v for r in present for k, v in r["runs"].items()},
+    }
+
+
+def family_peer_rows(rows: list[dict], results: dict | None = None, peers: tuple[str, ...] = PEERS) -> list[dict]:
+    """Each peer − each reference (the Stiefel rule, AdamW) read from a family's rows
+    (:func:`fair_fight.family_rows`: four words, Holm across the family), in the chapter's order;
+    with ``results``, the Kaplan-Meier median epochs to 90 % of both arms over the same seeds
+    (described, not tested). A pair the family lacks is left out."""
+    from . import tuned
+    from .regimes import paired_seeds, survival
+
+    out = []
+    for peer in peers:
+        for ref in REFERENCES:
+            row = tuned.find(rows, peer, ref)
+            if row is None:
+                continue
+            if results is not None:
+                seeds = paired_seeds(results, peer, ref)
+                row = {
+                    **row,
+                    "median": survival(results, peer, 0.9, seeds).median,
+                    "reference_median": survival(results, ref, 0.9, seeds).median,
+                }
+            out.append(row)
+    return out
+
+
+_FAMILY_READINGS = {  # (a, b) of INGREDIENTS -> what "equivalent" says (higher and lower: READINGS)
+    ("stiefel", "per_entry"): "scalar or per-entry second moments: equivalent here",
+    ("stiefel", "geoopt_radam"): "the Stiefel rule and the standard Riemannian Adam: equivalent here",
+    ("muon", "baseline"): "orthogonalised updates alone and AdamW: equivalent here",
+    ("stiefel", "muon_no_decay"): "the constraint on the weights and orthogonal updates alone: equivalent here",
+    ("muon_no_decay", "muon"): "decay on Muon's W_Q, W_K: no effect beyond the margin",
+    ("orthogonal_param", "baseline"): "the constraint by parametrization and AdamW: equivalent here",
+    ("stiefel", "orthogonal_param"): "the Stiefel rule and the parametrization: equivalent here",
+}
+
+
+def family_ingredient_rows(rows: list[dict]) -> list[dict]:
+    """:data:`INGREDIENTS` read from a family's rows (``row`` ``None`` where the family does not
+    hold that comparison: it is outside the declared family and gets no verdict)."""
+    from . import tuned
+
+    return [{"a": a, "b": b, "meaning": meaning, "row": tuned.find(rows, a, b)} for a, b, meaning in INGREDIENTS]
+
+
+def family_reading(row: dict, label) -> str:
+    """What one :func:`family_ingredient_rows` row says: higher and lower by :data:`READINGS`,
+    equivalent by its own sentence, inconclusive as "these runs cannot tell"."""
+    r = row["row"]
+    if r is None:
+        return "outside the declared family: no verdict"
+    if r["verdict"] in ("higher", "lower"):
+        return READINGS[(row["a"], row["b"])][r["verdict"]]
+    if r["verdict"] == "equivalent":
+        return _FAMILY_READINGS[(row["a"], row["b"])]
+    return f"inconclusive: these runs cannot tell {label(row['a'])} from {label(row['b'])}"
+
+
+def comparison_cells(row: dict, digits: int = 1) -> list[str]:
+    """A family row as table cells: difference, interval, Holm p, verdict, seeds past 90 %."""
+    lo, hi = row["ci_pp"]
+    return [
+        f"{row['mean_pp']:+.{digits}f}",
+        f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
+        f"{row['p_holm']:.2g}",
+        row["verdict"],
+        f"{row['past'][0]} / {row['past'][1]}",
+    ]
+
+
+def what_changed(before: list[dict], now: list[dict], label, task: str) -> list[str]:
+    """Each peer's verdict that changed between ``before`` (the untuned runs' rows, read by the
+    retired rule) and ``now`` (the family's rows at the tuned lrs), one line each."""
+    from . import tuned
+
+    pairs = [
+        (f"{task}: {label(r['arm'])} − {label(r['reference'])}", r, tuned.find(now, r["arm"], r["reference"]))
+        for r in before
+    ]
+    return tuned.changed(pairs)
+
+
+def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) -> list[str]:
+    """The chapter's key takeaways from the tuned family's peer rows (:func:`family_peer_rows`)."""
+    from . import fair_fight, tuned
+
+    if not rows:
+        return ["The relatives' runs at their tuned learning rates have not run yet."]
+    out = [
+        "Every relative trained W_Q, W_K at its own learning rate, chosen on selection seeds by a rule fixed "
+        "before the sweep: "
+        + ", ".join(
+            f"{label(a)} {fair_fight.lr_text(lrs[a])}" for a in ("stiefel", "baseline", *TUNED_PEERS) if a in lrs
+        )
+        + "."
+    ]
+    against = [r for r in rows if r["reference"] == "stiefel"]
+    counts = {w: sum(r["verdict"] == w for r in against) for w in ("higher", "lower", "equivalent", "inconclusive")}
+    out.append(
+        f"Against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
+        f"{counts['higher']} higher, {counts['lower']} lower, {counts['equivalent']} equivalent "
+        f"(within ±{margin_pp:g} pp), {counts['inconclusive']} inconclusive."
+    )
+    out += [tuned.beats(r, label, margin_pp) + "." for r in rows if r["verdict"] in ("higher", "lower")]
+    return out

@@ -22,6 +22,7 @@ __all__ = [
     "arms_figure",
     "sweep_figure",
     "movement_figure",
+    "movement_lr_figure",
 ]
 
 CHAPTER_ARMS = (
@@ -234,4 +235,24 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
         right.set_ylabel("baseline step / arm step")
         if title:
             fig.suptitle(title)
+    return fig
+
+
+def movement_lr_figure(lrs, ratios, lr: float, ratio: float, band: tuple[float, float] | None = None) -> Figure:
+    """How many times less a fixed step moves W_Q, W_K than AdamW (``ratios``) against the fixed
+    step's lr (``lrs``), log-log; the measured point (``lr``, ``ratio``) marked, the preprint's
+    range shaded. Draws what it is handed (``findings.cifar10_family.movement_by_lr``).
+    Chapter: cifar10_patches."""
+    with style():
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
+        ax.plot(lrs, ratios, color=ARM_COLORS["fixed_step"], lw=1.5, label="AdamW step / fixed step, ∝ 1 / lr")
+        ax.scatter([lr], [ratio], s=60, color=ARM_COLORS["fixed_step"], zorder=3, label=f"measured at lr {lr:g}")
+        if band is not None:
+            ax.axhspan(*band, color=COLORS["highlight"], alpha=0.25, label=f"the preprint: {band[0]:g}–{band[1]:g}x")
+        ax.axhline(1, color="black", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("the fixed step's learning rate")
+        ax.set_ylabel("how many times less it moves")
+        ax.legend(fontsize=9)
     return fig

@@ -25,4 +25,6 @@ def compare_variant(variant: str, lr: float):
 
 
 def variant_explorer() -> Explorer:
-    return explorer(compare_variant, variant=[v for v in VARIANTS if v != "stiefel"], lr=log_slider(-4, -1, 3e-3, "lr"))
+    return explorer(
+        compare_variant, variant=[v for v in VARIANTS if v != "stiefel"], lr=log_slider(-4, -1, 3e-3, "learning rate")
+    )

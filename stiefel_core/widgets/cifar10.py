@@ -59,4 +59,4 @@ def draw_lr(lr: float = 1e-3) -> tuple[Figure, str]:
 
 def lr_explorer(lr: float = 1e-3) -> Explorer:
     """A log slider for the learning rate of both arms (1e-4 to 3e-2)."""
-    return explorer(draw_lr, lr=log_slider(-4, -1.5, lr, "lr", step=0.25))
+    return explorer(draw_lr, lr=log_slider(-4, -1.5, lr, "learning rate", step=0.25))

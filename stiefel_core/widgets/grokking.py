@@ -42,6 +42,6 @@ def draw_step_sizes(lr_baseline: float, lr_stiefel: float):
 def step_size_explorer() -> Explorer:
     return explorer(
         draw_step_sizes,
-        lr_baseline=log_slider(-4, -1, 3e-3, "lr AdamW"),
-        lr_stiefel=log_slider(-4, -1, 3e-3, "lr Stiefel"),
+        lr_baseline=log_slider(-4, -1, 3e-3, "AdamW's learning rate"),
+        lr_stiefel=log_slider(-4, -1, 3e-3, "Stiefel rule's learning rate"),
     )
