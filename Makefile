@@ -125,7 +125,7 @@ sync: $(STAMP)
 execute: $(STAMP)
 	$(NB_ENV) STIEFEL_STATIC_EXPLORERS=on $(PY) -m nbconvert --to notebook --execute --inplace \
 	  --ExecutePreprocessor.timeout=1200 --ExecutePreprocessor.record_timing=False $(NB)
-	$(MAKE) sync
+	for pass in 1 2; do $(PY) -m jupytext --quiet --sync $(NB); done  # its twin (no sub-make: it would re-check the venv)
 
 # One chapter (or several) checked as make test checks them: nbval under the emulated CPU.
 nbval: $(STAMP)
