@@ -56,6 +56,7 @@ from .cifar10_config import (  # re-exported: the experiments and chapters read 
     warmup_cosine,
 )
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
+from .registry import Experiment
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import (
     ABLATION_ARMS,
@@ -68,6 +69,7 @@ from .variants import (
 )
 
 __all__ = [
+    "ENTRIES",
     "prepared_data",
     "build_model",
     "build_optimizer",
@@ -437,3 +439,22 @@ def run_sweep(
 
 
 PREPRINT = preprint.CIFAR10  # the chapter's first cell reads the abstract's numbers here; they live in preprint
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 patches, 4 arms x 12 paired starts",
+        optional_arms=CONTROL_ONLY_ARMS,
+    ),
+    Experiment(
+        "cifar10_sweep",
+        SWEEP_PROFILES,
+        SWEEP_ARM_NAMES,
+        run_sweep,
+        "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes",
+    ),
+)

@@ -17,9 +17,21 @@ from .. import choices
 from ..choices import LADDER, ladder_around, ladder_scores, late_score
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_long
+from .registry import Experiment
 from .selection import grow
 
-__all__ = ["SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "start_arms", "run", "sweep_scores", "pending", "chosen"]
+__all__ = [
+    "ENTRIES",
+    "SWEPT",
+    "CifarSweepConfig",
+    "PROFILES",
+    "ARMS",
+    "start_arms",
+    "run",
+    "sweep_scores",
+    "pending",
+    "chosen",
+]
 
 SWEPT = ("baseline", "stiefel")
 KEY = "qklr"
@@ -96,3 +108,15 @@ def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **
         return [f"{cell}@{KEY}={lr:g}" for cell in cells for lr in pending(results, config, cell)]
 
     return grow(run_experiment, "cifar10_qk_lr", profile, pending_arms, **options)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_qk_lr",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
+        arms_of=start_arms,
+    ),
+)

@@ -25,10 +25,12 @@ from ..choices import LADDER, ladder_around, ladder_scores, late_score
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import ablation, grokking
+from .registry import Experiment
 from .results import load_results
 from .selection import grow
 
 __all__ = [
+    "ENTRIES",
     "FAIR_ARMS",
     "SCALE_ARMS",
     "PEER_ARMS",
@@ -210,3 +212,40 @@ def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **op
         ]
 
     return grow(run_experiment, "grokking_qk_lr", profile, pending, **options)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_qk_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        arms_of=start_arms,
+    ),
+    Experiment(
+        "grokking_fair",
+        PROFILES,
+        (*FAIR_ARMS, "frozen"),
+        run,
+        "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
+        resolve=resolve,
+    ),
+    Experiment(
+        "grokking_fair_scale",
+        SCALE_PROFILES,
+        (*SCALE_ARMS,),
+        run,
+        "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=resolve,
+    ),
+    Experiment(
+        "grokking_fair_peers",
+        PEER_PROFILES,
+        (*PEER_ARMS,),
+        run,
+        "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
+        "W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=resolve,
+    ),
+)

@@ -20,6 +20,7 @@ from ..threads import threads
 from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
+from .registry import Experiment
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .scale_arms import SCALE_ARM_NAMES, holds_frames, modular_inputs, prepare_attention, scale_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
@@ -246,3 +247,15 @@ def explore(
         arm: run(dataclasses.replace(base, lr=lr), arm, seed, cpu, progress=False)["history"]
         for arm, lr in zip(arms, (lr_baseline, lr_stiefel))
     }
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking",
+        PROFILES,
+        ARMS,
+        run,
+        "modular addition, 20,000 epochs",
+        optional_arms=("frozen", "no_decay_qk"),
+    ),
+)
