@@ -138,24 +138,20 @@ def _run(
         model.attn.W_K.requires_grad_(False)
     frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
     no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
-    if arm in FOREIGN_ARMS:
-        opt = relative_optimizer(
-            model,
-            arm,
-            lr=config.lr,
-            frame_lr=config.lr if frame_lr is None else frame_lr,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
+    if arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES:  # the relatives' and the scale arms' own optimizers
+        build, own = (
+            (relative_optimizer, {})
+            if arm in FOREIGN_ARMS
+            else (scale_optimizer, {"trust_radius": config.trust_radius})
         )
-    elif arm in SCALE_ARM_NAMES:
-        opt = scale_optimizer(
+        opt = build(
             model,
             arm,
             lr=config.lr,
             frame_lr=config.lr if frame_lr is None else frame_lr,
             weight_decay=config.weight_decay,
             betas=config.betas,
-            trust_radius=config.trust_radius,
+            **own,
         )
     elif is_euclidean(arm) and frame_lr is not None:
         opt = euclidean_optimizer(
