@@ -374,6 +374,7 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
         ],
     }
     try:
+        (ROOT / SCRATCH).parent.mkdir(exist_ok=True)  # _build/ is absent from a fresh checkout
         lab.api("PUT", f"contents/{SCRATCH}", json={"type": "directory"})
         lab.api("PUT", f"contents/{SCRATCH}/book", json={"type": "directory"})
         lab.api("PUT", f"contents/{notebook}", json={"type": "notebook", "format": "json", "content": content})
