@@ -10,8 +10,8 @@ import torch
 from torch import Tensor
 from torch.optim import Optimizer
 
-from .manifold import check_frame_shape, compute_dtype, full_precision_matmul, orthonormality_error
-from .optim import _bank, _evaluate, _unbank
+from .frame_steps import adam_states, bank, check_adam_hyperparameters, evaluate_closure, new_parameters, unbank
+from .manifold import compute_dtype, full_precision_matmul, orthonormality_error
 from .step_checks import ORTHONORMALITY_TOLERANCE
 
 __all__ = ["CayleyAdam", "cayley_adam_update_"]
@@ -61,14 +61,7 @@ class CayleyAdam(Optimizer):
         q: float = 0.5,
         s: int = 2,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"Invalid betas: {betas} (each in [0, 1))")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay)
         if not 0.0 < q < 1.0:
             raise ValueError(f"Invalid q: {q} (in (0, 1), so that the fixed-point iteration contracts)")
         if not (isinstance(s, int) and s >= 1):
@@ -77,11 +70,7 @@ class CayleyAdam(Optimizer):
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
-        for i, p in enumerate(self.param_groups[-1]["params"]):
-            name = f"param_groups[{len(self.param_groups) - 1}]['params'][{i}] of shape {tuple(p.shape)}"
-            if not p.is_floating_point():
-                raise ValueError(f"CayleyAdam: parameter {name} has dtype {p.dtype}; frames must be floating point.")
-            check_frame_shape(p.shape, f"CayleyAdam parameter {name}")
+        for name, p in new_parameters(self, "CayleyAdam"):
             error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
             if not error <= ORTHONORMALITY_TOLERANCE:
                 raise ValueError(
@@ -92,31 +81,21 @@ class CayleyAdam(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
         """One step for every frame with a gradient; ``closure`` re-evaluates the loss."""
-        loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("CayleyAdam does not support sparse gradients")
-                d, r = p.shape[-2:]
-                state = self.state[p]
-                if not state:
-                    state["step"] = torch.zeros((), dtype=torch.float32)
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-                    state["exp_avg_sq"] = torch.zeros(p.shape[:-2], dtype=compute_dtype(p.dtype), device=p.device)
-                state["step"] += 1
-                X, G, M = _bank([p], d, r), _bank([p.grad], d, r), _bank([state["exp_avg"]], d, r)
-                cayley_adam_update_(
-                    X,
-                    G,
-                    M,
-                    state["exp_avg_sq"].view(-1),
-                    float(state["step"]),
-                    **{k: group[k] for k in ("lr", "betas", "eps", "q", "s")},
-                )
-                _unbank(X, [p])
-                _unbank(M, [state["exp_avg"]])
+        loss = evaluate_closure(closure)
+        for group, p, state in adam_states(self, "CayleyAdam"):
+            d, r = p.shape[-2:]
+            state["step"] += 1
+            X, G, M = bank([p], d, r), bank([p.grad], d, r), bank([state["exp_avg"]], d, r)
+            cayley_adam_update_(
+                X,
+                G,
+                M,
+                state["exp_avg_sq"].view(-1),
+                float(state["step"]),
+                **{k: group[k] for k in ("lr", "betas", "eps", "q", "s")},
+            )
+            unbank(X, [p])
+            unbank(M, [state["exp_avg"]])
         return loss
 
 

@@ -4,9 +4,11 @@ the library."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["PACKAGE_DIR", "checkout_root"]
+__all__ = ["PACKAGE_DIR", "checkout_root", "folder"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent  # stiefel_core/, in a checkout or in site-packages
 
@@ -17,3 +19,16 @@ def checkout_root() -> Path | None:
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     root = PACKAGE_DIR.parent
     return root if (root / "pyproject.toml").is_file() and (root / "book").is_dir() else None
+
+
+def folder(directory: Path | str | None, variable: str, default: str, refuse: Callable[[], Exception]) -> Path:
+    """``directory``, else ``$variable``, else the checkout's ``default`` folder (relative to its
+    root); an install has no checkout, so there it raises ``refuse()``, which says what to pass."""
+    if directory is not None:
+        return Path(directory)
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    root = checkout_root()
+    if root is None:
+        raise refuse()
+    return root / default

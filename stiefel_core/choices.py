@@ -2,13 +2,17 @@
 (``grokking_peers_lr``) and the weight decay the size sweep trains at (``cifar10_long``'s decay
 of largest paired gain). Pure and light (:mod:`.results_reading`, no torch): the experiments
 that train at a chosen setting and the findings that report it both read it here, so an
-experiment never imports a finding. (The fair fight's rule: ``experiments/selection.py``.)"""
+experiment never imports a finding; and the fair fight's rule, which grows a W_Q, W_K lr sweep
+along a ladder until its choice is interior (``grokking_qk_lr``, ``cifar10_qk_lr``, the routing
+sweeps), with the reading of such a sweep's rungs that the sweeps and the fair fight's findings share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 
-from .results_reading import grid_arm, paired, parse_grid_arm, split_key
+from .results_reading import arm_of, grid_arm, paired, parse_grid_arm, split_key
 from .stats import PairedComparison
 
 __all__ = [
@@ -20,6 +24,17 @@ __all__ = [
     "decays_of",
     "paired_gain_at",
     "largest_gap_decay",
+    "LADDER",
+    "LATE_FRACTION",
+    "late_score",
+    "ladder_around",
+    "ladder_scores",
+    "rung_scores",
+    "choice",
+    "is_interior",
+    "next_rungs",
+    "pending_rungs",
+    "settled",
 ]
 
 # --- the relatives' lr sweep (grokking_peers_lr) ---------------------------------------------
@@ -116,3 +131,115 @@ def largest_gap_decay(
             return None
         gains[decay] = comparison.mean_difference
     return max(gains, key=lambda decay: abs(gains[decay])) if gains else None
+
+
+# --- the fair fight's rule: a W_Q, W_K lr sweep along a ladder ---------------------------------
+# Sweeps resolve the choice *before* the runs that train at it and write it into their config.
+#
+# The rule, declared before the sweep ran (``book/protocol.yml`` states it in words):
+#
+# - **Grid**: the half-decade ladder 1, 3 x 10^k (steps of 3x and 3.3x) from 1e-6 to 30, and lr 0
+#   below it (lr 0 is frozen frames: W_Q, W_K never move).
+# - **Score** of one run: its mean validation accuracy over the last 20 % of training (robust to
+#   the bimodal endpoint of grokking at p = 31, where a run ends near 55 % or near 100 %: a late
+#   grokker and a run that groks and holds score apart). An lr's score is its mean over the
+#   selection seeds; every rung needs every seed before anything is chosen. A run whose gradients
+#   turn non-finite (an lr too large for its arm) scores 0.
+# - **Choice**: the rung of highest score; ties go to the rung nearest the arm's starting lr (on a
+#   plateau the sweep does not walk), then to the smaller lr. **Growth**: while the choice is
+#   the largest rung tried, the next rung up is added; while it is the smallest, the next rung down
+#   (below 1e-6, lr 0). The sweep stops when the choice is interior (both neighbours tried, neither
+#   higher) or at lr 0 (a true boundary) or at the ladder's top.
+
+LADDER = tuple(float(f"{m}e{k}") for k in range(-6, 2) for m in (1, 3))  # 1e-06 ... 30.0
+LATE_FRACTION = 0.2  # the score's window: the last 20 % of training
+
+
+def late_score(history: list[dict], epochs: int, metric: str = "val_acc", fraction: float = LATE_FRACTION) -> float:
+    """Mean ``metric`` over the records of the last ``fraction`` of ``epochs`` (one run's score)."""
+    start = epochs * (1.0 - fraction)
+    late = [r[metric] for r in history if r["epoch"] > start]
+    if not late:
+        raise ValueError(f"no record after epoch {start:g} of {epochs}: the run's history is too short to score")
+    return float(np.mean(late))
+
+
+def ladder_around(center: float, below: int = 2, above: int = 1) -> tuple[float, ...]:
+    """The rungs from ``below`` under ``center`` to ``above`` over it (``center`` on the ladder)."""
+    if center not in LADDER:
+        raise ValueError(f"{center:g} is not on the ladder {LADDER}")
+    i = LADDER.index(center)
+    return LADDER[max(0, i - below) : i + above + 1]
+
+
+def rung_scores(scores: dict[float, list[float]], n_seeds: int) -> dict[float, float]:
+    """``{lr: mean score}`` over the rungs that hold all ``n_seeds`` selection seeds."""
+    return {lr: float(np.mean(s)) for lr, s in sorted(scores.items()) if len(s) >= n_seeds}
+
+
+def choice(complete: dict[float, float], center: float) -> float:
+    """The rung of highest mean score; ties to the rung nearest ``center`` (log scale), then the smaller."""
+    if not complete:
+        raise ValueError("no rung has all its selection seeds yet: nothing to choose from")
+    distance = lambda lr: abs(np.log(lr / center)) if lr > 0 else np.inf  # noqa: E731
+    return min(complete, key=lambda lr: (-complete[lr], distance(lr), lr))
+
+
+def next_rungs(complete: dict[float, float], tried: Iterable[float], center: float) -> tuple[float, ...]:
+    """The rungs to add next (empty when the choice is interior or at a true boundary)."""
+    tried = sorted(set(tried) | set(complete))
+    best = choice(complete, center)
+    out = []
+    if best == max(tried) and best in LADDER and best != LADDER[-1]:
+        out.append(LADDER[LADDER.index(best) + 1])
+    if best == min(tried) and best != 0.0:
+        out.append(0.0 if best == LADDER[0] else LADDER[LADDER.index(best) - 1])
+    return tuple(out)
+
+
+def is_interior(complete: dict[float, float], lr: float) -> bool:
+    """Whether ``lr`` has a tried neighbour on each side scoring no higher, or is lr 0."""
+    rungs = sorted(complete)
+    i = rungs.index(lr)
+    if lr == 0.0:
+        return True
+    return 0 < i < len(rungs) - 1 and complete[rungs[i - 1]] <= complete[lr] >= complete[rungs[i + 1]]
+
+
+def ladder_scores(
+    sweep: dict, arm: str, score: Callable[[list[dict]], float], key: str = "qklr"
+) -> dict[float, list[float]]:
+    """``{lr: [score(history) per finished run]}`` of ``arm``'s runs ``"<arm>@<key>=<lr>/<seed>"``
+    in the sweep's results file; lr 0 (the runs ``"frozen/<seed>"``) counts once the arm's grid has
+    reached the ladder's bottom, its neighbour."""
+    out: dict[float, list[float]] = {}
+    for run, outcome in sorted(sweep["runs"].items()):
+        name = arm_of(run)
+        base, sep, lr = name.partition(f"@{key}=")
+        if name == "frozen":
+            rung = 0.0
+        elif sep and base == arm:
+            rung = float(lr)
+        else:
+            continue
+        out.setdefault(rung, []).append(score(outcome["history"]))
+    if LADDER[0] not in out:
+        out.pop(0.0, None)
+    return out
+
+
+def pending_rungs(
+    scores: dict[float, list[float]], n_seeds: int, first: Iterable[float], center: float
+) -> tuple[float, ...]:
+    """The rungs an arm still needs, from its ``scores`` so far (:func:`ladder_scores`): the
+    unfinished rungs of its ``first`` grid and of those it tried, else the rule's next ones."""
+    unfinished = tuple(lr for lr in sorted(set(first) | set(scores)) if len(scores.get(lr, [])) < n_seeds)
+    return unfinished or next_rungs(rung_scores(scores, n_seeds), scores, center)
+
+
+def settled(scores: dict[float, list[float]], n_seeds: int, center: float) -> dict:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice from an arm's ``scores``
+    (:func:`ladder_scores`) over the rungs that hold all ``n_seeds`` seeds."""
+    complete = rung_scores(scores, n_seeds)
+    lr = choice(complete, center)
+    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}

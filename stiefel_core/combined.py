@@ -16,8 +16,9 @@ import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
+from .frame_steps import evaluate_closure
 from .frames import is_frame, retag_frames
-from .optim import StiefelAdam, _evaluate
+from .optim import StiefelAdam
 from .step_checks import check_step
 
 __all__ = ["CombinedOptimizer", "split_frames", "configure_optimizer"]
@@ -78,7 +79,7 @@ class CombinedOptimizer(Optimizer):
     @torch.compiler.disable  # runs eagerly under torch.compile, as StiefelAdam.step does
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
-        loss = _evaluate(closure)
+        loss = evaluate_closure(closure)
         if self.check_finite:
             check_step(*self.optimizers)
         for opt in self.optimizers:

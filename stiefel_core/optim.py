@@ -12,8 +12,18 @@ import torch
 from torch import Tensor
 from torch.optim import Optimizer
 
+from .frame_steps import (
+    bank,
+    bank_scalars,
+    bank_view,
+    check_adam_hyperparameters,
+    evaluate_closure,
+    n_frames,
+    new_parameters,
+    trust_region_fraction,
+    unbank,
+)
 from .manifold import (
-    check_frame_shape,
     compute_dtype,
     full_precision_matmul,
     gram_spectrum,
@@ -23,7 +33,7 @@ from .manifold import (
     retract_polar,
     sym,
 )
-from .step_checks import ORTHONORMALITY_TOLERANCE, _param_name, check_step
+from .step_checks import ORTHONORMALITY_TOLERANCE, check_step
 
 __all__ = [
     "StiefelAdam",
@@ -50,14 +60,6 @@ UPDATE_OPTIONS = (
 IN_PLACE_NUMEL = (
     2**18
 )  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
-
-
-def _evaluate(closure: Callable[[], Tensor] | None) -> Tensor | None:
-    """The loss from ``closure`` (evaluated with gradients on, as torch's optimizers do), or None."""
-    if closure is None:
-        return None
-    with torch.enable_grad():
-        return closure()
 
 
 class StiefelAdam(Optimizer):
@@ -117,18 +119,7 @@ class StiefelAdam(Optimizer):
         projector: str = "tangent",
         check_finite: bool = True,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if trust_radius is not None and not trust_radius > 0.0:
-            raise ValueError(f"Invalid trust_radius: {trust_radius} (use a positive number, or None for no cap)")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay, trust_radius)
         for option, value, allowed in (
             ("step_rule", step_rule, STEP_RULES),
             ("second_moment", second_moment, SECOND_MOMENTS),
@@ -151,13 +142,7 @@ class StiefelAdam(Optimizer):
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
-        group_index = len(self.param_groups) - 1
-        group = self.param_groups[-1]
-        for i, p in enumerate(group["params"]):
-            name = _param_name(group, i, p, group_index)
-            if not p.is_floating_point():
-                raise ValueError(f"StiefelAdam: parameter {name} has dtype {p.dtype}; frames must be floating point.")
-            check_frame_shape(p.shape, f"StiefelAdam parameter {name}")
+        for name, p in new_parameters(self, "StiefelAdam"):
             error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
             tolerance = max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * p.shape[-1])  # bf16 holds 8 bits
             if not error <= tolerance:
@@ -181,19 +166,11 @@ class StiefelAdam(Optimizer):
             state["trust_capped"] = torch.zeros(p.shape[:-2], dtype=torch.float32, device=p.device)
         return state
 
-    @torch.no_grad()
     def trust_region_fraction(self) -> float | None:
         """The share of frame-steps so far whose step the trust region capped (``‖ξ‖_F > Δ``),
         over every frame of every group; ``None`` before the first step. One host
         synchronisation: call it when logging, not every step."""
-        capped = taken = 0.0
-        for group in self.param_groups:
-            for p in group["params"]:
-                state = self.state.get(p)
-                if state and "trust_capped" in state:
-                    capped += float(state["trust_capped"].sum())
-                    taken += float(state["step"]) * _n_frames(p)
-        return capped / taken if taken else None
+        return trust_region_fraction(self)
 
     def load_state_dict(self, state_dict: dict) -> None:
         """As ``Optimizer.load_state_dict``, but ``exp_avg_sq`` and ``step`` keep their own
@@ -219,7 +196,7 @@ class StiefelAdam(Optimizer):
         taken the check over (``CombinedOptimizer`` runs it once over all its optimizers, under its
         own ``check_finite``).
         Under ``torch.compile`` the step runs eagerly (compile the model's forward and backward instead)."""
-        loss = _evaluate(closure)
+        loss = evaluate_closure(closure)
 
         work = []  # (group, [params with grads])
         for group_index, group in enumerate(self.param_groups):
@@ -250,7 +227,7 @@ class StiefelAdam(Optimizer):
         bank, stepped, and copied back.
         """
         d, r = params[0].shape[-2:]
-        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and _bank_view(p, d, r) is not None]
+        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and bank_view(p, d, r) is not None]
         small = [p for p in params if not any(p is q for q in in_place)]
         for chunk in [[p] for p in in_place] + ([small] if small else []):
             states = [self.state[p] for p in chunk]
@@ -262,63 +239,20 @@ class StiefelAdam(Optimizer):
                 [s["exp_avg"] for s in states],
                 [s["exp_avg_sq"] for s in states],
             ]
-            W, G, m = (_bank(x, d, r) for x in tensors[:3])
-            v = _bank(tensors[3], d, r) if group["second_moment"] == "entry" else _bank_scalars(tensors[3])
+            W, G, m = (bank(x, d, r) for x in tensors[:3])
+            v = bank(tensors[3], d, r) if group["second_moment"] == "entry" else bank_scalars(tensors[3])
             counters = [s["trust_capped"] for s in states]
-            capped = _bank_scalars(counters)
+            capped = bank_scalars(counters)
             steps = {float(s["step"]) for s in states}
             if len(steps) == 1:
                 t = steps.pop()
             else:  # parameters added to the group later have taken fewer steps
-                t = torch.cat([torch.full((_n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(
+                t = torch.cat([torch.full((n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(
                     W.device
                 )
             bank_update_(W, G, m, v, t, **{k: group[k] for k in UPDATE_OPTIONS}, capped=capped)
-            for bank, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
-                _unbank(bank, targets)
-
-
-def _n_frames(p: Tensor) -> int:
-    return p.numel() // (p.shape[-1] * p.shape[-2]) if p.numel() else 0
-
-
-def _bank_view(x: Tensor, d: int, r: int) -> Tensor | None:
-    """``x`` as a ``(F, d, r)`` batch sharing its memory, whatever each matrix's strides, or
-    ``None`` when its leading dimensions cannot be merged without a copy."""
-    try:
-        return x.view(-1, d, r)
-    except RuntimeError:
-        return None
-
-
-def _bank(tensors: list[Tensor], d: int, r: int) -> Tensor:
-    """A ``(F, d, r)`` view of one tensor (no copy, any matrix layout), or a concatenated copy."""
-    if len(tensors) == 1:
-        view = _bank_view(tensors[0], d, r)
-        if view is not None:
-            return view
-    return torch.cat([x.reshape(-1, d, r) for x in tensors])
-
-
-def _bank_scalars(tensors: list[Tensor]) -> Tensor:
-    if len(tensors) == 1:
-        try:
-            return tensors[0].view(-1)
-        except RuntimeError:
-            pass
-    return torch.cat([x.reshape(-1) for x in tensors])
-
-
-def _unbank(bank: Tensor, targets: list[Tensor]) -> None:
-    """Copy a bank's rows back into the tensors it was made from, unless it is a view of them."""
-    if len(targets) == 1 and bank.data_ptr() == targets[0].data_ptr():  # a view (see _bank_view)
-        return
-    offset = 0
-    flat = bank.reshape(-1)
-    for x in targets:
-        n = x.numel()
-        x.copy_(flat[offset : offset + n].view_as(x))
-        offset += n
+            for batch, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
+                unbank(batch, targets)
 
 
 def bank_update_(
@@ -343,32 +277,10 @@ def bank_update_(
     torch's functional optimizers (:data:`UPDATE_OPTIONS`, the names of a param group's keys).
     ``capped`` (``(F,)``, optional) counts, per frame, the steps the trust region capped."""
     dt = compute_dtype(W.dtype)
-    if W.dtype == dt:
-        _bank_update(W, G.to(dt), m, v, t, lr, betas, eps, trust_radius, step_rule, projector, second_moment, capped)
-        return
-    W32, m32 = W.to(dt), m.to(dt)  # low precision: compute on float32 copies, then round once
-    _bank_update(W32, G.to(dt), m32, v, t, lr, betas, eps, trust_radius, step_rule, projector, second_moment, capped)
-    W.copy_(W32)
-    m.copy_(m32)
-
-
-def _bank_update(
-    W: Tensor,
-    G: Tensor,
-    m: Tensor,
-    v: Tensor,
-    t: float | Tensor,
-    lr: float,
-    betas: tuple[float, float],
-    eps: float,
-    radius: float | None,
-    step_rule: str,
-    projector: str,
-    second_moment: str,
-    capped: Tensor | None,
-) -> None:
-    """:func:`bank_update_` on tensors of its compute dtype."""
-    dt = W.dtype
+    W_out, m_out = W, m
+    if W.dtype != dt:  # low precision: compute on float32 copies, then round once
+        W, m = W.to(dt), m.to(dt)
+    G = G.to(dt)
     beta1, beta2 = betas
     F, d, r = W.shape
     tangent, per_entry = projector == "tangent", second_moment == "entry"
@@ -404,13 +316,16 @@ def _bank_update(
                 denom = (v / bias2).sqrt() + eps  # (F,)
                 scale = torch.where(denom > 0, scale / denom, torch.zeros_like(denom))
         norm = scale * torch.linalg.matrix_norm(direction)  # (F,) ‖ξ‖_F
-        if radius is not None:
+        if trust_radius is not None:
             if capped is not None:
-                capped.add_(norm > radius)  # (F,): this step was cut down to the radius
-            cap = torch.clamp(radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)
+                capped.add_(norm > trust_radius)  # (F,): this step was cut down to the radius
+            cap = torch.clamp(trust_radius / norm.clamp_min(torch.finfo(dt).tiny), max=1.0)
             scale, norm = scale * cap, norm * cap
         Y = torch.addcmul(W, direction, -scale[:, None, None])  # W + ξ
-        polar_factor(Y, spectrum=gram_spectrum(norm, radius, tangent), out=W)
+        polar_factor(Y, spectrum=gram_spectrum(norm, trust_radius, tangent), out=W)
+    if W is not W_out:
+        W_out.copy_(W)
+        m_out.copy_(m)
 
 
 def reference_update(W: Tensor, G: Tensor, m: Tensor, v: Tensor, t: int, hp: dict) -> tuple[Tensor, Tensor, Tensor]:

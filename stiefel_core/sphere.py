@@ -9,8 +9,16 @@ import torch
 from torch import Tensor
 from torch.optim import Optimizer
 
-from .manifold import check_frame_shape, compute_dtype
-from .optim import _bank, _evaluate, _unbank
+from .frame_steps import (
+    adam_states,
+    bank,
+    check_adam_hyperparameters,
+    evaluate_closure,
+    new_parameters,
+    trust_region_fraction,
+    unbank,
+)
+from .manifold import compute_dtype
 
 __all__ = ["SphereAdam", "SPHERE_TOLERANCE"]
 
@@ -48,26 +56,14 @@ class SphereAdam(Optimizer):
         weight_decay: float = 0.0,
         trust_radius: float | None = 0.5,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"Invalid betas: {betas} (each in [0, 1))")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if trust_radius is not None and not trust_radius > 0.0:
-            raise ValueError(f"Invalid trust_radius: {trust_radius} (use a positive number, or None for no cap)")
+        check_adam_hyperparameters(lr, betas, eps, weight_decay, trust_radius)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, trust_radius=trust_radius)
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
-        for i, p in enumerate(self.param_groups[-1]["params"]):
-            name = f"param_groups[{len(self.param_groups) - 1}]['params'][{i}] of shape {tuple(p.shape)}"
-            if not p.is_floating_point():
-                raise ValueError(f"SphereAdam: parameter {name} has dtype {p.dtype}; it must be floating point.")
-            _, r = check_frame_shape(p.shape, f"SphereAdam parameter {name}")
+        for name, p in new_parameters(self, "SphereAdam"):
+            r = p.shape[-1]
             norms = torch.linalg.matrix_norm(p.detach().to(compute_dtype(p.dtype)))
             error = (norms / r**0.5 - 1).abs().max().item() if p.numel() else 0.0
             if not error <= SPHERE_TOLERANCE:
@@ -80,47 +76,31 @@ class SphereAdam(Optimizer):
     def trust_region_fraction(self) -> float | None:
         """The share of matrix-steps so far that the trust region capped; ``None`` before the first
         step (as :meth:`StiefelAdam.trust_region_fraction`)."""
-        capped = taken = 0.0
-        for group in self.param_groups:
-            for p in group["params"]:
-                state = self.state.get(p)
-                if state:
-                    capped += float(state["trust_capped"].sum())
-                    taken += float(state["step"]) * state["trust_capped"].numel()
-        return capped / taken if taken else None
+        return trust_region_fraction(self)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
         """One step for every matrix with a gradient; ``closure`` re-evaluates the loss."""
-        loss = _evaluate(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("SphereAdam does not support sparse gradients")
-                d, r = p.shape[-2:]
-                state = self.state[p]
-                if not state:
-                    state["step"] = torch.zeros((), dtype=torch.float32)
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-                    state["exp_avg_sq"] = torch.zeros(p.shape[:-2], dtype=compute_dtype(p.dtype), device=p.device)
-                    state["trust_capped"] = torch.zeros(p.shape[:-2], dtype=torch.float32, device=p.device)
-                state["step"] += 1
-                targets = [p], [state["exp_avg"]], [state["exp_avg_sq"]], [state["trust_capped"]]
-                W, G, m = _bank(targets[0], d, r), _bank([p.grad], d, r), _bank(targets[1], d, r)
-                v, capped = state["exp_avg_sq"].view(-1), state["trust_capped"].view(-1)
-                sphere_update_(
-                    W,
-                    G,
-                    m,
-                    v,
-                    float(state["step"]),
-                    capped=capped,
-                    **{k: group[k] for k in ("lr", "betas", "eps", "trust_radius")},
-                )
-                _unbank(W, targets[0])
-                _unbank(m, targets[1])
+        loss = evaluate_closure(closure)
+        for group, p, state in adam_states(self, "SphereAdam"):
+            d, r = p.shape[-2:]
+            if "trust_capped" not in state:
+                state["trust_capped"] = torch.zeros(p.shape[:-2], dtype=torch.float32, device=p.device)
+            state["step"] += 1
+            targets = [p], [state["exp_avg"]], [state["exp_avg_sq"]], [state["trust_capped"]]
+            W, G, m = bank(targets[0], d, r), bank([p.grad], d, r), bank(targets[1], d, r)
+            v, capped = state["exp_avg_sq"].view(-1), state["trust_capped"].view(-1)
+            sphere_update_(
+                W,
+                G,
+                m,
+                v,
+                float(state["step"]),
+                capped=capped,
+                **{k: group[k] for k in ("lr", "betas", "eps", "trust_radius")},
+            )
+            unbank(W, targets[0])
+            unbank(m, targets[1])
         return loss
 
 

@@ -129,6 +129,7 @@ def test_under_torchrun_each_process_takes_its_share_of_the_seeds(isolated, monk
 
 
 def test_folders_come_from_the_caller_and_an_installed_library_keeps_out_of_its_own(tmp_path, monkeypatch):
+    from stiefel_core import checkout
     from stiefel_core.experiments import results
 
     monkeypatch.delenv("STIEFEL_RESULTS", raising=False)
@@ -141,7 +142,8 @@ def test_folders_come_from_the_caller_and_an_installed_library_keeps_out_of_its_
     assert results.results_dir() == tmp_path / "r" and results.checkpoints_dir() == tmp_path / "c"
     assert results.results_dir(tmp_path / "x") == tmp_path / "x"  # an argument first
     monkeypatch.delenv("STIEFEL_RESULTS")
-    monkeypatch.setattr(results, "checkout_root", lambda: None)  # as under a wheel install
+    for module in (checkout, results):  # as under a wheel install
+        monkeypatch.setattr(module, "checkout_root", lambda: None)
     with pytest.raises(results.InstallFolderError, match="STIEFEL_RESULTS"):
         results.results_dir()
     with pytest.raises(results.InstallFolderError, match="inside the installed library"):

@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
+from stiefel_core.choices import LADDER, choice, is_interior, late_score, next_rungs
 from stiefel_core.experiments import fair_fight, run_experiment
 from stiefel_core.experiments.grid import grid_arm
-from stiefel_core.experiments.selection import LADDER, choice, is_interior, late_score, next_rungs
 
 
 def test_the_grid_grows_upward_while_the_largest_rung_scores_best():

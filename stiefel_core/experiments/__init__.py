@@ -14,26 +14,27 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = [
-    "Experiment",
-    "EXPERIMENTS",
-    "PROFILES",
-    "default_profile",
-    "get_config",
-    "run_experiment",
-    "run_live",
-    "load_results",
-    "json_safe",
-]
-
-# The registry and runner (.runner) import every experiment, and torch with them: they load on first use, so
-# that the light modules of this package (grid, selection, the configs) import without torch.
-_RUNNER = frozenset(__all__) | {"_as_json"}
+# Each name and its home module. The registry and runner (.runner) import every experiment, and torch with
+# them: they load on first use, so that the light modules of this package (grid, registry, the configs)
+# import without torch.
+_HOMES = {
+    "Experiment": ".registry",
+    "PROFILES": ".registry",
+    "EXPERIMENTS": ".runner",
+    "default_profile": ".runner",
+    "get_config": ".runner",
+    "run_experiment": ".runner",
+    "run_live": ".runner",
+    "json_safe": ".runner",
+    "_as_json": ".runner",
+    "load_results": ".results",
+}
+__all__ = [name for name in _HOMES if not name.startswith("_")]
 
 
 def __getattr__(name: str):
-    if name in _RUNNER:
-        return getattr(importlib.import_module(".runner", __name__), name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

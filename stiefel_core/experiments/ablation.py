@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import cifar10, grokking
+from .registry import Experiment
 from .variants import ABLATION_ARMS, CONTROL_ARMS
 
-__all__ = ["CIFAR10_PROFILES", "GROKKING_PROFILES", "GROKKING_ARMS", "run_cifar10", "run_grokking"]
+__all__ = ["ENTRIES", "CIFAR10_PROFILES", "GROKKING_PROFILES", "GROKKING_ARMS", "run_cifar10", "run_grokking"]
 
 CIFAR10_PROFILES = {
     "full": cifar10.PROFILES["full"],  # the very configuration of cifar10, so the two files can merge
@@ -51,3 +52,21 @@ def run_grokking(config, arm, seed, device, checkpoint=None, progress=True) -> d
     if arm not in GROKKING_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking_ablation has {GROKKING_ARMS}")
     return grokking.run(config, arm, seed, device, checkpoint, progress)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_ablation",
+        CIFAR10_PROFILES,
+        ABLATION_ARMS,
+        run_cifar10,
+        "CIFAR-10 patches, the full rule against one-switch variants, 12 paired starts",
+    ),
+    Experiment(
+        "grokking_ablation",
+        GROKKING_PROFILES,
+        GROKKING_ARMS,
+        run_grokking,
+        "grokking at ci scale, the full rule against one-switch variants and the mechanism's controls, 20 seeds",
+    ),
+)

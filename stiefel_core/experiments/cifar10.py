@@ -25,20 +25,15 @@ optimizer of the frames. Every default says why it was chosen.
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .. import preprint
-from ..checkout import checkout_root
 from ..combined import configure_optimizer
 from ..compiling import compile_model
-from ..data import channel_stats, load_cifar10, normalize_images
 from ..manifold import orthonormality_error
 from ..models import PatchTransformer
 from ..train import fit
@@ -55,7 +50,9 @@ from .cifar10_config import (  # re-exported: the experiments and chapters read 
     lr_factors,  # noqa: F401
     warmup_cosine,
 )
+from .cifar10_data import prepared_data  # re-exported: the chapter reads cifar10.prepared_data
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
+from .registry import Experiment
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .variants import (
     ABLATION_ARMS,
@@ -68,6 +65,7 @@ from .variants import (
 )
 
 __all__ = [
+    "ENTRIES",
     "prepared_data",
     "build_model",
     "build_optimizer",
@@ -81,64 +79,6 @@ __all__ = [
 ]
 
 RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
-
-
-# --- data -------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=2)
-def _cifar10(source: str | None, download: bool = False):
-    return load_cifar10(source, download=download, progress=False)
-
-
-def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
-    """A permutation of the indices whose every prefix of 10 k is class balanced: class order
-    within each round, a seeded shuffle within each class. Prefixes are nested subsets."""
-    rng = np.random.default_rng(seed)
-    per_class = [rng.permutation(np.flatnonzero(labels == c)) for c in range(10)]
-    rounds = min(len(p) for p in per_class)
-    head = np.stack([p[:rounds] for p in per_class], axis=1).reshape(-1)  # (10 rounds,)
-    tail = np.concatenate([p[rounds:] for p in per_class])
-    return np.concatenate([head, rng.permutation(tail)])
-
-
-@functools.lru_cache(maxsize=4)
-def _prepared(
-    source: str | None, train_size: int, test_size: int, subset_seed: int, device: str, download: bool = False
-):
-    data = _cifar10(source, download)
-    train_idx = _balanced_order(data.train_labels, subset_seed)[:train_size]
-    test_idx = _balanced_order(data.test_labels, subset_seed + 1)[:test_size]
-    if len(train_idx) < train_size or len(test_idx) < test_size:
-        raise ValueError(
-            f"asked for {train_size} training and {test_size} test images; the data has "
-            f"{len(data.train_labels)} and {len(data.test_labels)}"
-        )
-    mean, std = channel_stats(data.train_images[train_idx])  # statistics of the pool the runs draw from
-    to = dict(device=device)
-    return (
-        normalize_images(data.train_images[train_idx], mean, std).to(**to),
-        torch.from_numpy(data.train_labels[train_idx]).to(**to),
-        normalize_images(data.test_images[test_idx], mean, std).to(**to),
-        torch.from_numpy(data.test_labels[test_idx]).to(**to),
-        data.provenance(),
-    )
-
-
-def prepared_data(
-    config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None, *, download: bool = False
-):
-    """``(train_x, train_y, test_x, test_y, provenance)``: the configured class-balanced subsets,
-    standardised with the training pool's channel statistics, as tensors on ``device``; decoded
-    and prepared once per process. ``source`` defaults to ``$STIEFEL_CIFAR10``; a relative path
-    that does not exist from the working directory is read from the checkout's root.
-    ``download=True`` fetches (and checks) the official archive when no source holds the data;
-    later calls find it in the cache without asking.
-    Chapter: cifar10_patches."""
-    source, root = source or os.environ.get("STIEFEL_CIFAR10") or None, checkout_root()
-    if source and root and not Path(source).is_absolute() and not Path(source).exists() and (root / source).exists():
-        source = str(root / source)  # relative to the repository root: notebooks run in book/
-    return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device), download)
 
 
 # --- model and optimizer ------------------------------------------------------------------
@@ -437,3 +377,22 @@ def run_sweep(
 
 
 PREPRINT = preprint.CIFAR10  # the chapter's first cell reads the abstract's numbers here; they live in preprint
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 patches, 4 arms x 12 paired starts",
+        optional_arms=CONTROL_ONLY_ARMS,
+    ),
+    Experiment(
+        "cifar10_sweep",
+        SWEEP_PROFILES,
+        SWEEP_ARM_NAMES,
+        run_sweep,
+        "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes",
+    ),
+)

@@ -3,8 +3,8 @@ learning rate swept in the long protocol of :mod:`.cifar10_long` (100 epochs, 10
 each weight decay λ, on selection starts 100-102, apart from the judged starts 0-11.
 
 An arm is ``"<arm>@wd=<λ>@qklr=<lr>"``; every other parameter keeps the task's lr (1e-3). Each
-(arm, λ) grid starts at three rungs of :data:`.selection.LADDER` around the task's lr and grows by
-the rule of :mod:`.selection` (score: a run's mean test accuracy over the last 20 % of its
+(arm, λ) grid starts at three rungs of :data:`stiefel_core.choices.LADDER` around the task's lr and grows by
+the rule of :mod:`stiefel_core.choices` (score: a run's mean test accuracy over the last 20 % of its
 epochs), as the grokking sweep does. A run takes ~6-7 minutes on one core.
 """
 
@@ -13,11 +13,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .. import choices
+from ..choices import LADDER, ladder_around, ladder_scores, late_score
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_long
-from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+from .registry import Experiment
+from .selection import grow
 
-__all__ = ["SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "start_arms", "run", "sweep_scores", "pending", "chosen"]
+__all__ = [
+    "ENTRIES",
+    "SWEPT",
+    "CifarSweepConfig",
+    "PROFILES",
+    "ARMS",
+    "start_arms",
+    "run",
+    "sweep_scores",
+    "pending",
+    "chosen",
+]
 
 SWEPT = ("baseline", "stiefel")
 KEY = "qklr"
@@ -71,41 +85,38 @@ def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, 
 def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one ``"<arm>@wd=<λ>"`` cell."""
     epochs = sweep["config"]["task"]["epochs"]
-    out: dict[float, list[float]] = {}
-    for key, outcome in sorted(sweep["runs"].items()):
-        name, _, _ = key.rpartition("/")
-        if name.startswith(cell + "@"):
-            out.setdefault(parse_grid_arm(name, KEY, _CELLS)[1], []).append(
-                late_score(outcome["history"], epochs, metric="test_acc")
-            )
-    return out
+    return ladder_scores(sweep, cell, lambda history: late_score(history, epochs, metric="test_acc"), KEY)
 
 
 def pending(sweep: dict | None, config: CifarSweepConfig, cell: str) -> tuple[float, ...]:
     """The rungs ``cell`` still needs: unfinished rungs of its grid, else the rule's next ones."""
-    n = len(config.seeds)
     scores = sweep_scores(sweep, cell) if sweep else {}
-    wanted = set(ladder_around(config.task.lr, 1, 1)) | set(scores)
-    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < n)
-    return unfinished or next_rungs(rung_scores(scores, n), scores, config.task.lr)
+    return choices.pending_rungs(scores, len(config.seeds), ladder_around(config.task.lr, 1, 1), config.task.lr)
 
 
 def chosen(sweep: dict, cell: str) -> dict:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell."""
-    complete = rung_scores(sweep_scores(sweep, cell), len(sweep["config"]["seeds"]))
-    lr = choice(complete, sweep["config"]["task"]["lr"])
-    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+    return choices.settled(sweep_scores(sweep, cell), len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
 
 
 def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
-    from .results import load_results
-
     config = PROFILES[profile]
     cells = cells or _cells(config)
-    while True:
-        results = load_results("cifar10_qk_lr", profile, options.get("directory"))
-        names = [f"{cell}@{KEY}={lr:g}" for cell in cells for lr in pending(results, config, cell)]
-        if not names:
-            return results
-        run_experiment("cifar10_qk_lr", profile, arms=names, **options)
+
+    def pending_arms(results: dict | None) -> list[str]:
+        return [f"{cell}@{KEY}={lr:g}" for cell in cells for lr in pending(results, config, cell)]
+
+    return grow(run_experiment, "cifar10_qk_lr", profile, pending_arms, **options)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_qk_lr",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
+        arms_of=start_arms,
+    ),
+)

@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .fair_fight import center
+from .registry import Experiment
 from .relatives import RELATIVES, without_parametrized_steps
 from .resolving import resolve_lrs
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 
 __all__ = [
+    "ENTRIES",
     "PEERS",
     "CORE",
     "PeerSweepConfig",
@@ -178,3 +180,33 @@ def run(config: CifarFairConfig, arm: str, seed: int, device, checkpoint=None, p
         task, arm, seed, device, checkpoint, progress, frame_lr=lrs[arm], description=description
     )
     return {**without_parametrized_steps(arm, outcome), "qk_lr": lrs[arm]}
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_peers_qk_lr",
+        PEER_SWEEP_PROFILES,
+        PEER_SWEEP_ARMS,
+        run_peer_sweep,
+        "CIFAR-10 long protocol at λ = 1, the relatives' W_Q, W_K lr swept on 2 selection starts until interior",
+        arms_of=peer_start_arms,
+    ),
+    Experiment(
+        "cifar10_fair",
+        PROFILES,
+        (*CORE, "frozen"),
+        run,
+        "CIFAR-10 long protocol at λ = 1, AdamW, the Stiefel rule (each at its tuned W_Q, W_K lr) and frozen "
+        "frames, 12 paired starts",
+        resolve=resolve,
+    ),
+    Experiment(
+        "cifar10_fair_peers",
+        PEER_PROFILES,
+        PEERS,
+        run,
+        "CIFAR-10 long protocol at λ = 1, the relatives at their CIFAR-10 W_Q, W_K lrs, 12 starts paired with "
+        "cifar10_fair",
+        resolve=resolve,
+    ),
+)

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from ..results_reading import parse_grid_arm
 from . import cifar10
 from .grid import grid_arms
+from .registry import Experiment
 
-__all__ = ["LongConfig", "PROFILES", "LONG_ARMS", "ARMS", "arm_names", "run"]
+__all__ = ["ENTRIES", "LongConfig", "PROFILES", "LONG_ARMS", "ARMS", "arm_names", "run"]
 
 LONG_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
 WEIGHT_DECAYS = (0.05, 0.3, 1.0)  # DeiT's 0.05, then budgets at which decay shrinks weights by e^-1 and more
@@ -69,3 +70,15 @@ def run(config: LongConfig, arm: str, seed: int, device, checkpoint=None, progre
     return cifar10.train_arm(
         task, base, seed, device, checkpoint, progress, description=f"cifar10 long {arm} start {seed}"
     )
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_long",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
+        arms_of=arm_names,
+    ),
+)

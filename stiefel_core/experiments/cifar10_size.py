@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from ..choices import largest_gap_decay
 from ..results_reading import parse_size_arm, size_arm
 from . import cifar10, cifar10_long
+from .registry import Experiment
 from .results import load_results
 
-__all__ = ["SizeConfig", "PROFILES", "SIZE_ARMS", "ARMS", "arm_names", "chosen_decay", "run"]
+__all__ = ["ENTRIES", "SizeConfig", "PROFILES", "SIZE_ARMS", "ARMS", "arm_names", "chosen_decay", "run"]
 
 SIZE_ARMS = ("baseline", "stiefel")
 SIZES = (2_500, 5_000, 10_000, 20_000)
@@ -95,3 +96,15 @@ def run(config: SizeConfig, arm: str, seed: int, device, checkpoint=None, progre
     return cifar10.train_arm(
         task, base, seed, device, checkpoint, progress, train_size=size, description=f"cifar10 size {arm} start {seed}"
     )
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10_size",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 patches, baseline vs Stiefel at 2,500-20,000 images, 100 epochs each, 3 paired starts",
+        arms_of=arm_names,
+    ),
+)

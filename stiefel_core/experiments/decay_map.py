@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, grokking
 from .grid import grid_arms
+from .registry import Experiment
 
-__all__ = ["DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
+__all__ = ["ENTRIES", "DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
 
 MAP_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
 WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # the grid: none, up to three times grokking's usual 1
@@ -61,3 +62,15 @@ def run(config: DecayMapConfig, arm: str, seed: int, device, checkpoint=None, pr
         raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
     task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
     return grokking.run(task, base, seed, device, checkpoint, progress)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_decay_map",
+        PROFILES,
+        ARMS,
+        run,
+        "grokking at ci scale over weight decays 0-3, four arms, 10 seeds",
+        arms_of=arm_names,
+    ),
+)

@@ -4,7 +4,7 @@
   seeds 100-104, apart from the judged seeds 0-19. An arm is ``"<arm>@qklr=<lr>"``; every other
   parameter keeps the task's lr (3e-3). The grid starts at four rungs of the half-decade ladder
   around the task's lr (geoopt's around 30x it: its second moment sums a frame's d r = 1,024
-  squares where the others average them) and grows by the rule of :mod:`.selection` until each
+  squares where the others average them) and grows by the rule of :mod:`stiefel_core.choices` until each
   arm's choice is interior; ``frozen`` is every arm's lr 0. :func:`sweep` drives that growth.
 - ``grokking_fair`` (AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule, frozen frames),
   ``grokking_fair_scale`` (the scale controls) and ``grokking_fair_peers`` (the ablation's variants,
@@ -20,13 +20,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .. import choices
+from ..choices import LADDER, ladder_around, ladder_scores, late_score
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import ablation, grokking
+from .registry import Experiment
 from .results import load_results
-from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+from .selection import grow
 
 __all__ = [
+    "ENTRIES",
     "FAIR_ARMS",
     "SCALE_ARMS",
     "PEER_ARMS",
@@ -123,41 +127,22 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
 
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [late score per finished selection seed]}`` of ``arm``; lr 0 (``frozen``) counts
-    once the arm's grid has reached the ladder's bottom, its neighbour."""
+    """``{lr: [late score per finished selection seed]}`` of ``arm`` (lr 0: ``frozen``)."""
     epochs = sweep["config"]["task"]["epochs"]
-    out: dict[float, list[float]] = {}
-    for key, outcome in sorted(sweep["runs"].items()):
-        name, _, _ = key.rpartition("/")
-        if name == "frozen":
-            lr = 0.0
-        elif name.startswith(arm + "@"):
-            lr = parse_grid_arm(name, KEY, SWEPT_ARMS)[1]
-        else:
-            continue
-        out.setdefault(lr, []).append(late_score(outcome["history"], epochs))
-    if LADDER[0] not in out:
-        out.pop(0.0, None)
-    return out
+    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs), KEY)
 
 
 def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
     """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    n = len(config.seeds)
     scores = sweep_scores(sweep, arm) if sweep else {}
-    wanted = set(start_rungs(config, arm)) | set(scores)
-    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < n)
-    if unfinished:
-        return unfinished
-    return next_rungs(rung_scores(scores, n), scores, center(arm, config.task.lr))
+    return choices.pending_rungs(scores, len(config.seeds), start_rungs(config, arm), center(arm, config.task.lr))
 
 
 def chosen(sweep: dict, arm: str) -> dict:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep."""
-    n = len(sweep["config"]["seeds"])
-    complete = rung_scores(sweep_scores(sweep, arm), n)
-    lr = choice(complete, center(arm, sweep["config"]["task"]["lr"]))
-    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+    return choices.settled(
+        sweep_scores(sweep, arm), len(sweep["config"]["seeds"]), center(arm, sweep["config"]["task"]["lr"])
+    )
 
 
 @dataclass(frozen=True)
@@ -217,18 +202,50 @@ def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progre
 
 
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **options) -> dict:
-    """Grow the sweep for ``arms`` until every choice is final, one round of pending rungs at a
-    time (resumable: each round reads the file). ``run_experiment`` is the experiments' runner."""
-    from .results import load_results as load
-
+    """Grow the sweep for ``arms`` until every choice is final (:func:`.selection.grow`).
+    ``run_experiment`` is the experiments' runner."""
     config = SWEEP_PROFILES[profile]
-    directory = options.get("directory")
-    while True:
-        results = load("grokking_qk_lr", profile, directory)
-        names = [
+
+    def pending(results: dict | None) -> list[str]:
+        return [
             grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
         ]
-        names = list(dict.fromkeys(names))
-        if not names:
-            return results
-        run_experiment("grokking_qk_lr", profile, arms=names, **options)
+
+    return grow(run_experiment, "grokking_qk_lr", profile, pending, **options)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_qk_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        arms_of=start_arms,
+    ),
+    Experiment(
+        "grokking_fair",
+        PROFILES,
+        (*FAIR_ARMS, "frozen"),
+        run,
+        "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
+        resolve=resolve,
+    ),
+    Experiment(
+        "grokking_fair_scale",
+        SCALE_PROFILES,
+        (*SCALE_ARMS,),
+        run,
+        "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=resolve,
+    ),
+    Experiment(
+        "grokking_fair_peers",
+        PEER_PROFILES,
+        (*PEER_ARMS,),
+        run,
+        "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
+        "W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=resolve,
+    ),
+)

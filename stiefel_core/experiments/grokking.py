@@ -20,6 +20,7 @@ from ..threads import threads
 from ..train import fit
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
+from .registry import Experiment
 from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
 from .scale_arms import SCALE_ARM_NAMES, holds_frames, modular_inputs, prepare_attention, scale_optimizer
 from .variants import ABLATION_ARMS, CONTROL_ARMS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
@@ -137,24 +138,20 @@ def _run(
         model.attn.W_K.requires_grad_(False)
     frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
     no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
-    if arm in FOREIGN_ARMS:
-        opt = relative_optimizer(
-            model,
-            arm,
-            lr=config.lr,
-            frame_lr=config.lr if frame_lr is None else frame_lr,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
+    if arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES:  # the relatives' and the scale arms' own optimizers
+        build, own = (
+            (relative_optimizer, {})
+            if arm in FOREIGN_ARMS
+            else (scale_optimizer, {"trust_radius": config.trust_radius})
         )
-    elif arm in SCALE_ARM_NAMES:
-        opt = scale_optimizer(
+        opt = build(
             model,
             arm,
             lr=config.lr,
             frame_lr=config.lr if frame_lr is None else frame_lr,
             weight_decay=config.weight_decay,
             betas=config.betas,
-            trust_radius=config.trust_radius,
+            **own,
         )
     elif is_euclidean(arm) and frame_lr is not None:
         opt = euclidean_optimizer(
@@ -246,3 +243,15 @@ def explore(
         arm: run(dataclasses.replace(base, lr=lr), arm, seed, cpu, progress=False)["history"]
         for arm, lr in zip(arms, (lr_baseline, lr_stiefel))
     }
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking",
+        PROFILES,
+        ARMS,
+        run,
+        "modular addition, 20,000 epochs",
+        optional_arms=("frozen", "no_decay_qk"),
+    ),
+)

@@ -24,11 +24,13 @@ from ..step_checks import NonFiniteGradientError
 from . import grokking
 from .fair_fight import compact
 from .fair_fight import run as run_judged
+from .registry import Experiment
 from .resolving import resolve_lrs
 from .results import load_results
 from .selection import LADDER, choice, is_interior, ladder_around, next_rungs, rung_scores
 
 __all__ = [
+    "ENTRIES",
     "ARMS",
     "THRESHOLD",
     "SweepConfig",
@@ -155,3 +157,25 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
 
 
 run = run_judged  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_p97_qk_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking at p = 97, four arms' W_Q, W_K lr at the task's lr, 1/3 and 1/10 of it, 2 selection seeds, "
+        "scored by the epochs to 90 % within 10,000",
+        arms_of=start_arms,
+    ),
+    Experiment(
+        "grokking_p97_fair",
+        PROFILES,
+        (*ARMS, "frozen"),
+        run,
+        "grokking at p = 97, AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule and QK-norm at their tuned "
+        "W_Q, W_K lrs, and frozen frames, 6 paired seeds",
+        resolve=resolve,
+    ),
+)

@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, cifar10, cifar10_long, grokking
+from .registry import Experiment
 from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
 
 __all__ = [
+    "ENTRIES",
     "SWEPT_ARMS",
     "PEER_ARMS",
     "LrSweepConfig",
@@ -164,3 +166,31 @@ def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoin
         "lr_multiple": multiple,
         "lr_from": f"grokking_peers_lr-{config.sweep_profile}",
     }
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_peers_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 "
+        "epochs",
+        arms_of=sweep_arm_names,
+    ),
+    Experiment(
+        "grokking_peers",
+        PROFILES,
+        PEER_ARMS,
+        run,
+        "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal "
+        "parametrization, 20 seeds",
+    ),
+    Experiment(
+        "cifar10_peers",
+        CIFAR10_PROFILES,
+        PEER_ARMS,
+        run_cifar10,
+        "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts",
+    ),
+)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkout import PACKAGE_DIR, checkout_root
+from ..checkout import PACKAGE_DIR, checkout_root, folder
 from ..protocol import protocol_hash
 
 __all__ = [
@@ -47,17 +47,15 @@ class DamagedResultsError(ValueError):
 def _folder(directory: Path | str | None, variable: str, default: str, what: str) -> Path:
     """``directory``, else ``$variable``, else the checkout's ``default`` folder; an installed
     library has no folder of its own to write into, so it asks for one."""
-    if directory is not None:
-        return Path(directory)
-    if os.environ.get(variable):
-        return Path(os.environ[variable])
-    root = checkout_root()
-    if root is None:
-        raise InstallFolderError(
+    return folder(
+        directory,
+        variable,
+        default,
+        lambda: InstallFolderError(
             f"stiefel_core is installed, not run from a checkout, so it has no {what} folder of its own: "
             f"pass one (directory=...) or set {variable}=/path/to/{what}"
-        )
-    return root / default
+        ),
+    )
 
 
 def results_dir(directory: Path | str | None = None) -> Path:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from ..results_reading import parse_grid_arm
 from . import ablation, grokking
 from .grid import grid_arms
+from .registry import Experiment
 
-__all__ = ["TrustRegionConfig", "PROFILES", "TR_ARMS", "ARMS", "arm_names", "run"]
+__all__ = ["ENTRIES", "TrustRegionConfig", "PROFILES", "TR_ARMS", "ARMS", "arm_names", "run"]
 
 TR_ARMS = ("stiefel", "no_trust_region")
 FRAME_LRS = (3e-3, 1e-2, 3e-2, 1e-1)  # from the book's lr (never binds) up to ~30x the radius's lr
@@ -52,3 +53,16 @@ def run(config: TrustRegionConfig, arm: str, seed: int, device, checkpoint=None,
         raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")
     task = dataclasses.replace(config.task, seeds=(seed,))
     return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_trust_region",
+        PROFILES,
+        ARMS,
+        run,
+        "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 "
+        "seeds",
+        arms_of=arm_names,
+    ),
+)

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..choices import ladder_scores, late_score, rung_scores
 from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
@@ -37,27 +38,11 @@ FAMILIES = {
     "grokking_fair": (("no_decay_qk", "stiefel", "frozen", *PEERS), ("baseline", "stiefel")),
     "grokking_fair_scale": (("qk_norm", "sphere", "stiefel_temp"), ("stiefel", "baseline")),
 }
-LADDER_BOTTOM = 1e-6
-
-
-def _late(history: list[dict], epochs: int, fraction: float = 0.2) -> float:
-    start = epochs * (1.0 - fraction)
-    return float(np.mean([r["val_acc"] for r in history if r["epoch"] > start]))
 
 
 def _sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     epochs = sweep["config"]["task"]["epochs"]
-    out: dict[float, list[float]] = {}
-    for key, run in sweep["runs"].items():
-        name = key.rpartition("/")[0]
-        base, sep, lr = name.partition("@qklr=")
-        if name == "frozen":
-            out.setdefault(0.0, []).append(_late(run["history"], epochs))
-        elif sep and base == arm:
-            out.setdefault(float(lr), []).append(_late(run["history"], epochs))
-    if LADDER_BOTTOM not in out:
-        out.pop(0.0, None)
-    return out
+    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs))
 
 
 def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
@@ -67,8 +52,9 @@ def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | No
     n = len(sweep["config"]["seeds"])
     rows = []
     for arm in arms:
-        scores = {lr: float(np.mean(v)) for lr, v in sorted(_sweep_scores(sweep, arm).items()) if len(v) >= n}
-        rows.append({"arm": arm, "scores": scores, "n": n, "chosen": (chosen or {}).get(arm)})
+        rows.append(
+            {"arm": arm, "scores": rung_scores(_sweep_scores(sweep, arm), n), "n": n, "chosen": (chosen or {}).get(arm)}
+        )
     return rows
 
 

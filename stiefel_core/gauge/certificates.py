@@ -199,16 +199,7 @@ class GaugeGradientCertificate(Certificate):
         }
 
 
-def certify_gauge_gradients(
-    components: dict | None = None,
-    *,
-    n_random_points: int = 6,
-    steps: int = 60,
-    every: int = 10,
-    seed: int = 0,
-    problem: GaugeProblem = GaugeProblem(),
-    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
-) -> GaugeGradientCertificate:
+def certify_gauge_gradients(components: dict | None = None, **setting) -> GaugeGradientCertificate:
     """The gradient carries no gauge component: at ``n_random_points`` random points per arm and at
     every ``every``-th step of a ``steps``-step training run per arm (StiefelAdam + AdamW; AdamW),
     every head's gradient has a component along the span of its gauge directions of at most 1e-12
@@ -218,11 +209,10 @@ def certify_gauge_gradients(
     visibly. ``loss_fn`` replaces the task loss (tests pass a non-invariant one).
 
     ``components``: :func:`gradient_components`' output, when the chapter has computed it for its
-    figure too (the other arguments are then its own)."""
+    figure too; else ``setting`` (``n_random_points``, ``steps``, ``every``, ``seed``, ``problem``,
+    ``loss_fn``) is handed to :func:`gradient_components`."""
     if components is None:
-        components = gradient_components(
-            n_random_points=n_random_points, steps=steps, every=every, seed=seed, problem=problem, loss_fn=loss_fn
-        )
+        components = gradient_components(**setting)
     found, control = components["found"], components["control"]
     return GaugeGradientCertificate(
         n_random_points=components["setting"]["n_random_points"],
@@ -377,16 +367,7 @@ class GaugeEquivarianceCertificate(Certificate):
         }
 
 
-def certify_gauge_equivariance(
-    runs: dict | None = None,
-    *,
-    n_draws: int = 2,
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> GaugeEquivarianceCertificate:
+def certify_gauge_equivariance(runs: dict | None = None, **setting) -> GaugeEquivarianceCertificate:
     """Where on its orbit a run starts does not matter to StiefelAdam, and does matter to AdamW.
 
     ``P_{WR}(GR) = P_W(G) R``, ``‖gR‖ = ‖g‖`` and ``R_{WR}(ξR) = R_W(ξ) R`` for ``R`` in O(r): a run
@@ -394,12 +375,11 @@ def certify_gauge_equivariance(
     the same function at every step. AdamW's per-entry second moment is not invariant under
     ``W → W R``, so its run from a rotated (or GL-moved) start computes a different function.
     ``n_draws`` random ``R`` (and ``A``) per head, ``steps`` steps each (:func:`moved_start_runs`;
-    ``runs``: its output, when the chapter has trained them for its figure too).
+    ``runs``: its output, when the chapter has trained them for its figure too; else ``setting``
+    (``n_draws``, ``steps``, ``seed``, ``lr``, ``weight_decay``, ``problem``) is handed to it).
     """
     if runs is None:
-        runs = moved_start_runs(
-            n_draws=n_draws, steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem
-        )
+        runs = moved_start_runs(**setting)
     s, e, e_gl = runs["stiefel"], runs["euclidean"], runs["euclidean_gl"]
     worst = lambda runs, key: max(float(run[key].max()) for run in runs)  # noqa: E731
     return GaugeEquivarianceCertificate(

@@ -226,27 +226,13 @@ def projected_runs(
 
 
 def gauge_components_by_point(
-    *,
-    n_random_points: int = 6,
-    steps: int = 60,
-    every: int = 10,
-    seed: int = 0,
-    problem: GaugeProblem = GaugeProblem(),
-    loss_fn: Callable[[nn.Module, Tensor, Tensor], Tensor] = task_loss,
-) -> dict[str, Tensor]:
-    """Relative gauge components of the gradient, one row per point, one column per head:
-    ``"stiefel_random"``, ``"stiefel_run"`` (O(r), Riemannian gradient), ``"stiefel_gl"`` (the Stiefel
-    model's Euclidean gradient against GL(r)), ``"euclidean_random"``, ``"euclidean_run"`` (GL(r)),
-    ``"cosine"`` (largest single-direction cosine per point), ``"steps"`` (the run's checkpoints).
-    Deterministic.
-    Chapter: gauge."""
-    with one_thread():
-        return _components(n_random_points, steps, every, seed, problem, loss_fn)
-
-
-def _components(
     n_random_points: int, steps: int, every: int, seed: int, problem: GaugeProblem, loss_fn
 ) -> dict[str, Tensor]:
+    """Relative gauge components of the gradient, one row per point, one column per head (arguments
+    as :func:`gradient_components`'): ``"stiefel_random"``, ``"stiefel_run"`` (O(r), Riemannian
+    gradient), ``"stiefel_gl"`` (the Stiefel model's Euclidean gradient against GL(r)),
+    ``"euclidean_random"``, ``"euclidean_run"`` (GL(r)), ``"cosine"`` (largest single-direction cosine
+    per point), ``"steps"`` (the run's checkpoints). Deterministic. Chapter: gauge."""
     data = problem.data()
     out: dict[str, list] = {
         k: [] for k in ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run", "cosine")
@@ -289,12 +275,12 @@ def gradient_components(
     ``"found"``, :func:`gauge_components_by_point` for ``loss_fn`` (random points and runs), and
     ``"control"``, the same at the random points for the loss plus a ``W_Q``-only term
     (:func:`query_penalty`); ``"setting"`` holds the arguments."""
-    kw = dict(n_random_points=n_random_points, seed=seed, problem=problem)
-    return {
-        "setting": {"n_random_points": n_random_points, "steps": steps, "every": every, "seed": seed},
-        "found": gauge_components_by_point(steps=steps, every=every, loss_fn=loss_fn, **kw),
-        "control": gauge_components_by_point(steps=0, every=1, loss_fn=query_penalty(seed), **kw),
-    }
+    with one_thread():
+        return {
+            "setting": {"n_random_points": n_random_points, "steps": steps, "every": every, "seed": seed},
+            "found": gauge_components_by_point(n_random_points, steps, every, seed, problem, loss_fn),
+            "control": gauge_components_by_point(n_random_points, 0, 1, seed, problem, query_penalty(seed)),
+        }
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,22 +34,20 @@ CHAPTER_ARMS = (
 ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
 
 
+def _start_line(ax: Axes, steps: list, values: list, arm: str, labelled: bool) -> None:
+    """One start's thin line in its arm's colour; ``labelled``: the arm's legend entry."""
+    ax.plot(
+        steps, values, "o-", ms=3, lw=1, color=ARM_COLORS[arm], alpha=0.7, label=ARM_LABELS[arm] if labelled else None
+    )
+
+
 def draw_curves(ax: Axes, runs: dict, arms=CHAPTER_ARMS, metric: str = "test_acc") -> None:
     """``metric`` (in %) against the step count, one thin line per start and arm. Chapter: cifar10_patches."""
     for arm in arms:
         keys = [k for k in runs if arm_of(k) == arm]
         for i, key in enumerate(sorted(keys)):
             history = runs[key]["history"]
-            ax.plot(
-                [r["steps_done"] for r in history],
-                [100 * r[metric] for r in history],
-                "o-",
-                ms=3,
-                lw=1,
-                color=ARM_COLORS[arm],
-                alpha=0.7,
-                label=ARM_LABELS[arm] if i == 0 else None,
-            )
+            _start_line(ax, [r["steps_done"] for r in history], [100 * r[metric] for r in history], arm, i == 0)
     ax.set_xlabel("step")
     ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
 
@@ -203,16 +201,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 names = [k for k in history[0] if k.startswith("step/")]
                 steps = [r["steps_done"] for r in history]
                 mean = [np.mean([r[n] for n in names]) for r in history]
-                left.plot(
-                    steps,
-                    mean,
-                    "o-",
-                    ms=3,
-                    lw=1,
-                    color=ARM_COLORS[arm],
-                    alpha=0.7,
-                    label=ARM_LABELS[arm] if i == 0 else None,
-                )
+                _start_line(left, steps, mean, arm, i == 0)
         left.set_yscale("log")
         left.set_xlabel("step")
         left.set_ylabel("mean ‖ΔW‖_F per step")

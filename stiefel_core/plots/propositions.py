@@ -1,10 +1,11 @@
 """Figures of the five proposition chapters (P1-P5).
 
-Every ``draw_*(ax, **setting)`` draws one panel, computes what it shows with
-:mod:`stiefel_core.certify` (float64, fixed seeds) and returns those numbers as a dict: the
+Every ``draw_*(ax, **setting)`` draws one panel of what :mod:`stiefel_core.certify.curves`
+computes for that setting (float64, fixed seeds) and returns those numbers as a dict: the
 chapters' widgets call them through :mod:`stiefel_core.widgets.propositions`, and
 :func:`stiefel_core.plots.grid_figure` lays a few settings side by side for the static book.
-The ``*_figure()`` functions are the chapters' other figures.
+The ``*_figure(curves)`` functions are the chapters' other figures: they draw the curves the
+chapter computed with :mod:`stiefel_core.certify.curves` and handed them.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .. import certify
-from ..certify import DTYPE, QuadraticProblem, condition_history, run_trajectory
-from ..manifold import project_tangent, random_frame
-from ..threads import one_thread
+from ..certify import TOLERANCE, condition_history, curves
 from . import COLORS, arm_color, figsize, grid_figure, style
 
 __all__ = [
@@ -55,32 +52,16 @@ def draw_decrease_samples(ax: Axes, d: int = 16, r: int = 4, seed: int = 0, n_sa
     step (at exactly 1: the optimum). Returns the best sample, the optimizer's ratio and the
     optimizer's direction error.
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    r = min(r, d)
-    with one_thread():
-        g = torch.Generator().manual_seed(seed)
-        W = random_frame(d, r, generator=g, dtype=DTYPE)
-        G = torch.randn(d, r, generator=g, dtype=DTYPE)
-        ratios = certify.sampled_decrease_ratios(W, G, n_samples, seed=seed + 1).numpy()
-        W1 = run_trajectory(W, lambda _W, _t: G, 1, lr=0.05, eps=0.0, trust_radius=None)[1]
-        xi = certify.inverse_retract_polar(W, W1)
-        unit = xi / torch.linalg.matrix_norm(xi)
-        optimum = float(torch.linalg.matrix_norm(project_tangent(W, G)))
-        step_ratio = float(-(G * unit).sum()) / optimum
-        error = float(torch.linalg.matrix_norm(unit - certify.steepest_tangent_direction(W, G)))
+    found = curves.decrease_samples(d, r, seed, n_samples)
+    d, r, ratios, step_ratio = found["d"], found["r"], found["ratios"], found["step_ratio"]
     ax.hist(ratios, bins=60, range=(-1, 1), color=COLORS["reference"], alpha=0.7, label="random unit tangents")
     ax.axvline(step_ratio, color=arm_color("stiefel"), linewidth=2.5, label="StiefelAdam's step")
     ax.set_xlim(-1.05, 1.1)
     ax.set_xlabel(r"decrease $-\langle G, \eta\rangle \,/\, \|P_W G\|_F$")
     ax.set_ylabel("directions")
     ax.legend(loc="upper left", fontsize=9)
-    tangent_dim = d * r - r * (r + 1) // 2
-    ax.text(0.02, 0.70, f"St({d}, {r}): tangent dim {tangent_dim}", transform=ax.transAxes, fontsize=9)
-    return {
-        "best_sample": float(ratios.max()),
-        "step_ratio": step_ratio,
-        "direction_error": error,
-        "tangent_dim": tangent_dim,
-    }
+    ax.text(0.02, 0.70, f"St({d}, {r}): tangent dim {found['tangent_dim']}", transform=ax.transAxes, fontsize=9)
+    return {k: found[k] for k in ("best_sample", "step_ratio", "direction_error", "tangent_dim")}
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,17 +82,8 @@ def draw_scale_run(
     against the run at ``c = 1`` (dashed). Returns the largest relative deviation of the frames
     from the ``c = 1`` run and the final losses.
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    c = 10.0**log10_scale
-    with one_thread():
-        problem = QuadraticProblem.random(4, 16, 4, steps, seed=0)
-        W0 = random_frame(16, 4, 4, generator=torch.Generator().manual_seed(1), dtype=DTYPE)
-        opts = dict(lr=lr, eps=eps, step_rule=step_rule, trust_radius=0.5)
-        reference = run_trajectory(W0, problem.gradient, steps, **opts)
-        path = run_trajectory(W0, problem.scaled(c).gradient, steps, **opts)
-        loss_ref = np.array([float(problem.loss(W).sum()) for W in reference])
-        loss = np.array([float(problem.loss(W).sum()) for W in path])
-        norm = torch.linalg.vector_norm(reference, dim=(-3, -2, -1))
-        deviation = float((torch.linalg.vector_norm(path - reference, dim=(-3, -2, -1)) / norm).max())
+    run = curves.scale_run(log10_scale, step_rule, eps, steps, lr)
+    loss, loss_ref = run["loss"], run["loss_reference"]
     t = np.arange(steps + 1)
     ax.plot(t, loss_ref, "--", color=COLORS["reference"], label="$c = 1$")
     ax.plot(
@@ -123,35 +95,17 @@ def draw_scale_run(
     ax.set_xlabel("step")
     ax.set_ylabel("loss / c")
     ax.legend(loc="upper right", fontsize=9)
-    return {"deviation": deviation, "final_loss": float(loss[-1]), "final_loss_reference": float(loss_ref[-1])}
+    return {"deviation": run["deviation"], "final_loss": float(loss[-1]), "final_loss_reference": float(loss_ref[-1])}
 
 
-def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
+def scale_invariance_figure(found: dict) -> Figure:
     """Left: how far one step moves the frames, against the gradient scale ``c``, for the
     scale-free rule (flat) and the fixed-step rule (slope 1, until the retraction saturates).
     Right: the largest relative deviation of a 50-step scale-free trajectory from the one at
-    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``.
+    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``. ``found``:
+    :func:`stiefel_core.certify.curves.scale_invariance_curves`.
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    with one_thread():
-        cs, free = certify.displacement_by_scale(scales, lr=0.05, eps=0.0)
-        _, fixed = certify.displacement_by_scale(scales, step_rule="fixed", trust_radius=None, lr=1e-6, eps=0.0)
-        problem = QuadraticProblem.random(4, 16, 4, 50, seed=0)
-        W0 = random_frame(16, 4, 4, generator=torch.Generator().manual_seed(1), dtype=DTYPE)
-        deviations = {}
-        for eps in (0.0, 1e-8):
-            ref = run_trajectory(W0, problem.gradient, 50, eps=eps)
-            norm = torch.linalg.vector_norm(ref, dim=(-3, -2, -1))
-            deviations[eps] = [
-                float(
-                    (
-                        torch.linalg.vector_norm(
-                            run_trajectory(W0, problem.scaled(float(c)).gradient, 50, eps=eps) - ref, dim=(-3, -2, -1)
-                        )
-                        / norm
-                    ).max()
-                )
-                for c in cs
-            ]
+    cs, free, fixed, deviations = found["scales"], found["scale_free"], found["fixed"], found["deviation"]
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
         a.loglog(cs, free, "o-", color=arm_color("stiefel"), label="scale free (lr 0.05)")
@@ -162,7 +116,7 @@ def scale_invariance_figure(scales=certify.P2_SCALES) -> Figure:
         a.legend(fontsize=9)
         for eps, marker, color in ((0.0, "o-", arm_color("stiefel")), (1e-8, "s-", arm_color("euclidean"))):
             b.loglog(cs, np.maximum(deviations[eps], FLOOR), marker, color=color, label=f"eps = {eps:g}")
-        b.axhline(certify.TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
+        b.axhline(TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
         b.set_xlabel("gradient scale $c$")
         b.set_ylabel(r"$\max_t \|W_t(c) - W_t(1)\| / \|W_t(1)\|$")
         b.legend(fontsize=9)
@@ -199,20 +153,13 @@ def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float 
     return {"max_condition": float(kappa.max()), "bound": bound, "max_step_norm": float(history["step_norm"].max())}
 
 
-def conditioning_figure(
-    lrs=tuple(10.0**k for k in np.arange(-3, 1.01, 0.5)),
-    radii=(0.25, 0.5, 1.0, None),
-    scales=tuple(10.0**k for k in range(-4, 5)),
-) -> Figure:
+def conditioning_figure(found: dict) -> Figure:
     """Left: the largest condition number of ``I + ξᵀξ`` over a 30-step run against ``lr`` for
     several trust radii (dashed: their bounds ``1 + Δ²``) and none. Right: the fixed-step rule
-    against the gradient scale, with a trust radius of 0.5 and without.
+    against the gradient scale, with a trust radius of 0.5 and without. ``found``:
+    :func:`stiefel_core.certify.curves.condition_curves`.
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    by_lr = {radius: [float(condition_history(lr, radius)["condition"].max()) for lr in lrs] for radius in radii}
-    by_scale = {
-        radius: [float(condition_history(0.05, radius, scale=c, step_rule="fixed")["condition"].max()) for c in scales]
-        for radius in (0.5, None)
-    }
+    lrs, by_lr, scales, by_scale = found["lrs"], found["by_lr"], found["scales"], found["by_scale"]
     shades = {0.25: "#56B4E9", 0.5: COLORS["stiefel"], 1.0: "#004165", None: COLORS["euclidean"]}
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
@@ -245,11 +192,7 @@ def draw_equivariance(
     """Per step, ``‖W'_t - Q W_t‖ / ‖W_t‖`` for one Haar-random ``Q`` (chosen by ``seed``): ``W'``
     from ``(QW, QG_t)``, ``W`` from ``(W, G_t)``. Exact zeros are drawn at :data:`FLOOR`.
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    Q = certify.haar_orthogonal(16, 4, generator=torch.Generator().manual_seed(1000 + seed))
-    with one_thread():
-        deviation = certify.equivariance_deviation(
-            Q, steps=steps, second_moment=second_moment, projector=projector
-        ).numpy()
+    deviation = curves.equivariance_run(second_moment, projector, seed, steps)
     equivariant = second_moment == "frame"
     ax.semilogy(
         np.arange(steps + 1),
@@ -258,7 +201,7 @@ def draw_equivariance(
         markersize=3,
         color=arm_color("stiefel" if equivariant else "euclidean"),
     )
-    ax.axhline(certify.TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
+    ax.axhline(TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
     ax.set_ylim(FLOOR / 2, 10.0)
     ax.set_xlabel("step")
     ax.set_ylabel(r"$\|W'_t - Q W_t\| / \|W_t\|$")
@@ -266,22 +209,11 @@ def draw_equivariance(
     return {"max_deviation": float(deviation.max())}
 
 
-def _sphere_paths(second_moment: str, steps: int = 40, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """``(rotated run, Q × run)`` on St(3, 1), each ``(steps + 1, 3)``."""
-    problem = QuadraticProblem.random(1, 3, 1, steps, seed=seed, noise=0.5)
-    g = torch.Generator().manual_seed(seed)
-    W0 = random_frame(3, 1, 1, generator=g, dtype=DTYPE)
-    Q = certify.haar_orthogonal(3, generator=g)
-    opts = dict(lr=0.1, second_moment=second_moment)
-    path = run_trajectory(W0, problem.gradient, steps, **opts)
-    rotated = run_trajectory(Q @ W0, problem.rotated(Q).gradient, steps, **opts)
-    return rotated[:, 0, :, 0].numpy(), (Q @ path)[:, 0, :, 0].numpy()
-
-
-def equivariance_sphere_figure(steps: int = 40) -> Figure:
+def equivariance_sphere_figure(paths: dict) -> Figure:
     """On St(3, 1), the unit sphere: the three coordinates of ``Q w_t`` (lines; ``w_t`` the run
     from ``w``) and of the run from ``Qw`` on the rotated problem (dots). With one second
-    moment per frame the dots sit on the lines; with a per-entry one they leave them.
+    moment per frame the dots sit on the lines; with a per-entry one they leave them. ``paths``:
+    ``{second moment: stiefel_core.certify.curves.sphere_paths(second moment)}`` for ``"frame"`` and ``"entry"``.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     colors = (COLORS["stiefel"], COLORS["highlight"], COLORS["tangent"])
     with style():
@@ -289,9 +221,8 @@ def equivariance_sphere_figure(steps: int = 40) -> Figure:
         for ax, moment, title in zip(
             axes, ("frame", "entry"), ("one second moment per frame", "per-entry second moment (Adam's)")
         ):
-            with one_thread():
-                rotated, expected = _sphere_paths(moment, steps)
-            t = np.arange(steps + 1)
+            rotated, expected = paths[moment]
+            t = np.arange(len(expected))
             for i in range(3):
                 ax.plot(t, expected[:, i], color=colors[i], linewidth=1.5, label=f"$(Q w_t)_{i + 1}$")
                 ax.plot(
@@ -323,12 +254,10 @@ def draw_weight_decay(
     Stiefel arm, with the orthonormal norm ``√(H r)`` dotted. Returns both final norms and
     losses (mean of the last 10 steps).
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    runs = {
-        arm: certify.weight_decay_training_run(
-            arm == "stiefel", weight_decay=weight_decay, lr=lr, steps=steps, teacher_sharpness=teacher_sharpness
-        )
-        for arm in ("euclidean", "stiefel")
-    }
+    found = curves.weight_decay_runs(
+        (("euclidean", weight_decay), ("stiefel", weight_decay)), teacher_sharpness, steps, lr
+    )
+    runs = {arm: run for (arm, _), run in found.items()}
     expected = runs["stiefel"]["orthonormal_norm"]
     for arm, run in runs.items():
         ax.plot(run["W_Q_norm"].numpy(), color=arm_color(arm), linewidth=2, label=f"{arm.capitalize()} $W_Q$")
@@ -343,19 +272,12 @@ def draw_weight_decay(
     } | {"orthonormal_norm": expected}
 
 
-def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float = 1e-2) -> Figure:
+def weight_decay_figure(runs: dict) -> Figure:
     """Left: ``‖W_Q‖_F`` of the Euclidean arm with decay and without, and of the Stiefel arm with
-    decay. Right: their training losses (log scale).
+    decay. Right: their training losses (log scale). ``runs``:
+    :func:`stiefel_core.certify.curves.weight_decay_runs` (the Stiefel arm's decay drawn last).
     Chapters: p1_steepest_descent to p5_weight_decay."""
-    runs = {
-        ("euclidean", weight_decay): certify.weight_decay_training_run(
-            False, weight_decay=weight_decay, lr=lr, steps=steps
-        ),
-        ("euclidean", 0.0): certify.weight_decay_training_run(False, weight_decay=0.0, lr=lr, steps=steps),
-        ("stiefel", weight_decay): certify.weight_decay_training_run(
-            True, weight_decay=weight_decay, lr=lr, steps=steps
-        ),
-    }
+    stiefel = next(run for (arm, _), run in runs.items() if arm == "stiefel")
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
         for (arm, wd), run in runs.items():
@@ -364,7 +286,7 @@ def weight_decay_figure(weight_decay: float = 1.0, steps: int = 300, lr: float =
             a.plot(run["W_Q_norm"].numpy(), style_, color=arm_color(arm), linewidth=2, label=label)
             b.semilogy(run["loss"].numpy(), style_, color=arm_color(arm), linewidth=1, label=label)
         a.axhline(
-            runs[("stiefel", weight_decay)]["orthonormal_norm"],
+            stiefel["orthonormal_norm"],
             linestyle=":",
             color=COLORS["reference"],
             label=r"$\sqrt{H r}$",

@@ -1,8 +1,10 @@
-"""Every chapter as a reader runs it in JupyterLab: `make lab` starts the server, the chapter is
-opened through the server's contents API (jupytext's contents manager, as the lab opens it), its
-cells run one by one in a kernel of a session, over the kernel websocket, and then each widget
-the chapter shows is driven the way the lab drives it: a comm message that sets a slider's value
-or a menu's index, after which the kernel must send the widget's Output new contents.
+"""Every widget of the book as a reader moves it in JupyterLab: `make lab` starts the server, a
+chapter that shows widgets is opened through the server's contents API (jupytext's contents
+manager, as the lab opens it), the cells its widgets need (:func:`cells_widgets_need`) run one by
+one in a kernel of a session, over the kernel websocket, and then each widget is driven the way the lab
+drives it: a comm message that sets a slider's value or a menu's index, after which the kernel must
+send the widget's Output new contents. Running every cell of every chapter is nbval's job
+(`make test` runs it on the stored outputs); this test runs only what the widgets need.
 
 Also checked: the server writes a notebook's text twin when a notebook is saved (jupytext pairing,
 jupytext.toml), and the kernel is the project's Python.
@@ -15,6 +17,7 @@ once (LAB_TEST_KERNELS), one kernel a core. Minutes of CPU: `make test` runs it 
 
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import math
@@ -59,13 +62,46 @@ def toc_chapters() -> list[str]:
     return [f for f in toc_pages() if (ROOT / f"{f}.ipynb").exists()]
 
 
-CHAPTERS = toc_chapters()
-
-
 def stored_widget_views(chapter: str) -> int:
     """How many widgets the chapter's stored outputs display."""
     cells = json.loads((ROOT / f"{chapter}.ipynb").read_text())["cells"]
     return sum(WIDGET_VIEW in output.get("data", {}) for cell in cells for output in cell.get("outputs", []))
+
+
+def _names(source: str) -> tuple[set[str], set[str]] | None:
+    """``(names the cell binds, names it reads)``, or ``None`` when it is not plain Python."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a magic or a shell line
+        return None
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    return bound, read
+
+
+def cells_widgets_need(cells: list[dict]) -> list[dict]:
+    """The code cells a reader runs before moving the chapter's widgets: each cell whose stored
+    outputs show a widget, and before it every cell that binds a name one of those reads (in
+    turn, the cells those read from), in the chapter's order; a cell that is not plain Python is
+    kept. Every other cell is nbval's to run."""
+    code = [c for c in cells if c["cell_type"] == "code" and c["source"].strip()]
+    shows = {i for i, c in enumerate(code) if any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))}
+    needed, wanted = set(), set()
+    for i in reversed(range(max(shows) + 1 if shows else 0)):
+        names = _names(code[i]["source"])
+        if i in shows or names is None or names[0] & wanted:
+            needed.add(i)
+            wanted |= names[1] if names else set()
+    return [code[i] for i in sorted(needed)]
+
+
+CHAPTERS = [chapter for chapter in toc_chapters() if stored_widget_views(chapter)]  # the others: nbval alone
 
 
 def free_port() -> int:
@@ -338,6 +374,7 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
         ],
     }
     try:
+        (ROOT / SCRATCH).parent.mkdir(exist_ok=True)  # _build/ is absent from a fresh checkout
         lab.api("PUT", f"contents/{SCRATCH}", json={"type": "directory"})
         lab.api("PUT", f"contents/{SCRATCH}/book", json={"type": "directory"})
         lab.api("PUT", f"contents/{notebook}", json={"type": "notebook", "format": "json", "content": content})
@@ -358,10 +395,11 @@ def test_saving_a_notebook_in_the_lab_writes_its_twin(lab):
 
 
 def run_chapter(lab: Lab, chapter: str) -> None:
-    """Run one chapter in its own kernel and move every control of its widgets; raise on a failure."""
+    """Run the cells a chapter's widgets need in its own kernel and move every control of its
+    widgets; raise on a failure."""
     model = lab.api("GET", f"contents/{chapter}.ipynb")  # through jupytext's contents manager
-    cells = [c for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
-    assert cells, f"{chapter} has no code cells"
+    cells = cells_widgets_need(model["content"]["cells"])
+    assert cells, f"{chapter} shows no widget in the notebook the lab opened"
     kernel = Kernel(lab, f"{chapter}.ipynb")
     started = time.monotonic()
     try:
@@ -436,6 +474,6 @@ def chapter_failures(lab) -> dict[str, BaseException | None]:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_and_its_widgets_respond(chapter_failures, chapter):
+def test_chapters_widgets_respond(chapter_failures, chapter):
     if chapter_failures[chapter] is not None:
         raise chapter_failures[chapter]

@@ -1,0 +1,42 @@
+"""What a named experiment is (:class:`Experiment`): each experiment module declares its own in a
+module-level ``ENTRIES``, and :mod:`.runner` collects them (:func:`collect`). Light: no torch, no
+experiment, so a module can import it to declare its entry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+__all__ = ["PROFILES", "Experiment", "collect"]
+
+PROFILES = ("ci", "full")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A named experiment: its profiles, arms and the run of one arm from one seed. Chapters: grokking, cifar10_patches,
+    ablation, regimes."""
+
+    name: str
+    profiles: dict  # profile name -> config dataclass (with a ``seeds`` field)
+    arms: tuple[str, ...]
+    run: Callable  # (config, arm, seed, device, checkpoint, progress) -> dict
+    description: str
+    optional_arms: tuple[str, ...] = ()  # run only when named (--arms): controls on an expensive task
+    arms_of: Callable | None = None  # config -> the arms a profile runs (grid experiments), default ``arms``
+    resolve: Callable | None = None  # (config, directory) -> config with settings chosen from earlier results
+
+    def default_arms(self, config) -> tuple[str, ...]:
+        return tuple(self.arms_of(config)) if self.arms_of else self.arms
+
+
+def collect(*modules: ModuleType, extra: tuple[Experiment, ...] = ()) -> dict[str, Experiment]:
+    """``{name: Experiment}`` from every module's ``ENTRIES`` (in order), then ``extra``; a name
+    declared twice is refused."""
+    out: dict[str, Experiment] = {}
+    for entry in (*(e for module in modules for e in module.ENTRIES), *extra):
+        if entry.name in out:
+            raise ValueError(f"experiment {entry.name!r} is declared twice; rename one of them")
+        out[entry.name] = entry
+    return out
