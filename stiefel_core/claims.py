@@ -103,7 +103,7 @@ def _regimes_rules() -> dict:
 
 def _regimes() -> str:
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    return findings.regimes.claim(
+    return findings.decay_map.claim(
         controls, dmap, get_config("grokking_decay_map", "full").task, _regimes_rules(), full_task=_full("grokking")
     )
 

@@ -69,7 +69,7 @@ def test_the_claim_quotes_the_map_count_and_the_readings():
     }
     dmap = results(map_runs, weight_decays=[1.0])
     controls = results({f"{arm}/{s}": run([0.5, 0.9 - 0.01 * s]) for arm in ("stiefel", "baseline") for s in range(3)})
-    line = regimes.claim(controls, dmap, task, RULES)
+    line = decay_map.claim(controls, dmap, task, RULES)
     assert (
         decay_map.count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
         in line

@@ -21,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..choices import LADDER, ladder_around, ladder_scores, late_score, pending_rungs, rung_scores, settled
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .fair_fight import center
 from .registry import Experiment
 from .relatives import RELATIVES, without_parametrized_steps
 from .resolving import resolve_lrs
-from .results import load_results
-from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+from .selection import grow
 
 __all__ = [
     "ENTRIES",
@@ -96,41 +96,35 @@ def run_peer_sweep(config: PeerSweepConfig, arm: str, seed: int, device, checkpo
 def peer_sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one relative."""
     epochs = sweep["config"]["task"]["epochs"]
-    out: dict[float, list[float]] = {}
-    for key, outcome in sorted(sweep["runs"].items()):
-        name = key.rpartition("/")[0]
-        if name.startswith(f"{arm}@{KEY}="):
-            lr = parse_grid_arm(name, KEY, PEERS)[1]
-            out.setdefault(lr, []).append(late_score(outcome["history"], epochs, metric="test_acc"))
-    return out
+    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs, metric="test_acc"), KEY)
 
 
 def _pending(sweep: dict | None, config: PeerSweepConfig, arm: str) -> tuple[float, ...]:
     scores = peer_sweep_scores(sweep, arm) if sweep else {}
-    wanted = set(_start_rungs(config, arm)) | set(scores)
-    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < len(config.seeds))
-    return unfinished or next_rungs(rung_scores(scores, len(config.seeds)), scores, center(arm, config.task.lr))
+    return pending_rungs(scores, len(config.seeds), _start_rungs(config, arm), center(arm, config.task.lr))
 
 
 def peer_chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for one relative (``None``
     before any rung holds every selection start)."""
-    complete = rung_scores(peer_sweep_scores(sweep, arm), len(sweep["config"]["seeds"]))
-    if not complete:
-        return None
-    lr = choice(complete, center(arm, sweep["config"]["task"]["lr"]))
-    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+    return _settled(peer_sweep_scores(sweep, arm), sweep, center(arm, sweep["config"]["task"]["lr"]))
+
+
+def _settled(scores: dict, sweep: dict, around: float) -> dict | None:
+    n = len(sweep["config"]["seeds"])
+    return settled(scores, n, around) if rung_scores(scores, n) else None
 
 
 def sweep_peers(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the relatives' sweep of ``arms`` (default all) until each choice is interior (resumable)."""
     config = PEER_SWEEP_PROFILES[profile]
-    while True:
-        results = load_results("cifar10_peers_qk_lr", profile, options.get("directory"))
-        names = [grid_arm(arm, KEY, lr) for arm in arms or config.arms for lr in _pending(results, config, arm)]
-        if not names:
-            return results
-        run_experiment("cifar10_peers_qk_lr", profile, arms=names, **options)
+    return grow(
+        run_experiment,
+        "cifar10_peers_qk_lr",
+        profile,
+        lambda results: [grid_arm(a, KEY, lr) for a in arms or config.arms for lr in _pending(results, config, a)],
+        **options,
+    )
 
 
 # --- the judged runs --------------------------------------------------------------------------
@@ -152,9 +146,9 @@ PEER_PROFILES = {name: dataclasses.replace(c, arms=PEERS, sweep="cifar10_peers_q
 
 def _choice(sweep: dict, name: str, arm: str) -> dict | None:
     if name == "cifar10_qk_lr":
-        cell = grid_arm(arm, "wd", WEIGHT_DECAY)
-        complete = rung_scores(cifar10_fair.sweep_scores(sweep, cell), len(sweep["config"]["seeds"]))
-        return cifar10_fair.chosen(sweep, cell) if complete else None
+        return _settled(
+            cifar10_fair.sweep_scores(sweep, grid_arm(arm, "wd", WEIGHT_DECAY)), sweep, sweep["config"]["task"]["lr"]
+        )
     return peer_chosen(sweep, arm)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..choices import LADDER, ladder_around, ladder_scores, pending_rungs, rung_scores, settled
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import grokking
@@ -26,8 +27,7 @@ from .fair_fight import compact
 from .fair_fight import run as run_judged
 from .registry import Experiment
 from .resolving import resolve_lrs
-from .results import load_results
-from .selection import LADDER, choice, is_interior, ladder_around, next_rungs, rung_scores
+from .selection import grow
 
 __all__ = [
     "ENTRIES",
@@ -103,40 +103,30 @@ def epochs_to(history: list[dict], threshold: float, horizon: int) -> int:
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster."""
     horizon, threshold = sweep["config"]["task"]["epochs"], sweep["config"]["threshold"]
-    out: dict[float, list[float]] = {}
-    for key, outcome in sorted(sweep["runs"].items()):
-        name = key.rpartition("/")[0]
-        if name.startswith(f"{arm}@{KEY}="):
-            lr = parse_grid_arm(name, KEY, ARMS)[1]
-            out.setdefault(lr, []).append(-float(epochs_to(outcome["history"], threshold, horizon)))
-    return out
+    return ladder_scores(sweep, arm, lambda history: -float(epochs_to(history, threshold, horizon)), KEY)
 
 
 def chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
-    complete = rung_scores(sweep_scores(sweep, arm), len(sweep["config"]["seeds"]))
-    if not complete:
-        return None
-    lr = choice(complete, sweep["config"]["task"]["lr"])
-    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+    scores, n = sweep_scores(sweep, arm), len(sweep["config"]["seeds"])
+    return settled(scores, n, sweep["config"]["task"]["lr"]) if rung_scores(scores, n) else None
 
 
 def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
     scores = sweep_scores(results, arm) if results else {}
-    wanted = set(_start(config)) | set(scores)
-    unfinished = tuple(lr for lr in sorted(wanted) if len(scores.get(lr, [])) < len(config.seeds))
-    return unfinished or next_rungs(rung_scores(scores, len(config.seeds)), scores, config.task.lr)
+    return pending_rungs(scores, len(config.seeds), _start(config), config.task.lr)
 
 
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
     config = SWEEP_PROFILES[profile]
-    while True:
-        results = load_results("grokking_p97_qk_lr", profile, options.get("directory"))
-        names = [grid_arm(arm, KEY, lr) for arm in arms or config.arms for lr in _pending(results, config, arm)]
-        if not names:
-            return results
-        run_experiment("grokking_p97_qk_lr", profile, arms=names, **options)
+    return grow(
+        run_experiment,
+        "grokking_p97_qk_lr",
+        profile,
+        lambda results: [grid_arm(a, KEY, lr) for a in arms or config.arms for lr in _pending(results, config, a)],
+        **options,
+    )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import numpy as np
 from ..labels import label
 from ..results_reading import LAST, paired
 from ..stats import VERDICTS, PairedComparison, family_verdicts, mcnemar_exact
+from . import regimes
 from .regimes import decay_budget, gain_over_time, grokking_lr_factors
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "curves",
     "cell_name",
     "nearest_cell",
+    "claim",
 ]
 
 
@@ -187,3 +189,37 @@ def nearest_cell(cells: list[MapCell], weight_decay: float) -> MapCell | None:
     """The map's Stiefel − AdamW cell at ``weight_decay`` (``None`` when the map has no such decay).
     Chapter: regimes."""
     return next((c for c in cells if c.weight_decay == weight_decay and (c.a, c.b) == ("stiefel", "baseline")), None)
+
+
+def claim(controls: dict | None, decay_map: dict | None, task, rules: dict, full_task: dict | None = None) -> str:
+    """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
+    ``grokking_decay_map-full`` and the map's task: the map's one count
+    (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
+    (``grokking-full``, p = 97), the readings of time to 90 %. ``rules``: the declared families'
+    :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``, ``controls_p97_time``).
+    Chapter: regimes."""
+    if not controls or not decay_map:
+        return "not yet measured (no finished full run)"
+    control = rules["controls_p31"]
+    readings = regimes.supported_readings(regimes.control_rows(controls, control.margin, control.alpha))
+    cells = final_cells(
+        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
+    budgets = sorted(c.budget for c in cells)
+    return (
+        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, every arm at "
+        f"the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; the controls (20 seeds, λ = 1): "
+        f"{regimes.readings_text(readings)}" + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
+    )
+
+
+def _full_task_reading(full_task: dict | None, alpha: float) -> str:
+    rows = regimes.time_rows(full_task, alpha=alpha) if full_task else []
+    if not rows:
+        return ""
+    config = full_task["config"]
+    seeds = min(r["seeds"] for r in rows)
+    return (
+        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 %: "
+        f"{regimes.readings_text(regimes.supported_readings(rows))}"
+    )

@@ -39,7 +39,6 @@ __all__ = [
     "never_binds",
     "regime_line",
     "grid_rows",
-    "claim",
 ]
 
 
@@ -361,39 +360,3 @@ def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = (
                 means = {m: 100 * float(np.mean([r["final"][m] for r in runs.values()])) for m in metrics}
                 rows.append({"weight_decay": wd, "arm": arm, "starts": len(runs), **means})
     return rows
-
-
-def claim(controls: dict | None, decay_map: dict | None, task, rules: dict, full_task: dict | None = None) -> str:
-    """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
-    ``grokking_decay_map-full`` and the map's task: the map's one count
-    (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
-    (``grokking-full``, p = 97), the readings of time to 90 %. ``rules``: the declared families'
-    :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``, ``controls_p97_time``).
-    Chapter: regimes."""
-    from . import decay_map as dm
-
-    if not controls or not decay_map:
-        return "not yet measured (no finished full run)"
-    control = rules["controls_p31"]
-    readings = supported_readings(control_rows(controls, control.margin, control.alpha))
-    cells = dm.final_cells(
-        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
-    )
-    budgets = sorted(c.budget for c in cells)
-    return (
-        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, every arm at "
-        f"the task's W_Q, W_K lr (AdamW's untuned): {dm.count_text(cells)}; the controls (20 seeds, λ = 1): "
-        f"{readings_text(readings)}" + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
-    )
-
-
-def _full_task_reading(full_task: dict | None, alpha: float) -> str:
-    rows = time_rows(full_task, alpha=alpha) if full_task else []
-    if not rows:
-        return ""
-    config = full_task["config"]
-    seeds = min(r["seeds"] for r in rows)
-    return (
-        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 %: "
-        f"{readings_text(supported_readings(rows))}"
-    )
