@@ -8,6 +8,7 @@ import pytest
 import torch
 from tiny import TINY
 
+from stiefel_core import protocol
 from stiefel_core.experiments import ablation, get_config, grokking, run_experiment
 from stiefel_core.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
 from stiefel_core.findings import ablation as ablation_findings
@@ -46,10 +47,11 @@ def test_cifar10_ablation_pairs_every_arm_and_the_variants_differ(isolated):
     acc = {arm: results["runs"][f"{arm}/0"]["final"]["test_loss"] for arm in ABLATION_ARMS}
     for arm in ("baseline", "fixed_step", "no_projector", "per_entry"):
         assert acc[arm] != acc["stiefel"], arm  # each switch changes the run
-    rows = ablation_findings.ablation_rows(results, "test_acc")
-    assert [r["arm"] for r in rows] == ["baseline", "fixed_step", "no_projector", "per_entry", "no_trust_region"]
-    assert all(r["full_minus_arm"].n == 2 for r in rows)
-    assert [v[0] for v in ablation_findings.verdicts(rows)][1:] == list(COMPONENTS)
+    family = protocol.family("ablation_cifar10")
+    rows = ablation_findings.family_rows(results, "test_acc", family)
+    assert [r["variant"] for r in rows] == ["baseline", "fixed_step", "no_projector", "per_entry", "no_trust_region"]
+    assert all(r["n"] == 2 for r in rows)
+    assert [v[0] for v in ablation_findings.verdicts(rows, family.margin)][1:] == list(COMPONENTS)
     with pytest.raises(ValueError, match="unknown arm"):
         ablation.run_cifar10(config, "frozen", 0, "cpu", progress=False)
 
@@ -126,22 +128,20 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
         assert orthonormality_error(model.attn.W_Q.detach().double()).max() < 1e-5, arm
 
 
-def test_no_verdict_from_fewer_than_three_starts():
-    """Two equal differences give a zero-width interval; the table must not call that significant."""
-    two = {
-        "arm": "fixed_step",
-        "removes": "scale-free step",
-        "accuracy": None,
-        "full_minus_arm": paired_comparison([50.2, 50.4], [50.0, 50.2]),
-    }
-    assert two["full_minus_arm"].ci_low > 0  # what a verdict from n = 2 would have read
-    assert ablation_findings.verdicts([two])[0][2] == "too few starts for a verdict (n = 2 < 3)"
-    three = {**two, "full_minus_arm": paired_comparison([50.2, 50.4, 50.3], [50.0, 50.2, 50.0])}
-    assert ablation_findings.verdicts([three])[0][2] == "removing it costs accuracy"
-    table = ablation_findings.table([two, three])
-    assert [row[-1] for row in table.rows] == ["too few starts for a verdict (n = 2 < 3)", "removing it costs accuracy"]
-    assert table.rows[1][3:6] == [
-        "+0.23",
-        f"[{three['full_minus_arm'].ci_low:+.2f}, {three['full_minus_arm'].ci_high:+.2f}]",
-        "3/3",
-    ]
+def test_no_verdict_from_two_starts_even_when_their_differences_agree():
+    """Two equal differences give a zero-width interval; the family must not call that significant."""
+    family = protocol.family("ablation_cifar10")
+
+    def results(n):  # the full rule 0.2 pp ahead of every other arm in every start: a zero-width interval
+        runs = {
+            f"{arm}/{s}": {"final": {"test_acc": 0.5 + 0.01 * s + (0.002 if arm == "stiefel" else 0.0)}}
+            for arm in ABLATION_ARMS
+            for s in range(n)
+        }
+        return {"runs": runs, "config": {}}
+
+    two = ablation_findings.family_rows(results(2), "test_acc", family)
+    assert {r["verdict"] for r in two} == {"inconclusive"} and all(r["n"] == 2 for r in two)
+    three = ablation_findings.family_rows(results(3), "test_acc", family)
+    assert {r["verdict"] for r in three} == {"higher"}
+    assert "beats" in ablation_findings.verdicts(three, family.margin)[0][2]
