@@ -35,6 +35,7 @@ __all__ = [
     "next_rungs",
     "pending_rungs",
     "settled",
+    "settled_or_none",
 ]
 
 # --- the relatives' lr sweep (grokking_peers_lr) ---------------------------------------------
@@ -243,3 +244,8 @@ def settled(scores: dict[float, list[float]], n_seeds: int, center: float) -> di
     complete = rung_scores(scores, n_seeds)
     lr = choice(complete, center)
     return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+
+
+def settled_or_none(scores: dict[float, list[float]], n_seeds: int, center: float) -> dict | None:
+    """:func:`settled`, or ``None`` while no rung holds all ``n_seeds`` seeds (nothing to choose from)."""
+    return settled(scores, n_seeds, center) if rung_scores(scores, n_seeds) else None

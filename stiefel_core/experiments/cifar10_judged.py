@@ -21,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..choices import LADDER, ladder_around, ladder_scores, late_score, pending_rungs, rung_scores, settled
+from ..choices import LADDER, ladder_around, ladder_scores, late_score, pending_rungs, settled_or_none
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .fair_fight import center
 from .registry import Experiment
 from .relatives import RELATIVES, without_parametrized_steps
 from .resolving import resolve_lrs
-from .selection import grow
+from .selection import grow_arms
 
 __all__ = [
     "ENTRIES",
@@ -107,24 +107,15 @@ def _pending(sweep: dict | None, config: PeerSweepConfig, arm: str) -> tuple[flo
 def peer_chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for one relative (``None``
     before any rung holds every selection start)."""
-    return _settled(peer_sweep_scores(sweep, arm), sweep, center(arm, sweep["config"]["task"]["lr"]))
-
-
-def _settled(scores: dict, sweep: dict, around: float) -> dict | None:
-    n = len(sweep["config"]["seeds"])
-    return settled(scores, n, around) if rung_scores(scores, n) else None
+    n, around = len(sweep["config"]["seeds"]), center(arm, sweep["config"]["task"]["lr"])
+    return settled_or_none(peer_sweep_scores(sweep, arm), n, around)
 
 
 def sweep_peers(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the relatives' sweep of ``arms`` (default all) until each choice is interior (resumable)."""
     config = PEER_SWEEP_PROFILES[profile]
-    return grow(
-        run_experiment,
-        "cifar10_peers_qk_lr",
-        profile,
-        lambda results: [grid_arm(a, KEY, lr) for a in arms or config.arms for lr in _pending(results, config, a)],
-        **options,
-    )
+    pending = lambda results, arm: _pending(results, config, arm)  # noqa: E731
+    return grow_arms(run_experiment, "cifar10_peers_qk_lr", profile, arms or config.arms, pending, KEY, **options)
 
 
 # --- the judged runs --------------------------------------------------------------------------
@@ -146,9 +137,8 @@ PEER_PROFILES = {name: dataclasses.replace(c, arms=PEERS, sweep="cifar10_peers_q
 
 def _choice(sweep: dict, name: str, arm: str) -> dict | None:
     if name == "cifar10_qk_lr":
-        return _settled(
-            cifar10_fair.sweep_scores(sweep, grid_arm(arm, "wd", WEIGHT_DECAY)), sweep, sweep["config"]["task"]["lr"]
-        )
+        scores = cifar10_fair.sweep_scores(sweep, grid_arm(arm, "wd", WEIGHT_DECAY))
+        return settled_or_none(scores, len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
     return peer_chosen(sweep, arm)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..choices import LADDER, ladder_around, ladder_scores, pending_rungs, rung_scores, settled
+from ..choices import LADDER, ladder_around, ladder_scores, pending_rungs, settled_or_none
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import grokking
@@ -27,7 +27,7 @@ from .fair_fight import compact
 from .fair_fight import run as run_judged
 from .registry import Experiment
 from .resolving import resolve_lrs
-from .selection import grow
+from .selection import grow_arms
 
 __all__ = [
     "ENTRIES",
@@ -108,8 +108,7 @@ def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
 
 def chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
-    scores, n = sweep_scores(sweep, arm), len(sweep["config"]["seeds"])
-    return settled(scores, n, sweep["config"]["task"]["lr"]) if rung_scores(scores, n) else None
+    return settled_or_none(sweep_scores(sweep, arm), len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
 
 
 def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
@@ -120,13 +119,8 @@ def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
     config = SWEEP_PROFILES[profile]
-    return grow(
-        run_experiment,
-        "grokking_p97_qk_lr",
-        profile,
-        lambda results: [grid_arm(a, KEY, lr) for a in arms or config.arms for lr in _pending(results, config, a)],
-        **options,
-    )
+    pending = lambda results, arm: _pending(results, config, arm)  # noqa: E731
+    return grow_arms(run_experiment, "grokking_p97_qk_lr", profile, arms or config.arms, pending, KEY, **options)
 
 
 @dataclass(frozen=True)

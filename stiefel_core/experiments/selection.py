@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..choices import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+from ..results_reading import grid_arm
 from .results import load_results
 
-__all__ = ["grow"]
+__all__ = ["grow", "grow_arms"]
 # The rule's names, for the routing sweeps that import them from here
 _RULE = (LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores)
 
@@ -24,3 +25,22 @@ def grow(
         if not names:
             return results
         run_experiment(name, profile, arms=names, **options)
+
+
+def grow_arms(
+    run_experiment: Callable,
+    name: str,
+    profile: str,
+    arms: tuple[str, ...],
+    pending: Callable[[dict | None, str], tuple[float, ...]],
+    key: str = "qklr",
+    **options,
+) -> dict:
+    """:func:`grow` over ``arms``, each run named ``"<arm>@<key>=<lr>"`` for the rungs ``pending(results, arm)``."""
+    return grow(
+        run_experiment,
+        name,
+        profile,
+        lambda results: [grid_arm(arm, key, lr) for arm in arms for lr in pending(results, arm)],
+        **options,
+    )

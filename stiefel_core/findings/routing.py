@@ -211,8 +211,7 @@ def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]
         n = max((r["n"] for r in rows), default=0)
         interim = f" (interim: {n} of {judged[task]} judged seeds)" if 0 < n < judged[task] else ""
         parts = [
-            f"{label('stiefel')} against the tuned {label('baseline')}: "
-            f"{result_text(a['tuned_baseline'], endpoint)}",
+            f"{label('stiefel')} against the tuned {label('baseline')}: {result_text(a['tuned_baseline'], endpoint)}",
             f"{label('qk_norm')} against {label('stiefel')}: {result_text(a['qk_norm'], endpoint)}",
         ]
         if task != "charlm":
