@@ -146,22 +146,21 @@ def _ablation(results: dict) -> str:
 
 
 def _verdicts() -> dict[str, Callable[[], Verdict]]:
-    """Each experiment claim's verdict from the same files its measure reads."""
-    ablation = lambda: summary.ablation_verdict(_full("cifar10_ablation"), load_results("cifar10", "full"))  # noqa: E731
+    """Each experiment claim's verdict from the declared families' rows its chapter reads (:mod:`declared`)."""
+    from . import declared
+
     return {
-        "grokking": lambda: summary.grokking_verdict(_full("grokking")),
-        "cifar10": lambda: summary.cifar10_gain_verdict(
-            _full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"), _full("cifar10_size")
-        ),
-        "movement": lambda: summary.movement_verdict(_full("cifar10")),
-        "ablation": ablation,
+        "grokking": lambda: summary.grokking_verdict(*declared.grokking()),
+        "cifar10": lambda: summary.cifar10_gain_verdict(*(declared.cifar10()[k] for k in ("protocol", "long", "size"))),
+        "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
+        "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),
         "regimes": lambda: summary.regimes_verdict(
             load_results("grokking_ablation", "full"),
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
             _regimes_rules(),
         ),
-        "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
+        "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
     }
 
