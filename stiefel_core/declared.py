@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import protocol
 from .experiments.results import load_results
 
-__all__ = ["families", "grokking", "tuned_rows", "scale_rows", "cifar10", "ablation", "peers"]
+__all__ = ["families", "grokking", "tuned_rows", "scale_rows", "cifar10", "ablation", "peers", "peers_cifar10"]
 
 
 def _full(experiment: str) -> dict | None:
@@ -93,3 +93,18 @@ def peers() -> dict:
         "lrs": ff.tuned_lrs(fair, fair_peers) if fair else {},
         "margin": families()["grokking_fair"].margin,
     }
+
+
+def peers_cifar10() -> list[dict]:
+    """The family ``peers_cifar10``: each relative against the Stiefel rule and AdamW on CIFAR-10
+    (final test accuracy, the long protocol), as the peers chapter reads it."""
+    from .findings import fair_fight as ff
+    from .findings import peers as p
+
+    cifar, family = _full("cifar10_peers"), families()["peers_cifar10"]
+    if cifar is None:
+        return []
+    rows = ff.family_rows(
+        ff.finals(cifar, metric="test_acc"), p.PEERS, ("stiefel", "baseline"), family.margin / 100, family.alpha
+    )
+    return p.family_peer_rows(rows)
