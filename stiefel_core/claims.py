@@ -92,7 +92,10 @@ def _full(experiment: str) -> dict | None:
 
 
 def _grokking() -> str:
-    return findings.grokking.claim(_full("grokking"), get_config("grokking", "full"))
+    from . import declared
+
+    results, family = declared.grokking()
+    return findings.grokking.claim(results, get_config("grokking", "full"), family)
 
 
 def _regimes_rules() -> dict:
@@ -118,22 +121,37 @@ def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[
     return claim
 
 
+def _rows_text(rows: list[dict]) -> str:
+    return "; ".join(findings.cifar10_family.row_text(r).replace("**", "") for r in rows)
+
+
 def _cifar10_gain(results: dict) -> str:
+    from . import declared
+
+    rows = declared.cifar10()
     return (
         findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
-        + "; "
-        + findings.long_training.claim_gain(_full("cifar10_long"), _full("cifar10_size"))
+        + "; under the declared families: "
+        + _rows_text([r for r in (rows["protocol"][:1] + rows["protocol"][3:4] + rows["long"][:1] + rows["size"][:1])])
     )
 
 
 def _cifar10_movement(results: dict) -> str:
+    from . import declared
+
+    rows = declared.cifar10()
+    frozen = [r for r in rows["long"] if r["what"].startswith("the Stiefel rule − frozen frames")]
     return (
-        findings.cifar10.claim_movement(results) + "; " + findings.long_training.claim_movement(_full("cifar10_long"))
+        findings.cifar10.claim_movement(results)
+        + " (a fixed step's size is lr × gradient: the ratio is set by its lr); under the declared families: "
+        + _rows_text(rows["protocol"][1:3] + frozen)
     )
 
 
 def _peers(results: dict) -> str:
-    return findings.peers.claim(results) + "; " + findings.peers.cifar_claim(_full("cifar10_peers"))
+    from . import declared
+
+    return findings.peers.family_claim(declared.peers()["rows"], declared.peers_cifar10())
 
 
 def _ablation(results: dict) -> str:
@@ -146,22 +164,21 @@ def _ablation(results: dict) -> str:
 
 
 def _verdicts() -> dict[str, Callable[[], Verdict]]:
-    """Each experiment claim's verdict from the same files its measure reads."""
-    ablation = lambda: summary.ablation_verdict(_full("cifar10_ablation"), load_results("cifar10", "full"))  # noqa: E731
+    """Each experiment claim's verdict from the declared families' rows its chapter reads (:mod:`declared`)."""
+    from . import declared
+
     return {
-        "grokking": lambda: summary.grokking_verdict(_full("grokking")),
-        "cifar10": lambda: summary.cifar10_gain_verdict(
-            _full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"), _full("cifar10_size")
-        ),
-        "movement": lambda: summary.movement_verdict(_full("cifar10")),
-        "ablation": ablation,
+        "grokking": lambda: summary.grokking_verdict(*declared.grokking()),
+        "cifar10": lambda: summary.cifar10_gain_verdict(*(declared.cifar10()[k] for k in ("protocol", "long", "size"))),
+        "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
+        "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),
         "regimes": lambda: summary.regimes_verdict(
             load_results("grokking_ablation", "full"),
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
             _regimes_rules(),
         ),
-        "peers": lambda: summary.peers_verdict(_full("grokking_peers")),
+        "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
     }
 

@@ -43,19 +43,28 @@ def admonition(title: str, lines: list[str], kind: str = "tip") -> Markdown:
 
 
 def _grokking() -> list[str]:
-    return summary.grokking_takeaways(_full("grokking"))
+    from . import declared
+    from .findings import grokking
+    from .labels import label
+
+    results, family = declared.grokking()
+    return grokking.takeaways(results, family, declared.tuned_rows(), declared.scale_rows(), label)
 
 
 def _cifar10() -> list[str]:
-    return summary.cifar10_takeaways(
-        _full("cifar10"), load_results("cifar10_sweep", "full"), _full("cifar10_long"), _full("cifar10_size")
-    )
+    from . import declared
+    from .findings import cifar10_family
+
+    rows = declared.cifar10()
+    return cifar10_family.takeaways(rows["protocol"], rows["long"], rows["size"], rows["movement"])
 
 
 def _ablation() -> list[str]:
-    return summary.ablation_takeaways(
-        _full("cifar10_ablation"), load_results("cifar10", "full"), load_results("grokking_ablation", "full")
-    )
+    from . import declared
+    from .findings import ablation
+
+    rows = declared.ablation()
+    return ablation.takeaways(rows["cifar10"], rows["grokking"], rows["tuned"], rows["margins"])
 
 
 def regimes_rules() -> dict:
@@ -91,7 +100,12 @@ def _regimes() -> list[str]:
 
 
 def _peers() -> list[str]:
-    return summary.peers_takeaways(_full("grokking_peers"))
+    from . import declared
+    from .findings import peers
+    from .labels import label
+
+    rows = declared.peers()
+    return peers.takeaways(rows["rows"], rows["lrs"], label, rows["margin"])
 
 
 TAKEAWAYS = {

@@ -277,9 +277,11 @@ def findings_table(results: dict | None, epoch: int = 20_000) -> Table:
     return Table(["question", "preprint", "we measure", "verdict"], findings(results, epoch))
 
 
-def claim(results: dict | None, config) -> str:
+def claim(results: dict | None, config, family=None) -> str:
     """One line for the book's claims table from ``grokking-full`` and its configuration: the
-    validation accuracy at epoch 20,000 per arm, the censored time to 90 %, and the regime.
+    validation accuracy at epoch 20,000 per arm, the censored time to 90 %, and the regime. With
+    ``family`` (``grokking_p97``), the two verdicts of :func:`family_rows` (the time by the paired
+    permutation log-rank, Holm across the family) instead of the asymptotic log-rank p.
     Chapter: grokking."""
     if not results or not results.get("runs"):
         return "not yet measured (no finished full run)"
@@ -296,7 +298,16 @@ def claim(results: dict | None, config) -> str:
             parts.append(f"{name}: no finished run")
     line = "validation accuracy at epoch 20,000: " + "; ".join(parts)
     seeds = regimes.paired_seeds(results, "stiefel", "baseline")
-    if len(seeds) >= 2:
+    rows = family_rows(results, family) if family is not None else None
+    if rows is not None:
+        e, t = rows["endpoint"], rows["time"]
+        line += (
+            f"; under the declared family (Holm): accuracy {e['verdict']} ({e['mean_pp']:+.1f} pp, Holm p = "
+            f"{e['p_holm']:.2g}); time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel "
+            f"{t['median'][0]:,.0f}, baseline {t['median'][1]:,.0f} ({t['never'][1]} of {len(rows['seeds'])} never), "
+            f"{t['verdict']} (paired permutation log-rank p = {t['p']:.2g}, Holm p = {t['p_holm']:.2g})"
+        )
+    elif len(seeds) >= 2:
         s_, b_ = (regimes.survival(results, arm, seeds=seeds) for arm in ("stiefel", "baseline"))
         _, p = regimes.logrank(results, "stiefel", "baseline")
         line += (

@@ -442,3 +442,37 @@ def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) 
     )
     out += [tuned.beats(r, label, margin_pp) + "." for r in rows if r["verdict"] in ("higher", "lower")]
     return out
+
+
+def family_claim(grokking: list[dict], cifar10: list[dict]) -> str:
+    """The claims table's line from the families' peer rows (:func:`family_peer_rows`): on grokking
+    at every arm's tuned W_Q, W_K lr (``grokking_fair``) and on CIFAR-10 (``peers_cifar10``), each
+    relative − the Stiefel rule in the family's word, and the count of each word."""
+    from ..labels import label
+
+    def line(rows: list[dict], digits: int) -> str:
+        against = [r for r in rows if r["reference"] == "stiefel"]
+        parts = [f"{label(r['arm'])} {r['verdict']} ({_numbers(r, digits)})" for r in against]
+        counts = ", ".join(f"{w} {sum(r['verdict'] == w for r in against)}" for w in _FOUR)
+        return "; ".join(parts) + f" (of {len(against)}: {counts})"
+
+    out = []
+    if grokking:
+        out.append(
+            "grokking (p = 31, 1,500 epochs), each relative − the Stiefel rule at its tuned W_Q, W_K lr, 20 paired "
+            "seeds, Holm across the family grokking_fair: " + line(grokking, 1)
+        )
+    if cifar10:
+        out.append(
+            "CIFAR-10 (the long protocol, λ = 1, 3 paired starts), each relative − the Stiefel rule, Holm across the "
+            "family peers_cifar10: " + line(cifar10, 2)
+        )
+    return "; ".join(out) or "not yet measured (no run at the tuned lrs)"
+
+
+_FOUR = ("higher", "lower", "equivalent", "inconclusive")
+
+
+def _numbers(row: dict, digits: int) -> str:
+    lo, hi = row["ci_pp"]
+    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"

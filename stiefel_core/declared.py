@@ -1,0 +1,110 @@
+"""The declared families' rows (``book/protocol.yml``), read from the full profile's results
+files: the one place where the claims table, the intro and each chapter's verdict box load what
+the chapters themselves read, so that all of them say the same four words. Chapters: intro and
+every experiment chapter (through :mod:`claims` and :mod:`pages`)."""
+
+from __future__ import annotations
+
+from . import protocol
+from .experiments.results import load_results
+
+__all__ = ["families", "grokking", "tuned_rows", "scale_rows", "cifar10", "ablation", "peers", "peers_cifar10"]
+
+
+def _full(experiment: str) -> dict | None:
+    results = load_results(experiment, "full")
+    return results if results and results.get("runs") else None
+
+
+def families() -> dict:
+    """Every declared family by name."""
+    return protocol.load().families
+
+
+def grokking() -> tuple[dict | None, object]:
+    """``(grokking-full, the family grokking_p97)``."""
+    return _full("grokking"), families()["grokking_p97"]
+
+
+def _fair() -> tuple[dict | None, dict | None, dict | None]:
+    return tuple(load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
+
+
+def tuned_rows() -> list[dict]:
+    """The family ``grokking_fair``'s rows: every arm at its tuned W_Q, W_K lr (:func:`findings.tuned.fair_family`)."""
+    from .findings import tuned
+
+    fair, scale, peers = _fair()
+    return tuned.fair_family(fair, scale, peers, families()["grokking_fair"])
+
+
+def scale_rows() -> list[dict]:
+    """The family ``grokking_fair_scale``'s rows (:func:`findings.tuned.scale_family`)."""
+    from .findings import tuned
+
+    fair, scale, peers = _fair()
+    return tuned.scale_family(fair, scale, families()["grokking_fair_scale"], peers)
+
+
+def cifar10() -> dict:
+    """The CIFAR-10 chapter's families' rows (``protocol``, ``long``, ``size``) and its movement
+    ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`."""
+    from .findings import cifar10_family as cf
+
+    f, main = families(), load_results("cifar10", "full")
+    return {
+        "protocol": cf.protocol_family(main, load_results("cifar10_sweep", "full"), f["cifar10_protocol"]),
+        "long": cf.long_family(load_results("cifar10_long", "full"), f["cifar10_long"]),
+        "size": cf.size_family(load_results("cifar10_size", "full"), f["cifar10_size"]),
+        "movement": cf.movement_by_lr(main),
+    }
+
+
+def ablation() -> dict:
+    """The ablation chapter's rows: ``cifar10`` (``ablation_cifar10``), ``grokking``
+    (``ablation_grokking``), ``tuned`` (the swept variants in ``grokking_fair``) and ``margins``."""
+    from .findings import ablation as ab
+    from .findings import fair_fight as ff
+
+    f = families()
+    variants, reference, repeat = (
+        load_results(n, "full") for n in ("cifar10_ablation", "cifar10", "grokking_ablation")
+    )
+    merged = ab.merged_results(variants, reference) if variants and variants.get("runs") and reference else None
+    fair, _, peers = _fair()
+    return {
+        "cifar10": ab.family_rows(merged, "test_acc", f["ablation_cifar10"]) if merged else [],
+        "grokking": ab.family_rows(repeat, "val_acc", f["ablation_grokking"]) if repeat and repeat.get("runs") else [],
+        "tuned": ab.tuned_rows(tuned_rows(), ff.finals(fair, peers)) if fair else [],
+        "margins": {"cifar10": f["ablation_cifar10"].margin, "grokking": f["ablation_grokking"].margin},
+    }
+
+
+def peers() -> dict:
+    """The peers chapter's rows at tuned lrs: ``rows`` (each relative against the Stiefel rule and
+    AdamW, :func:`findings.peers.family_peer_rows` of ``grokking_fair``), ``lrs`` and ``margin``."""
+    from .findings import fair_fight as ff
+    from .findings import peers as p
+
+    fair, _, fair_peers = _fair()
+    rows = p.family_peer_rows(tuned_rows(), p.merged(fair, fair_peers), p.TUNED_PEERS) if fair else []
+    return {
+        "rows": rows,
+        "lrs": ff.tuned_lrs(fair, fair_peers) if fair else {},
+        "margin": families()["grokking_fair"].margin,
+    }
+
+
+def peers_cifar10() -> list[dict]:
+    """The family ``peers_cifar10``: each relative against the Stiefel rule and AdamW on CIFAR-10
+    (final test accuracy, the long protocol), as the peers chapter reads it."""
+    from .findings import fair_fight as ff
+    from .findings import peers as p
+
+    cifar, family = _full("cifar10_peers"), families()["peers_cifar10"]
+    if cifar is None:
+        return []
+    rows = ff.family_rows(
+        ff.finals(cifar, metric="test_acc"), p.PEERS, ("stiefel", "baseline"), family.margin / 100, family.alpha
+    )
+    return p.family_peer_rows(rows)

@@ -1,0 +1,166 @@
+"""The experiment claims' verdicts in words, read from the declared families' rows
+(``book/protocol.yml``: four words, Holm within each family) exactly as the chapters read them:
+the grokking endpoint and time to 90 % (:func:`grokking.family_rows`), the CIFAR-10 protocol,
+long training and data size (:mod:`cifar10_family`), the ablation (:func:`ablation.family_rows`)
+and the relatives (:func:`peers.family_peer_rows`). A claim is *reproduced* only where the
+comparison it rests on is *higher* under its family. Re-exported by :mod:`findings.summary`.
+Chapters: intro, grokking, cifar10_patches, ablation, peers."""
+
+from __future__ import annotations
+
+from .. import preprint
+from ..labels import label
+from . import ablation, grokking
+from .claim_verdict import PENDING, Verdict
+
+__all__ = [
+    "claim_word",
+    "grokking_verdict",
+    "cifar10_gain_verdict",
+    "movement_verdict",
+    "EXPECTED",
+    "ablation_verdict",
+    "peers_verdict",
+]
+
+WORDS = ("higher", "lower", "equivalent", "inconclusive")
+
+
+def claim_word(words: list[str]) -> str:
+    """A claim's word from the family verdicts it rests on, each a direction the preprint
+    predicts to be *higher*: reproduced (all higher), not reproduced (none), partly (some),
+    pending (none measured)."""
+    if not words:
+        return "pending"
+    held = sum(w == "higher" for w in words)
+    return "reproduced" if held == len(words) else "not reproduced" if held == 0 else "partly"
+
+
+def _pp(row: dict, digits: int = 1) -> str:
+    lo, hi = row.get("ci_pp", row.get("tost_ci_pp"))
+    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def grokking_verdict(results: dict | None, family) -> Verdict:
+    """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`): reproduced
+    when the Stiefel rule's final accuracy is *higher*; partly when only its time to 90 % is
+    (sooner); not reproduced otherwise."""
+    rows = grokking.family_rows(results, family)
+    if rows is None:
+        return PENDING
+    e, t = rows["endpoint"], rows["time"]
+    table = grokking.endpoint_accuracies(results, 20_000)
+    seeds = rows["seeds"]
+    means = {arm: 100 * sum(table[arm][k] for k in seeds) / len(seeds) for arm in ("stiefel", "baseline")}
+    word = "reproduced" if e["verdict"] == "higher" else "partly" if t["verdict"] == "higher" else "not reproduced"
+    sa, sb = t["median"]
+    headline = (
+        f"{e['verdict']}: {means['stiefel']:.1f} % vs {means['baseline']:.1f} % at epoch 20,000; "
+        f"time to 90 % {t['verdict']}: epoch {sa:,.0f} vs {sb:,.0f}"
+    )
+    config = results["config"]
+    sentence = (
+        f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs, {len(seeds)} seeds), the Stiefel "
+        f"rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's {means['baseline']:.1f} %: "
+        f"{e['verdict']} under the declared family ({_pp(e)}, Holm p = {e['p_holm']:.2g}); its time to 90 % (median "
+        f"epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) reads "
+        f"{t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
+    )
+    return Verdict(word, headline, sentence)
+
+
+def _row(rows: list[dict], i: int) -> dict | None:
+    return rows[i] if len(rows) > i else None
+
+
+def cifar10_gain_verdict(protocol: list[dict], long: list[dict], size: list[dict]) -> Verdict:
+    """The CIFAR-10 gain claim from the families ``cifar10_protocol`` (the gain; the gap with data),
+    ``cifar10_long`` (the gain in 100-epoch training) and ``cifar10_size`` (the gap with data at
+    matched epochs) (:mod:`cifar10_family`): reproduced only when every one is *higher*."""
+    gain, gap, long_gain, widening = _row(protocol, 0), _row(protocol, 3), _row(long, 0), _row(size, 0)
+    rows = [r for r in (gain, gap, long_gain, widening) if r is not None]
+    if gain is None:
+        return PENDING
+    word = claim_word([r["verdict"] for r in rows])
+    headline = f"{gain['verdict']}: {gain['mean_pp']:+.2f} pp (2 epochs)" + (
+        f"; {long_gain['verdict']}: {long_gain['mean_pp']:+.2f} pp (100 epochs)" if long_gain else ""
+    )
+    parts = [f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"]
+    if long_gain:
+        parts.append(f"{long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})")
+    gaps = [r for r in (gap, widening) if r is not None]
+    if gaps:
+        parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))
+    sentence = f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {word}: " + "; ".join(
+        parts
+    )
+    return Verdict(word, headline, sentence + ".")
+
+
+def movement_verdict(protocol: list[dict], movement: dict | None) -> Verdict:
+    """The movement claim: how far a fixed step moves the frames is a choice of its lr (no
+    verdict, :func:`cifar10_family.movement_by_lr`); the preprint's cost of freezing, fixed step −
+    frozen frames in ``cifar10_protocol``, is reproduced only when *higher*."""
+    cost, stiefel = _row(protocol, 1), _row(protocol, 2)
+    if cost is None or movement is None:
+        return PENDING
+    low, high = movement["range"]
+    word = "reproduced" if cost["verdict"] == "higher" else "not reproduced"
+    headline = (
+        f"{low:.0f}-{high:.0f}x less than AdamW at lr {movement['lr']:g} (a choice of the lr); "
+        f"freezing: {cost['verdict']} ({cost['mean_pp']:+.2f} pp)"
+    )
+    sentence = (
+        f"How far a fixed step moves the frames ({low:.0f}-{high:.0f}x less than AdamW here) is set by its lr, not "
+        f"found; the cost of freezing the frames is {cost['verdict']} against a fixed step ({_pp(cost, 2)}) and "
+        f"{stiefel['verdict']} against the Stiefel rule ({_pp(stiefel, 2)})."
+    )
+    return Verdict(word, headline, sentence)
+
+
+# The preprint's ablation: removing the scale-free step costs the gain (higher); the projector and
+# the per-frame moment add nothing measurable (equivalent within the family's margin).
+EXPECTED = {"scale-free step": "higher", "tangent projector": "equivalent", "per-frame second moment": "equivalent"}
+
+
+def ablation_verdict(rows: list[dict]) -> Verdict:
+    """The ablation claim from the family ``ablation_cifar10`` (:func:`ablation.family_rows`): the
+    full rule − each variant reads as :data:`EXPECTED`, and the full rule is *higher* than AdamW
+    (a gain to share); reproduced when all hold, partly when some do."""
+    acting = [r for r in rows if not r["identical"]]
+    if not acting:
+        return PENDING
+    got = {r["removes"]: r["verdict"] for r in acting}
+    held = [got.get(k) == v for k, v in EXPECTED.items()] + [ablation.family_shares(rows) is not None]
+    word = "reproduced" if all(held) else "not reproduced" if not any(held) else "partly"
+    step = next(r for r in rows if r["removes"] == "scale-free step")
+    gain = next(r for r in rows if r["variant"] == "baseline")
+    headline = (
+        f"the scale-free step: {step['verdict']}, {step['mean_pp']:+.2f} pp; "
+        f"the rule against AdamW: {gain['verdict']}, {gain['mean_pp']:+.2f} pp"
+    )
+    readings = "; ".join(f"{k}: {got.get(k, 'not run')} (the preprint: {v})" for k, v in EXPECTED.items())
+    sentence = (
+        f"Of the rule's parts on CIFAR-10, removing the scale-free step costs {step['mean_pp']:.2f} pp "
+        f"({step['verdict']}), while the whole rule against AdamW reads {gain['verdict']} ({_pp(gain, 2)}): "
+        f"{readings}."
+    )
+    return Verdict(word, headline, sentence)
+
+
+def peers_verdict(rows: list[dict]) -> Verdict:
+    """The relatives, not compared by the preprint (a new result), from the family ``grokking_fair``
+    at every arm's tuned W_Q, W_K lr (:func:`peers.family_peer_rows`): each relative against the
+    Stiefel rule, counted by its word."""
+    against = [r for r in rows if r["reference"] == "stiefel"]
+    if not against:
+        return PENDING
+    counts = {w: sum(r["verdict"] == w for r in against) for w in WORDS}
+    said = ", ".join(f"{counts[w]} {w}" for w in WORDS if counts[w])
+    names = ", ".join(label(r["arm"]) for r in against)
+    return Verdict(
+        "new",
+        f"against the Stiefel rule at tuned lrs: {said} (of {len(against)})",
+        f"Against its relatives on grokking ({names}), each at its tuned W_Q, W_K lr: {said} of {len(against)} "
+        "against the Stiefel rule (Holm across the declared family).",
+    )
