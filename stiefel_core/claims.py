@@ -132,8 +132,23 @@ def _cifar10_gain(results: dict) -> str:
     return (
         findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
         + "; under the declared families: "
-        + _rows_text([r for r in (rows["protocol"][:1] + rows["protocol"][3:4] + rows["long"][:1] + rows["size"][:1])])
+        + _rows_text(
+            rows["protocol"][:1] + rows["protocol"][3:4] + rows["long"][:1] + rows["size"][:1] + _tuned_gain(rows)
+        )
     )
+
+
+def _tuned_gain(rows: dict) -> list[dict]:
+    """The Stiefel rule − AdamW at tuned W_Q, W_K lrs (family ``cifar10_fair``), once it has runs."""
+    from .findings.cifar10_tuned import find
+
+    row = find(rows["tuned"], "stiefel", "baseline")
+    return [row] if row else []
+
+
+def _cifar10_claim(rows: dict):
+    tuned = _tuned_gain(rows)
+    return summary.cifar10_gain_verdict(rows["protocol"], rows["long"], rows["size"], tuned[0] if tuned else None)
 
 
 def _cifar10_movement(results: dict) -> str:
@@ -169,7 +184,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
 
     return {
         "grokking": lambda: summary.grokking_verdict(*declared.grokking()),
-        "cifar10": lambda: summary.cifar10_gain_verdict(*(declared.cifar10()[k] for k in ("protocol", "long", "size"))),
+        "cifar10": lambda: _cifar10_claim(declared.cifar10()),
         "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
         "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),
         "regimes": lambda: summary.regimes_verdict(

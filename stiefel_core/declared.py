@@ -47,12 +47,19 @@ def scale_rows() -> list[dict]:
 
 
 def cifar10() -> dict:
-    """The CIFAR-10 chapter's families' rows (``protocol``, ``long``, ``size``) and its movement
-    ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`."""
+    """The CIFAR-10 chapter's families' rows (``protocol``, ``long``, ``size``), its movement
+    ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`, and the family
+    ``cifar10_fair`` at tuned W_Q, W_K lrs (``tuned``, :mod:`findings.cifar10_tuned`)."""
     from .findings import cifar10_family as cf
+    from .findings import cifar10_tuned as ct
 
     f, main = families(), load_results("cifar10", "full")
+    fair = f["cifar10_fair"]
+    tuned = ct.fair_rows(
+        load_results("cifar10_fair", "full"), load_results("cifar10_fair_peers", "full"), fair.margin / 100, fair.alpha
+    )
     return {
+        "tuned": tuned,
         "protocol": cf.protocol_family(main, load_results("cifar10_sweep", "full"), f["cifar10_protocol"]),
         "long": cf.long_family(load_results("cifar10_long", "full"), f["cifar10_long"]),
         "size": cf.size_family(load_results("cifar10_size", "full"), f["cifar10_size"]),

@@ -195,8 +195,11 @@ def what_changed(*families: list[dict]) -> list[str]:
     return out
 
 
-def takeaways(protocol: list[dict], long: list[dict], size: list[dict], movement: dict | None) -> list[str]:
-    """The chapter's key takeaways from its families' rows and the movement ratio."""
+def takeaways(
+    protocol: list[dict], long: list[dict], size: list[dict], movement: dict | None, tuned: str | None = None
+) -> list[str]:
+    """The chapter's key takeaways from its families' rows and the movement ratio; ``tuned``: the
+    sentence of the comparison at tuned W_Q, W_K lrs (:mod:`.cifar10_tuned`), once it has runs."""
     out = []
     if protocol:
         out.append(
@@ -217,7 +220,7 @@ def takeaways(protocol: list[dict], long: list[dict], size: list[dict], movement
             f"of {low:.2g}-{high:.2g} would give."
         )
     out.append(
-        "**At tuned learning rates**: the sweep of AdamW's and the Stiefel rule's W_Q, W_K lr on CIFAR-10 is "
-        "running and not yet finished: every comparison here is at the task's shared lr (not yet run tuned)."
+        tuned
+        or "**At tuned learning rates**: not yet run (every comparison above is at the task's shared W_Q, W_K lr)."
     )
     return out

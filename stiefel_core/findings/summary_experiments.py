@@ -73,12 +73,15 @@ def _row(rows: list[dict], i: int) -> dict | None:
     return rows[i] if len(rows) > i else None
 
 
-def cifar10_gain_verdict(protocol: list[dict], long: list[dict], size: list[dict]) -> Verdict:
+def cifar10_gain_verdict(
+    protocol: list[dict], long: list[dict], size: list[dict], tuned: dict | None = None
+) -> Verdict:
     """The CIFAR-10 gain claim from the families ``cifar10_protocol`` (the gain; the gap with data),
-    ``cifar10_long`` (the gain in 100-epoch training) and ``cifar10_size`` (the gap with data at
-    matched epochs) (:mod:`cifar10_family`): reproduced only when every one is *higher*."""
+    ``cifar10_long`` (the gain in 100-epoch training), ``cifar10_size`` (the gap with data at
+    matched epochs) (:mod:`cifar10_family`) and ``cifar10_fair`` (``tuned``: the Stiefel rule −
+    AdamW at tuned W_Q, W_K lrs, :mod:`cifar10_tuned`): reproduced only when every one is *higher*."""
     gain, gap, long_gain, widening = _row(protocol, 0), _row(protocol, 3), _row(long, 0), _row(size, 0)
-    rows = [r for r in (gain, gap, long_gain, widening) if r is not None]
+    rows = [r for r in (gain, gap, long_gain, widening, tuned) if r is not None]
     if gain is None:
         return PENDING
     word = claim_word([r["verdict"] for r in rows])
@@ -88,6 +91,11 @@ def cifar10_gain_verdict(protocol: list[dict], long: list[dict], size: list[dict
     parts = [f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"]
     if long_gain:
         parts.append(f"{long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})")
+    if tuned:
+        parts.append(
+            f"{tuned['verdict']} there with each arm at its tuned W_Q, W_K lr ({_pp(tuned, 2)}, {tuned['n']} starts)"
+        )
+        headline += f"; {tuned['verdict']}: {tuned['mean_pp']:+.2f} pp (tuned)"
     gaps = [r for r in (gap, widening) if r is not None]
     if gaps:
         parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))

@@ -1,0 +1,108 @@
+"""CIFAR-10 at tuned W_Q, W_K learning rates (issue 28): the sweep that chose each arm's rate in
+the long protocol (``cifar10_qk_lr``) and the judged runs at those rates (``cifar10_fair`` and
+``cifar10_fair_peers``), read under the family ``cifar10_fair`` that ``book/protocol.yml``
+declared before their runs. Pure functions of the results dicts; no experiment is imported.
+
+The family is Holm-corrected over every comparison it declares, the relatives' included: a
+comparison whose runs are missing keeps its place with p = 1, so a verdict read before the
+relatives have run can only loosen, never tighten, when they land."""
+
+from __future__ import annotations
+
+from ..choices import ladder_scores, late_score, rung_scores
+from ..labels import label
+from ..results_reading import grid_arm
+from .fair_fight import family_rows, finals, lr_text
+
+__all__ = [
+    "RELATIVES",
+    "ARMS",
+    "REFERENCES",
+    "sweep_rows",
+    "tuned_lrs",
+    "fair_rows",
+    "shown",
+    "find",
+    "text",
+    "lrs_text",
+    "takeaway",
+]
+
+RELATIVES = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
+ARMS = ("stiefel", "frozen", *RELATIVES)  # each against each reference (protocol.yml, cifar10_fair)
+REFERENCES = ("baseline", "stiefel")
+SWEPT = ("baseline", "stiefel")
+WEIGHT_DECAY = 1.0  # the decay of the judged starts
+
+
+def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weight_decay: float = WEIGHT_DECAY) -> list:
+    """Per swept arm at ``weight_decay``: ``scores`` (lr -> mean late test accuracy over the
+    selection starts that finished every rung), ``n`` (starts) and ``chosen`` (the lr its judged
+    runs used, from their config; ``None`` before)."""
+    if not sweep:
+        return []
+    epochs, n = sweep["config"]["task"]["epochs"], len(sweep["config"]["seeds"])
+    rows = []
+    for arm in SWEPT:
+        cell = grid_arm(arm, "wd", weight_decay)
+        scores = ladder_scores(sweep, cell, lambda h: late_score(h, epochs, metric="test_acc"), "qklr")
+        rows.append({"arm": arm, "scores": rung_scores(scores, n), "n": n, "chosen": (chosen or {}).get(arm)})
+    return [r for r in rows if r["scores"]]
+
+
+def tuned_lrs(*results: dict | None) -> dict[str, float]:
+    """``{arm: W_Q, W_K lr}`` as the judged runs' configs recorded them before their runs."""
+    out: dict[str, float] = {}
+    for r in results:
+        if r:
+            out.update({arm: float(lr) for arm, lr in r["config"]["qk_lrs"]})
+    return out
+
+
+def fair_rows(fair: dict | None, peers: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
+    """Every comparison of the family, final test accuracy paired by start, Holm over the whole
+    declared family (missing arms count with p = 1). Rows with no pairs yet have ``n == 0``."""
+    values = finals(fair, peers, metric="test_acc")
+    for arm in (*ARMS, *REFERENCES):
+        values.setdefault(arm, {})
+    rows = family_rows(values, ARMS, REFERENCES, margin, alpha)
+    return [{**r, "what": f"{label(r['arm'])} − {label(r['reference'])} at tuned lrs"} for r in rows]
+
+
+def shown(rows: list[dict]) -> list[dict]:
+    """The rows whose runs exist."""
+    return [r for r in rows if r["n"] >= 2]
+
+
+def find(rows: list[dict], arm: str, reference: str) -> dict | None:
+    row = next((r for r in rows if r["arm"] == arm and r["reference"] == reference), None)
+    return row if row is not None and row["n"] >= 2 else None
+
+
+def text(row: dict | None, judged: int) -> str:
+    """ "<verdict>, <mean> pp [lo, hi] over n of ``judged`` paired starts (Holm p ...)", or "not yet run"."""
+    if row is None:
+        return "not yet run"
+    lo, hi = row["ci_pp"]
+    of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
+    return (
+        f"{row['verdict']}, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts "
+        f"(Holm-corrected p {row['p_holm']:.2g})"
+    )
+
+
+def lrs_text(lrs: dict[str, float], label) -> str:
+    return ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
+
+
+def takeaway(rows: list[dict], lrs: dict[str, float], judged: int) -> str | None:
+    """The chapter's sentence at tuned lrs, or ``None`` before the judged runs have two pairs."""
+    gain = find(rows, "stiefel", "baseline")
+    if gain is None:
+        return None
+    frozen = [find(rows, "frozen", ref) for ref in REFERENCES]
+    return (
+        f"**At tuned learning rates** ({lrs_text(lrs, label)} for W_Q, W_K, each chosen on separate selection "
+        f"starts; λ = 1, 100 epochs on 10,000 images): the Stiefel rule against AdamW is {text(gain, judged)}. "
+        f"Frozen frames against AdamW: {text(frozen[0], judged)}; against the Stiefel rule: {text(frozen[1], judged)}."
+    )

@@ -1,0 +1,69 @@
+"""The CIFAR-10 comparison at tuned W_Q, W_K lrs (findings.cifar10_tuned), on constructed files."""
+
+import math
+
+import numpy as np
+import pytest
+
+from stiefel_core.findings import cifar10_tuned as ct
+
+
+def _fair(acc: dict[str, list[float]], lrs=(("baseline", 1e-3), ("stiefel", 3e-3))) -> dict:
+    runs = {f"{arm}/{s}": {"final": {"test_acc": a}} for arm, values in acc.items() for s, a in enumerate(values)}
+    return {"config": {"qk_lrs": [list(x) for x in lrs]}, "runs": runs}
+
+
+def test_the_family_counts_the_relatives_that_have_not_run_with_p_one():
+    rng = np.random.default_rng(0)
+    base = 0.50 + 0.01 * rng.standard_normal(12)
+    fair = _fair({"baseline": base, "stiefel": base + 0.01 + 0.001 * rng.standard_normal(12), "frozen": base - 0.02})
+    rows = ct.fair_rows(fair, None, margin=0.005)
+    assert len(rows) == 13  # 7 arms against AdamW, 6 against the Stiefel rule
+    gain = ct.find(rows, "stiefel", "baseline")
+    assert gain["verdict"] == "higher" and gain["n"] == 12
+    # Holm over the declared 13: the smallest p is multiplied by 13, not by the 3 comparisons that ran
+    smallest = min(ct.shown(rows), key=lambda r: r["p"])
+    assert smallest["p_holm"] == pytest.approx(min(1.0, 13 * smallest["p"]))
+    assert {r["arm"] for r in ct.shown(rows)} == {"stiefel", "frozen"}
+    assert ct.find(rows, "muon", "baseline") is None
+
+
+def test_equal_arms_read_equivalent_and_a_noisy_pair_inconclusive():
+    rng = np.random.default_rng(1)
+    base = 0.50 + 0.01 * rng.standard_normal(12)
+    fair = _fair(
+        {
+            "baseline": base,
+            "stiefel": base + 0.0002 * rng.standard_normal(12),
+            "frozen": base + 0.02 * rng.standard_normal(12),
+        }
+    )
+    rows = ct.fair_rows(fair, None, margin=0.005)
+    assert ct.find(rows, "stiefel", "baseline")["verdict"] == "equivalent"
+    assert ct.find(rows, "frozen", "baseline")["verdict"] == "inconclusive"
+
+
+def test_the_sentence_says_how_many_of_the_judged_starts_have_run():
+    base = np.linspace(0.49, 0.51, 4)
+    fair = _fair({"baseline": base, "stiefel": base - 0.001 * np.arange(4), "frozen": base - 0.02})
+    rows = ct.fair_rows(fair, None, margin=0.005)
+    line = ct.takeaway(rows, ct.tuned_lrs(fair), judged=12)
+    assert "over 4 of 12 paired starts" in line and "AdamW 1e-3, the Stiefel rule 3e-3" in line
+    assert ct.takeaway(ct.fair_rows(None, None, 0.005), {}, 12) is None
+
+
+def test_the_sweep_rows_read_each_cell_at_the_judged_decay():
+    def run(acc):
+        return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
+
+    runs = {
+        f"{arm}@wd=1@qklr={lr:g}/{s}": run(0.5 + lr)
+        for arm in ("baseline", "stiefel")
+        for lr in (3e-4, 1e-3, 3e-3)
+        for s in (100, 101)
+    }
+    sweep = {"config": {"seeds": [100, 101], "task": {"epochs": 10}}, "runs": runs}
+    rows = ct.sweep_rows(sweep, {"baseline": 1e-3})
+    assert [r["arm"] for r in rows] == ["baseline", "stiefel"]
+    assert rows[0]["scores"][3e-3] == pytest.approx(0.503) and rows[0]["chosen"] == 1e-3
+    assert rows[1]["chosen"] is None and not math.isnan(rows[1]["scores"][3e-4])
