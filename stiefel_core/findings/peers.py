@@ -1,7 +1,8 @@
 """The Stiefel rule among its relatives (chapter "Among its relatives"): the learning rate each
 arm's sweep chose, and the paired comparisons of the peers against the Stiefel rule and against
 AdamW. Pure functions of the results dicts of ``grokking_peers_lr``, ``grokking_peers`` and
-``cifar10_peers``."""
+``cifar10_peers``. The arms and what each comparison means live in :mod:`.peer_readings`, the
+reading under the declared families in :mod:`.peers_family`; the chapter reads all of it here."""
 
 from __future__ import annotations
 
@@ -10,11 +11,36 @@ import numpy as np
 from ..choices import SWEEP_CRITERION, chosen_lr, sweep_scores
 from ..labels import label
 from ..results_reading import arm_of
+from .peer_readings import (
+    ARMS,
+    FAMILY_READINGS,
+    INGREDIENTS,
+    PEERS,
+    READINGS,
+    REFERENCES,
+    TUNED_PEERS,
+    family_reading,
+    reading,
+)
+from .peers_family import (
+    comparison_cells,
+    family_claim,
+    family_ingredient_rows,
+    family_peer_rows,
+    merged,
+    takeaways,
+    what_changed,
+)
 
 __all__ = [
     "sweep_scores",
     "chosen_lr",
     "SWEEP_CRITERION",  # the rule's home is choices.py; the chapter reads them here
+    # from peer_readings and peers_family, read here by the chapter:
+    "ARMS",
+    "REFERENCES",
+    "FAMILY_READINGS",
+    "family_claim",
     "sweep_rows",
     "PEERS",
     "INGREDIENTS",
@@ -60,27 +86,6 @@ def sweep_rows(sweep: dict) -> list[dict]:
             }
         )
     return rows
-
-
-# --- the comparison --------------------------------------------------------------------------
-
-ARMS = ("baseline", "stiefel", "muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")  # the
-# chapter's order: experiments.peers.PEER_ARMS (a test holds them equal; this module loads no torch)
-PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param")
-REFERENCES = ("stiefel", "baseline")
-INGREDIENTS = (  # (a, b, what a − b isolates)
-    ("stiefel", "per_entry", "scalar (per-frame) against per-entry second moments, the rest of the rule the same"),
-    (
-        "stiefel",
-        "geoopt_radam",
-        "the Stiefel rule against the standard Riemannian Adam (canonical metric, Cayley retraction, no trust region)",
-    ),
-    ("muon", "baseline", "orthogonalised updates on unconstrained weights against AdamW (both decayed)"),
-    ("stiefel", "muon_no_decay", "a constraint on the weights against orthogonal updates alone, neither decayed"),
-    ("muon_no_decay", "muon", "weight decay off an orthogonal-update optimizer's W_Q, W_K"),
-    ("orthogonal_param", "baseline", "the constraint by parametrization, stepped by AdamW, against AdamW"),
-    ("stiefel", "orthogonal_param", "the Stiefel rule against the same constraint stepped through a parametrization"),
-)
 
 
 def arms_in(results: dict | None) -> list[str]:
@@ -274,205 +279,3 @@ def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
             "ortho": np.array([np.max([h[i].get("ortho/W_Q", np.nan) for h in histories]) for i in range(n)]),
         }
     return out
-
-
-READINGS = {  # (a, b) of INGREDIENTS -> what each verdict of a − b says
-    ("stiefel", "per_entry"): {
-        "higher": "the scalar (per-frame) second moment matters: per-entry moments cost accuracy",
-        "lower": "per-entry moments help: the scalar moment is not what earns the rule's result",
-        "tie": "scalar or per-entry moments: no measurable difference here",
-    },
-    ("stiefel", "geoopt_radam"): {
-        "higher": "the Stiefel rule beats the standard Riemannian Adam on the same constraint",
-        "lower": "the standard Riemannian Adam beats the Stiefel rule on the same constraint",
-        "tie": "the Stiefel rule and the standard Riemannian Adam: no measurable difference",
-    },
-    ("muon", "baseline"): {
-        "higher": "orthogonalised updates alone beat AdamW",
-        "lower": "orthogonalised updates alone do worse than AdamW",
-        "tie": "orthogonalised updates alone: no measurable difference from AdamW",
-    },
-    ("stiefel", "muon_no_decay"): {
-        "higher": "the constraint on the weights matters beyond orthogonal updates",
-        "lower": "orthogonal updates without the constraint do better than the constrained rule",
-        "tie": "constraint on the weights or orthogonal updates alone: no measurable difference",
-    },
-    ("muon_no_decay", "muon"): {
-        "higher": "decay on Muon's unconstrained W_Q, W_K costs accuracy",
-        "lower": "decay on Muon's W_Q, W_K helps",
-        "tie": "decay on Muon's W_Q, W_K: no measurable effect",
-    },
-    ("orthogonal_param", "baseline"): {
-        "higher": "the constraint alone, stepped by AdamW through a parametrization, beats AdamW",
-        "lower": "the constraint by parametrization does worse than AdamW",
-        "tie": "the constraint by parametrization: no measurable difference from AdamW",
-    },
-    ("stiefel", "orthogonal_param"): {
-        "higher": "how the constrained step is taken matters: the Stiefel rule beats the parametrization",
-        "lower": "the parametrization beats the Stiefel rule on the same constraint",
-        "tie": "the Stiefel rule or the parametrization: no measurable difference",
-    },
-}
-
-
-def reading(row: dict) -> str:
-    """What one :func:`ingredient_rows` row says, by the fixed rule of :data:`READINGS`."""
-    if row["verdict"] == "untested":
-        n = row["comparison"].n if row["comparison"] is not None else 0
-        return f"untested ({n} paired seed(s); a verdict needs 3)"
-    return READINGS[(row["a"], row["b"])][row["verdict"]]
-
-
-# --- the declared families, four words (book/protocol.yml: grokking_fair, peers_grokking, peers_cifar10) -----
-
-TUNED_PEERS = (*PEERS, "cayley_adam")  # the relatives judged at their tuned W_Q, W_K lrs (grokking_fair_peers)
-
-
-def merged(*results: dict | None) -> dict:
-    """The runs of several files of one comparison (same seeds, same initial weights) as one
-    results dict, the first file's config kept."""
-    present = [r for r in results if r]
-    return {
-        "config": present[0]["config"] if present else {},
-        "runs": {k: v for r in present for k, v in r["runs"].items()},
-    }
-
-
-def family_peer_rows(rows: list[dict], results: dict | None = None, peers: tuple[str, ...] = PEERS) -> list[dict]:
-    """Each peer − each reference (the Stiefel rule, AdamW) read from a family's rows
-    (:func:`fair_fight.family_rows`: four words, Holm across the family), in the chapter's order;
-    with ``results``, the Kaplan-Meier median epochs to 90 % of both arms over the same seeds
-    (described, not tested). A pair the family lacks is left out."""
-    from . import tuned
-    from .regimes import paired_seeds, survival
-
-    out = []
-    for peer in peers:
-        for ref in REFERENCES:
-            row = tuned.find(rows, peer, ref)
-            if row is None:
-                continue
-            if results is not None:
-                seeds = paired_seeds(results, peer, ref)
-                row = {
-                    **row,
-                    "median": survival(results, peer, 0.9, seeds).median,
-                    "reference_median": survival(results, ref, 0.9, seeds).median,
-                }
-            out.append(row)
-    return out
-
-
-_FAMILY_READINGS = {  # (a, b) of INGREDIENTS -> what "equivalent" says (higher and lower: READINGS)
-    ("stiefel", "per_entry"): "scalar or per-entry second moments: equivalent here",
-    ("stiefel", "geoopt_radam"): "the Stiefel rule and the standard Riemannian Adam: equivalent here",
-    ("muon", "baseline"): "orthogonalised updates alone and AdamW: equivalent here",
-    ("stiefel", "muon_no_decay"): "the constraint on the weights and orthogonal updates alone: equivalent here",
-    ("muon_no_decay", "muon"): "decay on Muon's W_Q, W_K: no effect beyond the margin",
-    ("orthogonal_param", "baseline"): "the constraint by parametrization and AdamW: equivalent here",
-    ("stiefel", "orthogonal_param"): "the Stiefel rule and the parametrization: equivalent here",
-}
-
-
-def family_ingredient_rows(rows: list[dict]) -> list[dict]:
-    """:data:`INGREDIENTS` read from a family's rows (``row`` ``None`` where the family does not
-    hold that comparison: it is outside the declared family and gets no verdict)."""
-    from . import tuned
-
-    return [{"a": a, "b": b, "meaning": meaning, "row": tuned.find(rows, a, b)} for a, b, meaning in INGREDIENTS]
-
-
-def family_reading(row: dict, label) -> str:
-    """What one :func:`family_ingredient_rows` row says: higher and lower by :data:`READINGS`,
-    equivalent by its own sentence, inconclusive as "these runs cannot tell"."""
-    r = row["row"]
-    if r is None:
-        return "outside the declared family: no verdict"
-    if r["verdict"] in ("higher", "lower"):
-        return READINGS[(row["a"], row["b"])][r["verdict"]]
-    if r["verdict"] == "equivalent":
-        return _FAMILY_READINGS[(row["a"], row["b"])]
-    return f"inconclusive: these runs cannot tell {label(row['a'])} from {label(row['b'])}"
-
-
-def comparison_cells(row: dict, digits: int = 1) -> list[str]:
-    """A family row as table cells: difference, interval, Holm p, verdict, seeds past 90 %."""
-    lo, hi = row["ci_pp"]
-    return [
-        f"{row['mean_pp']:+.{digits}f}",
-        f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
-        f"{row['p_holm']:.2g}",
-        row["verdict"],
-        f"{row['past'][0]} / {row['past'][1]}",
-    ]
-
-
-def what_changed(before: list[dict], now: list[dict], label, task: str) -> list[str]:
-    """Each peer's verdict that changed between ``before`` (the untuned runs' rows, read by the
-    retired rule) and ``now`` (the family's rows at the tuned lrs), one line each."""
-    from . import tuned
-
-    pairs = [
-        (f"{task}: {label(r['arm'])} − {label(r['reference'])}", r, tuned.find(now, r["arm"], r["reference"]))
-        for r in before
-    ]
-    return tuned.changed(pairs)
-
-
-def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) -> list[str]:
-    """The chapter's key takeaways from the tuned family's peer rows (:func:`family_peer_rows`)."""
-    from . import fair_fight, tuned
-
-    if not rows:
-        return ["The relatives' runs at their tuned learning rates have not run yet."]
-    out = [
-        "Every relative trained W_Q, W_K at its own learning rate, chosen on selection seeds by a rule fixed "
-        "before the sweep: "
-        + ", ".join(
-            f"{label(a)} {fair_fight.lr_text(lrs[a])}" for a in ("stiefel", "baseline", *TUNED_PEERS) if a in lrs
-        )
-        + "."
-    ]
-    against = [r for r in rows if r["reference"] == "stiefel"]
-    counts = {w: sum(r["verdict"] == w for r in against) for w in ("higher", "lower", "equivalent", "inconclusive")}
-    out.append(
-        f"Against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
-        f"{counts['higher']} higher, {counts['lower']} lower, {counts['equivalent']} equivalent "
-        f"(within ±{margin_pp:g} pp), {counts['inconclusive']} inconclusive."
-    )
-    out += [tuned.beats(r, label, margin_pp) + "." for r in rows if r["verdict"] in ("higher", "lower")]
-    return out
-
-
-def family_claim(grokking: list[dict], cifar10: list[dict]) -> str:
-    """The claims table's line from the families' peer rows (:func:`family_peer_rows`): on grokking
-    at every arm's tuned W_Q, W_K lr (``grokking_fair``) and on CIFAR-10 (``peers_cifar10``), each
-    relative − the Stiefel rule in the family's word, and the count of each word."""
-    from ..labels import label
-
-    def line(rows: list[dict], digits: int) -> str:
-        against = [r for r in rows if r["reference"] == "stiefel"]
-        parts = [f"{label(r['arm'])} {r['verdict']} ({_numbers(r, digits)})" for r in against]
-        counts = ", ".join(f"{w} {sum(r['verdict'] == w for r in against)}" for w in _FOUR)
-        return "; ".join(parts) + f" (of {len(against)}: {counts})"
-
-    out = []
-    if grokking:
-        out.append(
-            "grokking (p = 31, 1,500 epochs), each relative − the Stiefel rule at its tuned W_Q, W_K lr, 20 paired "
-            "seeds, Holm across the family grokking_fair: " + line(grokking, 1)
-        )
-    if cifar10:
-        out.append(
-            "CIFAR-10 (the long protocol, λ = 1, 3 paired starts), each relative − the Stiefel rule, Holm across the "
-            "family peers_cifar10: " + line(cifar10, 2)
-        )
-    return "; ".join(out) or "not yet measured (no run at the tuned lrs)"
-
-
-_FOUR = ("higher", "lower", "equivalent", "inconclusive")
-
-
-def _numbers(row: dict, digits: int) -> str:
-    lo, hi = row["ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"

@@ -21,6 +21,7 @@ __all__ = [
     "retired_word",
     "beats",
     "verdict_text",
+    "interval_text",
     "changed",
     "after_runs_lines",
 ]
@@ -86,7 +87,8 @@ def retired_word(row: dict | None) -> str:
     return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
 
 
-def _numbers(row: dict, digits: int) -> str:
+def interval_text(row: dict, digits: int) -> str:
+    """A family row's difference and interval: ``"+1.2 pp [-0.3, +2.7]"``."""
     lo, hi = row["ci_pp"]
     return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
@@ -110,14 +112,14 @@ def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: b
     if w == "equivalent":
         return (
             f"{label(a, capital=capital)} and {label(b)} are equivalent (within ±{margin_pp:g} pp): "
-            f"{_numbers(row, digits)}"
+            f"{interval_text(row, digits)}"
         )
-    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {_numbers(row, digits)}"
+    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {interval_text(row, digits)}"
 
 
 def verdict_text(row: dict | None, digits: int = 1) -> str:
     """A row's word and numbers for a table cell: "higher, +3.1 pp [+0.2, +6.0]" (``-`` when missing)."""
-    return "-" if row is None else f"{row['verdict']}, {_numbers(row, digits)}"
+    return "-" if row is None else f"{row['verdict']}, {interval_text(row, digits)}"
 
 
 def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) -> list[str]:
@@ -134,7 +136,7 @@ def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) 
         if old == new or (old.startswith("tie") and new == "inconclusive"):
             continue
         out.append(
-            f"{what}: {old} ({_numbers(before, digits)}) before, **{new}** now ({_numbers(now, digits)}, "
+            f"{what}: {old} ({interval_text(before, digits)}) before, **{new}** now ({interval_text(now, digits)}, "
             f"Holm p = {now['p_holm']:.2g})"
         )
     return out

@@ -13,7 +13,7 @@ from ..certify.base import TOLERANCE, Certificate, _at_most, _sig
 from ..threads import single_threaded
 from .algebra import DTYPE, normality_error, orthogonal_generators, product_kernel, tangency_error
 from .problem import GaugeProblem, attention_modules, loss_along, make_model, orbit_curves, task_loss
-from .runs import DEFAULT_LR, gradient_components, moved_start_runs, projected_runs, trained_model
+from .runs import gradient_components, moved_start_runs, projected_runs, trained_model
 
 RUN_TOLERANCE = 1e-10  # projected and plain runs agree to this over >= 100 steps (rounding compounds)
 
@@ -289,15 +289,7 @@ class ProjectedRunCertificate(Certificate):
         }
 
 
-def certify_projected_run(
-    runs: dict | None = None,
-    *,
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> ProjectedRunCertificate:
+def certify_projected_run(runs: dict | None = None, **setting) -> ProjectedRunCertificate:
     """Removing the gauge directions from every gradient changes nothing: the problem's model
     trained ``steps`` steps in float64, once plainly and once with :func:`remove_gauge_from_grads_`
     before every step, for the Stiefel arm (StiefelAdam on the frames, its Riemannian gradient
@@ -307,10 +299,11 @@ def certify_projected_run(
     Recorded beside the checks, from the same plain runs: the gauge component of the steps the
     optimizers take (not of their gradients), and how far a run drifts from the plain one when
     those *steps* are projected instead (:meth:`ProjectedRunCertificate.update_summary`).
-    ``runs``: :func:`projected_runs`' output, when the chapter has trained them for its figures too.
+    ``runs``: :func:`projected_runs`' output, when the chapter has trained them for its figures too;
+    else ``setting`` (``steps``, ``seed``, ``lr``, ``weight_decay``, ``problem``) is handed to it.
     """
     if runs is None:
-        runs = projected_runs(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
+        runs = projected_runs(**setting)
     (s, s_update), (e, e_update) = ((runs[arm]["gradient"], runs[arm]["update"]) for arm in ("stiefel", "euclidean"))
     setting = runs["setting"]
     return ProjectedRunCertificate(

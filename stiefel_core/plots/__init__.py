@@ -8,6 +8,7 @@
 - :func:`figsize`: the size of a figure of ``nrows x ncols`` panels.
 - :func:`grid_figure`: a small grid of a widget's settings, one panel each, so the static
   book shows what the widget explores.
+- :func:`survival_steps`: Kaplan-Meier curves of time to a threshold, one step line per arm.
 
 Chapter-specific figures live in ``stiefel_core.plots.<chapter>`` (for example
 ``stiefel_core.plots.primer``); this package imports none of them.
@@ -20,6 +21,7 @@ from typing import Any, Callable, Iterable
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -34,6 +36,7 @@ __all__ = [
     "figsize",
     "grid_figure",
     "setting_label",
+    "survival_steps",
 ]
 
 # Okabe and Ito's colour-blind-safe palette.
@@ -192,3 +195,22 @@ def grid_figure(
         if title:
             fig.suptitle(title)
     return fig
+
+
+def survival_steps(ax: Axes, curves: Iterable, colors: dict[str, str], labels: dict[str, str]) -> None:
+    """Kaplan-Meier curves on ``ax``, each a step line from 1 at epoch 0, one per curve handed
+    (:class:`findings.regimes.Survival`: ``arm``, ``times``, ``probabilities``, ``reached``,
+    ``censored``): the arm's colour from ``colors`` (grey where it has none), its legend entry
+    from ``labels`` (the arm's name where it has none) with the runs reached and censored. The
+    y axis spans the shares 0 to 1, the x axis is the epoch. For every chapter's figures."""
+    for s in curves:
+        ax.step(
+            np.concatenate([[0.0], s.times]),
+            np.concatenate([[1.0], s.probabilities]),
+            where="post",
+            color=colors.get(s.arm, COLORS["reference"]),
+            lw=1.5,
+            label=f"{labels.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored",
+        )
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("epoch")

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..labels import label
-from . import ARM_COLORS, COLORS, figsize, style
+from . import ARM_COLORS, COLORS, figsize, style, survival_steps
 
 __all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
 
@@ -113,18 +113,7 @@ def survival_figure(curves: list) -> Figure:
     (:class:`findings.regimes.Survival`); censored runs keep the curve up to their last epoch."""
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.6)))
-        for s in curves:
-            t, p = np.concatenate([[0.0], s.times]), np.concatenate([[1.0], s.probabilities])
-            ax.step(
-                t,
-                p,
-                where="post",
-                color=PEER_COLORS.get(s.arm, COLORS["reference"]),
-                lw=1.5,
-                label=f"{PEER_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored",
-            )
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("epoch")
+        survival_steps(ax, curves, PEER_COLORS, PEER_LABELS)
         ax.set_ylabel("share of runs not yet at 90 %")
         if curves:
             ax.legend(fontsize=9, loc="best")

@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..labels import ARMS
-from . import ARM_COLORS, COLORS, figsize, style
+from . import ARM_COLORS, COLORS, figsize, style, survival_steps
 
 __all__ = ["ARM_COLORS", "ARM_LABELS", "gain_curves", "survival_curves", "decay_map_figure", "draw_cell"]
 
@@ -59,19 +59,7 @@ def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
         n = len(panels)
         fig, axes = plt.subplots(n, 1, figsize=figsize(n, 1, (6.9, 3.6)), squeeze=False, layout="none")
         for ax, (name, curves) in zip(axes[:, 0], panels.items()):
-            for s in curves:
-                t = np.concatenate([[0.0], s.times])
-                p = np.concatenate([[1.0], s.probabilities])
-                ax.step(
-                    t,
-                    p,
-                    where="post",
-                    color=ARM_COLORS.get(s.arm, COLORS["reference"]),
-                    lw=1.5,
-                    label=f"{ARM_LABELS.get(s.arm, s.arm)}: {s.reached} reached, {s.censored} censored",
-                )
-            ax.set_ylim(-0.03, 1.03)
-            ax.set_xlabel("epoch")
+            survival_steps(ax, curves, ARM_COLORS, ARM_LABELS)
             ax.set_title(name)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=9, frameon=False, ncol=2)
             ax.set_ylabel("not yet at 90 %")
