@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..choices import ladder_scores, late_score, rung_scores
 from ..labels import label
 from ..results_reading import grid_arm
-from .fair_fight import family_rows, finals, lr_text
+from .fair_fight import family_rows, finals, lr_text, tuned_lrs
 
 __all__ = [
     "RELATIVES",
@@ -48,15 +48,6 @@ def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weigh
         scores = ladder_scores(sweep, cell, lambda h: late_score(h, epochs, metric="test_acc"), "qklr")
         rows.append({"arm": arm, "scores": rung_scores(scores, n), "n": n, "chosen": (chosen or {}).get(arm)})
     return [r for r in rows if r["scores"]]
-
-
-def tuned_lrs(*results: dict | None) -> dict[str, float]:
-    """``{arm: W_Q, W_K lr}`` as the judged runs' configs recorded them before their runs."""
-    out: dict[str, float] = {}
-    for r in results:
-        if r:
-            out.update({arm: float(lr) for arm, lr in r["config"]["qk_lrs"]})
-    return out
 
 
 def fair_rows(fair: dict | None, peers: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
