@@ -201,6 +201,8 @@ FAMILY_NAMES = {  # the regimes chapter's declared families, in words
     "controls_p31": "The controls at p = 31 and their three readings",
     "controls_p97_time": "The controls' time to 90 % at p = 97",
     "trust_region": "The trust region",
+    "cifar10_long": "CIFAR-10's long protocol (100 epochs)",
+    "cifar10_size": "CIFAR-10's size sweep",
 }
 
 
@@ -211,7 +213,7 @@ def what_changed(chapter: str = "regimes") -> Markdown:
     if chapter != "regimes":
         raise ValueError(f"what_changed is written for the regimes chapter, not {chapter!r}")
     from . import protocol
-    from .findings import decay_map, regimes, regimes_before
+    from .findings import cifar10_family, decay_map, long_training, regimes, regimes_before
     from .labels import label
 
     rules, lines = regimes_rules(), []
@@ -245,7 +247,15 @@ def what_changed(chapter: str = "regimes") -> Markdown:
             then_text = regimes.readings_text(then).replace("contradicted", "not supported")
             lines.append(f"**{name}, the readings**: before, {then_text}; now, {regimes.readings_text(now)}.")
     loaded = protocol.load()
-    for name in decay_map.FAMILIES:
+    long, sizes = load_results("cifar10_long", "full"), load_results("cifar10_size", "full")
+    long_rows = cifar10_family.long_family(long, loaded.families["cifar10_long"])
+    size_rows = cifar10_family.size_family(sizes, loaded.families["cifar10_size"])
+    changed = long_training.changed_lines(
+        regimes_before.long_words(long, sizes), long_rows, size_rows, loaded.families["cifar10_long"].margin
+    )
+    if changed:
+        lines.append(f"**{FAMILY_NAMES['cifar10_long']} and size sweep**: " + "; ".join(changed) + ".")
+    for name in (*decay_map.FAMILIES, "cifar10_long", "cifar10_size"):
         f = loaded.families[name]
         if f.set_after_runs:
             lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {_as_code(f.after_runs)}.")

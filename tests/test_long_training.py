@@ -1,13 +1,21 @@
 """CIFAR-10 where decay acts: the decay its 12 paired starts are read at, the data-size sweep at
-matched epochs (its arms, its pairing, its choice of decay), on known numbers and tiny runs."""
+matched epochs (its arms, its pairing, its choice of decay), and the verdicts of both under their
+declared families (four words, Holm within the family, TOST within the margin), on known numbers
+and tiny runs."""
 
 import dataclasses
+import re
+from types import SimpleNamespace
 
 import pytest
 from tiny import TINY
 
 from stiefel_core.experiments import EXPERIMENTS, cifar10_size, get_config, run_experiment
+from stiefel_core.findings import cifar10_family, long_sizes, long_training
 from stiefel_core.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
+from stiefel_core.stats import VERDICTS
+
+FAMILY = SimpleNamespace(margin=0.5, alpha=0.05)  # the CIFAR-10 margin (pp) and α of cifar10_long and cifar10_size
 
 
 def grid(gains: dict[float, list[float]], seeds=(0, 1, 2)) -> dict:
@@ -68,7 +76,7 @@ def test_the_size_sweep_trains_every_size_for_the_same_epochs_from_paired_starts
 
 def test_regime_rows_give_each_decay_its_budget_and_comparisons():
     from stiefel_core.experiments import _as_json, cifar10
-    from stiefel_core.findings.long_training import regime_rows
+    from stiefel_core.findings.long_training import regime_rows, regime_table
 
     config = get_config("cifar10_long", "full")
     results = {"config": {**_as_json(config), "weight_decays": [0.3]}, "runs": {}}
@@ -91,159 +99,65 @@ def test_regime_rows_give_each_decay_its_budget_and_comparisons():
     )
     assert row["decay_on_qk"].mean_difference == pytest.approx(1.0)
     assert row["movement_ratio"] == pytest.approx(2.0) and row["starts"] == [0, 1]
-    from stiefel_core.findings.long_training import regime_table
+    line = regime_table([row]).splitlines()[2]  # no family: numbers and wins, no verdict
+    assert line.startswith("| 0.3 |") and "+3.00 [" in line and ", 2/2 |" in line and "2.00x" in line
+    assert not any(word in line for word in (*VERDICTS, "tie"))
 
-    line = regime_table([row]).splitlines()[2]
-    assert line.startswith("| 0.3 |") and "+3.00 [" in line and ", 2/2: untested" in line and "2.00x" in line
+
+def long_grid(config_decays=(0.05, 1.0)) -> dict:
+    """A long grid whose verdicts are known: at λ = 1, twelve starts within ±0.2 pp of each other
+    around zero (equivalent within ±0.5 pp), frozen frames 2 pp behind the Stiefel rule by a
+    spread of 0.1 pp (higher); at λ = 0.05, three starts at +1, -1, 0 pp (inconclusive), frozen
+    frames equal to the Stiefel rule in every start (equivalent)."""
+    from stiefel_core.experiments import _as_json
+
+    at_one = [0.002, -0.001, 0.001, -0.001, 0.001, -0.002, 0.002, 0.0, 0.0005, -0.0005, -0.001, -0.001]
+    results = grid({0.05: [0.01, -0.01, 0.0], 1.0: at_one}, seeds=range(12))
+    results["config"] = {**_as_json(get_config("cifar10_long", "full")), "weight_decays": list(config_decays)}
+    for key, run in list(results["runs"].items()):
+        run["final"]["train_acc"] = 1.0 if "wd=0.05" in key else 0.6
+        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
+        if key.startswith("stiefel") and key.split("/")[1] in "012":
+            seed = int(key.split("/")[1])
+            cost = 0.02 + 0.001 * (seed - 1) if "wd=1/" in key else 0.0
+            results["runs"][key.replace("stiefel", "frozen")] = {
+                **run,
+                "final": {**run["final"], "test_acc": run["final"]["test_acc"] - cost},
+            }
+    return results
+
+
+def test_the_long_family_reads_equivalent_and_inconclusive_where_the_numbers_say_so():
+    results = long_grid()
+    rows = cifar10_family.long_family(results, FAMILY)
+    assert all(r["verdict"] in VERDICTS for r in rows)
+    cells = long_training.long_cells(rows)
+    every = cells[("gain", 1.0)]
+    assert every["key"] == ("stiefel", "baseline", 1.0, "every start") and every["n"] == 12
+    assert every["verdict"] == "equivalent"  # twelve starts within ±0.2 pp: inside ±0.5 pp
+    assert cells[("gain", 0.05)]["verdict"] == "inconclusive"  # three starts at +1, -1, 0 pp
+    assert cells[("freezing_cost", 1.0)]["verdict"] == "higher"
+    assert cells[("freezing_cost", 0.05)]["verdict"] == "equivalent"  # frozen = Stiefel in every start
+    assert ("decay_on_qk", 1.0) not in cells  # no such arm ran
+    line = long_training.regime_table(long_training.regime_rows(results), rows).splitlines()[3]
+    assert line.startswith("| 1 |") and ", 12 starts, Holm TOST p = " in line and ": equivalent |" in line
+    assert ": higher |" in line and line.count(" | - |") == 1  # the missing control reads "-"
 
 
 def test_the_preprints_protocol_reads_every_start_at_the_decay_chosen_on_the_first_three():
     from stiefel_core.experiments import _as_json
-    from stiefel_core.findings.long_training import claim_gain, claim_movement, protocol_comparison
+    from stiefel_core.findings.long_training import protocol_comparison
 
     config = get_config("cifar10_long", "full")
     results = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04, 0.01, 0.02]}, seeds=range(5))
     results["config"] = {**_as_json(config), "weight_decays": [0.05, 1.0]}
-    for key, run in results["runs"].items():
-        run["final"]["train_acc"] = 0.8
-        arm = key.split("@")[0]
-        run["history"] = [{"step/blocks.0.W_Q": 1.0 if arm == "stiefel" else 3.0}]
     assert protocol_comparison(None) == (None, None)
     decay, c = protocol_comparison(results)
     assert (
         decay == 1.0 and c.n == 5 and c.mean_difference == pytest.approx(2.4)
     )  # chosen on starts 0-2, read on all five
-    line = claim_gain(results)
-    assert (
-        line.startswith("100-epoch protocol at λ = 1 (Σ lr·λ = ")
-        and "5 of 12 paired starts: Stiefel − AdamW +2.40 pp" in line
-    )
-    assert "5/5 (higher)" in line and line.endswith("data size at matched epochs: not yet measured")
-    assert "an AdamW step moves W_Q, W_K 3.00x as far as a Stiefel step; Stiefel − frozen untested" in claim_movement(
-        results
-    )
-
-
-def test_the_gap_widens_when_the_gain_at_the_largest_size_exceeds_the_smallest_in_pairs():
-    from stiefel_core.findings.long_training import claim_gain, widening
-
-    runs = {}
-    for seed in range(3):
-        for size, gain in ((2_500, 0.01), (10_000, 0.02), (20_000, 0.04 + 0.001 * seed)):
-            runs[f"baseline@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5}}
-            runs[f"stiefel@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5 + gain}}
-    sizes = {"runs": runs}
-    wide = widening(sizes)
-    assert (wide["small"], wide["large"], wide["n"], wide["verdict"]) == (2_500, 20_000, 3, "higher")
-    assert wide["comparison"].mean_difference == pytest.approx(3.1)
-    assert widening(None) is None and widening({"runs": {k: v for k, v in runs.items() if "/0" in k}}) is None
-    long = grid({1.0: [0.03, 0.02, 0.04]})
-    long["config"] = {**dataclasses.asdict(get_config("cifar10_long", "full")), "weight_decays": [1.0]}
-    for run in long["runs"].values():
-        run["final"]["train_acc"], run["history"] = 0.8, [{}]
-    assert "gain at 20,000 minus gain at 2,500 images (100 epochs each): +3.10 pp" in claim_gain(long, sizes)
-    assert claim_gain(long, sizes).endswith("3 starts (widens)")
-
-
-def test_the_size_table_gives_each_size_its_fit_and_its_gain():
-    from stiefel_core.findings.long_training import size_table
-
-    runs = {
-        f"{arm}@wd=1@n={n}/{s}": {"final": {"train_acc": 0.9, "test_acc": 0.5 + 0.01 * (arm == "stiefel")}}
-        for arm in ("baseline", "stiefel")
-        for n in (2_500, 20_000)
-        for s in range(3)
-    }
-    lines = size_table({"runs": runs}).splitlines()
-    assert lines[2].startswith("| 2,500 | 1 | 90.0 / 50.0 | 90.0 / 51.0 | 3 | +1.00 [") and lines[3].startswith(
-        "| 20,000 |"
-    )
-
-
-def test_the_cifar10_panel_lays_decay_against_size():
-    from stiefel_core.findings.long_training import panel_table
-
-    long = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04]})
-    long["config"]["task"] = {"train_size": 10_000}
-    runs = {f"{arm}@wd=1@n=2500/{s}": {"final": {"test_acc": 0.5}} for arm in ("baseline", "stiefel") for s in range(3)}
-    lines = panel_table(long, {"runs": runs}).splitlines()
-    assert lines[0] == "| λ | 2,500 images | 10,000 images |"
-    assert (
-        lines[2].startswith("| 0.05 | - | +1.00 [") and lines[3].startswith("| 1 | +0.00 [") and "+3.00 [" in lines[3]
-    )
-    assert panel_table(None, None).splitlines()[0] == "| λ |"
-
-
-def test_the_readings_split_the_decays_by_whether_the_arms_fit_their_training_set():
-    from stiefel_core.experiments import _as_json
-    from stiefel_core.findings.long_training import readings, readings_text
-
-    config = get_config("cifar10_long", "full")
-    results = grid({0.05: [0.01, 0.02, 0.015], 1.0: [-0.01, -0.011, -0.009]})
-    results["config"] = {**_as_json(config), "weight_decays": [0.05, 1.0]}
-    for key, run in results["runs"].items():
-        run["final"]["train_acc"] = 1.0 if "wd=0.05" in key else 0.6
-        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.5}]
-    r = readings(results)
-    assert r["fitting"] == {0.05: "higher"} and r["held"] == {1.0: "lower"}
-    assert r["protocol"] == (0.05, "higher", 3)  # the larger gap: +1.5 pp against -1.0 pp
-    assert r["movement"] == pytest.approx((1.5, 1.5)) and r["freezing"] == {0.05: "untested", 1.0: "untested"}
-    text = readings_text(r)
-    assert (
-        "(train ≥ 95 %): λ = 0.05: higher" in text
-        and "below it: λ = 1: lower" in text
-        and "3 of 12 starts: higher" in text
-    )
-
-
-def test_a_run_that_changes_a_stated_reading_is_named():
-    from stiefel_core.experiments import _as_json
-    from stiefel_core.findings.long_training import departures_from_stated
-
-    config = get_config("cifar10_long", "full")
-    results = grid({0.05: [0.01, -0.01, 0.0], 0.3: [0.005, -0.002, 0.0], 1.0: [-0.01, -0.011, -0.009]})
-    results["config"] = {**_as_json(config), "weight_decays": [0.05, 0.3, 1.0]}
-    for key, run in results["runs"].items():
-        run["final"]["train_acc"] = 0.6 if "wd=1/" in key else 1.0
-        if "wd=1/" in key:
-            run["final"]["test_acc"] += 0.1  # the best test accuracy, at the largest decay
-        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
-    for decay, costs in (
-        (0.05, (0.01, -0.01, 0.0)),
-        (0.3, (-0.01, -0.012, -0.011)),
-        (1.0, (0.01, 0.012, 0.011)),
-    ):  # freezing: a tie, a gain, a cost
-        for seed, cost in enumerate(costs):
-            stiefel = results["runs"][f"stiefel@wd={decay:g}/{seed}"]
-            results["runs"][f"frozen@wd={decay:g}/{seed}"] = {
-                **stiefel,
-                "final": {**stiefel["final"], "test_acc": stiefel["final"]["test_acc"] - cost},
-            }
-    for decay in (0.05, 0.3, 1.0):  # sparing W_Q, W_K the decay: a tie everywhere
-        for seed, change in enumerate((0.01, -0.01, 0.0)):
-            base = results["runs"][f"baseline@wd={decay:g}/{seed}"]
-            results["runs"][f"no_decay_qk@wd={decay:g}/{seed}"] = {
-                **base,
-                "final": {**base["final"], "test_acc": base["final"]["test_acc"] + change},
-            }
-    assert departures_from_stated(results) == []
-    for seed in (0, 1, 2):  # the Stiefel rule now gains at λ = 1
-        results["runs"][f"stiefel@wd=1/{seed}"]["final"]["test_acc"] += 0.05
-    wrong = departures_from_stated(results)
-    assert (
-        len(wrong) == 2
-        and wrong[0].startswith("Stiefel behind where decay holds")
-        and "preprint's protocol" in wrong[1]
-    )
-    for seed in (0, 1, 2):  # frozen frames now trail at λ = 0.3, and sparing W_Q, W_K the decay pays there
-        results["runs"][f"frozen@wd=0.3/{seed}"]["final"]["test_acc"] -= 0.05
-        results["runs"][f"no_decay_qk@wd=0.3/{seed}"]["final"]["test_acc"] += 0.05
-    wrong = departures_from_stated(results)
-    assert (
-        len(wrong) == 4
-        and wrong[2].startswith("Stiefel − frozen above zero")
-        and wrong[3].startswith("no decay on W_Q, W_K ties")
-    )
+    (first,) = [r for r in cifar10_family.long_family(results, FAMILY) if r["key"][3] == "every start"]
+    assert first["key"][2] == 1.0 and first["n"] == 5 and first["verdict"] == "higher"
 
 
 def size_sweep(gains: dict[int, list[float]], train: dict[int, float]) -> dict:
@@ -257,54 +171,146 @@ def size_sweep(gains: dict[int, list[float]], train: dict[int, float]) -> dict:
     return {"runs": runs}
 
 
+def test_the_gap_widens_when_the_family_reads_the_gain_at_the_largest_size_higher():
+    runs = {}
+    for seed in range(3):
+        for size, gain in ((2_500, 0.01), (10_000, 0.02), (20_000, 0.04 + 0.001 * seed)):
+            runs[f"baseline@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5, "train_acc": 0.9}}
+            runs[f"stiefel@wd=0.3@n={size}/{seed}"] = {"final": {"test_acc": 0.5 + gain, "train_acc": 0.9}}
+    sizes = {"runs": runs}
+    wide = long_sizes.widening(sizes)
+    assert (wide["small"], wide["large"], wide["n"]) == (2_500, 20_000, 3) and "verdict" not in wide
+    assert wide["comparison"].mean_difference == pytest.approx(3.1)
+    assert long_sizes.widening(None) is None
+    assert long_sizes.widening({"runs": {k: v for k, v in runs.items() if "/0" in k}}) is None
+    rows = cifar10_family.size_family(sizes, FAMILY)
+    assert [r["key"] for r in rows] == [("widening",), ("gain", 2_500), ("gain", 10_000), ("gain", 20_000)]
+    assert long_sizes.size_readings(sizes, rows)["widening"] == "higher"
+
+
+def test_the_size_table_gives_each_size_its_fit_and_its_gain():
+    runs = {
+        f"{arm}@wd=1@n={n}/{s}": {"final": {"train_acc": 0.9, "test_acc": 0.5 + 0.01 * (arm == "stiefel") + 0.001 * s}}
+        for arm in ("baseline", "stiefel")
+        for n in (2_500, 20_000)
+        for s in range(3)
+    }
+    lines = long_sizes.size_table({"runs": runs}).splitlines()
+    assert lines[2].startswith("| 2,500 | 1 | 90.0 / 50.1 | 90.0 / 51.1 | 3 | +1.00 [") and lines[3].startswith(
+        "| 20,000 |"
+    )
+    rows = cifar10_family.size_family({"runs": runs}, FAMILY)
+    lines = long_sizes.size_table({"runs": runs}, rows).splitlines()
+    assert lines[2].endswith(", 3 starts, Holm p = 0: higher |")  # the same +1 pp in every start
+
+
+def test_the_cifar10_panel_lays_decay_against_size():
+    from stiefel_core.findings.long_training import panel_table
+
+    long = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04]})
+    long["config"]["task"] = {"train_size": 10_000}
+    runs = {
+        f"{arm}@wd=1@n=2500/{s}": {"final": {"test_acc": 0.5 + 0.01 * s * (arm == "stiefel")}}
+        for arm in ("baseline", "stiefel")
+        for s in range(3)
+    }
+    long_rows = cifar10_family.long_family(long, FAMILY)
+    size_rows = cifar10_family.size_family({"runs": runs}, FAMILY)
+    lines = panel_table(long, {"runs": runs}, long_rows, size_rows).splitlines()
+    assert lines[0] == "| λ | 2,500 images | 10,000 images |"
+    assert lines[2].startswith("| 0.05 | - | +1.00 [") and lines[2].endswith(": inconclusive |")
+    assert lines[3].startswith("| 1 | +1.00 [") and "+3.00 [" in lines[3]
+    cells = [c for line in lines[2:] for c in line.split(" | ")[1:] if c.strip(" |") != "-"]
+    assert len(cells) == 3 and all(c.strip(" |").rsplit(": ", 1)[-1] in VERDICTS for c in cells)
+    assert panel_table(None, None, [], []).splitlines()[0] == "| λ |"
+
+
+def test_the_readings_split_the_decays_by_whether_the_arms_fit_their_training_set():
+    results = long_grid()
+    r = long_training.readings(results, cifar10_family.long_family(results, FAMILY))
+    assert r["fitting"] == {0.05: "inconclusive"} and r["held"] == {1.0: "equivalent"}
+    assert r["protocol"] == (1.0, "equivalent", 12)
+    assert r["movement"] == pytest.approx((1.1, 1.1))
+    assert r["freezing_cost"] == {0.05: "equivalent", 1.0: "higher"}
+    assert r["decay_on_qk"] == {0.05: "not yet run", 1.0: "not yet run"}
+    text = long_training.readings_text(r)
+    assert "(train ≥ 95 %): λ = 0.05: inconclusive" in text and "below it: λ = 1: equivalent" in text
+    assert "12 of 12 starts: equivalent" in text and "Stiefel − frozen: λ = 0.05: equivalent, λ = 1: higher" in text
+    assert not re.search(r"\btie\b", text)
+
+
+def stated_grid() -> dict:
+    """A long grid as the chapters state it: both arms fit at two decays with the gain
+    inconclusive there; at λ = 1 they do not fit, the Stiefel rule is behind over 12 starts, both
+    reach their best test accuracy; the cost of freezing and decay on W_Q, W_K inconclusive everywhere."""
+    from stiefel_core.experiments import _as_json
+
+    behind = [-0.01, -0.011, -0.009, -0.01, -0.012, -0.008, -0.01, -0.011, -0.009, -0.01, -0.01, -0.01]
+    results = grid({0.05: [0.01, -0.01, 0.0], 0.3: [0.005, -0.002, 0.0], 1.0: behind}, seeds=range(12))
+    results["config"] = {**_as_json(get_config("cifar10_long", "full")), "weight_decays": [0.05, 0.3, 1.0]}
+    for key, run in list(results["runs"].items()):
+        run["final"]["train_acc"] = 0.6 if "wd=1/" in key else 1.0
+        if "wd=1/" in key:
+            run["final"]["test_acc"] += 0.1  # the best test accuracy, at the largest decay
+        run["history"] = [{"step/blocks.0.W_Q": 1.0 if key.startswith("stiefel") else 1.1}]
+    for decay in (0.05, 0.3, 1.0):  # freezing and sparing W_Q, W_K the decay: +1, -1, 0 pp
+        for seed, change in enumerate((0.01, -0.01, 0.0)):
+            for arm, against in (("frozen", "stiefel"), ("no_decay_qk", "baseline")):
+                base = results["runs"][f"{against}@wd={decay:g}/{seed}"]
+                results["runs"][f"{arm}@wd={decay:g}/{seed}"] = {
+                    **base,
+                    "final": {**base["final"], "test_acc": base["final"]["test_acc"] + change},
+                }
+    return results
+
+
+def departures(results, sizes=None):
+    long_rows = cifar10_family.long_family(results, FAMILY)
+    size_rows = cifar10_family.size_family(sizes, FAMILY)
+    return long_training.departures_from_stated(results, long_rows, sizes, size_rows)
+
+
+def test_a_run_that_changes_a_stated_reading_is_named():
+    results = stated_grid()
+    assert departures(results) == []
+    for seed in range(12):  # the Stiefel rule now gains at λ = 1
+        results["runs"][f"stiefel@wd=1/{seed}"]["final"]["test_acc"] += 0.05
+    wrong = departures(results)
+    assert len(wrong) == 2 and wrong[0].startswith("Stiefel behind where decay holds") and "12 starts" in wrong[1]
+    results = stated_grid()
+    for seed in (0, 1, 2):  # frozen frames now trail at λ = 0.3 by 5 pp in every start: decided
+        results["runs"][f"frozen@wd=0.3/{seed}"]["final"]["test_acc"] = (
+            results["runs"][f"stiefel@wd=0.3/{seed}"]["final"]["test_acc"] - 0.05 - 0.001 * seed
+        )
+    wrong = departures(results)
+    assert wrong == [
+        "Stiefel − frozen inconclusive at every decay: {0.05: 'inconclusive', 0.3: 'higher', 1.0: 'inconclusive'}"
+    ]
+
+
 def test_the_size_readings_say_where_the_arms_fit_and_whether_the_gap_narrows():
-    from stiefel_core.findings.long_training import claim_gain, size_readings, size_readings_text, widening
-
     sizes = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.55})
-    r = size_readings(sizes)
-    assert r == {"gain": {2_500: "tie", 20_000: "lower"}, "fitting_arms": {2_500: 2, 20_000: 0}, "widening": "lower"}
-    assert widening(sizes)["differences"] == pytest.approx([-2.0, -2.2, -1.8])
-    text = size_readings_text(r)
-    assert "2,500 images (2 of 2 arms fit): tie" in text and text.endswith("smallest): lower")
-    long = grid({1.0: [0.03, 0.02, 0.04]})
-    long["config"] = {**dataclasses.asdict(get_config("cifar10_long", "full")), "weight_decays": [1.0]}
-    for run in long["runs"].values():
-        run["final"]["train_acc"], run["history"] = 0.8, [{}]
-    assert claim_gain(long, sizes).endswith("3 starts (narrows)")
-    assert size_readings({"runs": {}}) == {"gain": {}, "fitting_arms": {}, "widening": None}
+    rows = cifar10_family.size_family(sizes, FAMILY)
+    r = long_sizes.size_readings(sizes, rows)
+    assert r == {  # at 2,500 images three starts within ±0.1 pp of zero: inside ±0.5 pp
+        "gain": {2_500: "equivalent", 20_000: "lower"},
+        "fitting_arms": {2_500: 2, 20_000: 0},
+        "widening": "lower",
+    }
+    assert long_sizes.widening(sizes)["differences"] == pytest.approx([-2.0, -2.2, -1.8])
+    text = long_sizes.size_readings_text(r)
+    assert "2,500 images (2 of 2 arms fit): equivalent" in text and text.endswith("smallest): lower")
+    assert long_sizes.size_readings({"runs": {}}, []) == {"gain": {}, "fitting_arms": {}, "widening": None}
 
 
-def test_a_size_run_that_changes_a_stated_reading_is_named(monkeypatch):
-    from stiefel_core.findings import long_training
-
-    monkeypatch.setattr(
-        long_training,
-        "readings",
-        lambda results: {  # the long grid as stated
-            "fitting": {0.05: "tie", 0.3: "tie"},
-            "held": {1.0: "lower"},
-            "protocol": (1.0, "lower", 12),
-            "movement": (1.0, 1.0),
-            "freezing": {0.05: "tie", 0.3: "lower", 1.0: "higher"},
-            "decay_on_qk": {0.05: "tie", 0.3: "tie", 1.0: "tie"},
-        },
-    )
-    monkeypatch.setattr(
-        long_training,
-        "regime_rows",
-        lambda results: [
-            {"weight_decay": d, "accuracy": {arm: {"test_acc": 50.0 + d} for arm in ("baseline", "stiefel")}}
-            for d in (0.05, 0.3, 1.0)
-        ],
-    )
+def test_a_size_run_that_changes_a_stated_reading_is_named():
+    results = stated_grid()
     train = {2_500: 0.96, 20_000: 0.55}
     stated = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, train)
-    assert long_training.departures_from_stated({}, stated) == []
-    assert (
-        long_training.departures_from_stated({}, {"runs": {}}) == long_training.departures_from_stated({}, None) == []
-    )  # no size run yet
+    assert departures(results, stated) == []
+    assert departures(results, {"runs": {}}) == departures(results, None) == []  # no size run yet
     widens = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [0.02, 0.021, 0.019]}, train)
-    wrong = long_training.departures_from_stated({}, widens)
+    wrong = departures(results, widens)
     assert (
         len(wrong) == 2
         and wrong[0].startswith("the Stiefel rule ahead at no size")
@@ -313,6 +319,26 @@ def test_a_size_run_that_changes_a_stated_reading_is_named(monkeypatch):
     fits_everywhere = size_sweep(
         {2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.97}
     )
-    assert long_training.departures_from_stated({}, fits_everywhere) == [
+    assert departures(results, fits_everywhere) == [
         "both arms fit at the smallest size, neither at the largest: {2500: 2, 20000: 2}"
     ]
+
+
+def test_what_changed_names_each_word_the_retired_rule_gave_otherwise():
+    from stiefel_core.findings import regimes_before
+
+    results = stated_grid()
+    for seed in (0, 1, 2):  # Stiefel − frozen at λ = 0.3: about -1 pp with a small spread over 3 starts
+        results["runs"][f"frozen@wd=0.3/{seed}"]["final"]["test_acc"] = (
+            results["runs"][f"stiefel@wd=0.3/{seed}"]["final"]["test_acc"] + 0.01 + 0.002 * seed
+        )
+    sizes = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.55})
+    old = regimes_before.long_words(results, sizes)
+    assert old["long"][("freezing_cost", 0.3)] == "lower" and old["long"][("gain", 0.05)] == "tie"
+    long_rows, size_rows = cifar10_family.long_family(results, FAMILY), cifar10_family.size_family(sizes, FAMILY)
+    lines = long_training.changed_lines(old, long_rows, size_rows, FAMILY.margin)
+    assert lines[0].startswith("Stiefel − frozen at λ = 0.3: lower → inconclusive (Holm p = ")
+    assert lines[1].startswith("Stiefel − AdamW at 2,500 images: tie → equivalent (Holm TOST p = ")
+    assert lines[2].startswith("former ties, now inconclusive: Stiefel − AdamW at λ = 0.05; ")
+    assert lines[3].startswith("why: each is now Holm-corrected within its declared family (")
+    assert long_training.changed_lines({"long": {}, "size": {}}, long_rows, size_rows, FAMILY.margin) == []

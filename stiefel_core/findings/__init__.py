@@ -1,11 +1,24 @@
 """Everything that reads results: pure functions of the results dicts they are handed (they open
 no file), from which chapters print tables, verdicts and claim lines. One module per chapter
-(:mod:`.cifar10` and its chapter's text tables :mod:`.cifar10_report`, its long runs :mod:`.long_training`,
-:mod:`.ablation`, :mod:`.grokking`, :mod:`.regimes` and its map :mod:`.decay_map`, :mod:`.peers`) and :mod:`.runs`, the
-starts a file finished and whether its runs are paired; :mod:`.summary` says the chapters' verdicts
-in words (the intro's "What we found", each chapter's takeaways)."""
+(:mod:`.cifar10` and its chapter's text tables :mod:`.cifar10_report`, its long runs
+:mod:`.long_training` and size sweep :mod:`.long_sizes`, :mod:`.ablation`, :mod:`.grokking`,
+:mod:`.regimes` and its map :mod:`.decay_map`, :mod:`.peers`) and :mod:`.runs`, the starts a
+file finished and whether its runs are paired; :mod:`.summary` says the chapters' verdicts in
+words (the intro's "What we found", each chapter's takeaways)."""
 
-from . import ablation, cifar10, cifar10_report, decay_map, grokking, long_training, peers, regimes, runs, summary
+from . import (
+    ablation,
+    cifar10,
+    cifar10_report,
+    decay_map,
+    grokking,
+    long_sizes,
+    long_training,
+    peers,
+    regimes,
+    runs,
+    summary,
+)
 
 __all__ = [
     "ablation",
@@ -13,6 +26,7 @@ __all__ = [
     "cifar10_report",
     "decay_map",
     "grokking",
+    "long_sizes",
     "long_training",
     "peers",
     "regimes",

@@ -17,7 +17,7 @@ from ..experiments.cifar10_config import SWEEP_FRACTIONS
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm
 from ..stats import family_verdicts
 from .cifar10 import movement_ratios, paired_gain
-from .long_training import size_gains
+from .long_sizes import size_gains
 
 __all__ = [
     "family_rows",
@@ -40,8 +40,9 @@ def _interval(d: np.ndarray, alpha: float) -> tuple[float, float]:
 
 def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
     """``comparisons``: ``(what, paired differences in pp)`` of one declared family, in order.
-    Each row: ``what``, ``n``, ``mean_pp``, ``ci_pp`` (the 95 % t interval), ``p``, ``p_holm``
-    and ``verdict`` (one of four words, Holm across the family, the family's margin in pp)."""
+    Each row: ``what``, ``n``, ``mean_pp``, ``ci_pp`` (the 95 % t interval), ``p``, ``p_holm``,
+    ``p_tost_holm`` (the equivalence test's, Holm-adjusted) and ``verdict`` (one of four words,
+    Holm across the family, the family's margin in pp)."""
     if not comparisons:
         return []
     verdicts = family_verdicts({w: d for w, d in comparisons}, family.margin, family.alpha)
@@ -56,6 +57,7 @@ def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]
                 "ci_pp": _interval(np.asarray(d, float), family.alpha),
                 "p": v.p_value,
                 "p_holm": v.p_adjusted,
+                "p_tost_holm": v.tost_p_adjusted,
                 "verdict": v.word,
             }
         )
@@ -93,14 +95,16 @@ def long_family(long: dict | None, family) -> list[dict]:
     """The family ``cifar10_long``: the Stiefel rule − AdamW over every start at the decay of
     largest gap (the preprint's protocol in the long regime), then per decay over starts 0-2 the
     gain, the cost of freezing (the Stiefel rule − frozen frames) and the controls against AdamW
-    (frozen frames, AdamW without decay on W_Q, W_K)."""
+    (frozen frames, AdamW without decay on W_Q, W_K). Each row's ``key``: ``(a, b, λ, starts)``,
+    its arms, decay and ``"every start"`` or ``"starts 0-2"``."""
     if not long or not long.get("runs"):
         return []
-    comparisons = []
+    comparisons, keys = [], []
     decay = largest_gap_decay(long)
     if decay is not None:
         d = _difference(long, grid_arm("stiefel", "wd", decay), grid_arm("baseline", "wd", decay))
         comparisons.append((f"the Stiefel rule − AdamW, λ = {decay:g}, every start", d))
+        keys.append(("stiefel", "baseline", decay, "every start"))
     for wd in decays_of(long):
         arm = {name: grid_arm(name, "wd", wd) for name in ("baseline", "stiefel", "frozen", "no_decay_qk")}
         for a, b, what in (
@@ -114,12 +118,14 @@ def long_family(long: dict | None, family) -> list[dict]:
             d = np.asarray(x, float)[keep] - np.asarray(y, float)[keep]
             if len(d) >= 2:
                 comparisons.append((f"{what}, λ = {wd:g}, starts 0-2", d))
-    return family_rows(comparisons, family)
+                keys.append((a, b, wd, "starts 0-2"))
+    return _keyed(family_rows(comparisons, family), keys)
 
 
 def size_family(sizes: dict | None, family) -> list[dict]:
     """The family ``cifar10_size``: the gain at the largest size minus at the smallest (does the
-    gap widen with data), then the gain at each size, paired by start, at matched epochs."""
+    gap widen with data), then the gain at each size, paired by start, at matched epochs. Each
+    row's ``key``: ``("widening",)`` or ``("gain", images)``."""
     cells = size_gains(sizes) if sizes and sizes.get("runs") else []
     if not cells:
         return []
@@ -140,7 +146,14 @@ def size_family(sizes: dict | None, family) -> list[dict]:
         )
     ]
     comparisons += [(f"the Stiefel rule − AdamW, {n:,} images", np.array(list(g.values()))) for n, g in by_size.items()]
-    return family_rows([c for c in comparisons if len(c[1]) >= 2], family)
+    keys = [("widening",), *(("gain", n) for n in by_size)]
+    kept = [(c, k) for c, k in zip(comparisons, keys) if len(c[1]) >= 2]
+    return _keyed(family_rows([c for c, _ in kept], family), [k for _, k in kept])
+
+
+def _keyed(rows: list[dict], keys: list[tuple]) -> list[dict]:
+    """Each row with ``key``, what it compares, for the tables that place it (:mod:`.long_training`)."""
+    return [{**row, "key": key} for row, key in zip(rows, keys)]
 
 
 def row_text(row: dict | None, digits: int = 2) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ..results_reading import LAST, paired
 from ..stats import direction
-from . import regimes
+from . import long_sizes, long_training, regimes
 
-__all__ = ["control_words", "time_words", "readings", "map_count"]
+__all__ = ["control_words", "time_words", "readings", "map_count", "long_words"]
 
 
 def control_words(results: dict) -> dict[tuple[str, str], str]:
@@ -70,4 +70,25 @@ def map_count(results: dict, lengths: tuple[int, ...], a: str = "stiefel", b: st
         for epoch in lengths:
             c = paired(results, f"{a}@wd={wd:g}", f"{b}@wd={wd:g}", "val_acc", epoch, scale=100.0).comparison
             out[direction(c)] += 1
+    return out
+
+
+def long_words(long: dict | None, sizes: dict | None) -> dict[str, dict]:
+    """The old words of the CIFAR-10 long protocol as the regimes chapter showed them, each
+    comparison over every start both arms finished, by :func:`stats.direction`: ``"long"`` by
+    ``(measure, λ)`` (the gain, the cost of freezing, decay on W_Q, W_K), ``"size"`` by
+    ``("gain", images)`` and ``("widening",)`` (the gain at the largest size − at the smallest)."""
+    out: dict[str, dict] = {"long": {}, "size": {}}
+    if long and long.get("runs"):
+        for row in long_training.regime_rows(long):
+            for measure in ("gain", "freezing_cost", "decay_on_qk"):
+                if row[measure] is not None:
+                    out["long"][(measure, row["weight_decay"])] = direction(row[measure])
+    if sizes and sizes.get("runs"):
+        for row in long_sizes.size_gains(sizes):
+            if row["comparison"] is not None:
+                out["size"][("gain", row["train_size"])] = direction(row["comparison"])
+        wide = long_sizes.widening(sizes)
+        if wide is not None:
+            out["size"][("widening",)] = direction(wide["comparison"])
     return out

@@ -1,0 +1,155 @@
+"""Reading the CIFAR-10 size sweep (``cifar10_size``: 100 epochs at every training-set size, at
+the decay of largest gap): the paired gain at each size, the arms' fit, whether the gap widens
+with data, and their verdicts as the declared family ``cifar10_size`` reads them (the rows of
+:func:`findings.cifar10_family.size_family`, handed in). Pure functions of the results dicts and
+rows they are handed. Chapters: CIFAR-10 patches, regimes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..results_reading import arm_of, parse_size_arm, runs_of, size_arm
+from ..stats import paired_comparison
+from ..tables import markdown_table
+from .cifar10 import paired_gain
+
+__all__ = [
+    "FITS",
+    "size_gains",
+    "mean_accuracy",
+    "holm_p",
+    "family_cell",
+    "size_cells",
+    "size_table",
+    "widening",
+    "size_readings",
+    "size_readings_text",
+]
+
+FITS = 95.0  # final train accuracy (%) from which an arm fits its training set
+
+
+def size_gains(results: dict, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> list[dict]:
+    """Per (decay, size) of the size sweep: the starts both arms finished and the paired gain
+    ``a - b`` of the final ``metric`` (``None`` with fewer than two).
+    Chapter: CIFAR-10 patches."""
+    cells = sorted({parse_size_arm(arm_of(key), (a, b))[1:] for key in results["runs"]})
+    rows = []
+    for decay, size in cells:
+        starts, _, _, comparison = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
+        rows.append({"weight_decay": decay, "train_size": size, "n": len(starts), "comparison": comparison})
+    return rows
+
+
+def mean_accuracy(results: dict, key: str) -> dict[str, float] | None:
+    """Mean final train and test accuracy (%) of arm ``key``'s runs; ``None`` before its first.
+    Chapters: CIFAR-10 patches, regimes."""
+    runs = list(runs_of(results, key).values())
+    return {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")} if runs else None
+
+
+def holm_p(row: dict) -> str:
+    """The Holm-corrected p that decides ``row``'s word: the equivalence test's (TOST) for
+    *equivalent*, else the paired t test's. Chapters: CIFAR-10 patches, regimes."""
+    if row["verdict"] == "equivalent":
+        return f"Holm TOST p = {row['p_tost_holm']:.2g}"
+    return f"Holm p = {row['p_holm']:.2g}"
+
+
+def family_cell(row: dict | None) -> str:
+    """One comparison of a declared family in a table cell: mean, 95 % interval, starts, the
+    Holm-corrected p (:func:`holm_p`) and the word. Chapters: CIFAR-10 patches, regimes."""
+    if row is None:
+        return "-"
+    lo, hi = row["ci_pp"]
+    return f"{row['mean_pp']:+.2f} [{lo:+.2f}, {hi:+.2f}], {row['n']} starts, {holm_p(row)}: {row['verdict']}"
+
+
+def size_cells(size_rows: list[dict] | None) -> dict[tuple, dict]:
+    """The family ``cifar10_size``'s rows by what they compare: ``("gain", images)`` for the
+    Stiefel rule − AdamW at a size, ``("widening",)`` for the gain at the largest size − at the
+    smallest."""
+    return {tuple(r["key"]): r for r in size_rows or ()}
+
+
+def size_table(results: dict, size_rows: list[dict] | None = None) -> str:
+    """The size sweep at matched epochs as Markdown: per size, the arms' mean final train / test
+    accuracy (%) and the paired gain Stiefel − AdamW; with ``size_rows`` (the family
+    ``cifar10_size``) each gain is the family's row with its Holm p and verdict, else its interval
+    and wins alone. Chapters: CIFAR-10 patches, regimes."""
+    cells, body = size_cells(size_rows), []
+    for row in size_gains(results):
+        decay, size = row["weight_decay"], row["train_size"]
+        accuracy = (mean_accuracy(results, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
+        reached = ["-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}" for acc in accuracy]
+        c = row["comparison"]
+        if size_rows is not None:
+            gain = family_cell(cells.get(("gain", size)))
+        else:
+            gain = "-" if c is None else f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}"
+        body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], gain])
+    return markdown_table(
+        ["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body
+    )
+
+
+def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> dict | None:
+    """The numbers behind whether the gap widens with data at matched epochs: over the starts that
+    finished both the smallest and the largest size, the per-start gain ``a - b`` at the largest
+    size minus at the smallest (``differences``) and their paired comparison. ``None`` with fewer
+    than two such starts. Its verdict is the family ``cifar10_size``'s (:func:`size_readings`).
+    Chapters: CIFAR-10 patches, regimes."""
+    cells = size_gains(results, a, b, metric) if results and results.get("runs") else []
+    if not cells:
+        return None
+    decay = cells[0]["weight_decay"]
+    sizes = sorted({c["train_size"] for c in cells if c["weight_decay"] == decay})
+
+    def gains(size: int) -> dict[int, float]:
+        starts, x, y, _ = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
+        return dict(zip(starts, x - y))
+
+    small, large = gains(sizes[0]), gains(sizes[-1])
+    common = sorted(set(small) & set(large))
+    if len(sizes) < 2 or len(common) < 2:
+        return None
+    return {
+        "weight_decay": decay,
+        "small": sizes[0],
+        "large": sizes[-1],
+        "n": len(common),
+        "comparison": paired_comparison([large[s] for s in common], [small[s] for s in common]),
+        "differences": [float(large[s] - small[s]) for s in common],
+    }
+
+
+def size_readings(sizes: dict | None, size_rows: list[dict]) -> dict:
+    """What the size sweep says under its declared family (``size_rows``, the rows of
+    ``cifar10_size``): per size, how many of the two arms fit their training set (mean final
+    train accuracy ≥ :data:`FITS` %) and the gain's verdict; and the verdict of the gain at the
+    largest size − at the smallest (``None`` until the family has that row).
+    Chapters: CIFAR-10 patches, regimes."""
+    cells = size_cells(size_rows)
+    rows = size_gains(sizes) if sizes and sizes.get("runs") else []
+
+    def fitting_arms(decay: float, size: int) -> int:
+        accuracy = (mean_accuracy(sizes, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
+        return sum(acc is not None and acc["train_acc"] >= FITS for acc in accuracy)
+
+    return {
+        "gain": {n: r["verdict"] for (what, *rest), r in cells.items() if what == "gain" for n in rest},
+        "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
+        "widening": cells[("widening",)]["verdict"] if ("widening",) in cells else None,
+    }
+
+
+def size_readings_text(r: dict) -> str:
+    """:func:`size_readings` in words, two lines. Chapters: CIFAR-10 patches, regimes."""
+    per_size = (
+        ", ".join(f"{n:,} images ({r['fitting_arms'].get(n, 0)} of 2 arms fit): {v}" for n, v in r["gain"].items())
+        or "none"
+    )
+    return (
+        f"Stiefel − AdamW by size at matched epochs: {per_size}\n"
+        f"the gap with data (gain at the largest size − gain at the smallest): {r['widening'] or 'not yet measured'}"
+    )
