@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 from torch.optim import Optimizer
 
-from .frame_steps import adam_states, bank, check_adam_hyperparameters, evaluate_closure, new_parameters, unbank
+from .frame_steps import adam_defaults, adam_states, bank, evaluate_closure, new_parameters, unbank
 from .manifold import compute_dtype, full_precision_matmul, orthonormality_error
 from .step_checks import ORTHONORMALITY_TOLERANCE
 
@@ -61,12 +61,12 @@ class CayleyAdam(Optimizer):
         q: float = 0.5,
         s: int = 2,
     ):
-        check_adam_hyperparameters(lr, betas, eps, weight_decay)
+        defaults = adam_defaults(lr, betas, eps, weight_decay, q=q, s=s)
         if not 0.0 < q < 1.0:
             raise ValueError(f"Invalid q: {q} (in (0, 1), so that the fixed-point iteration contracts)")
         if not (isinstance(s, int) and s >= 1):
             raise ValueError(f"Invalid s: {s!r} (a positive number of fixed-point iterations)")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, q=q, s=s))
+        super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)

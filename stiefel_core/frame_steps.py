@@ -1,7 +1,7 @@
 """What the optimizers of frames (``StiefelAdam``, ``SphereAdam``, ``CayleyAdam``) share: Adam's
-hyperparameter checks, the closure, their parameters checked and named, each parameter's Adam
-state, the trust region's share, and banks (every frame of some tensors as one ``(F, d, r)``
-batch, so that one kernel steps them all)."""
+hyperparameters checked into a param group's defaults, the closure, their parameters checked and
+named, each parameter's Adam state, the trust region's share, and banks (every frame of some
+tensors as one ``(F, d, r)`` batch, so that one kernel steps them all)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .manifold import check_frame_shape, compute_dtype
 from .step_checks import _param_name
 
 __all__ = [
-    "check_adam_hyperparameters",
+    "adam_defaults",
     "evaluate_closure",
     "new_parameters",
     "adam_states",
@@ -28,11 +28,12 @@ __all__ = [
 ]
 
 
-def check_adam_hyperparameters(
-    lr: float, betas: tuple[float, float], eps: float, weight_decay: float, trust_radius: float | None = None
-) -> None:
-    """Refuse what torch's Adam refuses (a negative lr, eps or weight decay, a beta outside [0, 1))
-    and a trust radius that is not positive (``None``: no cap)."""
+def adam_defaults(lr: float, betas: tuple[float, float], eps: float, weight_decay: float, **options) -> dict:
+    """A param group's defaults, as torch's Adam builds them: ``lr``, ``betas``, ``eps``,
+    ``weight_decay``, then the optimizer's own ``options``. Refuses what torch's Adam refuses (a
+    negative lr, eps or weight decay, a beta outside [0, 1)) and, among the options, a
+    ``trust_radius`` that is not positive (``None``: no cap)."""
+    trust_radius = options.get("trust_radius")
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if not 0.0 <= eps:
@@ -44,6 +45,7 @@ def check_adam_hyperparameters(
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
     if trust_radius is not None and not trust_radius > 0.0:
         raise ValueError(f"Invalid trust_radius: {trust_radius} (use a positive number, or None for no cap)")
+    return dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, **options)
 
 
 def evaluate_closure(closure: Callable[[], Tensor] | None) -> Tensor | None:

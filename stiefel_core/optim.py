@@ -13,10 +13,10 @@ from torch import Tensor
 from torch.optim import Optimizer
 
 from .frame_steps import (
+    adam_defaults,
     bank,
     bank_scalars,
     bank_view,
-    check_adam_hyperparameters,
     evaluate_closure,
     n_frames,
     new_parameters,
@@ -43,11 +43,13 @@ __all__ = [
     "STEP_RULES",
     "SECOND_MOMENTS",
     "PROJECTORS",
+    "CHOICES",
 ]
 
 STEP_RULES = ("scale_free", "fixed")
 SECOND_MOMENTS = ("frame", "entry")
 PROJECTORS = ("tangent", "euclidean")
+CHOICES = {"step_rule": STEP_RULES, "second_moment": SECOND_MOMENTS, "projector": PROJECTORS}  # the options' values
 UPDATE_OPTIONS = (
     "lr",
     "betas",
@@ -119,24 +121,11 @@ class StiefelAdam(Optimizer):
         projector: str = "tangent",
         check_finite: bool = True,
     ):
-        check_adam_hyperparameters(lr, betas, eps, weight_decay, trust_radius)
-        for option, value, allowed in (
-            ("step_rule", step_rule, STEP_RULES),
-            ("second_moment", second_moment, SECOND_MOMENTS),
-            ("projector", projector, PROJECTORS),
-        ):
-            if value not in allowed:
-                raise ValueError(f"Invalid {option}: {value!r}; choose one of {allowed}")
-        defaults = dict(
-            lr=lr,
-            betas=betas,
-            eps=eps,
-            weight_decay=weight_decay,
-            trust_radius=trust_radius,
-            step_rule=step_rule,
-            second_moment=second_moment,
-            projector=projector,
-        )
+        options = {"step_rule": step_rule, "second_moment": second_moment, "projector": projector}
+        defaults = adam_defaults(lr, betas, eps, weight_decay, trust_radius=trust_radius, **options)
+        for option, value in options.items():
+            if value not in CHOICES[option]:
+                raise ValueError(f"Invalid {option}: {value!r}; choose one of {CHOICES[option]}")
         super().__init__(params, defaults)
         self.check_finite = check_finite
 

@@ -10,9 +10,9 @@ from torch import Tensor
 from torch.optim import Optimizer
 
 from .frame_steps import (
+    adam_defaults,
     adam_states,
     bank,
-    check_adam_hyperparameters,
     evaluate_closure,
     new_parameters,
     trust_region_fraction,
@@ -56,9 +56,7 @@ class SphereAdam(Optimizer):
         weight_decay: float = 0.0,
         trust_radius: float | None = 0.5,
     ):
-        check_adam_hyperparameters(lr, betas, eps, weight_decay, trust_radius)
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, trust_radius=trust_radius)
-        super().__init__(params, defaults)
+        super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, trust_radius=trust_radius))
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)

@@ -114,8 +114,7 @@ def peer_chosen(sweep: dict, arm: str) -> dict | None:
 def sweep_peers(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the relatives' sweep of ``arms`` (default all) until each choice is interior (resumable)."""
     config = PEER_SWEEP_PROFILES[profile]
-    pending = lambda results, arm: _pending(results, config, arm)  # noqa: E731
-    return grow_arms(run_experiment, "cifar10_peers_qk_lr", profile, arms or config.arms, pending, KEY, **options)
+    return grow_arms(run_experiment, "cifar10_peers_qk_lr", profile, config, arms, _pending, KEY, **options)
 
 
 # --- the judged runs --------------------------------------------------------------------------

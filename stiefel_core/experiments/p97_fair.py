@@ -119,8 +119,7 @@ def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
     config = SWEEP_PROFILES[profile]
-    pending = lambda results, arm: _pending(results, config, arm)  # noqa: E731
-    return grow_arms(run_experiment, "grokking_p97_qk_lr", profile, arms or config.arms, pending, KEY, **options)
+    return grow_arms(run_experiment, "grokking_p97_qk_lr", profile, config, arms, _pending, KEY, **options)
 
 
 @dataclass(frozen=True)

@@ -31,16 +31,19 @@ def grow_arms(
     run_experiment: Callable,
     name: str,
     profile: str,
-    arms: tuple[str, ...],
-    pending: Callable[[dict | None, str], tuple[float, ...]],
+    config,
+    arms: tuple[str, ...] | None,
+    pending: Callable[[dict | None, object, str], tuple[float, ...]],
     key: str = "qklr",
     **options,
 ) -> dict:
-    """:func:`grow` over ``arms``, each run named ``"<arm>@<key>=<lr>"`` for the rungs ``pending(results, arm)``."""
+    """:func:`grow` over ``arms`` (``None``: the sweep ``config``'s arms), each run named
+    ``"<arm>@<key>=<lr>"`` for the rungs ``pending(results, config, arm)``."""
+    arms = arms or config.arms
     return grow(
         run_experiment,
         name,
         profile,
-        lambda results: [grid_arm(arm, key, lr) for arm in arms for lr in pending(results, arm)],
+        lambda results: [grid_arm(arm, key, lr) for arm in arms for lr in pending(results, config, arm)],
         **options,
     )

@@ -84,6 +84,7 @@ from .problem import (
 from .runs import (
     DEFAULT_LR,  # noqa: F401 (not in __all__, as before, but reachable as gauge.DEFAULT_LR)
     REMOVE_MODES,
+    TrainingSetting,
     gauge_components_by_point,
     gradient_components,
     moved_start_deviation,
@@ -127,6 +128,7 @@ __all__ = [
     "remove_gauge_from_grads_",
     "loss_along",
     "orbit_curves",
+    "TrainingSetting",
     "training_checkpoints",
     "trained_model",
     "REMOVE_MODES",

@@ -214,15 +214,12 @@ def certify_gauge_gradients(components: dict | None = None, **setting) -> GaugeG
     if components is None:
         components = gradient_components(**setting)
     found, control = components["found"], components["control"]
+    worst = ("stiefel_random", "stiefel_run", "stiefel_gl", "euclidean_random", "euclidean_run")  # found's, by name
     return GaugeGradientCertificate(
         n_random_points=components["setting"]["n_random_points"],
         checkpoints=tuple(int(s) for s in found["steps"]),
         n_heads=found["stiefel_random"].shape[-1],
-        stiefel_random=float(found["stiefel_random"].max()),
-        stiefel_run=float(found["stiefel_run"].max()),
-        stiefel_gl=float(found["stiefel_gl"].max()),
-        euclidean_random=float(found["euclidean_random"].max()),
-        euclidean_run=float(found["euclidean_run"].max()),
+        **{key: float(found[key].max()) for key in worst},
         max_cosine=float(found["cosine"].max()),
         control_stiefel=float(control["stiefel_random"].min()),
         control_euclidean=float(control["euclidean_random"].min()),
@@ -304,25 +301,22 @@ def certify_projected_run(runs: dict | None = None, **setting) -> ProjectedRunCe
     """
     if runs is None:
         runs = projected_runs(**setting)
-    (s, s_update), (e, e_update) = ((runs[arm]["gradient"], runs[arm]["update"]) for arm in ("stiefel", "euclidean"))
-    setting = runs["setting"]
+    per_arm: dict[str, object] = {}  # the fields each arm's runs fill, under the arm's prefix
+    for arm in ("stiefel", "euclidean"):
+        gradient, update = runs[arm]["gradient"], runs[arm]["update"]
+        for field, value in (
+            ("param_deviation", gradient["params"].max()),
+            ("loss_deviation", gradient["loss"].max()),
+            ("update_component", gradient["update_component"].max()),
+            ("update_removed_deviation", update["params"].max()),
+            ("update_removed_loss_deviation", update["loss"].max()),
+        ):
+            per_arm[f"{arm}_{field}"] = float(value)
+        per_arm[f"{arm}_loss"] = (float(gradient["plain_loss"][0]), float(gradient["plain_loss"][-1]))
     return ProjectedRunCertificate(
-        steps=setting["steps"],
-        lr=setting["lr"],
-        weight_decay=setting["weight_decay"],
-        stiefel_param_deviation=float(s["params"].max()),
-        stiefel_loss_deviation=float(s["loss"].max()),
-        euclidean_param_deviation=float(e["params"].max()),
-        euclidean_loss_deviation=float(e["loss"].max()),
-        max_removed=float(max(s["removed"].max(), e["removed"].max())),
-        stiefel_loss=(float(s["plain_loss"][0]), float(s["plain_loss"][-1])),
-        euclidean_loss=(float(e["plain_loss"][0]), float(e["plain_loss"][-1])),
-        stiefel_update_component=float(s["update_component"].max()),
-        euclidean_update_component=float(e["update_component"].max()),
-        stiefel_update_removed_deviation=float(s_update["params"].max()),
-        euclidean_update_removed_deviation=float(e_update["params"].max()),
-        stiefel_update_removed_loss_deviation=float(s_update["loss"].max()),
-        euclidean_update_removed_loss_deviation=float(e_update["loss"].max()),
+        **{key: runs["setting"][key] for key in ("steps", "lr", "weight_decay")},
+        max_removed=float(max(runs[arm]["gradient"]["removed"].max() for arm in ("stiefel", "euclidean"))),
+        **per_arm,
     )
 
 

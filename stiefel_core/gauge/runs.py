@@ -4,6 +4,7 @@ gradients by point; remembered (chapter gauge)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import Callable, Iterator
 
 import torch
@@ -35,27 +36,37 @@ from .problem import (
 DEFAULT_LR = 1e-2  # both arms; Adam-sized steps that visibly train the tiny model in 100 steps
 
 
-def _optimizer(model: nn.Module, lr: float, weight_decay: float):
-    return configure_optimizer(model, lr=lr, weight_decay=weight_decay)
+@dataclass(frozen=True)
+class TrainingSetting:
+    """How a run of the gauge chapter trains: ``steps`` full-batch steps of ``configure_optimizer``
+    (StiefelAdam on the frames and AdamW on the rest, or AdamW on everything) at ``lr`` and
+    ``weight_decay``, from the problem's model drawn under ``seed``. The runs below take these
+    fields as keywords. Chapter: gauge."""
+
+    steps: int = 120
+    seed: int = 0
+    lr: float = DEFAULT_LR
+    weight_decay: float = 0.1
+    problem: GaugeProblem = GaugeProblem()
+
+    def optimizer(self, model: nn.Module):
+        return configure_optimizer(model, lr=self.lr, weight_decay=self.weight_decay)
+
+    def record(self) -> dict:
+        """The setting as a run's output records it: every field but the problem."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "problem"}
 
 
 def training_checkpoints(
-    stiefel: bool,
-    *,
-    steps: int = 60,
-    every: int = 10,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-    random_point: bool = False,
+    stiefel: bool, *, steps: int = 60, every: int = 10, random_point: bool = False, **setting
 ) -> Iterator[tuple[int, nn.Module, ModularData]]:
-    """Train the problem's model (StiefelAdam on the frames and AdamW on the rest, or AdamW on
-    everything) and yield ``(step, model, data)`` at steps ``0, every, 2 every, ..., steps``.
+    """Train the problem's model (``setting``: the other fields of :class:`TrainingSetting`) and
+    yield ``(step, model, data)`` at steps ``0, every, 2 every, ..., steps``.
     Chapter: gauge."""
-    model = make_model(stiefel, seed, problem, random_point=random_point)
-    data = problem.data()
-    opt = _optimizer(model, lr, weight_decay)
+    run = TrainingSetting(steps=steps, **setting)
+    model = make_model(stiefel, run.seed, run.problem, random_point=random_point)
+    data = run.problem.data()
+    opt = run.optimizer(model)
     for step in range(steps + 1):
         if step % every == 0:
             yield step, model, data
@@ -66,13 +77,11 @@ def training_checkpoints(
         opt.step()
 
 
-def trained_model(
-    stiefel: bool, *, steps: int = 40, seed: int = 0, problem: GaugeProblem = GaugeProblem(), **kw
-) -> nn.Module:
+def trained_model(stiefel: bool, *, steps: int = 40, **kw) -> nn.Module:
     """The problem's model after ``steps`` steps of :func:`training_checkpoints` (at the start,
     attention is nearly uniform and barely matters to the loss; after a few dozen steps it does).
     Chapter: gauge."""
-    *_, (_, model, _) = training_checkpoints(stiefel, steps=steps, every=steps or 1, seed=seed, problem=problem, **kw)
+    *_, (_, model, _) = training_checkpoints(stiefel, steps=steps, every=steps or 1, **kw)
     return model
 
 
@@ -121,18 +130,9 @@ def _remove_gauge_from_step_(model: nn.Module, before: list[tuple[Tensor, Tensor
             attn.W_K.copy_(W_K0 + xi_K)
 
 
-def projected_run(
-    stiefel: bool,
-    *,
-    remove: str = "gradient",
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> dict[str, Tensor]:
-    """A float64 training run of the problem's model (the gauge chapter; full batch,
-    ``configure_optimizer``: StiefelAdam on frames and AdamW on the rest, or AdamW on everything).
+def projected_run(stiefel: bool, *, remove: str = "gradient", **setting) -> dict[str, Tensor]:
+    """A float64 training run of the problem's model (the gauge chapter; ``setting``: the fields
+    of :class:`TrainingSetting`).
 
     ``remove`` says what loses its gauge component at every step: ``"gradient"`` (the attention
     gradients, before the optimizer sees them: :func:`remove_gauge_from_grads_`), ``"update"`` (the
@@ -142,15 +142,19 @@ def projected_run(
     ``remove="gradient"``, ``update_component`` (the gauge component of each step the optimizer
     took, relative to the step). Deterministic.
     """
+    return _projected_run(stiefel, remove, TrainingSetting(**setting))
+
+
+def _projected_run(stiefel: bool, remove: str, run: TrainingSetting) -> dict[str, Tensor]:
     if remove not in REMOVE_MODES:
         raise ValueError(f"remove={remove!r}: choose one of {REMOVE_MODES}")
     with one_thread():
-        model = make_model(stiefel, seed, problem)
-        data = problem.data()
-        opt = _optimizer(model, lr, weight_decay)
+        model = make_model(stiefel, run.seed, run.problem)
+        data = run.problem.data()
+        opt = run.optimizer(model)
         group = _default_group(model)
         params, losses, removed, update_component = [_flat_parameters(model)], [], [], []
-        for _ in range(steps):
+        for _ in range(run.steps):
             opt.zero_grad()
             loss = task_loss(model, data.train_x, data.train_y)
             loss.backward()
@@ -196,25 +200,19 @@ def run_deviation(stiefel: bool, *, remove: str = "gradient", **kw) -> dict[str,
     return _deviation(projected_run(stiefel, remove="none", **kw), projected_run(stiefel, remove=remove, **kw))
 
 
-def projected_runs(
-    *,
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> dict:
+def projected_runs(**setting) -> dict:
     """Every run the gauge chapter's projected-run certificate and its two figures read, each
-    trained once: per arm (``"stiefel"``, ``"euclidean"``), :func:`run_deviation` with the
-    gauge removed from the gradients (``"gradient"``) and from the steps (``"update"``), both
-    against one plain run; ``"setting"`` holds the arguments."""
-    kw = dict(steps=steps, seed=seed, lr=lr, weight_decay=weight_decay, problem=problem)
-    out: dict = {"setting": {k: v for k, v in kw.items() if k != "problem"}}
+    trained once (``setting``: the fields of :class:`TrainingSetting`): per arm (``"stiefel"``,
+    ``"euclidean"``), :func:`run_deviation` with the gauge removed from the gradients
+    (``"gradient"``) and from the steps (``"update"``), both against one plain run; ``"setting"``
+    holds the arguments."""
+    run = TrainingSetting(**setting)
+    out: dict = {"setting": run.record()}
     with one_thread():
         for arm in ("stiefel", "euclidean"):
-            plain = projected_run(arm == "stiefel", remove="none", **kw)
+            plain = _projected_run(arm == "stiefel", "none", run)
             out[arm] = {
-                remove: _deviation(plain, projected_run(arm == "stiefel", remove=remove, **kw))
+                remove: _deviation(plain, _projected_run(arm == "stiefel", remove, run))
                 for remove in ("gradient", "update")
             }
     return out
@@ -288,15 +286,13 @@ def gradient_components(
 # --------------------------------------------------------------------------------------------
 
 
-def _moved_start_run(
-    stiefel: bool, kind: str, draw: int, steps: int, seed: int, lr: float, weight_decay: float, problem: GaugeProblem
-) -> dict:
+def _moved_start_run(stiefel: bool, kind: str, draw: int, run: TrainingSetting) -> dict:
     with one_thread():
-        model = make_model(stiefel, seed, problem)
-        data = problem.data()
+        model = make_model(stiefel, run.seed, run.problem)
+        data = run.problem.data()
         attn = attention_modules(model)[0][1]
         H, r = attn.W_Q.shape[0], attn.W_Q.shape[-1]
-        g = torch.Generator().manual_seed(seed + 500 + draw)
+        g = torch.Generator().manual_seed(run.seed + 500 + draw)
         if kind == "orthogonal":
             A = random_frame(r, r, H, generator=g, dtype=DTYPE)  # Haar-random R in O(r), one per head
         else:
@@ -306,9 +302,9 @@ def _moved_start_run(
                 W_Q, W_K = gl_action(attn.W_Q.detach(), attn.W_K.detach(), A)
                 attn.W_Q.copy_(W_Q)
                 attn.W_K.copy_(W_K)
-        opt = _optimizer(model, lr, weight_decay)
+        opt = run.optimizer(model)
         losses, frames, rest = [], [], []
-        for step in range(steps + 1):
+        for step in range(run.steps + 1):
             loss = task_loss(model, data.train_x, data.train_y)
             losses.append(loss.item())
             frames.append(torch.stack([attn.W_Q.detach().clone(), attn.W_K.detach().clone()]))
@@ -321,7 +317,7 @@ def _moved_start_run(
                     ]
                 )
             )
-            if step == steps:
+            if step == run.steps:
                 break
             opt.zero_grad()
             loss.backward()
@@ -334,47 +330,31 @@ def _moved_start_run(
     }
 
 
-def moved_start_deviation(
-    stiefel: bool,
-    kind: str = "orthogonal",
-    *,
-    draw: int = 0,
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> dict[str, Tensor]:
+def moved_start_deviation(stiefel: bool, kind: str = "orthogonal", *, draw: int = 0, **setting) -> dict[str, Tensor]:
     """Train from a point moved along its gauge orbit, ``(W_Q A, W_K A⁻ᵀ)`` with a random ``A`` per
     head (``kind="orthogonal"``: Haar ``R`` in O(r), so frames stay frames; ``"gl"``: ``exp(X)``),
-    and from the point itself; the same optimizer, data and seed. Per step (``steps + 1``): ``loss``,
+    and from the point itself; the same optimizer, data and seed (``setting``: the fields of
+    :class:`TrainingSetting`). Per step (``steps + 1``): ``loss``,
     the loss deviation; ``frames``, the largest ``|W'_t - W_t A|`` and ``|W'_t - W_t A⁻ᵀ|`` entry (the
     moved run is the original one moved, when the optimizer is gauge-equivariant); ``rest``, the
     largest deviation of every other parameter.
     Chapter: gauge."""
     if kind not in GROUPS:
         raise ValueError(f"kind={kind!r}: choose one of {GROUPS}")
-    key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
+    run = TrainingSetting(**setting)
     return _moved_deviation(
-        _moved_start_run(bool(stiefel), "none", 0, *key), _moved_start_run(bool(stiefel), kind, int(draw), *key)
+        _moved_start_run(bool(stiefel), "none", 0, run), _moved_start_run(bool(stiefel), kind, int(draw), run)
     )
 
 
-def moved_start_runs(
-    *,
-    n_draws: int = 2,
-    steps: int = 120,
-    seed: int = 0,
-    lr: float = DEFAULT_LR,
-    weight_decay: float = 0.1,
-    problem: GaugeProblem = GaugeProblem(),
-) -> dict:
+def moved_start_runs(*, n_draws: int = 2, **setting) -> dict:
     """Every run the gauge chapter's equivariance certificate and its figure read, each trained
-    once: :func:`moved_start_deviation` for ``n_draws`` draws of StiefelAdam from ``(W_Q R, W_K R)``
-    (``"stiefel"``), AdamW from ``(W_Q R, W_K R)`` (``"euclidean"``) and from ``(W_Q A, W_K A⁻ᵀ)``
-    (``"euclidean_gl"``); ``"setting"`` holds the arguments."""
-    key = (int(steps), int(seed), float(lr), float(weight_decay), problem)
-    out: dict = {"setting": {"n_draws": n_draws, "steps": steps, "seed": seed, "lr": lr, "weight_decay": weight_decay}}
+    once (``setting``: the fields of :class:`TrainingSetting`): :func:`moved_start_deviation` for
+    ``n_draws`` draws of StiefelAdam from ``(W_Q R, W_K R)`` (``"stiefel"``), AdamW from
+    ``(W_Q R, W_K R)`` (``"euclidean"``) and from ``(W_Q A, W_K A⁻ᵀ)`` (``"euclidean_gl"``);
+    ``"setting"`` holds the arguments."""
+    run = TrainingSetting(**setting)
+    out: dict = {"setting": {"n_draws": n_draws, **run.record()}}
     plain: dict[bool, dict] = {}  # the unmoved run of each optimizer, trained once (AdamW's serves both AdamW rows)
     for name, stiefel, kind in (
         ("stiefel", True, "orthogonal"),
@@ -382,8 +362,8 @@ def moved_start_runs(
         ("euclidean_gl", False, "gl"),
     ):
         if stiefel not in plain:
-            plain[stiefel] = _moved_start_run(stiefel, "none", 0, *key)
-        out[name] = [_moved_deviation(plain[stiefel], _moved_start_run(stiefel, kind, k, *key)) for k in range(n_draws)]
+            plain[stiefel] = _moved_start_run(stiefel, "none", 0, run)
+        out[name] = [_moved_deviation(plain[stiefel], _moved_start_run(stiefel, kind, k, run)) for k in range(n_draws)]
     return out
 
 

@@ -41,31 +41,30 @@ def slider(
     min: float, max: float, step: float, value: float, description: str | None = None, readout_format: str = ".3g"
 ) -> widgets.FloatSlider:
     """A ``FloatSlider`` that calls back on release (not on every pixel of a drag)."""
-    return widgets.FloatSlider(
-        min=min,
-        max=max,
-        step=step,
-        value=value,
-        description=description or "",
-        readout_format=readout_format,
-        continuous_update=False,
+    return _on_release(
+        widgets.FloatSlider, description, min=min, max=max, step=step, value=value, readout_format=readout_format
     )
 
 
 def log_slider(
     min_exponent: float, max_exponent: float, value: float, description: str | None = None, step: float = 0.25
 ) -> widgets.FloatLogSlider:
-    """A base-10 ``FloatLogSlider`` from ``10**min_exponent`` to ``10**max_exponent``."""
-    return widgets.FloatLogSlider(
+    """A base-10 ``FloatLogSlider`` from ``10**min_exponent`` to ``10**max_exponent``, on release too."""
+    return _on_release(
+        widgets.FloatLogSlider,
+        description,
         min=min_exponent,
         max=max_exponent,
         step=step,
         value=value,
         base=10,
-        description=description or "",
         readout_format=".2g",
-        continuous_update=False,
     )
+
+
+def _on_release(kind: type, description: str | None, **options) -> widgets.ValueWidget:
+    """A ``kind`` slider of ``options`` that calls back on release, labelled ``description`` (or nothing)."""
+    return kind(**options, description=description or "", continuous_update=False)
 
 
 def _control(name: str, spec: Any) -> widgets.ValueWidget:
