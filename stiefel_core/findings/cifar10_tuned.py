@@ -71,14 +71,14 @@ def find(rows: list[dict], arm: str, reference: str) -> dict | None:
 
 
 def text(row: dict | None, judged: int) -> str:
-    """ "<verdict>, <mean> pp [lo, hi] over n of ``judged`` paired starts (Holm p ...)", or "not yet run"."""
+    """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (Holm p = ...)", or "not yet run"."""
     if row is None:
         return "not yet run"
     lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
     return (
-        f"{row['verdict']}, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts "
-        f"(Holm-corrected p {row['p_holm']:.2g})"
+        f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts "
+        f"(Holm p = {row['p_holm']:.2g})"
     )
 
 
