@@ -80,7 +80,15 @@ def test_the_trials_table_reads_each_setting_and_leaves_unrun_arms_blank():
             "changes": {"vocab_size": 256},
             "setting": {"kv_pairs": 4, "seq_len": 32, "vocab_size": 256},
             "steps": 3000,
-            "runs": {"frozen": {"cpu_seconds": 45.2, "val_acc": [[100, 0.3], [3000, 1.0]]}},
+            "runs": {
+                "frozen": {"0": {"cpu_seconds": 45.2, "val_acc": [[100, 0.3], [3000, 1.0]]}},
+                "stiefel": {
+                    "1": {"cpu_seconds": 50.4, "val_acc": [[3000, 0.25]]},
+                    "0": {"cpu_seconds": 48.0, "val_acc": [[3000, 0.996]]},
+                },
+                "baseline": {"2": {"cpu_seconds": 47.0, "val_acc": [[3000, 0.918]]}},
+            },
         }
     }
-    assert fr.trial_rows(trials) == [["4 pairs, 32 tokens, 256 symbols", "3,000", "100.0", "", "", "45-45"]]
+    row = ["4 pairs, 32 tokens, 256 symbols", "3,000", "100", "100 / 25", "seed 2: 92", "45-50"]
+    assert fr.trial_rows(trials) == [row]
