@@ -1,5 +1,6 @@
-"""The device check (``make device-check``, issue 33): its dry run end to end, so that the
-script a lent GPU gets cannot rot, and the parts a dry run cannot reach (the guard, the merge)."""
+"""The device check (``make device-check``, issue 33): its dry run end to end (the p = 97 job of
+issue 28 at tiny sizes), so that the script a lent GPU gets cannot rot, and the parts a dry run
+cannot reach (the guard, the plan at paper scale, the file-size cap, the merge)."""
 
 import json
 import os
@@ -16,6 +17,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import device_check  # noqa: E402
 import device_job  # noqa: E402
+import device_plan  # noqa: E402
+import device_pool  # noqa: E402
+
+from stiefel_core.experiments import p97_fair  # noqa: E402
 
 
 def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path):
@@ -39,16 +44,25 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     assert {
         "device-check.log",
         "summary.json",
-        "runs/grokking-ci.json",
+        "runs/grokking_p97_qk_lr-ci.json",
+        "runs/grokking_p97_fair-ci.json",
         "benchmarks/results/step_time-tiny-cpu.json",
         "benchmarks/results/peers_step-tiny-cpu.json",
         "benchmarks/results/grokking_epoch-ci-cpu.json",
     } == files
-    runs = json.loads((out / "runs" / "grokking-ci.json").read_text())["runs"]
-    assert sorted(runs) == sorted(f"{arm}/0" for arm in device_job.runnable_arms())
-    assert all(run["final"]["epoch"] == device_job.DRY_CONFIG["epochs"] for run in runs.values())
-    assert all(run["provenance"]["device"].startswith("cpu") for run in runs.values())
-    assert "Into the repository" in done.stdout and "tools/device_job.py merge F/runs/grokking-ci.json" in done.stdout
+    # the sweep grown by its own rule until every choice is final, then the judged runs at those choices
+    sweep = json.loads((out / "runs" / "grokking_p97_qk_lr-ci.json").read_text())
+    assert p97_fair.pending_arms(sweep, device_plan.config(device_plan.SWEEP, "ci", dry=True)) == []
+    chosen = {arm: p97_fair.chosen(sweep, arm) for arm in p97_fair.ARMS}
+    assert all(c is not None and c["interior"] for c in chosen.values())
+    fair = json.loads((out / "runs" / "grokking_p97_fair-ci.json").read_text())
+    assert sorted(fair["runs"]) == sorted(f"{arm}/0" for arm in (*p97_fair.ARMS, "frozen"))
+    assert dict(map(tuple, fair["config"]["qk_lrs"])) == {arm: c["lr"] for arm, c in chosen.items()}
+    for results in (sweep, fair):
+        assert all(run["final"]["epoch"] == device_plan.DRY_TASK["epochs"] for run in results["runs"].values())
+        assert all(run["provenance"]["device"].startswith("cpu") for run in results["runs"].values())
+    merge = "tools/device_job.py merge F/runs/grokking_p97_qk_lr-ci.json F/runs/grokking_p97_fair-ci.json"
+    assert "Into the repository" in done.stdout and merge in done.stdout
 
 
 A, B, C = ("baseline", 0), ("stiefel", 0), ("frozen", 0)
@@ -59,41 +73,135 @@ def sleeper(seconds):
 
 
 def test_the_guard_stops_runs_at_the_deadline_and_starts_none_expected_to_miss_it():
-    quick = device_job.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.5)
+    quick = device_pool.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.5)
     started = time.monotonic()
-    outcome = device_job.supervise([A, B, C], sleeper(60), started + 2.0, quick, most=2, say=lambda _: None, poll_s=0.1)
+    outcome = device_pool.supervise(
+        [A, B, C], sleeper(60), started + 2.0, quick, most=2, say=lambda _: None, poll_s=0.1
+    )
     assert outcome["stopped"] == [A, B] and outcome["not_started"] == [C] and outcome["finished"] == []
     assert time.monotonic() - started < 15
 
-    slow = device_job.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=100)
-    outcome = device_job.supervise([A], sleeper(60), time.monotonic() + 5, slow, most=2, say=lambda _: None)
+    slow = device_pool.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=100)
+    outcome = device_pool.supervise([A], sleeper(60), time.monotonic() + 5, slow, most=2, say=lambda _: None)
     assert outcome["not_started"] == [A] and outcome["processes"] == 0
 
 
 def test_later_runs_start_only_when_the_slowest_finished_run_still_fits():
-    estimate = device_job.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.1)
-    outcome = device_job.supervise(
+    estimate = device_pool.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.1)
+    outcome = device_pool.supervise(
         [A, B, C], sleeper(3), time.monotonic() + 5, estimate, most=1, say=lambda _: None, poll_s=0.1
     )
     assert outcome["finished"] == [A] and outcome["not_started"] == [B, C]  # 3 s more would pass the guard
 
 
 def test_the_estimate_fits_as_many_processes_as_the_time_left_allows():
-    safe = device_job.Estimate(ms_per_epoch=3.0, source="test", epochs=20_000)  # 60 s + 78 s x n: no gain assumed
+    safe = device_pool.Estimate(ms_per_epoch=3.0, source="test", epochs=20_000)  # 60 s + 78 s x n: no gain assumed
     assert safe.run_seconds(1) == pytest.approx(60 + 78) and safe.run_seconds(3) == pytest.approx(60 + 78 * 3)
     assert safe.processes(300, most=7) == 3 and safe.processes(100, most=7) == 0
-    measured = device_job.Estimate(ms_per_epoch=3.0, source="test", epochs=20_000, sharing=2.0)
+    measured = device_pool.Estimate(ms_per_epoch=3.0, source="test", epochs=20_000, sharing=2.0)
     assert measured.run_seconds(6) == pytest.approx(60 + 78 * 3) and measured.processes(300, most=7) == 6
 
 
-def test_the_plan_completes_six_paired_seeds_before_adding_more():
-    done = {f"{arm}/{seed}" for arm in ("baseline", "stiefel") for seed in range(6)}
-    done |= {f"{arm}/{seed}" for arm in ("frozen", "no_decay_qk") for seed in range(3)}
-    arms = ("baseline", "stiefel", "frozen", "no_decay_qk")
-    queue = device_job.plan(done, arms)
-    assert queue[:6] == [(arm, seed) for seed in (3, 4, 5) for arm in ("frozen", "no_decay_qk")]
-    assert queue[6:] == [(arm, seed) for seed in (6, 7) for arm in arms]
-    assert set(device_job.runnable_arms()) >= set(arms)  # the grokking experiment runs each of them
+def test_the_pool_asks_the_plan_again_as_runs_end_and_paces_longer_runs_by_their_epochs():
+    ended = []
+
+    def plan(busy):  # A first; once it has ended, B (a sweep round grown) and C, eight times as long
+        return [B, C] if ended else [A]
+
+    estimate = device_pool.Estimate(ms_per_epoch=1.0, source="test", epochs=1, startup_s=0.1)
+    outcome = device_pool.supervise(
+        plan,
+        sleeper(1),
+        time.monotonic() + 6,
+        estimate,
+        most=1,
+        epochs_of={A: 1, B: 1, C: 8}.get,
+        on_exit=lambda key, rc: ended.append(key),
+        say=lambda _: None,
+        poll_s=0.1,
+    )
+    assert outcome["finished"] == [A, B] and outcome["not_started"] == [C]  # C: ~8 s at A's pace
+
+
+def sweep_file(times: dict, seeds=(100, 101)) -> dict:
+    """``grokking_p97_qk_lr-full``: ``times`` {(arm, lr): [epoch at 90 % per seed, None: never]}."""
+
+    def run(epoch):
+        history = [{"epoch": e, "val_acc": 0.95 if epoch and e >= epoch else 0.5} for e in range(0, 10_001, 500)]
+        return {"history": history, "final": history[-1]}
+
+    runs = {f"{arm}@qklr={lr:g}/{s}": run(t) for (arm, lr), ts in times.items() for s, t in zip(seeds, ts)}
+    config = {"task": {"lr": 1e-3, "epochs": 10_000}, "seeds": list(seeds), "threshold": 0.9}
+    return {"experiment": device_plan.SWEEP, "profile": "full", "config": config, "runs": runs}
+
+
+def test_the_plan_sweeps_by_the_rule_then_judges_at_the_settled_choices_from_the_committed_files(tmp_path, monkeypatch):
+    committed, work = tmp_path / "book-results", tmp_path / "work"
+    committed.mkdir()
+    monkeypatch.setattr(device_plan, "COMMITTED", committed)  # holding only the files the job reads
+    assert device_plan.results_read("full") == ["grokking_p97_qk_lr-full.json", "grokking_p97_fair-full.json"]
+    device_plan.seed_work(work, "full")
+    said = []
+    plan = device_plan.Plan(work, "full", dry=False, say=said.append)
+    queue = plan()  # the sweep's first grid: four arms x 1e-4, 3e-4, 1e-3 x seeds 100, 101
+    Run = device_plan.Run
+    assert len(queue) == 24 and {run.experiment for run in queue} == {device_plan.SWEEP}
+    first = "baseline@qklr=0.0001"
+    assert queue[:2] == [Run(device_plan.SWEEP, first, 100), Run(device_plan.SWEEP, first, 101)]
+    assert plan({queue[0]}) == queue[1:]  # a running one is not named again
+    assert plan.epochs_of(queue[0]) == 10_000
+
+    times = {(arm, lr): [3000 if lr == 3e-4 else 6000] * 2 for arm in p97_fair.ARMS for lr in (1e-4, 3e-4, 1e-3)}
+    times[("baseline", 1e-3)] = [1000, 1000]  # fastest at the grid's top: the rule grows it
+    (committed / "grokking_p97_qk_lr-full.json").write_text(json.dumps(sweep_file(times)))
+    runs = device_plan.seed_work(work, "full")
+    assert len(runs[device_plan.SWEEP]["committed"]) == 24 and runs[device_plan.SWEEP]["earlier"] == set()
+    assert plan() == [Run(device_plan.SWEEP, "baseline@qklr=0.003", s) for s in (100, 101)]  # no judged run yet
+
+    times[("baseline", 3e-3)] = [6000, 6000]  # the round's runs, written by the job's workers
+    (work / "grokking_p97_qk_lr-full.json").write_text(json.dumps(sweep_file(times)))
+    queue = plan()
+    assert {run.experiment for run in queue} == {device_plan.FAIR} and len(queue) == 5 * 6
+    assert queue[:5] == [Run(device_plan.FAIR, arm, 0) for arm in (*p97_fair.ARMS, "frozen")]  # seed by seed
+    assert plan.epochs_of(queue[0]) == 20_000
+    assert any("baseline 0.001, no_decay_qk 0.0003" in line for line in said)
+
+    per_run = plan.bytes_per_run(device_plan.FAIR)  # the prior: 1,001 records of ~400 bytes
+    monkeypatch.setattr(device_plan, "MAX_FILE_BYTES", per_run * 3 + 1)
+    assert plan({Run(device_plan.FAIR, "baseline", 0)}) == queue[1:3]  # 2 more fit beside the one running
+    assert any("the plan is cut" in line for line in said)
+
+
+def test_device_light_moves_out_every_results_file_the_job_does_not_read_and_restore_brings_them_back(tmp_path):
+    import device_tree
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    results = tmp_path / "book" / "results"
+    results.mkdir(parents=True)
+    for name, size in [
+        ("grokking-full.json", 5000),
+        ("cifar10-full.json", 3000),
+        ("grokking_p97_qk_lr-full.json", 700),
+    ]:
+        (results / name).write_bytes(b"x" * size)
+    (tmp_path / "README.md").write_text("readme")
+    (tmp_path / ".gitignore").write_text("/.device-stash/\n")
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    (tmp_path / "untracked.txt").write_text("travels too")
+    before = device_tree.travelling_bytes(tmp_path)
+    assert sorted(device_tree.light(tmp_path)) == ["book/results/cifar10-full.json", "book/results/grokking-full.json"]
+    assert device_tree.travelling_bytes(tmp_path) == before - 8000
+    assert sorted(p.name for p in results.iterdir()) == ["grokking_p97_qk_lr-full.json"]
+    with pytest.raises(SystemExit, match="make device-restore"):
+        device_tree.light(tmp_path)
+    assert sorted(device_tree.restore(tmp_path)) == [
+        "book/results/cifar10-full.json",
+        "book/results/grokking-full.json",
+    ]
+    assert device_tree.travelling_bytes(tmp_path) == before and not (tmp_path / device_tree.STASH).exists()
+    # in this checkout: the stash is ignored, and the job's files are the ones that stay
+    assert subprocess.run(["git", "check-ignore", "-q", ".device-stash/x"], cwd=ROOT).returncode == 0
+    assert not {Path(name).name for name in device_tree.movable(ROOT)} & set(device_plan.results_read("full"))
 
 
 def results_file(runs, lr=1e-3, seeds=(0,)):
@@ -119,6 +227,19 @@ def test_merge_adds_the_new_runs_keeps_the_committed_ones_and_refuses_another_co
         device_job.merge(source, target)
 
 
+def test_merge_takes_both_experiments_returned_files_each_into_its_own(tmp_path, capsys):
+    returned, into = tmp_path / "runs", tmp_path / "results"
+    returned.mkdir()
+    for experiment in device_plan.EXPERIMENTS:
+        file = {**results_file({"stiefel/0": 0.9}), "experiment": experiment}
+        (returned / f"{experiment}-full.json").write_text(json.dumps(file))
+    sources = [str(returned / f"{experiment}-full.json") for experiment in device_plan.EXPERIMENTS]
+    assert device_job.main(["merge", *sources, "--into", str(into)]) == 0
+    for experiment in device_plan.EXPERIMENTS:
+        assert json.loads((into / f"{experiment}-full.json").read_text())["experiment"] == experiment
+    assert capsys.readouterr().out.count("added 1 runs (stiefel/0)") == 2
+
+
 def test_files_a_lent_machine_would_not_return_are_named(tmp_path):
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c" / "deep.json").write_text("{}")
@@ -130,11 +251,18 @@ def test_files_a_lent_machine_would_not_return_are_named(tmp_path):
 
 def test_stopped_runs_checkpoints_return_as_many_as_fit_one_file(tmp_path, monkeypatch):
     monkeypatch.setattr(device_job, "MAX_FILE_BYTES", 250)
-    for arm in ("frozen", "no_decay_qk", "stiefel"):
-        (tmp_path / f"{arm}-3.pt").write_bytes(b"x" * 100)
+    stopped = [
+        device_plan.Run(device_plan.SWEEP, "stiefel@qklr=0.001", 100),
+        device_plan.Run(device_plan.FAIR, "frozen", 3),
+        device_plan.Run(device_plan.FAIR, "stiefel", 3),
+    ]
+    for run in stopped:
+        (tmp_path / f"{run.experiment}-full").mkdir(exist_ok=True)
+        (tmp_path / f"{run.experiment}-full" / f"{run.arm}-{run.seed}.pt").write_bytes(b"x" * 100)
     said = []
-    bundle = device_job.bundle_checkpoints(
-        tmp_path, [("frozen", 3), ("no_decay_qk", 3), ("stiefel", 3)], tmp_path / "checkpoints.tar", said.append
-    )
-    assert tarfile.open(bundle).getnames() == ["frozen-3.pt", "no_decay_qk-3.pt"]
+    bundle = device_job.bundle_checkpoints(tmp_path, "full", stopped, tmp_path / "checkpoints.tar", said.append)
+    assert tarfile.open(bundle).getnames() == [
+        "grokking_p97_qk_lr-full/stiefel@qklr=0.001-100.pt",
+        "grokking_p97_fair-full/frozen-3.pt",
+    ]
     assert "1 stopped runs' checkpoints do not fit" in said[0]

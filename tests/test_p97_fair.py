@@ -33,6 +33,8 @@ def test_the_sweep_chooses_the_fastest_lr_and_counts_a_run_that_never_groks_at_t
     )
     assert not p97_fair.chosen(edge, "baseline")["interior"]  # fastest at the top rung: the grid must grow
     assert p97_fair._pending(edge, p97_fair.SWEEP_PROFILES["full"], "baseline") == (3e-3,)
+    others = [f"{arm}@qklr={lr:g}" for arm in p97_fair.ARMS[1:] for lr in (1e-4, 3e-4, 1e-3)]
+    assert p97_fair.pending_arms(edge, p97_fair.SWEEP_PROFILES["full"]) == ["baseline@qklr=0.003", *others]
     assert p97_fair.chosen(_sweep({("qk_norm", 1e-3): [5000]}), "qk_norm") is None  # one of two seeds: no choice
 
 

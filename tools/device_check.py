@@ -12,8 +12,9 @@ The steps, in order, each under its own time limit, all inside ``DEVICE_CHECK_BU
    step's own floor (``benchmarks/step_time.py``);
 4. the grokking epoch at p = 97 (``benchmarks/grokking_epoch.py``), whose time sizes step 6;
 5. the relatives' step (``benchmarks/peers_step.py``, 1,000 drift steps);
-6. the paper-scale job (``tools/device_job.py``): the p = 97 grokking arms, several processes
-   sharing the GPU, until a guard stops them before the budget ends.
+6. the paper-scale job (``tools/device_job.py``): grokking at p = 97 at tuned W_Q, W_K lrs (issue
+   28), the sweep ``grokking_p97_qk_lr`` first, then the judged ``grokking_p97_fair``, several
+   processes sharing the GPU, until a guard stops them before the budget ends.
 
 Everything goes under ``$OUT`` (default ``device-results/``), within what a lent machine
 returns (at most 8 files, each under 16 MiB, at most two folders down)::
@@ -21,8 +22,10 @@ returns (at most 8 files, each under 16 MiB, at most two folders down)::
     device-check.log            every step's output, in order
     summary.json                each step's status and seconds, the environment, the job's estimate and outcome
     benchmarks/results/*.json   the three benchmarks' records, as benchmarks/results/ keeps them
-    runs/grokking-full.json     the job's runs: the results-file format, with device provenance
-    runs/checkpoints.tar        only where the guard stopped runs: their last checkpoints
+    runs/grokking_p97_qk_lr-full.json   the sweep's runs (the committed ones too): the results-file
+                                        format, with device provenance
+    runs/grokking_p97_fair-full.json    the judged runs, once the sweep has settled its choices
+    runs/checkpoints.tar                only where the guard stopped runs: their last checkpoints
 
 It prints, last, what to copy into the repository, and exits 1 if a step failed.
 """
@@ -225,7 +228,7 @@ def returned_files(out: Path) -> tuple[list[dict], list[str]]:
 
 def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
     bench = sorted(p.name for p in (out / "benchmarks" / "results").glob("*.json"))
-    runs = Path(job["results_file"]) if job else None
+    runs = [Path(f) for f in job["results_files"]] if job else []
     lines = ["dry run: a rehearsal on the CPU; copy none of it. On a GPU, this would read:"] if dry else []
     lines += [f"Into the repository, from a checkout (F: the folder the files were fetched to, for {out}):"]
     if bench:
@@ -233,21 +236,23 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
             f"  cp {' '.join('F/benchmarks/results/' + b for b in bench)} benchmarks/results/",
             "  python -m stiefel_core claims --write-readme    # the README's benchmark block",
         ]
-    if runs and runs.exists():
-        n = len(json.loads(runs.read_text())["runs"])
+    runs = [f for f in runs if f.exists()]
+    if runs:
+        counts = ", ".join(f"{len(json.loads(f.read_text())['runs'])} in {f.name}" for f in runs)
         lines += [
-            f"  python tools/device_job.py merge F/runs/{runs.name}    "
-            f"# its {n} runs into book/results/{runs.name} (those it lacks)"
+            f"  python tools/device_job.py merge {' '.join('F/runs/' + f.name for f in runs)}    "
+            f"# their runs ({counts}) into book/results/ (those it lacks)"
         ]
     lines += [
         "  then commit them, saying which machine and commit they came from (summary.json has both).",
         "Keep beside the issue, not in the repository: F/device-check.log, F/summary.json.",
     ]
     if job and job.get("checkpoints"):
-        folder = f"device-work/checkpoints/{device_job.EXPERIMENT}-full"
+        folder = "device-work/checkpoints"
         lines += [
             f"Stopped runs resume on a later machine: mkdir -p {folder} && "
-            f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-work along."
+            f"tar -xf F/runs/{device_job.CHECKPOINT_BUNDLE} -C {folder}, then bring device-work along "
+            "(after the merged results are in book/results)."
         ]
     return lines
 
@@ -286,7 +291,10 @@ def main() -> int:
         summary["steps"].append(run_step(step, env, limit, say))
     summary["tests"] = junit_counts(scratch / "junit.xml")
 
-    say("\n=== paper-scale job: " + ("the ci model, 40 epochs (dry run) ===" if dry else "grokking at p = 97 ==="))
+    say(
+        "\n=== paper-scale job: grokking_p97_qk_lr, then grokking_p97_fair: "
+        + ("the ci model, 40 epochs (dry run) ===" if dry else "grokking at p = 97 ===")
+    )
     epoch = out / "benchmarks" / "results" / f"grokking_epoch-{'ci-cpu' if dry else 'full-cuda'}.json"
     ms = json.loads(epoch.read_text()).get("values", {}).get("ms_per_epoch") if epoch.exists() else None
     work = scratch / "job" if dry else ROOT / "device-work"  # kept on the machine: a second call resumes the first

@@ -27,7 +27,7 @@ from .fair_fight import compact
 from .fair_fight import run as run_judged
 from .registry import Experiment
 from .resolving import resolve_lrs
-from .selection import grow_arms
+from .selection import grow_arms, pending_grid_arms
 
 __all__ = [
     "ENTRIES",
@@ -42,6 +42,7 @@ __all__ = [
     "sweep_scores",
     "chosen",
     "sweep",
+    "pending_arms",
     "FairConfig",
     "PROFILES",
     "resolve",
@@ -120,6 +121,12 @@ def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **o
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
     config = SWEEP_PROFILES[profile]
     return grow_arms(run_experiment, "grokking_p97_qk_lr", profile, config, arms, _pending, KEY, **options)
+
+
+def pending_arms(results: dict | None, config: SweepConfig) -> list[str]:
+    """The sweep's next round by :func:`sweep`'s rule, as run names ``"<arm>@qklr=<lr>"`` (each for
+    every selection seed the results lack); empty once every arm's choice is final."""
+    return pending_grid_arms(results, config, None, _pending, KEY)
 
 
 @dataclass(frozen=True)

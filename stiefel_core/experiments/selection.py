@@ -9,7 +9,7 @@ from ..choices import LADDER, choice, is_interior, ladder_around, late_score, ne
 from ..results_reading import grid_arm
 from .results import load_results
 
-__all__ = ["grow", "grow_arms"]
+__all__ = ["grow", "grow_arms", "pending_grid_arms"]
 # The rule's names, for the routing sweeps that import them from here
 _RULE = (LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores)
 
@@ -39,11 +39,18 @@ def grow_arms(
 ) -> dict:
     """:func:`grow` over ``arms`` (``None``: the sweep ``config``'s arms), each run named
     ``"<arm>@<key>=<lr>"`` for the rungs ``pending(results, config, arm)``."""
-    arms = arms or config.arms
     return grow(
-        run_experiment,
-        name,
-        profile,
-        lambda results: [grid_arm(arm, key, lr) for arm in arms for lr in pending(results, config, arm)],
-        **options,
+        run_experiment, name, profile, lambda results: pending_grid_arms(results, config, arms, pending, key), **options
     )
+
+
+def pending_grid_arms(
+    results: dict | None,
+    config,
+    arms: tuple[str, ...] | None,
+    pending: Callable[[dict | None, object, str], tuple[float, ...]],
+    key: str = "qklr",
+) -> list[str]:
+    """The sweep's next round: ``"<arm>@<key>=<lr>"`` for each of ``arms`` (``None``: ``config``'s)
+    and each rung ``pending(results, config, arm)`` names; empty once every choice is final."""
+    return [grid_arm(arm, key, lr) for arm in arms or config.arms for lr in pending(results, config, arm)]

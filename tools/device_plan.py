@@ -1,0 +1,210 @@
+"""The device job's plan (issue 28): grokking at p = 97 at tuned W_Q, W_K lrs.
+
+First the runs the sweep ``grokking_p97_qk_lr`` still lacks, its grid grown by its own rule
+(:func:`stiefel_core.experiments.p97_fair.pending_arms`, the rule ``p97_fair.sweep`` grows it by);
+then, once no sweep run is pending and the experiment's resolve step accepts the sweep's
+choices, the judged runs of ``grokking_p97_fair`` (its seeds, paired: seed by seed), which resolve
+their lrs from the sweep file themselves before they run. Each returned results file holds at
+most what fits under a lent machine's file size; :func:`merge` adds a returned file's new runs
+to the committed one.
+
+The job reads, of ``book/results``, only :func:`results_read` (the device tree step leaves
+those in the checkout and moves the rest out: ``tools/device_tree.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import shutil
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "book" / "results"  # the only folder of committed results the job reads
+SWEEP, FAIR = "grokking_p97_qk_lr", "grokking_p97_fair"
+EXPERIMENTS = (SWEEP, FAIR)  # in the order they run
+MAX_FILE_BYTES = 15 * 2**20  # a lent machine returns files under 16 MiB
+# the dry run's task, on the ci profiles (p = 31): seconds a run
+DRY_TASK = {"epochs": 40, "log_every": 10, "checkpoint_every": 20}
+# a run's bytes in a results file before any is written: its records (epochs / log_every) at the
+# ~370 bytes a compact record takes (grokking_fair-full.json: 22 kB for 60 records a run)
+PRIOR_BYTES_PER_RECORD = 400
+
+__all__ = [
+    "SWEEP",
+    "FAIR",
+    "EXPERIMENTS",
+    "Run",
+    "results_read",
+    "config",
+    "epochs",
+    "seed_work",
+    "Plan",
+    "merge",
+]
+
+
+class Run(NamedTuple):
+    experiment: str
+    arm: str
+    seed: int
+
+    @property
+    def key(self) -> str:  # its key in the results file
+        return f"{self.arm}/{self.seed}"
+
+
+def results_read(profile: str = "full") -> list[str]:
+    """The committed results files the job reads (from :data:`COMMITTED`): nothing else of it."""
+    return [f"{experiment}-{profile}.json" for experiment in EXPERIMENTS]
+
+
+def config(experiment: str, profile: str, dry: bool):
+    """The experiment's configuration (the dry run: its task cut to :data:`DRY_TASK`), unresolved."""
+    from stiefel_core.experiments import get_config
+
+    base = get_config(experiment, profile)
+    return dataclasses.replace(base, task=dataclasses.replace(base.task, **DRY_TASK)) if dry else base
+
+
+def epochs(experiment: str, profile: str, dry: bool) -> int:
+    return config(experiment, profile, dry).task.epochs
+
+
+def _runs(path: Path) -> set[str]:
+    return set(json.loads(path.read_text())["runs"]) if path.exists() else set()
+
+
+def seed_work(results: Path, profile: str) -> dict[str, dict]:
+    """Bring the committed runs into the job's results folder (``results``), where its workers
+    write and the judged runs' resolve step reads the whole sweep; ``{experiment: {"committed",
+    "earlier"}}``: the committed runs' keys, and those an earlier call on this machine added."""
+    results.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for experiment, name in zip(EXPERIMENTS, results_read(profile)):
+        committed, work = COMMITTED / name, results / name
+        if committed.exists():
+            if work.exists():
+                merge(committed, work)
+            else:
+                shutil.copyfile(committed, work)
+        out[experiment] = {"committed": _runs(committed), "earlier": _runs(work) - _runs(committed)}
+    return out
+
+
+class Plan:
+    """The runs still to run, in order: the sweep's pending rounds, then the judged runs.
+
+    Called (``plan(busy)``) again whenever a run ends, it reads the results files in ``results``
+    afresh: a sweep round that finished may grow the grid, or settle every choice and so unlock
+    the judged runs. It names at most what fits each returned file (:data:`MAX_FILE_BYTES`)."""
+
+    def __init__(self, results: Path, profile: str, dry: bool, say: Callable = print):
+        self.results, self.profile, self.say = results, profile, say
+        self.configs = {experiment: config(experiment, profile, dry) for experiment in EXPERIMENTS}
+        self._said: set[str] = set()
+
+    def note(self, text: str) -> None:  # each message once: the plan is asked after every run
+        if text not in self._said:
+            self._said.add(text)
+            self.say(text)
+
+    def file(self, experiment: str) -> Path:
+        return self.results / f"{experiment}-{self.profile}.json"
+
+    def epochs_of(self, run: Run) -> int:
+        return self.configs[run.experiment].task.epochs
+
+    def _load(self, experiment: str) -> dict | None:
+        from stiefel_core.experiments.results import load_results
+
+        return load_results(experiment, self.profile, self.results)
+
+    def sweep_runs(self) -> list[Run]:
+        """The sweep's pending round (:func:`p97_fair.pending_arms`), each rung's seeds not yet run."""
+        from stiefel_core.experiments import p97_fair
+
+        sweep, cfg = self._load(SWEEP), self.configs[SWEEP]
+        done = set(sweep["runs"]) if sweep else set()
+        arms = p97_fair.pending_arms(sweep, cfg)
+        return [Run(SWEEP, arm, seed) for arm in arms for seed in cfg.seeds if f"{arm}/{seed}" not in done]
+
+    def fair_runs(self) -> list[Run]:
+        """The judged runs not yet run, once the experiment's resolve step accepts the sweep."""
+        from stiefel_core.experiments import EXPERIMENTS as REGISTRY
+
+        experiment = REGISTRY[FAIR]
+        try:
+            resolved = experiment.resolve(self.configs[FAIR], self.results)
+        except ValueError as error:
+            self.note(f"{FAIR} is not planned: {error}")
+            return []
+        lrs = ", ".join(f"{arm} {lr:g}" for arm, lr in resolved.qk_lrs)
+        self.note(f"{SWEEP} has settled every choice (W_Q, W_K lr: {lrs}): {FAIR} is planned")
+        done = set((self._load(FAIR) or {"runs": {}})["runs"])
+        arms = experiment.default_arms(resolved)
+        return [Run(FAIR, arm, seed) for seed in resolved.seeds for arm in arms if f"{arm}/{seed}" not in done]
+
+    def bytes_per_run(self, experiment: str) -> int:
+        """A run's bytes in the returned file: measured in the job's file, else the prior."""
+        path = self.file(experiment)
+        runs = _runs(path)
+        if runs:
+            return max(1, path.stat().st_size // len(runs))
+        task = self.configs[experiment].task
+        return PRIOR_BYTES_PER_RECORD * (task.epochs // task.log_every + 1)
+
+    def __call__(self, busy: set = frozenset()) -> list[Run]:
+        runs = self.sweep_runs() or self.fair_runs()  # no judged run while any sweep run is pending
+        runs = [run for run in runs if run not in busy]
+        if not runs:
+            return []
+        experiment = runs[0].experiment
+        per_run = self.bytes_per_run(experiment)
+        room = MAX_FILE_BYTES // per_run - len(_runs(self.file(experiment)))
+        room -= sum(run.experiment == experiment for run in busy)
+        if len(runs) > room:
+            self.note(
+                f"at about {per_run:,} bytes a run, {max(0, room)} more runs of {experiment} fit one returned "
+                "file: the plan is cut"
+            )
+            runs = runs[: max(0, room)]
+        return runs
+
+    def statement(self) -> str:
+        parts = []
+        for experiment in EXPERIMENTS:
+            cfg = self.configs[experiment]
+            parts.append(
+                f"{experiment} ({self.profile}: p = {cfg.task.p}, {cfg.task.epochs:,} epochs, seeds "
+                f"{', '.join(map(str, cfg.seeds))}, {len(_runs(self.file(experiment)))} runs in hand)"
+            )
+        return "plan: " + "; then ".join(parts)
+
+
+def merge(source: Path, target: Path) -> dict:
+    """Add ``source``'s runs that ``target`` lacks (under the results files' lock); refuse a
+    file of another experiment, profile or configuration."""
+    from stiefel_core.experiments.results import write_results
+    from stiefel_core.results_reading import without_seeds
+
+    new = json.loads(source.read_text())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = json.loads(target.read_text()) if target.exists() else {**new, "runs": {}}
+        for key in ("experiment", "profile"):
+            if old[key] != new[key]:
+                raise ValueError(f"{source} holds {key} {new[key]!r}, {target} {old[key]!r}: merge a file into its own")
+        if without_seeds(old["config"]) != without_seeds(new["config"]):
+            raise ValueError(
+                f"{source} was run with another configuration than {target}: the runs cannot be "
+                "mixed; rerun them at the committed code, or keep them apart"
+            )
+        added = sorted(set(new["runs"]) - set(old["runs"]))
+        old["runs"].update({key: new["runs"][key] for key in added})
+        old["config"]["seeds"] = sorted(set(old["config"].get("seeds", [])) | set(new["config"].get("seeds", [])))
+        write_results(old, target)
+    return {"added": added, "already_there": sorted(set(new["runs"]) - set(added))}
