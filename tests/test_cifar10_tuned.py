@@ -67,3 +67,16 @@ def test_the_sweep_rows_read_each_cell_at_the_judged_decay():
     assert [r["arm"] for r in rows] == ["baseline", "stiefel"]
     assert rows[0]["scores"][3e-3] == pytest.approx(0.503) and rows[0]["chosen"] == 1e-3
     assert rows[1]["chosen"] is None and not math.isnan(rows[1]["scores"][3e-4])
+
+
+def test_a_comparison_held_back_only_by_the_unrun_comparisons_is_said_so():
+    rng = np.random.default_rng(3)
+    base = 0.50 + 0.01 * rng.standard_normal(12)
+    held = base - 0.003 + 0.004 * rng.standard_normal(12)  # uncorrected p < 0.05, not after x 13
+    fair = _fair({"baseline": base, "stiefel": held, "frozen": base - 0.02})
+    rows = ct.fair_rows(fair, None, margin=0.005)
+    gain = ct.find(rows, "stiefel", "baseline")
+    assert gain["p"] < 0.05 <= gain["p_holm"] and gain["verdict"] == "inconclusive"
+    note = ct.pending_note(rows)
+    assert "the Stiefel rule against AdamW" in note and "10 of which" in note
+    assert ct.pending_note([r for r in rows if r["n"] >= 2]) is None  # nothing unrun: nothing to explain

@@ -26,6 +26,7 @@ __all__ = [
     "text",
     "lrs_text",
     "takeaway",
+    "pending_note",
 ]
 
 RELATIVES = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
@@ -71,14 +72,30 @@ def find(rows: list[dict], arm: str, reference: str) -> dict | None:
 
 
 def text(row: dict | None, judged: int) -> str:
-    """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (Holm p = ...)", or "not yet run"."""
+    """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (p = ...; Holm p = ...)", or "not yet run"."""
     if row is None:
         return "not yet run"
     lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
     return (
         f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts "
-        f"(Holm p = {row['p_holm']:.2g})"
+        f"(p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g})"
+    )
+
+
+def pending_note(rows: list[dict], alpha: float = 0.05) -> str | None:
+    """Where a comparison would read otherwise uncorrected (p < ``alpha``, Holm's p not), why:
+    the family counts the comparisons not yet run with p = 1, and their runs can only lower
+    every corrected p (Holm's adjusted p-values never fall when a raw p rises). ``None`` if none."""
+    missing = sum(r["n"] < 2 for r in rows)
+    held = [r for r in shown(rows) if r["p"] < alpha <= r["p_holm"]]
+    if not held or not missing:
+        return None
+    names = "; ".join(f"{label(r['arm'])} against {label(r['reference'])}" for r in held)
+    return (
+        f"Uncorrected, {names} would not read inconclusive (p < {alpha:g}). The family's correction counts all "
+        f"{len(rows)} declared comparisons, {missing} of which (the relatives') have not run and count with p = 1; "
+        "their runs can only lower the corrected p."
     )
 
 
