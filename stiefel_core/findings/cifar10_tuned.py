@@ -72,7 +72,8 @@ def find(rows: list[dict], arm: str, reference: str) -> dict | None:
 
 
 def text(row: dict | None, judged: int) -> str:
-    """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (p = ...; Holm p = ...)", or "not yet run"."""
+    """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (p = ...; Holm p = ...)",
+    or "not yet run"."""
     if row is None:
         return "not yet run"
     lo, hi = row["ci_pp"]
