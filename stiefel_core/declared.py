@@ -8,7 +8,17 @@ from __future__ import annotations
 from . import protocol
 from .experiments.results import load_results
 
-__all__ = ["families", "grokking", "tuned_rows", "scale_rows", "cifar10", "ablation", "peers", "peers_cifar10"]
+__all__ = [
+    "families",
+    "grokking",
+    "tuned_rows",
+    "scale_rows",
+    "cifar10",
+    "ablation",
+    "peers",
+    "peers_cifar10",
+    "routing",
+]
 
 
 def _full(experiment: str) -> dict | None:
@@ -115,3 +125,15 @@ def peers_cifar10() -> list[dict]:
         ff.finals(cifar, metric="test_acc"), p.PEERS, ("stiefel", "baseline"), family.margin / 100, family.alpha
     )
     return p.family_peer_rows(rows)
+
+
+def routing() -> dict[str, list[dict]]:
+    """The routing chapter's rows per task (``mqar``, ``induction``, ``charlm``): each task's
+    family (``routing_<task>``) over its judged runs (:func:`findings.routing.family_rows`)."""
+    from .findings import routing as fr
+
+    out = {}
+    for task, (family, endpoint) in fr.TASKS.items():
+        f = families()[family]
+        out[task] = fr.family_rows(fr.finals(load_results(task, "full"), endpoint.metric), endpoint, f.margin, f.alpha)
+    return out

@@ -172,6 +172,14 @@ def what_we_found() -> Markdown:
     first = {chapter: next(c.claim for c in CLAIMS if c.chapter == chapter) for chapter in FOUND_ORDER}
     experiments = [verdicts[first[chapter]] for chapter in FOUND_ORDER]
     sentences = summary.what_we_found(experiments, sum(v.word == "certified" for v in certificates), len(certificates))
+    from . import declared
+    from .findings import routing
+    from .labels import label
+
+    routed = routing.closing(declared.routing(), label, name_unrun=False)
+    if routed:  # the routing tasks are no claim of the preprint: their findings stand before the mathematics
+        text = " ".join(routed)
+        sentences[-1:-1] = ["Where attention must learn to route, " + text[0].lower() + text[1:]]
     return Markdown(" ".join(sentences) + "\n")
 
 

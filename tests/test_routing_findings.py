@@ -92,3 +92,79 @@ def test_the_trials_table_reads_each_setting_and_leaves_unrun_arms_blank():
     }
     row = ["4 pairs, 32 tokens, 256 symbols", "3,000", "100", "100 / 25", "seed 2: 92", "45-50"]
     assert fr.trial_rows(trials) == [row]
+
+
+def sweep_file(scores: dict[str, dict[float, list[float]]], metric: str = "val_acc", steps: int = 100) -> dict:
+    """A sweep's results file: ``scores[arm][lr][i]`` is the late metric of selection seed 100 + i."""
+    runs = {}
+    for arm, rungs in scores.items():
+        for lr, values in rungs.items():
+            for i, v in enumerate(values):
+                history = [{"epoch": s, metric.lstrip("-"): v} for s in (10, 90, steps)]
+                runs[f"{arm}@qklr={lr:g}/{100 + i}"] = {"history": history}
+    task = {"steps": steps, "lr": 1e-3}
+    return {"config": {"task": task, "seeds": [100, 101], "metric": metric}, "runs": runs}
+
+
+def test_the_sweep_rows_choose_the_best_rung_and_mark_an_edge():
+    sweep = sweep_file(
+        {
+            "baseline": {3e-4: [0.5, 0.6], 1e-3: [0.9, 0.8], 3e-3: [0.4, 0.4]},
+            "stiefel": {3e-4: [0.2, 0.2], 1e-3: [0.5, 0.5], 3e-3: [0.9, 1.0]},
+            "muon": {3e-4: [0.2, 0.2], 1e-3: [0.5]},  # 1e-3 lacks a seed: not scored yet
+        }
+    )
+    rows = {r["arm"]: r for r in fr.sweep_rows(sweep, ("baseline", "stiefel", "muon", "qk_norm"))}
+    assert rows["baseline"]["chosen"] == 1e-3 and rows["baseline"]["interior"]
+    assert abs(rows["baseline"]["scores"][1e-3] - 0.85) < 1e-12
+    assert rows["stiefel"]["chosen"] == 3e-3 and not rows["stiefel"]["interior"]  # its best rung is the grid's top
+    assert rows["muon"]["scores"] == {3e-4: 0.2} and rows["qk_norm"]["chosen"] is None
+    assert (
+        fr.lrs_text(fr.sweep_rows(sweep, ("baseline", "stiefel")), label)
+        == "AdamW 0.001, the Stiefel rule 0.003 (edge)"
+    )
+
+
+def test_a_lower_is_better_sweep_keeps_its_metric_sign_and_chooses_the_lowest():
+    sweep = sweep_file({"baseline": {3e-4: [2.0, 2.0], 1e-3: [1.5, 1.6], 3e-3: [1.9, 1.8]}}, metric="-val_bpc")
+    (row,) = fr.sweep_rows(sweep, ("baseline",))
+    assert row["chosen"] == 1e-3 and row["interior"] and abs(row["scores"][1e-3] - 1.55) < 1e-12
+
+
+def test_the_closing_words_follow_the_verdicts_and_name_the_unrun_tasks():
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0.9, 1.0, 10)
+    stiefel = base + rng.normal(0.2, 1e-3, 10)
+    results = judged(
+        {"baseline": base, "stiefel": stiefel, "frozen": base - 0.6, "qk_norm": stiefel + rng.normal(0, 1e-3, 10)}
+    )
+    rows = fr.family_rows(fr.finals(results, "val_acc"), fr.TASKS["mqar"][1], margin=2.0)
+    mqar, unrun = fr.closing({"mqar": rows, "induction": [], "charlm": []}, label)
+    assert mqar.startswith("On associative recall (10 paired seeds): frozen frames fall clearly short")
+    assert "the Stiefel rule does better than the tuned AdamW" in mqar
+    assert "is equivalent to the Stiefel rule" in mqar
+    assert unrun.startswith("On the induction task and the character model the judged runs have not run yet")
+    assert fr.past(fr.finals(results, "val_acc"), 0.9)["frozen"] == (0, 10)
+
+
+def test_an_inconclusive_sanity_check_is_not_shown_rather_than_failed():
+    assert fr.sanity({"reading": "inconclusive"}) == "not shown"
+    assert fr.sanity({"reading": "better"}) == "fails" and fr.sanity({"reading": "equivalent"}) == "fails"
+
+
+def test_the_sweep_figure_draws_a_line_per_arm_and_circles_each_choice():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from stiefel_core.plots.routing import sweep_figure
+
+    sweep = sweep_file(
+        {"baseline": {3e-4: [0.5, 0.6], 1e-3: [0.9, 0.8], 3e-3: [0.4, 0.4]}, "stiefel": {3e-4: [0.2, 0.2]}}
+    )
+    rows = fr.sweep_rows(sweep, ("baseline", "stiefel"))
+    fig = sweep_figure({"recall": (rows, "late accuracy (%)", 100.0)})
+    (ax,) = fig.axes[:1]
+    drawn = [np.round(line.get_ydata(), 9).tolist() for line in ax.lines]
+    assert drawn == [[55.0, 85.0, 40.0], [20.0]]
+    circled = [np.round(c.get_offsets()[0], 9).tolist() for c in ax.collections]
+    assert circled == [[1e-3, 85.0], [3e-4, 20.0]]

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..choices import ladder_scores, late_score, settled_or_none
 from ..stats import family_verdicts
 
 __all__ = [
@@ -29,9 +30,15 @@ __all__ = [
     "takeaways",
     "TRIAL_ARMS",
     "trial_rows",
+    "SWEPT",
+    "sweep_rows",
+    "lrs_text",
+    "past",
+    "closing",
 ]
 
 REFERENCES = ("baseline", "stiefel")
+SWEPT = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")  # the arms each task's sweep tunes
 JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 
 
@@ -128,10 +135,11 @@ def answers(rows: list[dict]) -> dict[str, dict | None]:
 
 def sanity(row: dict | None) -> str:
     """The sanity check's state from frozen − stiefel: "holds" (frozen frames clearly worse),
-    "fails" (not worse: the task is too easy to test routing) or "not yet run"."""
+    "fails" (equivalent or better: the task is too easy to test routing), "not shown" (inconclusive:
+    too few seeds to tell) or "not yet run"."""
     if row is None:
         return "not yet run"
-    return "holds" if row["reading"] == "worse" else "fails"
+    return {"worse": "holds", "inconclusive": "not shown"}.get(row["reading"], "fails")
 
 
 def result_text(row: dict | None, endpoint: Endpoint) -> str:
@@ -246,3 +254,93 @@ def trial_rows(trials: dict) -> list[list[str]]:
         seconds = [run["cpu_seconds"] for seeds in runs.values() for run in seeds.values()]
         rows.append([words, f"{trial['steps']:,}", *finals, f"{min(seconds):.0f}-{max(seconds):.0f}"])
     return rows
+
+
+def _scorer(config: dict):
+    """The sweep's sign (-1 where lower is better) and its score of one run's history, in that sign."""
+    sign, metric = (-1.0, config["metric"][1:]) if config["metric"].startswith("-") else (1.0, config["metric"])
+    return sign, lambda history: sign * late_score(history, config["task"]["steps"], metric)
+
+
+def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
+    """Per arm of a task's W_Q, W_K lr sweep: ``scores`` (lr -> mean late score over the selection
+    seeds, on the rungs every seed finished; in the metric's own sign, e.g. bits per character),
+    ``n`` (seeds), ``chosen`` (the sweep rule's lr, ``None`` while nothing is settled) and
+    ``interior`` (whether both neighbours score lower, or the choice is lr 0)."""
+    if not sweep:
+        return []
+    config = sweep["config"]
+    n, center = len(config["seeds"]), config["task"]["lr"]
+    sign, score = _scorer(config)
+    rows = []
+    for arm in arms:
+        scores = ladder_scores(sweep, arm, score)
+        pick = settled_or_none(scores, n, center)
+        rows.append(
+            {
+                "arm": arm,
+                "scores": {lr: sign * v for lr, v in pick["scores"].items()} if pick else {},
+                "n": n,
+                "chosen": pick["lr"] if pick else None,
+                "interior": bool(pick and pick["interior"]),
+            }
+        )
+    return rows
+
+
+def lrs_text(rows: list[dict], label) -> str:
+    """ "AdamW 0.001, ..." : each swept arm's chosen W_Q, W_K lr, "(edge)" after one not interior."""
+    return ", ".join(
+        f"{label(r['arm'])} {r['chosen']:g}{'' if r['interior'] else ' (edge)'}"
+        for r in rows
+        if r["chosen"] is not None
+    )
+
+
+def past(values: dict[str, dict[int, float]], threshold: float) -> dict[str, tuple[int, int]]:
+    """``{arm: (seeds whose endpoint passed threshold, seeds)}``: beside the mean of a bimodal endpoint."""
+    return {arm: (sum(v > threshold for v in seeds.values()), len(seeds)) for arm, seeds in values.items()}
+
+
+_NAMES = {"mqar": "associative recall", "induction": "the induction task", "charlm": "the character model"}
+_READ = {
+    "better": "does better than",
+    "worse": "does worse than",
+    "equivalent": "is equivalent to",
+    "inconclusive": "cannot yet be told from",
+}
+
+
+def _versus(row: dict | None, a: str, b: str) -> str:
+    if row is None:
+        return f"{a} against {b} has not run yet"
+    return f"{a} {_READ[row['reading']]} {b}"
+
+
+def closing(rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True) -> list[str]:
+    """The chapter's closing paragraphs in words, one per task with judged runs, then (``name_unrun``)
+    one naming the tasks that have none; each sentence follows from a verdict (the numbers stand above)."""
+    out, unrun = [], []
+    for task, rows in rows_by_task.items():
+        if not rows:
+            unrun.append(_NAMES[task])
+            continue
+        a = answers(rows)
+        words = []
+        if task != "charlm":
+            state = sanity(a["frozen"])
+            words.append(
+                "frozen frames fall clearly short of the Stiefel rule's trained ones, so the task tests routing"
+                if state == "holds"
+                else "frozen frames do not fall short of trained ones, so the task is too easy to test routing"
+                if state == "fails"
+                else "whether frozen frames fall short of trained ones cannot yet be told"
+            )
+        words.append(_versus(a["tuned_baseline"], label("stiefel"), f"the tuned {label('baseline')}"))
+        words.append(_versus(a["qk_norm"], "scale alone (" + label("qk_norm") + ")", label("stiefel")))
+        n = max(r["n"] for r in rows)
+        out.append(f"On {_NAMES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
+    if unrun and name_unrun:
+        names = " and ".join(unrun) if len(unrun) < 3 else ", ".join(unrun[:-1]) + " and " + unrun[-1]
+        out.append(f"On {names} the judged runs have not run yet, so this chapter does not answer there.")
+    return out

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from ..labels import label
 from . import ARM_COLORS, figsize, style
 
-__all__ = ["color", "learning_curves", "draw_cell"]
+__all__ = ["color", "learning_curves", "draw_cell", "sweep_figure"]
 
 ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 
@@ -51,3 +51,28 @@ def draw_cell(ax: Axes, cell: dict[str, list[tuple[list, list]]], ylabel: str, t
         ax.legend(loc="best", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no run at this cell", ha="center", va="center", transform=ax.transAxes)
+
+
+def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
+    """One panel per task (``{title: (rows, score label, factor)}``, ``rows`` as
+    ``findings.routing.sweep_rows`` gives them, each score times ``factor``): each swept arm's
+    score against its W_Q, W_K lr, the chosen lr circled."""
+    with style():
+        panel = (5.6, 3.0) if len(panels) == 1 else (3.45, 2.9)
+        fig, axes = plt.subplots(1, len(panels), figsize=figsize(1, len(panels), panel), squeeze=False)
+        for ax, (title, (rows, ylabel, factor)) in zip(axes[0], panels.items()):
+            for row in rows:
+                lrs = sorted(lr for lr in row["scores"] if lr > 0)
+                values = [factor * row["scores"][lr] for lr in lrs]
+                ax.plot(lrs, values, color=color(row["arm"]), marker="o", ms=3.5, lw=1.3, label=label(row["arm"]))
+                if row["chosen"]:
+                    chosen = factor * row["scores"][row["chosen"]]
+                    ax.scatter(
+                        [row["chosen"]], [chosen], s=120, facecolors="none", edgecolors=color(row["arm"]), lw=1.5
+                    )
+            ax.set_xscale("log")
+            ax.set_xlabel("lr of W_Q, W_K")
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+        axes[0, 0].legend(loc="best", fontsize=7)
+    return fig
