@@ -18,6 +18,7 @@ __all__ = [
     "peers",
     "peers_cifar10",
     "routing",
+    "routing_notes",
 ]
 
 
@@ -136,4 +137,18 @@ def routing() -> dict[str, list[dict]]:
     for task, (family, endpoint) in fr.TASKS.items():
         f = families()[family]
         out[task] = fr.family_rows(fr.finals(load_results(task, "full"), endpoint.metric), endpoint, f.margin, f.alpha)
+    return out
+
+
+def routing_notes() -> dict[str, str | None]:
+    """Per routing task whose family counts seeds past a threshold: the regime note of its verdict
+    (:func:`findings.routing.ceiling_note`)."""
+    from .findings import routing as fr
+
+    out = {}
+    for task, (family, endpoint) in fr.TASKS.items():
+        threshold = families()[family].count_past
+        if threshold is not None:
+            counts = fr.past(fr.finals(load_results(task, "full"), endpoint.metric), threshold)
+            out[task] = fr.ceiling_note(counts, threshold)
     return out

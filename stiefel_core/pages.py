@@ -176,7 +176,7 @@ def what_we_found() -> Markdown:
     from .findings import routing
     from .labels import label
 
-    routed = routing.closing(declared.routing(), label, name_unrun=False)
+    routed = routing.closing(declared.routing(), label, name_unrun=False, notes=declared.routing_notes())
     if routed:  # the routing tasks are no claim of the preprint: their findings stand before the mathematics
         text = " ".join(routed)
         sentences[-1:-1] = ["Where attention must learn to route, " + text[0].lower() + text[1:]]

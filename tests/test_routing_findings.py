@@ -168,3 +168,15 @@ def test_the_sweep_figure_draws_a_line_per_arm_and_circles_each_choice():
     assert drawn == [[55.0, 85.0, 40.0], [20.0]]
     circled = [np.round(c.get_offsets()[0], 9).tolist() for c in ax.collections]
     assert circled == [[1e-3, 85.0], [3e-4, 20.0]]
+
+
+def test_both_arms_at_the_ceiling_on_every_seed_qualify_the_verdict_with_its_regime():
+    assert fr.ceiling_note({"baseline": (10, 10), "stiefel": (9, 10)}, 0.9) is None
+    note = fr.ceiling_note({"baseline": (10, 10), "stiefel": (10, 10), "frozen": (0, 10)}, 0.9)
+    assert note.startswith("every seed of both ends past 90 %")
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.99, 1.0, 10)
+    results = judged({"baseline": base, "stiefel": base + rng.normal(0, 1e-4, 10), "frozen": base - 0.7})
+    rows = fr.family_rows(fr.finals(results, "val_acc"), fr.TASKS["mqar"][1], margin=2.0)
+    (line,) = fr.closing({"mqar": rows}, label, notes={"mqar": note})
+    assert "the Stiefel rule is equivalent to the tuned AdamW (every seed of both ends past 90 %" in line

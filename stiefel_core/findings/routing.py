@@ -34,6 +34,7 @@ __all__ = [
     "sweep_rows",
     "lrs_text",
     "past",
+    "ceiling_note",
     "closing",
 ]
 
@@ -317,9 +318,25 @@ def _versus(row: dict | None, a: str, b: str) -> str:
     return f"{a} {_READ[row['reading']]} {b}"
 
 
-def closing(rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True) -> list[str]:
-    """The chapter's closing paragraphs in words, one per task with judged runs, then (``name_unrun``)
-    one naming the tasks that have none; each sentence follows from a verdict (the numbers stand above)."""
+def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | None:
+    """The regime of a bimodal endpoint's verdict when both AdamW and the Stiefel rule end past
+    ``threshold`` on every seed (``counts`` as :func:`past` gives them): then the final value cannot
+    tell which learns the task sooner."""
+    b, s = counts.get("baseline"), counts.get("stiefel")
+    if b and s and b[0] == b[1] and s[0] == s[1]:
+        return (
+            f"every seed of both ends past {100 * threshold:.0f} %, so at this budget the final accuracy "
+            "cannot tell which learns to route sooner"
+        )
+    return None
+
+
+def closing(
+    rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True, notes: dict[str, str | None] | None = None
+) -> list[str]:
+    """The chapter's closing paragraphs in words, one per task with judged runs (with its ``notes``,
+    e.g. :func:`ceiling_note`, after the verdict it qualifies), then (``name_unrun``) one naming the
+    tasks that have none; each sentence follows from a verdict (the numbers stand above)."""
     out, unrun = [], []
     for task, rows in rows_by_task.items():
         if not rows:
@@ -337,6 +354,8 @@ def closing(rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True)
                 else "whether frozen frames fall short of trained ones cannot yet be told"
             )
         words.append(_versus(a["tuned_baseline"], label("stiefel"), f"the tuned {label('baseline')}"))
+        if (notes or {}).get(task):
+            words[-1] += f" ({notes[task]})"
         words.append(_versus(a["qk_norm"], "scale alone (" + label("qk_norm") + ")", label("stiefel")))
         n = max(r["n"] for r in rows)
         out.append(f"On {_NAMES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
