@@ -18,6 +18,7 @@ from ..stats import family_verdicts
 
 __all__ = [
     "TASKS",
+    "TASK_NAMES",
     "Endpoint",
     "finals",
     "family_rows",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 REFERENCES = ("baseline", "stiefel")
+TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
 SWEPT = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")  # the arms each task's sweep tunes
 JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 
@@ -157,7 +159,8 @@ def result_text(row: dict | None, endpoint: Endpoint) -> str:
 
 def curves(results: dict | None, metric: str) -> dict[str, dict]:
     """Per arm: ``steps``, the ``mean`` of ``metric`` over seeds at each logged step, and its
-    band (``low``, ``high``: the smallest and largest seed), over the seeds that logged every step."""
+    band (``low``, ``high``: the smallest and largest seed) and each seed's values (``seeds``), over
+    the seeds that logged every step."""
     by_arm: dict[str, list[list[dict]]] = {}
     for key, run in (results or {}).get("runs", {}).items():
         by_arm.setdefault(key.rpartition("/")[0], []).append([r for r in run["history"] if metric in r])
@@ -171,6 +174,7 @@ def curves(results: dict | None, metric: str) -> dict[str, dict]:
             "low": values.min(axis=0).tolist(),
             "high": values.max(axis=0).tolist(),
             "n": len(histories),
+            "seeds": values.tolist(),
         }
     return out
 
@@ -212,7 +216,7 @@ def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]
     """The chapter's key takeaways (``label``: arm -> words): per task, the sanity check, the Stiefel
     rule against the tuned baseline and QK-norm against the Stiefel rule, each "not yet run" until
     its judged runs exist; ``judged``: the declared number of judged seeds per task."""
-    names = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
+    names = TASK_NAMES
     out = []
     for task, rows in rows_by_task.items():
         endpoint = TASKS[task][1]

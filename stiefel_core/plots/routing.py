@@ -10,9 +10,10 @@ from matplotlib.figure import Figure
 from ..labels import label
 from . import ARM_COLORS, figsize, style
 
-__all__ = ["color", "learning_curves", "draw_cell", "sweep_figure"]
+__all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "sweep_figure"]
 
 ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
+MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D"}
 
 
 def color(arm: str) -> str:
@@ -36,6 +37,32 @@ def learning_curves(panels: dict[str, tuple[dict, str]]) -> Figure:
             ax.set_ylabel(ylabel)
         axes[0, 0].legend(loc="best", fontsize=7)
         axes[-1, 0].set_xlabel("training step")
+    return fig
+
+
+def seed_curves(curves: dict, ylabel: str, title: str) -> Figure:
+    """One small panel per arm (``curves`` as ``findings.routing.curves`` gives them): every seed's
+    curve thin, their mean bold; the axes shared, so the panels compare at a glance."""
+    arms = sorted(curves, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER))
+    ncols = 3
+    nrows = -(-len(arms) // ncols)
+    with style():
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=figsize(nrows, ncols, (2.3, 1.9)), sharex=True, sharey=True, squeeze=False
+        )
+        for ax, arm in zip(axes.flat, arms):
+            c = curves[arm]
+            for values in c["seeds"]:
+                ax.plot(c["steps"], values, color=color(arm), lw=0.8, alpha=0.45)
+            ax.plot(c["steps"], c["mean"], color=color(arm), lw=2.0)
+            ax.set_title(f"{label(arm)} ({c['n']})", fontsize=8)
+        for ax in axes.flat[len(arms) :]:
+            ax.set_visible(False)
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel, fontsize=8)
+        for ax in axes[-1, :]:
+            ax.set_xlabel("training step", fontsize=8)
+        fig.suptitle(title, fontsize=10)
     return fig
 
 
@@ -64,13 +91,27 @@ def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
             for row in rows:
                 lrs = sorted(lr for lr in row["scores"] if lr > 0)
                 values = [factor * row["scores"][lr] for lr in lrs]
-                ax.plot(lrs, values, color=color(row["arm"]), marker="o", ms=3.5, lw=1.3, label=label(row["arm"]))
+                on_top = 3 if row["arm"] == "stiefel" else 2
+                marker = MARKERS.get(row["arm"], "o")
+                ax.plot(
+                    lrs,
+                    values,
+                    color=color(row["arm"]),
+                    marker=marker,
+                    ms=5,
+                    lw=1.3,
+                    label=label(row["arm"]),
+                    zorder=on_top,
+                )
                 if row["chosen"]:
                     chosen = factor * row["scores"][row["chosen"]]
                     ax.scatter(
                         [row["chosen"]], [chosen], s=120, facecolors="none", edgecolors=color(row["arm"]), lw=1.5
                     )
             ax.set_xscale("log")
+            rungs = sorted({lr for row in rows for lr in row["scores"] if lr > 0})
+            ax.set_xticks(rungs, [f"{lr:g}" for lr in rungs], fontsize=8)
+            ax.minorticks_off()
             ax.set_xlabel("lr of W_Q, W_K")
             ax.set_ylabel(ylabel)
             ax.set_title(title)
