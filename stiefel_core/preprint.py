@@ -59,15 +59,20 @@ CYCLES = "drive the baseline's instability"  # collapse cycles
 NOT_REPORTED = "(not reported)"
 
 
+def _accuracy(arm: str) -> str:
+    """``"97.0%"``: an arm's accuracy at the grokking horizon."""
+    return f"{100 * GROKKING[arm]:.1f}%"
+
+
 def grokking_endpoint() -> str:
     """``"Stiefel 97.0%, baseline 61.1% (one run)"`` (the grokking chapter's verdicts)."""
-    return f"Stiefel {100 * GROKKING['stiefel']:.1f}%, baseline {100 * GROKKING['baseline']:.1f}% (one run)"
+    return f"Stiefel {_accuracy('stiefel')}, baseline {_accuracy('baseline')} (one run)"
 
 
 def grokking_claim() -> str:
     """The claims table's grokking entry. Chapters: intro, grokking, cifar10_patches, ablation."""
     return (
-        f"one run: {100 * GROKKING['stiefel']:.1f}% vs the baseline's {100 * GROKKING['baseline']:.1f}% "
+        f"one run: {_accuracy('stiefel')} vs the baseline's {_accuracy('baseline')} "
         f"at epoch {GROKKING['epoch']:,} (unstable endpoint)"
     )
 
@@ -77,16 +82,21 @@ def cifar10_wins() -> str:
     return f"{CIFAR10['wins']}/{CIFAR10['starts']}"
 
 
+def _t_and_wins() -> str:
+    """``"t = 60.6, 12/12"``: the CIFAR-10 gain's paired t and the starts it won."""
+    return f"t = {CIFAR10['t']:g}, {cifar10_wins()}"
+
+
 def cifar10_gain() -> str:
     """``"+8.98 pp, t = 60.6, 12/12"`` (the CIFAR-10 chapter's verdicts)."""
-    return f"{CIFAR10['gain_pp']:+.2f} pp, t = {CIFAR10['t']:g}, {cifar10_wins()}"
+    return f"{CIFAR10['gain_pp']:+.2f} pp, {_t_and_wins()}"
 
 
 def cifar10_claim() -> str:
     """The claims table's CIFAR-10 gain entry. Chapters: intro, grokking, cifar10_patches, ablation."""
     return (
-        f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts (t = {CIFAR10['t']:g}, "
-        f"{cifar10_wins()}); the gap widens with data"
+        f"{CIFAR10['gain_pp']:+.2f} pp over {CIFAR10['starts']} paired starts ({_t_and_wins()}); "
+        "the gap widens with data"
     )
 
 

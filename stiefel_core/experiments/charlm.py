@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -22,15 +21,14 @@ import torch.nn.functional as F
 from ..data.gutenberg import CharCorpus, load_corpus
 from ..data.routing import generator
 from ..nanogpt import GPTConfig
-from ..threads import threads
-from .routing import VAL_SEED, arm_qk_lr, train
+from .routing import VAL_SEED, RoutingTraining, task_run, train
 from .routing_arms import ARMS, build, qk_metrics
 
 __all__ = ["ARMS", "CharLMConfig", "PROFILES", "run", "corpus", "windows"]
 
 
 @dataclass(frozen=True)
-class CharLMConfig:
+class CharLMConfig(RoutingTraining):
     # nanoGPT's shakespeare_char recipe (lr 1e-3, betas (0.9, 0.99), weight decay 0.1, warm-up
     # then cosine) at a size one CPU core trains in minutes: 2 layers of width 64, 64 characters
     # of context (enough for words and a line's rhythm, where attention must find what to copy).
@@ -39,19 +37,10 @@ class CharLMConfig:
     n_embd: int = 64
     block_size: int = 64
     lr: float = 1e-3
-    qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
-    qk_lrs: tuple[tuple[str, float], ...] = ()  # per-arm W_Q, W_K lrs (a sweep's choices), before ``qk_lr``
     betas: tuple[float, float] = (0.9, 0.99)
-    weight_decay: float = 0.1
-    trust_radius: float = 0.5
-    batch_size: int = 32
     steps: int = 1500
-    warmup_steps: int = 100
     val_windows: int = 256  # 16,384 held-out characters
-    log_every: int = 100
-    checkpoint_every: int = 500
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    cpu_threads: int | None = 1
 
 
 PROFILES = {
@@ -84,36 +73,25 @@ def windows(text: torch.Tensor, n: int, length: int, g: torch.Generator) -> tupl
     return chunk[:, :-1], chunk[:, 1:]
 
 
-def run(
-    config: CharLMConfig,
-    arm: str,
-    seed: int,
-    device: torch.device,
-    checkpoint: Path | None = None,
-    progress: bool = True,
-    *,
-    qk_lr: float | None = None,
-) -> dict:
-    """One run of ``arm`` from ``seed``: history of train loss, validation bits per character."""
-    qk_lr = arm_qk_lr(config, arm, qk_lr)
+def _run(config: CharLMConfig, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None) -> dict:
     data = corpus()
-    with threads(config.cpu_threads if device.type == "cpu" else None):
-        model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
-        model = build(model_config, arm, seed).to(device)
-        val_x, val_y = (
-            t.to(device) for t in windows(data.val, config.val_windows, config.block_size, generator(VAL_SEED))
-        )
+    model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
+    model = build(model_config, arm, seed).to(device)
+    val_x, val_y = (t.to(device) for t in windows(data.val, config.val_windows, config.block_size, generator(VAL_SEED)))
 
-        def loss_of(x, y):
-            logits = model(x)
-            return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
+    def loss_of(x, y):
+        logits = model(x)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
 
-        def loss_at(step: int) -> torch.Tensor:
-            g = generator(seed * 1_000_003 + step)
-            return loss_of(*(t.to(device) for t in windows(data.train, config.batch_size, config.block_size, g)))
+    def loss_at(step: int) -> torch.Tensor:
+        g = generator(seed * 1_000_003 + step)
+        return loss_of(*(t.to(device) for t in windows(data.train, config.batch_size, config.block_size, g)))
 
-        def evaluate() -> dict:
-            val_loss = loss_of(val_x, val_y).item()
-            return {"val_loss": val_loss, "val_bpc": val_loss / math.log(2), **qk_metrics(model)}
+    def evaluate() -> dict:
+        val_loss = loss_of(val_x, val_y).item()
+        return {"val_loss": val_loss, "val_bpc": val_loss / math.log(2), **qk_metrics(model)}
 
-        return train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"charlm {arm} seed {seed}")
+    return train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"charlm {arm} seed {seed}")
+
+
+run = task_run(_run, "run", "character-model (histories hold the validation bits per character)")

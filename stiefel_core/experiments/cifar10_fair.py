@@ -18,7 +18,7 @@ from ..choices import LADDER, ladder_around, ladder_scores, late_score
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_long
 from .registry import Experiment
-from .selection import grow
+from .selection import grow_arms
 
 __all__ = [
     "ENTRIES",
@@ -102,12 +102,7 @@ def chosen(sweep: dict, cell: str) -> dict:
 def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
     config = PROFILES[profile]
-    cells = cells or _cells(config)
-
-    def pending_arms(results: dict | None) -> list[str]:
-        return [f"{cell}@{KEY}={lr:g}" for cell in cells for lr in pending(results, config, cell)]
-
-    return grow(run_experiment, "cifar10_qk_lr", profile, pending_arms, **options)
+    return grow_arms(run_experiment, "cifar10_qk_lr", profile, config, cells or _cells(config), pending, KEY, **options)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,7 @@ from .routing_arms import ARMS, build, make_optimizer, qk_metrics
 
 __all__ = [
     "ARMS",
+    "RoutingTraining",
     "MQARConfig",
     "InductionConfig",
     "MQAR_PROFILES",
@@ -35,13 +37,34 @@ __all__ = [
     "run_mqar",
     "run_induction",
     "arm_qk_lr",
+    "task_run",
 ]
 
 VAL_SEED = 2**31 - 1  # the validation batch's generator: apart from every training stream
 
 
 @dataclass(frozen=True)
-class MQARConfig:
+class RoutingTraining:
+    """The settings every routing task trains with (:func:`train` reads them; the character model's
+    too, which keeps nanoGPT's lr, betas and seeds): a task's config adds its data, model and
+    ``steps``."""
+
+    lr: float = 3e-3
+    qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # per-arm W_Q, W_K lrs (a sweep's choices), before ``qk_lr``
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.1  # Zoology's and nanoGPT's
+    trust_radius: float = 0.5
+    batch_size: int = 32
+    warmup_steps: int = 100
+    log_every: int = 100
+    checkpoint_every: int = 500
+    seeds: tuple[int, ...] = tuple(range(10))
+    cpu_threads: int | None = 1  # a small model: one thread is fastest and leaves the other cores free
+
+
+@dataclass(frozen=True)
+class MQARConfig(RoutingTraining):
     # Zoology's MQAR at the size one CPU core learns in minutes. Zoology's smallest setting (64
     # tokens, 4-64 pairs, vocabularies of thousands, ~10^4 steps) is out of reach: 128 tokens
     # with 16 pairs cost 0.6 s a step here. 5 pairs in 32 tokens from 64 symbols (keys 1-31,
@@ -70,20 +93,8 @@ class MQARConfig:
     n_head: int = 4
     n_embd: int = 64  # d_head 16: Zoology's smallest width; a frame is 64 x 16
     mlp: bool = False  # the task's circuit is attention's (a previous-token head, then a match)
-    lr: float = 3e-3
-    qk_lr: float | None = None  # W_Q, W_K's lr (every arm's knob); None: ``lr``
-    qk_lrs: tuple[tuple[str, float], ...] = ()  # per-arm W_Q, W_K lrs (a sweep's choices), before ``qk_lr``
-    betas: tuple[float, float] = (0.9, 0.98)
-    weight_decay: float = 0.1  # Zoology's and nanoGPT's
-    trust_radius: float = 0.5
-    batch_size: int = 32
     steps: int = 3000
-    warmup_steps: int = 100
     val_size: int = 512
-    log_every: int = 100
-    checkpoint_every: int = 500
-    seeds: tuple[int, ...] = tuple(range(10))
-    cpu_threads: int | None = 1  # a small model: one thread is fastest and leaves the other cores free
 
     def model(self) -> GPTConfig:
         return GPTConfig(self.vocab_size, self.seq_len, self.n_layer, self.n_head, self.n_embd, mlp=self.mlp)
@@ -93,7 +104,7 @@ class MQARConfig:
 
 
 @dataclass(frozen=True)
-class InductionConfig:
+class InductionConfig(RoutingTraining):
     # Olsson et al.'s repeated random tokens on a 2-layer attention-only model (the smallest
     # that forms induction heads: a previous-token head, then one that matches on it). Rows of
     # 64 tokens: a random prefix, then 16-32 distinct tokens twice, the length drawn per row (with
@@ -107,20 +118,8 @@ class InductionConfig:
     n_layer: int = 2
     n_head: int = 8
     n_embd: int = 32
-    lr: float = 3e-3
-    qk_lr: float | None = None
-    qk_lrs: tuple[tuple[str, float], ...] = ()
-    betas: tuple[float, float] = (0.9, 0.98)
-    weight_decay: float = 0.1
-    trust_radius: float = 0.5
-    batch_size: int = 32
     steps: int = 2000
-    warmup_steps: int = 100
     val_size: int = 512
-    log_every: int = 100
-    checkpoint_every: int = 500
-    seeds: tuple[int, ...] = tuple(range(10))
-    cpu_threads: int | None = 1
 
     def model(self) -> GPTConfig:
         return GPTConfig(self.vocab_size, 2 * self.half_len, self.n_layer, self.n_head, self.n_embd, mlp=False)
@@ -163,7 +162,9 @@ def induction_scores(model, batch: TokenBatch) -> dict:
     return out
 
 
-def train(model, config, arm: str, qk_lr: float | None, loss_at, evaluate, checkpoint, progress, description) -> dict:
+def train(
+    model, config: RoutingTraining, arm: str, qk_lr: float | None, loss_at, evaluate, checkpoint, progress, description
+) -> dict:
     """Train ``model`` (``arm``'s) for ``config.steps`` steps: W_Q, W_K at ``qk_lr`` (None: the task's
     lr), the rest AdamW at ``config.lr``, nanoGPT's schedule; ``loss_at(step)`` is a step's training
     loss, ``evaluate()`` a record's metrics. Every routing task's loop (the character model's too)."""
@@ -239,16 +240,22 @@ def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
     return next((lr for lr in (qk_lr, dict(config.qk_lrs).get(arm), config.qk_lr) if lr is not None), None)
 
 
-def _task_run(task: str, what: str):
+def task_run(body: Callable, name: str, what: str, **fixed) -> Callable:
+    """A routing task's run, ``name``, of ``what``: the W_Q, W_K lr of :func:`arm_qk_lr`, the
+    config's CPU threads, then ``body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed)``."""
+
     def run(config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, *, qk_lr=None):
         qk_lr = arm_qk_lr(config, arm, qk_lr)
         with threads(config.cpu_threads if device.type == "cpu" else None):
-            return _run(config, arm, seed, device, checkpoint, progress, qk_lr, task)
+            return body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed)
 
-    run.__name__ = run.__qualname__ = f"run_{task}"
+    run.__name__ = run.__qualname__ = name
+    run.__module__ = body.__module__
     run.__doc__ = f"""One {what} run of ``arm`` from ``seed``; W_Q, W_K at ``qk_lr`` (default: :func:`arm_qk_lr`)."""
     return run
 
 
-run_mqar = _task_run("mqar", "MQAR")
-run_induction = _task_run("induction", "induction (histories hold each head's induction score)")
+run_mqar = task_run(_run, "run_mqar", "MQAR", task="mqar")
+run_induction = task_run(
+    _run, "run_induction", "induction (histories hold each head's induction score)", task="induction"
+)
