@@ -140,15 +140,31 @@ def routing() -> dict[str, list[dict]]:
     return out
 
 
+def routing_counts() -> dict[str, str]:
+    """Per routing task whose family counts seeds past a threshold: the sentence that counts them
+    (:func:`findings.routing.count_text`), shown beside its verdicts."""
+    from .findings import routing as fr
+    from .labels import label
+
+    out = {}
+    for task, (family, endpoint) in fr.TASKS.items():
+        f = families()[family]
+        if f.count_past is not None:
+            metric = f.count_metric or endpoint.metric
+            counts = fr.past(fr.finals(load_results(task, "full"), metric), f.count_past)
+            out[task] = fr.count_text(counts, f.count_past, metric, label)
+    return out
+
+
 def routing_notes() -> dict[str, str | None]:
-    """Per routing task whose family counts seeds past a threshold: the regime note of its verdict
-    (:func:`findings.routing.ceiling_note`)."""
+    """Per routing task whose family counts seeds past a threshold of its endpoint itself: the
+    regime note of its verdict (:func:`findings.routing.ceiling_note`)."""
     from .findings import routing as fr
 
     out = {}
     for task, (family, endpoint) in fr.TASKS.items():
-        threshold = families()[family].count_past
-        if threshold is not None:
-            counts = fr.past(fr.finals(load_results(task, "full"), endpoint.metric), threshold)
-            out[task] = fr.ceiling_note(counts, threshold)
+        f = families()[family]
+        if f.count_past is not None and f.count_metric in (None, endpoint.metric):
+            counts = fr.past(fr.finals(load_results(task, "full"), endpoint.metric), f.count_past)
+            out[task] = fr.ceiling_note(counts, f.count_past)
     return out

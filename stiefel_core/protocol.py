@@ -50,6 +50,7 @@ _OPTIONAL = {
     "chapters",
     "chapters_checked",
     "count_past",
+    "count_metric",
     "selection_seeds",
     "judged_seeds",
 }
@@ -81,6 +82,7 @@ class Family:
     chapters: tuple[str, ...]  # chapter names (book/<name>.ipynb)
     chapters_checked: bool  # the lead has marked the chapters: the note is then required
     count_past: float | None  # bimodal endpoints: the threshold whose count of seeds past it is shown beside the mean
+    count_metric: str | None  # the run metric counted past count_past (None: the endpoint's own)
     selection_seeds: tuple[int, ...] | None
     judged_seeds: tuple[int, ...] | None
 
@@ -210,6 +212,12 @@ def _family(name: str, raw, where: str) -> Family:
     past = raw.get("count_past")
     if past is not None and (isinstance(past, bool) or not isinstance(past, int | float)):
         raise ProtocolError(f"{where}: count_past must be a number (the endpoint's threshold), got {past!r}")
+    counted = raw.get("count_metric")
+    if counted is not None and (past is None or not isinstance(counted, str) or not counted.strip()):
+        raise ProtocolError(
+            f"{where}: count_metric must name the run metric counted past count_past, and needs count_past; "
+            f"got count_metric={counted!r}, count_past={past!r}"
+        )
     return Family(
         name=name,
         declared=declared,
@@ -228,6 +236,7 @@ def _family(name: str, raw, where: str) -> Family:
         chapters=_strings(raw, "chapters", where) or (),
         chapters_checked=raw.get("chapters_checked", False),
         count_past=None if past is None else float(past),
+        count_metric=counted,
         selection_seeds=_seeds(raw, "selection_seeds", where),
         judged_seeds=_seeds(raw, "judged_seeds", where),
     )

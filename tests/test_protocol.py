@@ -188,6 +188,7 @@ def test_a_missing_results_file_is_no_run(tmp_path):
             r"missing \['endpoint'\]",
         ),
         ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
+        ("version: 1\nfamilies:\n" + family_text(count_metric="induction_max"), "needs count_past"),
         ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
     ],
 )

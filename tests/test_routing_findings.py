@@ -180,3 +180,13 @@ def test_both_arms_at_the_ceiling_on_every_seed_qualify_the_verdict_with_its_reg
     rows = fr.family_rows(fr.finals(results, "val_acc"), fr.TASKS["mqar"][1], margin=2.0)
     (line,) = fr.closing({"mqar": rows}, label, notes={"mqar": note})
     assert "the Stiefel rule is equivalent to the tuned AdamW (every seed of both ends past 90 %" in line
+
+
+def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in_words():
+    counts = fr.past({"baseline": {0: 0.2, 1: 0.95}, "frozen": {0: 0.1, 1: 0.3}}, 0.5)
+    assert counts == {"baseline": (1, 2), "frozen": (0, 2)}
+    text = fr.count_text(counts, 0.5, "induction_max", label)
+    assert text.startswith("Seeds with an induction head at the end (a head whose induction score is past 0.5)")
+    assert "AdamW 1 of 2" in text and "frozen" in text
+    assert fr.count_text(counts, 0.9, "val_acc", label).startswith("Seeds past 90 % at the end: ")
+    assert fr.count_text({}, 0.9, "val_acc", label) == ""

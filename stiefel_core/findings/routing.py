@@ -35,6 +35,7 @@ __all__ = [
     "sweep_rows",
     "lrs_text",
     "past",
+    "count_text",
     "ceiling_note",
     "closing",
 ]
@@ -305,6 +306,17 @@ def lrs_text(rows: list[dict], label) -> str:
 def past(values: dict[str, dict[int, float]], threshold: float) -> dict[str, tuple[int, int]]:
     """``{arm: (seeds whose endpoint passed threshold, seeds)}``: beside the mean of a bimodal endpoint."""
     return {arm: (sum(v > threshold for v in seeds.values()), len(seeds)) for arm, seeds in values.items()}
+
+
+def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str, label) -> str:
+    """The sentence beside a task's verdicts that counts, per arm, its seeds past ``threshold`` of
+    ``metric`` (``counts`` as :func:`past` gives them); "" when no run has finished."""
+    if not counts:
+        return ""
+    words = ", ".join(f"{label(arm)} {k} of {n}" for arm, (k, n) in counts.items())
+    if metric == "induction_max":
+        return f"Seeds with an induction head at the end (a head whose induction score is past {threshold:g}): {words}."
+    return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
 
 
 _NAMES = {"mqar": "associative recall", "induction": "the induction task", "charlm": "the character model"}
