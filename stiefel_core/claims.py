@@ -18,7 +18,7 @@ from .checkout import checkout_root
 from .experiments import get_config
 from .experiments.results import load_results
 from .findings import summary
-from .findings.summary import Verdict
+from .findings.summary import PENDING, Verdict
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
@@ -195,6 +195,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
         ),
         "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
+        "routing": lambda: summary.routing_verdict(declared.routing()),
     }
 
 
@@ -314,6 +315,13 @@ CLAIMS = [
         "book/peers",
         _from_results(_peers, "grokking_peers"),
         _V["peers"],
+    ),
+    Claim(
+        "Where attention must learn to route (recall, induction, language), the Stiefel rule beats a tuned AdamW",
+        preprint.ROUTING,
+        "book/routing",
+        lambda: _V["routing"]().sentence or PENDING.headline,
+        _V["routing"],
     ),
     Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge, _gauge_verdict),
 ]

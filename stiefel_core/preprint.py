@@ -50,6 +50,7 @@ MECHANISM = "(the mechanism)"  # Proposition 5
 REGIMES = "where weight decay drives collapse cycles (Proposition 5's mechanism)"  # the title's question
 GAUGE = "a direction along which the loss is invariant carries no gradient"  # the gauge chapter
 RELATIVES = "(not compared: AdamW is its only baseline)"  # the peers chapter
+ROUTING = "(not tested: no task where attention must learn which token to read)"  # the routing chapter
 FAIR_FIGHT = (
     "(untuned: every arm at one shared lr)"  # the fair-fight chapter: the preprint tuned no baseline's W_Q, W_K lr
 )

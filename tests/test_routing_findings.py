@@ -190,3 +190,18 @@ def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in
     assert "AdamW 1 of 2" in text and "frozen" in text
     assert fr.count_text(counts, 0.9, "val_acc", label).startswith("Seeds past 90 % at the end: ")
     assert fr.count_text({}, 0.9, "val_acc", label) == ""
+
+
+def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
+    from stiefel_core.findings.summary import routing_verdict
+
+    assert routing_verdict({"mqar": [], "induction": [], "charlm": []}).word == "pending"
+    rng = np.random.default_rng(4)
+    loss = rng.uniform(0.1, 0.2, 10)
+    results = judged({"baseline": loss + 2.0, "stiefel": loss, "frozen": loss + 4.0, "qk_norm": loss + 2.0}, "val_loss")
+    rows = fr.family_rows(fr.finals(results, "val_loss"), fr.TASKS["induction"][1], margin=0.05)
+    v = routing_verdict({"mqar": [], "induction": rows, "charlm": []})
+    assert v.word == "new"
+    assert "the induction task: lower (better), -2 nats per token" in v.headline
+    assert v.headline.endswith("not yet run: associative recall, the character model")
+    assert "the sanity check (frozen frames fall short): holds" in v.sentence

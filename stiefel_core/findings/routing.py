@@ -19,6 +19,7 @@ from ..stats import family_verdicts
 __all__ = [
     "TASKS",
     "TASK_NAMES",
+    "TASK_PHRASES",
     "Endpoint",
     "finals",
     "family_rows",
@@ -319,7 +320,11 @@ def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str
     return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
 
 
-_NAMES = {"mqar": "associative recall", "induction": "the induction task", "charlm": "the character model"}
+TASK_PHRASES = {  # a task named inside a sentence
+    "mqar": "associative recall",
+    "induction": "the induction task",
+    "charlm": "the character model",
+}
 _READ = {
     "better": "does better than",
     "worse": "does worse than",
@@ -356,7 +361,7 @@ def closing(
     out, unrun = [], []
     for task, rows in rows_by_task.items():
         if not rows:
-            unrun.append(_NAMES[task])
+            unrun.append(TASK_PHRASES[task])
             continue
         a = answers(rows)
         words = []
@@ -374,7 +379,7 @@ def closing(
             words[-1] += f" ({notes[task]})"
         words.append(_versus(a["qk_norm"], "scale alone (" + label("qk_norm") + ")", label("stiefel")))
         n = max(r["n"] for r in rows)
-        out.append(f"On {_NAMES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
+        out.append(f"On {TASK_PHRASES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
     if unrun and name_unrun:
         names = " and ".join(unrun) if len(unrun) < 3 else ", ".join(unrun[:-1]) + " and " + unrun[-1]
         out.append(f"On {names} the judged runs have not run yet, so this chapter does not answer there.")

@@ -20,6 +20,7 @@ from .summary_experiments import (
     grokking_verdict,
     movement_verdict,
     peers_verdict,
+    routing_verdict,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "regimes_cells",
     "regimes_verdict",
     "peers_verdict",
+    "routing_verdict",
     "fair_fight_verdict",
     "what_we_found",
     "regimes_takeaways",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import preprint
 from ..labels import label
 from . import ablation, grokking
+from . import routing as routing_findings
 from .claim_verdict import PENDING, Verdict
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EXPECTED",
     "ablation_verdict",
     "peers_verdict",
+    "routing_verdict",
 ]
 
 WORDS = ("higher", "lower", "equivalent", "inconclusive")
@@ -171,4 +173,33 @@ def peers_verdict(rows: list[dict]) -> Verdict:
         f"against the Stiefel rule at tuned lrs: {said} (of {len(against)})",
         f"Against its relatives on grokking ({names}), each at its tuned W_Q, W_K lr: {said} of {len(against)} "
         "against the Stiefel rule (Holm across the declared family).",
+    )
+
+
+def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
+    """The routing tasks, which the preprint did not test (a new result), from the families
+    ``routing_<task>`` (:func:`routing.family_rows`): per task with judged runs, the Stiefel rule
+    against the tuned AdamW, scale alone against the Stiefel rule, and the sanity check."""
+    fr = routing_findings
+    judged = {task: fr.answers(rows) for task, rows in rows_by_task.items() if rows}
+    if not judged:
+        return PENDING
+    parts, details = [], []
+    for task, a in judged.items():
+        endpoint, row = fr.TASKS[task][1], a["tuned_baseline"]
+        word = fr.result_text(row, endpoint).split(",")[0]
+        parts.append(f"{fr.TASK_PHRASES[task]}: {word}, {row['mean']:+.3g} {endpoint.unit}")
+        detail = [
+            f"{label('stiefel')} − {label('baseline')}: {fr.result_text(a['tuned_baseline'], endpoint)}",
+            f"{label('qk_norm')} − {label('stiefel')}: {fr.result_text(a['qk_norm'], endpoint)}",
+        ]
+        if task != "charlm":
+            detail.append(f"the sanity check (frozen frames fall short): {fr.sanity(a['frozen'])}")
+        details.append(f"{fr.TASK_NAMES[task]}: " + "; ".join(detail) + ".")
+    unrun = [fr.TASK_PHRASES[t] for t in rows_by_task if t not in judged]
+    tail = f"; not yet run: {', '.join(unrun)}" if unrun else ""
+    return Verdict(
+        "new",
+        "the Stiefel rule against a tuned AdamW: " + "; ".join(parts) + tail,
+        " ".join(details) + (f" Not yet run: {', '.join(unrun)}." if unrun else ""),
     )
