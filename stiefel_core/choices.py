@@ -27,6 +27,7 @@ __all__ = [
     "LADDER",
     "LATE_FRACTION",
     "late_score",
+    "signed_late_score",
     "ladder_around",
     "ladder_scores",
     "rung_scores",
@@ -163,6 +164,13 @@ def late_score(history: list[dict], epochs: int, metric: str = "val_acc", fracti
     if not late:
         raise ValueError(f"no record after epoch {start:g} of {epochs}: the run's history is too short to score")
     return float(np.mean(late))
+
+
+def signed_late_score(metric: str, epochs: int) -> tuple[float, Callable[[list[dict]], float]]:
+    """A sweep's ``metric`` (higher is better; a leading ``-`` for one where lower is, ``-val_bpc``)
+    as its sign (1 or -1) and one run's score in that sign: :func:`late_score` over ``epochs``."""
+    sign, name = (-1.0, metric[1:]) if metric.startswith("-") else (1.0, metric)
+    return sign, lambda history: sign * late_score(history, epochs, name)
 
 
 def ladder_around(center: float, below: int = 2, above: int = 1) -> tuple[float, ...]:

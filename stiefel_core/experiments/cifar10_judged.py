@@ -3,7 +3,7 @@ epochs, 10,000 images) at the preprint's weight decay λ = 1:
 
 - ``cifar10_peers_qk_lr``: the relatives' W_Q, W_K lr tuned on CIFAR-10 itself (not taken from
   grokking), on selection starts 100-101: a smaller grid than the core arms', three rungs of
-  :data:`.selection.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
+  :data:`stiefel_core.choices.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
   by the rule of :mod:`.selection` until the choice is interior.
 - ``cifar10_fair``: AdamW, the Stiefel rule and frozen frames on the judged starts 0-11 (the
   preprint's twelve), each swept arm at the lr its cell ``"<arm>@wd=1"`` of ``cifar10_qk_lr``
