@@ -22,7 +22,6 @@ __all__ = [
 ]
 
 
-
 def families() -> dict:
     """Every declared family by name."""
     return protocol.load().families

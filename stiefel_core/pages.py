@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-
 def admonition(title: str, lines: list[str], kind: str = "tip") -> Markdown:
     """A MyST admonition holding ``lines`` as a list."""
     body = "\n".join(f"- {line}" for line in lines)
