@@ -27,9 +27,10 @@ __all__ = [
     "LADDER",
     "LATE_FRACTION",
     "late_score",
-    "signed_late_score",
+    "metric_sign",
     "ladder_around",
     "ladder_scores",
+    "late_scores",
     "rung_scores",
     "choice",
     "is_interior",
@@ -166,11 +167,10 @@ def late_score(history: list[dict], epochs: int, metric: str = "val_acc", fracti
     return float(np.mean(late))
 
 
-def signed_late_score(metric: str, epochs: int) -> tuple[float, Callable[[list[dict]], float]]:
-    """A sweep's ``metric`` (higher is better; a leading ``-`` for one where lower is, ``-val_bpc``)
-    as its sign (1 or -1) and one run's score in that sign: :func:`late_score` over ``epochs``."""
-    sign, name = (-1.0, metric[1:]) if metric.startswith("-") else (1.0, metric)
-    return sign, lambda history: sign * late_score(history, epochs, name)
+def metric_sign(metric: str) -> tuple[float, str]:
+    """``(1.0, metric)`` for a metric where higher is better; ``(-1.0, name)`` for one written
+    ``"-name"``, where lower is (``-val_bpc``)."""
+    return (-1.0, metric[1:]) if metric.startswith("-") else (1.0, metric)
 
 
 def ladder_around(center: float, below: int = 2, above: int = 1) -> tuple[float, ...]:
@@ -235,6 +235,17 @@ def ladder_scores(
     if LADDER[0] not in out:
         out.pop(0.0, None)
     return out
+
+
+def late_scores(
+    sweep: dict, arm: str, metric: str = "val_acc", *, key: str = "qklr", horizon: str = "epochs"
+) -> dict[float, list[float]]:
+    """:func:`ladder_scores` of ``arm``, a run's score being its :func:`late_score` of ``metric``
+    over the sweep task's ``horizon`` (``"epochs"`` or ``"steps"``), in the sign that makes higher
+    better (:func:`metric_sign`)."""
+    sign, name = metric_sign(metric)
+    length = sweep["config"]["task"][horizon]
+    return ladder_scores(sweep, arm, lambda history: sign * late_score(history, length, name), key)
 
 
 def pending_rungs(

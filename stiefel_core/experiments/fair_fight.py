@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import choices
-from ..choices import LADDER, ladder_around, ladder_scores, late_score
+from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import ablation, grokking
@@ -128,8 +128,7 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late score per finished selection seed]}`` of ``arm`` (lr 0: ``frozen``)."""
-    epochs = sweep["config"]["task"]["epochs"]
-    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs), KEY)
+    return late_scores(sweep, arm, key=KEY)
 
 
 def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import choices
-from ..choices import LADDER, ladder_around, ladder_scores, signed_late_score
+from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
 from .selection import grow
@@ -84,9 +84,7 @@ def runner(run_task: Callable) -> Callable:
 def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [score per finished selection seed]}`` of ``arm``, each in the sign that makes higher
     better; lr 0 (``frozen``) counts once the arm's grid has reached the ladder's bottom."""
-    config = results["config"]
-    _, score = signed_late_score(config["metric"], config["task"]["steps"])
-    return ladder_scores(results, arm, score, KEY)
+    return late_scores(results, arm, results["config"]["metric"], key=KEY, horizon="steps")
 
 
 def pending_rungs(results: dict | None, config: RoutingSweepConfig, arm: str) -> tuple[float, ...]:

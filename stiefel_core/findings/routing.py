@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..choices import ladder_scores, settled_or_none, signed_late_score
+from ..choices import late_scores, metric_sign, settled_or_none
 from ..stats import family_verdicts
 
 __all__ = [
@@ -270,10 +270,10 @@ def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
         return []
     config = sweep["config"]
     n, center = len(config["seeds"]), config["task"]["lr"]
-    sign, score = signed_late_score(config["metric"], config["task"]["steps"])
+    sign, _ = metric_sign(config["metric"])
     rows = []
     for arm in arms:
-        scores = ladder_scores(sweep, arm, score)
+        scores = late_scores(sweep, arm, config["metric"], horizon="steps")
         pick = settled_or_none(scores, n, center)
         rows.append(
             {
