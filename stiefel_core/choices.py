@@ -27,8 +27,10 @@ __all__ = [
     "LADDER",
     "LATE_FRACTION",
     "late_score",
+    "metric_sign",
     "ladder_around",
     "ladder_scores",
+    "late_scores",
     "rung_scores",
     "choice",
     "is_interior",
@@ -165,6 +167,12 @@ def late_score(history: list[dict], epochs: int, metric: str = "val_acc", fracti
     return float(np.mean(late))
 
 
+def metric_sign(metric: str) -> tuple[float, str]:
+    """``(1.0, metric)`` for a metric where higher is better; ``(-1.0, name)`` for one written
+    ``"-name"``, where lower is (``-val_bpc``)."""
+    return (-1.0, metric[1:]) if metric.startswith("-") else (1.0, metric)
+
+
 def ladder_around(center: float, below: int = 2, above: int = 1) -> tuple[float, ...]:
     """The rungs from ``below`` under ``center`` to ``above`` over it (``center`` on the ladder)."""
     if center not in LADDER:
@@ -227,6 +235,17 @@ def ladder_scores(
     if LADDER[0] not in out:
         out.pop(0.0, None)
     return out
+
+
+def late_scores(
+    sweep: dict, arm: str, metric: str = "val_acc", *, key: str = "qklr", horizon: str = "epochs"
+) -> dict[float, list[float]]:
+    """:func:`ladder_scores` of ``arm``, a run's score being its :func:`late_score` of ``metric``
+    over the sweep task's ``horizon`` (``"epochs"`` or ``"steps"``), in the sign that makes higher
+    better (:func:`metric_sign`)."""
+    sign, name = metric_sign(metric)
+    length = sweep["config"]["task"][horizon]
+    return ladder_scores(sweep, arm, lambda history: sign * late_score(history, length, name), key)
 
 
 def pending_rungs(

@@ -16,7 +16,7 @@ from . import findings, preprint
 from .certify import certify_all
 from .checkout import checkout_root
 from .experiments import get_config
-from .experiments.results import load_results
+from .experiments.results import full_results, load_results
 from .findings import summary
 from .findings.summary import PENDING, Verdict
 from .gauge import certify_gauge_gradients, certify_projected_run
@@ -85,12 +85,6 @@ def _certificates() -> dict:
     return _CACHE["certificates"]
 
 
-def _full(experiment: str) -> dict | None:
-    """The full profile's results of ``experiment``, ``None`` until a run has finished."""
-    results = load_results(experiment, "full")
-    return results if results and results.get("runs") else None
-
-
 def _grokking() -> str:
     from . import declared
 
@@ -107,7 +101,11 @@ def _regimes_rules() -> dict:
 def _regimes() -> str:
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
     return findings.decay_map.claim(
-        controls, dmap, get_config("grokking_decay_map", "full").task, _regimes_rules(), full_task=_full("grokking")
+        controls,
+        dmap,
+        get_config("grokking_decay_map", "full").task,
+        _regimes_rules(),
+        full_task=full_results("grokking"),
     )
 
 
@@ -115,7 +113,7 @@ def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[
     """A claim measured by ``measure(results)`` once ``experiment``'s full file has a run."""
 
     def claim() -> str:
-        results = _full(experiment)
+        results = full_results(experiment)
         return measure(results) if results else "not yet measured (no finished full run)"
 
     return claim

@@ -6,7 +6,7 @@ every experiment chapter (through :mod:`claims` and :mod:`pages`)."""
 from __future__ import annotations
 
 from . import protocol
-from .experiments.results import load_results
+from .experiments.results import full_results, load_results
 
 __all__ = [
     "families",
@@ -22,11 +22,6 @@ __all__ = [
 ]
 
 
-def _full(experiment: str) -> dict | None:
-    results = load_results(experiment, "full")
-    return results if results and results.get("runs") else None
-
-
 def families() -> dict:
     """Every declared family by name."""
     return protocol.load().families
@@ -34,7 +29,7 @@ def families() -> dict:
 
 def grokking() -> tuple[dict | None, object]:
     """``(grokking-full, the family grokking_p97)``."""
-    return _full("grokking"), families()["grokking_p97"]
+    return full_results("grokking"), families()["grokking_p97"]
 
 
 def _fair() -> tuple[dict | None, dict | None, dict | None]:
@@ -119,7 +114,7 @@ def peers_cifar10() -> list[dict]:
     from .findings import fair_fight as ff
     from .findings import peers as p
 
-    cifar, family = _full("cifar10_peers"), families()["peers_cifar10"]
+    cifar, family = full_results("cifar10_peers"), families()["peers_cifar10"]
     if cifar is None:
         return []
     rows = ff.family_rows(

@@ -15,7 +15,7 @@ import re
 from IPython.display import Markdown
 
 from .experiments import get_config
-from .experiments.results import load_results
+from .experiments.results import full_results, load_results
 from .findings import summary
 
 __all__ = [
@@ -29,11 +29,6 @@ __all__ = [
     "certificate_summary",
     "admonition",
 ]
-
-
-def _full(experiment: str) -> dict | None:
-    results = load_results(experiment, "full")
-    return results if results and results.get("runs") else None
 
 
 def admonition(title: str, lines: list[str], kind: str = "tip") -> Markdown:
@@ -93,7 +88,7 @@ def _regimes() -> list[str]:
         load_results("grokking_ablation", "full"),
         load_results("grokking_decay_map", "full"),
         get_config("grokking_decay_map", "full").task,
-        _full("grokking"),
+        full_results("grokking"),
         regimes_rules(),
         fair_rows(),
     )
@@ -189,7 +184,7 @@ def hero_figure():
     from .findings import decay_map
     from .plots.regimes import decay_map_figure
 
-    dmap = _full("grokking_decay_map")
+    dmap = full_results("grokking_decay_map")
     if dmap is None:
         return None
     cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, regimes_rules())

@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 from tiny import TINY
 
+from stiefel_core.choices import ladder_around
 from stiefel_core.experiments import cifar10_judged as judged
 from stiefel_core.experiments import get_config, run_experiment
 from stiefel_core.experiments.results import write_results
-from stiefel_core.experiments.selection import ladder_around
 
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}  # the task's own: one start per run
 

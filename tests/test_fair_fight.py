@@ -8,6 +8,7 @@ import pytest
 from stiefel_core.choices import LADDER, choice, is_interior, late_score, next_rungs
 from stiefel_core.experiments import fair_fight, run_experiment
 from stiefel_core.experiments.grid import grid_arm
+from stiefel_core.experiments.results import results_path, write_results
 
 
 def test_the_grid_grows_upward_while_the_largest_rung_scores_best():
@@ -49,14 +50,21 @@ def _sweep(scores_by_arm: dict, seeds=(100, 101)) -> dict:
     return {"config": {"seeds": list(seeds), "task": {"epochs": 1500, "lr": 3e-3}}, "runs": runs}
 
 
-def test_the_comparison_resolves_each_arms_lr_before_its_runs_and_refuses_an_open_sweep(tmp_path, monkeypatch):
-    settled = {"baseline": {1e-3: 0.9, 3e-3: 0.8, 3e-4: 0.7}}
-    monkeypatch.setattr(fair_fight, "load_results", lambda *a, **k: _sweep(settled))
+def test_the_comparison_resolves_each_arms_lr_before_its_runs_and_refuses_an_open_sweep(tmp_path):
     config = dataclasses.replace(fair_fight.PROFILES["ci"], arms=("baseline",))
-    assert dict(fair_fight.resolve(config).qk_lrs) == {"baseline": 1e-3}
-    settled["baseline"] = {1e-3: 0.7, 3e-3: 0.8}  # the choice sits on the grid's edge
-    with pytest.raises(ValueError, match="not settled"):
-        fair_fight.resolve(config)
+    with pytest.raises(ValueError, match="no W_Q, W_K lr sweep yet"):
+        fair_fight.resolve(config, tmp_path)
+    sweep_file = results_path("grokking_qk_lr", config.sweep_profile, tmp_path)
+    write_results(_sweep({"baseline": {1e-3: 0.9, 3e-3: 0.8, 3e-4: 0.7}}), sweep_file)
+    assert dict(fair_fight.resolve(config, tmp_path).qk_lrs) == {"baseline": 1e-3}
+    write_results(_sweep({"baseline": {1e-3: 0.7, 3e-3: 0.8}}), sweep_file)  # the choice sits on the grid's edge
+    with pytest.raises(ValueError, match=r"not settled \['baseline'\]"):
+        fair_fight.resolve(config, tmp_path)
+    partial = _sweep({"baseline": {1e-3: 0.9}})
+    del partial["runs"]["baseline@qklr=0.001/101"]  # one of two seeds: nothing to choose yet
+    write_results(partial, sweep_file)
+    with pytest.raises(ValueError, match=r"not settled \['baseline'\]"):
+        fair_fight.resolve(config, tmp_path)
 
 
 def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):

@@ -9,10 +9,9 @@ from typing import Iterable
 import torch
 from torch import Tensor
 
-from ..manifold import random_frame
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most, _sig
-from .trajectory import QuadraticProblem, _stiefel_options, run_trajectory
+from .trajectory import _stiefel_options, problem_and_start, run_trajectory
 
 P2_SCALES = tuple(10.0**k for k in range(-8, 9))
 
@@ -32,8 +31,7 @@ def displacement_by_scale(
     each factor, from one start; ``options`` go to StiefelAdam.
     Chapter: p2_scale_invariance."""
     scales = torch.tensor(list(scales), dtype=DTYPE)
-    problem = QuadraticProblem.random(n_frames, d, r, max(steps, 1), seed=seed)
-    W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
+    problem, W0 = problem_and_start(n_frames, d, r, max(steps, 1), seed=seed)
     moved = [
         float(
             torch.linalg.vector_norm(run_trajectory(W0, problem.scaled(float(c)).gradient, steps, **options)[-1] - W0)
@@ -121,8 +119,7 @@ def certify_scale_invariance(
     """
     scales = tuple(float(c) for c in scales)
     opts = _stiefel_options(options)
-    problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed)
-    W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
+    problem, W0 = problem_and_start(n_frames, d, r, steps, seed=seed)
     reference = run_trajectory(W0, problem.gradient, steps, **opts)
     norm = torch.linalg.vector_norm(reference, dim=(-3, -2, -1))  # (steps + 1,) = √(F r)
     max_deviation = 0.0

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..manifold import newton_schulz_steps, orthonormality_error, random_frame
+from ..manifold import newton_schulz_steps, orthonormality_error
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most, _sig
-from .trajectory import QuadraticProblem, inverse_retract_polar, run_trajectory
+from .trajectory import inverse_retract_polar, problem_and_start, run_trajectory
 
 
 def retraction_condition(xi: Tensor) -> Tensor:
@@ -39,8 +39,8 @@ def condition_history(
     recovered ``ξ``'s Frobenius norm and the condition number of ``I + ξᵀξ`` (max over frames),
     and the orthonormality error of the frames (max over frames).
     Chapter: p3_conditioning."""
-    problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed).scaled(scale)
-    W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
+    problem, W0 = problem_and_start(n_frames, d, r, steps, seed=seed)
+    problem = problem.scaled(scale)
     opts = {"lr": lr, "trust_radius": trust_radius, "eps": 0.0, **options}
     path = run_trajectory(W0, problem.gradient, steps, **opts)
     xis = torch.stack([inverse_retract_polar(path[t], path[t + 1]) for t in range(steps)])  # (steps, F, d, r)

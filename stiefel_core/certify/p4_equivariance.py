@@ -12,7 +12,7 @@ from torch.optim import Optimizer
 from ..manifold import random_frame
 from ..threads import single_threaded
 from .base import DTYPE, TOLERANCE, Certificate, _at_most, _sig
-from .trajectory import QuadraticProblem, run_trajectory
+from .trajectory import problem_and_start, run_trajectory
 
 
 def haar_orthogonal(d: int, *batch: int, generator: torch.Generator | None = None) -> Tensor:
@@ -37,8 +37,7 @@ def equivariance_deviation(
     """Per step ``t``, ``‖W'_t - Q W_t‖_F / ‖W_t‖_F``: ``W'`` is the trajectory from ``(QW_0, QG_t)``,
     ``W`` the one from ``(W_0, G_t)``, on the quadratic test loss (``Q`` acts frame by frame).
     Chapter: p4_equivariance."""
-    problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed)
-    W0 = random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
+    problem, W0 = problem_and_start(n_frames, d, r, steps, seed=seed)
     path = run_trajectory(W0, problem.gradient, steps, make_optimizer=make_optimizer, **options)
     rotated = run_trajectory(Q @ W0, problem.rotated(Q).gradient, steps, make_optimizer=make_optimizer, **options)
     return torch.linalg.vector_norm(rotated - Q @ path, dim=(-3, -2, -1)) / torch.linalg.vector_norm(

@@ -14,6 +14,7 @@ from torch import Tensor
 from torch.optim import Optimizer
 
 from ..frames import FrameParameter
+from ..manifold import random_frame
 from ..optim import StiefelAdam
 from ..threads import single_threaded
 from .base import DTYPE
@@ -62,6 +63,13 @@ class QuadraticProblem:
         """Per-frame loss ``(F,)`` (without noise)."""
         quad = -0.5 * ((W * (self.C @ W)) * self.N).sum((-2, -1))
         return self.scale * (quad - (self.B * W).sum((-2, -1)))
+
+
+def problem_and_start(n_frames: int, d: int, r: int, steps: int, *, seed: int = 0) -> tuple[QuadraticProblem, Tensor]:
+    """The propositions' bench from one ``seed``: :meth:`QuadraticProblem.random` with ``steps`` noise
+    draws, and a start of ``n_frames`` random frames ``(F, d, r)`` drawn from ``seed + 1``."""
+    problem = QuadraticProblem.random(n_frames, d, r, steps, seed=seed)
+    return problem, random_frame(d, r, n_frames, generator=torch.Generator().manual_seed(seed + 1), dtype=DTYPE)
 
 
 def _stiefel_options(options: dict) -> dict:

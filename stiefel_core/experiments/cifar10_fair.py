@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import choices
-from ..choices import LADDER, ladder_around, ladder_scores, late_score
+from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_long
 from .registry import Experiment
@@ -84,8 +84,7 @@ def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, 
 
 def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one ``"<arm>@wd=<λ>"`` cell."""
-    epochs = sweep["config"]["task"]["epochs"]
-    return ladder_scores(sweep, cell, lambda history: late_score(history, epochs, metric="test_acc"), KEY)
+    return late_scores(sweep, cell, "test_acc", key=KEY)
 
 
 def pending(sweep: dict | None, config: CifarSweepConfig, cell: str) -> tuple[float, ...]:

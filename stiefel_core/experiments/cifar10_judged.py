@@ -3,7 +3,7 @@ epochs, 10,000 images) at the preprint's weight decay λ = 1:
 
 - ``cifar10_peers_qk_lr``: the relatives' W_Q, W_K lr tuned on CIFAR-10 itself (not taken from
   grokking), on selection starts 100-101: a smaller grid than the core arms', three rungs of
-  :data:`.selection.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
+  :data:`stiefel_core.choices.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
   by the rule of :mod:`.selection` until the choice is interior.
 - ``cifar10_fair``: AdamW, the Stiefel rule and frozen frames on the judged starts 0-11 (the
   preprint's twelve), each swept arm at the lr its cell ``"<arm>@wd=1"`` of ``cifar10_qk_lr``
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..choices import LADDER, ladder_around, ladder_scores, late_score, pending_rungs, settled_or_none
+from ..choices import LADDER, ladder_around, late_scores, pending_rungs, settled_or_none
 from ..results_reading import grid_arm, parse_grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .fair_fight import center
@@ -95,8 +95,7 @@ def run_peer_sweep(config: PeerSweepConfig, arm: str, seed: int, device, checkpo
 
 def peer_sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one relative."""
-    epochs = sweep["config"]["task"]["epochs"]
-    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs, metric="test_acc"), KEY)
+    return late_scores(sweep, arm, "test_acc", key=KEY)
 
 
 def _pending(sweep: dict | None, config: PeerSweepConfig, arm: str) -> tuple[float, ...]:

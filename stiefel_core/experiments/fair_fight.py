@@ -21,12 +21,12 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import choices
-from ..choices import LADDER, ladder_around, ladder_scores, late_score
+from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from ..step_checks import NonFiniteGradientError
 from . import ablation, grokking
 from .registry import Experiment
-from .results import load_results
+from .resolving import resolve_lrs
 from .selection import grow
 
 __all__ = [
@@ -128,8 +128,7 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late score per finished selection seed]}`` of ``arm`` (lr 0: ``frozen``)."""
-    epochs = sweep["config"]["task"]["epochs"]
-    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs), KEY)
+    return late_scores(sweep, arm, key=KEY)
 
 
 def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
@@ -138,11 +137,11 @@ def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[fl
     return choices.pending_rungs(scores, len(config.seeds), start_rungs(config, arm), center(arm, config.task.lr))
 
 
-def chosen(sweep: dict, arm: str) -> dict:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep."""
-    return choices.settled(
-        sweep_scores(sweep, arm), len(sweep["config"]["seeds"]), center(arm, sweep["config"]["task"]["lr"])
-    )
+def chosen(sweep: dict, arm: str) -> dict | None:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep
+    (``None`` before a rung holds every selection seed)."""
+    config = sweep["config"]
+    return choices.settled_or_none(sweep_scores(sweep, arm), len(config["seeds"]), center(arm, config["task"]["lr"]))
 
 
 @dataclass(frozen=True)
@@ -167,24 +166,7 @@ PEER_PROFILES = {name: dataclasses.replace(config, arms=PEER_ARMS) for name, con
 def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
     choice is final: interior, or lr 0)."""
-    if config.qk_lrs:
-        return config
-    sweep = load_results("grokking_qk_lr", config.sweep_profile, directory)
-    if not sweep:
-        raise ValueError(
-            f"no W_Q, W_K lr sweep yet: run `python -m stiefel_core sweep grokking_qk_lr --profile "
-            f"{config.sweep_profile}` first"
-        )
-    lrs, open_arms = [], []
-    for arm in config.arms:
-        c = chosen(sweep, arm)
-        (lrs if c["interior"] else open_arms).append((arm, c["lr"]))
-    if open_arms:
-        raise ValueError(
-            f"the sweep has not settled {[a for a, _ in open_arms]} (choice at a grid edge): "
-            "grow it with `python -m stiefel_core sweep grokking_qk_lr` first"
-        )
-    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+    return resolve_lrs(config, "grokking_qk_lr", chosen, directory)
 
 
 def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:

@@ -25,6 +25,7 @@ __all__ = [
     "checkpoints_dir",
     "results_path",
     "load_results",
+    "full_results",
     "write_results",
     "provenance",
     "git_commit",
@@ -107,6 +108,13 @@ def load_results(experiment: str, profile: str, directory: Path | None = None) -
             f"{path} is damaged: not valid JSON ({why}). Restore it from git "
             f"(`git checkout -- {path}`), or move it aside to start its runs again; it was left as it is."
         ) from None
+
+
+def full_results(experiment: str) -> dict | None:
+    """The full profile's results of ``experiment``, ``None`` until a run has finished (what the
+    book's pages, claims and declared rows read)."""
+    results = load_results(experiment, "full")
+    return results if results and results.get("runs") else None
 
 
 def write_results(results: dict, path: Path) -> None:

@@ -17,9 +17,11 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import choices
+from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
-from .selection import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
+from .selection import grow
 
 __all__ = [
     "SWEPT_ARMS",
@@ -79,45 +81,22 @@ def runner(run_task: Callable) -> Callable:
     return run
 
 
-def _score(history: list[dict], steps: int, metric: str) -> float:
-    sign, name = (-1.0, metric[1:]) if metric.startswith("-") else (1.0, metric)
-    return sign * late_score(history, steps, name)
-
-
 def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [score per finished selection seed]}`` of ``arm``; lr 0 (``frozen``) counts once
-    the arm's grid has reached the ladder's bottom."""
-    config = results["config"]
-    out: dict[float, list[float]] = {}
-    for key, outcome in sorted(results["runs"].items()):
-        name = key.rpartition("/")[0]
-        if name == "frozen":
-            lr = 0.0
-        elif name.startswith(arm + "@"):
-            lr = parse_grid_arm(name, KEY, SWEPT_ARMS)[1]
-        else:
-            continue
-        out.setdefault(lr, []).append(_score(outcome["history"], config["task"]["steps"], config["metric"]))
-    if LADDER[0] not in out:
-        out.pop(0.0, None)
-    return out
+    """``{lr: [score per finished selection seed]}`` of ``arm``, each in the sign that makes higher
+    better; lr 0 (``frozen``) counts once the arm's grid has reached the ladder's bottom."""
+    return late_scores(results, arm, results["config"]["metric"], key=KEY, horizon="steps")
 
 
 def pending_rungs(results: dict | None, config: RoutingSweepConfig, arm: str) -> tuple[float, ...]:
     """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    n = len(config.seeds)
     scores = sweep_scores(results, arm) if results else {}
-    unfinished = tuple(lr for lr in sorted(set(start_rungs(config)) | set(scores)) if len(scores.get(lr, [])) < n)
-    if unfinished:
-        return unfinished
-    return next_rungs(rung_scores(scores, n), scores, config.task.lr)
+    return choices.pending_rungs(scores, len(config.seeds), start_rungs(config), config.task.lr)
 
 
 def chosen(results: dict, arm: str) -> dict:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm``."""
-    complete = rung_scores(sweep_scores(results, arm), len(results["config"]["seeds"]))
-    lr = choice(complete, results["config"]["task"]["lr"])
-    return {"lr": lr, "score": complete[lr], "interior": is_interior(complete, lr), "scores": complete}
+    config = results["config"]
+    return choices.settled(sweep_scores(results, arm), len(config["seeds"]), config["task"]["lr"])
 
 
 def sweep(
@@ -129,17 +108,14 @@ def sweep(
     **options,
 ) -> dict:
     """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
-    a time (resumable: each round reads the file)."""
-    directory = options.get("directory")
-    while True:
-        results = load_results(name, profile, directory)
-        names = [
+    a time (:func:`.selection.grow`: resumable, each round reads the file)."""
+
+    def pending(results: dict | None) -> list[str]:
+        return [
             grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
         ]
-        names = list(dict.fromkeys(names))
-        if not names:
-            return results
-        run_experiment(name, profile, arms=names, **options)
+
+    return grow(run_experiment, name, profile, pending, **options)
 
 
 class SweepError(ValueError):

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..choices import LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores
 from ..results_reading import grid_arm
 from .results import load_results
 
 __all__ = ["grow", "grow_arms", "pending_grid_arms"]
-# The rule's names, for the routing sweeps that import them from here
-_RULE = (LADDER, choice, is_interior, ladder_around, late_score, next_rungs, rung_scores)
 
 
 def grow(

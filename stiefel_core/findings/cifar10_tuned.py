@@ -9,7 +9,7 @@ relatives have run can only loosen, never tighten, when they land."""
 
 from __future__ import annotations
 
-from ..choices import ladder_scores, late_score, rung_scores
+from ..choices import late_scores, rung_scores
 from ..labels import label
 from ..results_reading import grid_arm
 from .fair_fight import family_rows, finals, lr_text, tuned_lrs
@@ -42,11 +42,11 @@ def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weigh
     runs used, from their config; ``None`` before)."""
     if not sweep:
         return []
-    epochs, n = sweep["config"]["task"]["epochs"], len(sweep["config"]["seeds"])
+    n = len(sweep["config"]["seeds"])
     rows = []
     for arm in SWEPT:
         cell = grid_arm(arm, "wd", weight_decay)
-        scores = ladder_scores(sweep, cell, lambda h: late_score(h, epochs, metric="test_acc"), "qklr")
+        scores = late_scores(sweep, cell, "test_acc")
         rows.append({"arm": arm, "scores": rung_scores(scores, n), "n": n, "chosen": (chosen or {}).get(arm)})
     return [r for r in rows if r["scores"]]
 

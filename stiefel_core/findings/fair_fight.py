@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..choices import ladder_scores, late_score, rung_scores
+from ..choices import late_scores, rung_scores
 from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
@@ -40,11 +40,6 @@ FAMILIES = {
 }
 
 
-def _sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    epochs = sweep["config"]["task"]["epochs"]
-    return ladder_scores(sweep, arm, lambda history: late_score(history, epochs))
-
-
 def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
     """Per arm: ``scores`` (lr -> mean late score over the selection seeds that finished every
     seed), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``, from a
@@ -53,7 +48,7 @@ def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | No
     rows = []
     for arm in arms:
         rows.append(
-            {"arm": arm, "scores": rung_scores(_sweep_scores(sweep, arm), n), "n": n, "chosen": (chosen or {}).get(arm)}
+            {"arm": arm, "scores": rung_scores(late_scores(sweep, arm), n), "n": n, "chosen": (chosen or {}).get(arm)}
         )
     return rows
 

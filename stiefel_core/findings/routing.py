@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..choices import ladder_scores, late_score, settled_or_none
+from ..choices import late_scores, metric_sign, settled_or_none
 from ..stats import family_verdicts
 
 __all__ = [
@@ -263,12 +263,6 @@ def trial_rows(trials: dict) -> list[list[str]]:
     return rows
 
 
-def _scorer(config: dict):
-    """The sweep's sign (-1 where lower is better) and its score of one run's history, in that sign."""
-    sign, metric = (-1.0, config["metric"][1:]) if config["metric"].startswith("-") else (1.0, config["metric"])
-    return sign, lambda history: sign * late_score(history, config["task"]["steps"], metric)
-
-
 def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
     """Per arm of a task's W_Q, W_K lr sweep: ``scores`` (lr -> mean late score over the selection
     seeds, on the rungs every seed finished; in the metric's own sign, e.g. bits per character),
@@ -278,10 +272,10 @@ def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
         return []
     config = sweep["config"]
     n, center = len(config["seeds"]), config["task"]["lr"]
-    sign, score = _scorer(config)
+    sign, _ = metric_sign(config["metric"])
     rows = []
     for arm in arms:
-        scores = ladder_scores(sweep, arm, score)
+        scores = late_scores(sweep, arm, config["metric"], horizon="steps")
         pick = settled_or_none(scores, n, center)
         rows.append(
             {
