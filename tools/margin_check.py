@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from stiefel_core import protocol
-from stiefel_core.choices import ladder_scores, late_score
+from stiefel_core.choices import late_scores
 from stiefel_core.experiments.results import load_results
 from stiefel_core.findings import routing as fr
 
@@ -31,10 +31,9 @@ OUT = Path(__file__).with_suffix(".json")
 def best_rungs(sweep: dict) -> dict[str, float]:
     """Each swept arm's rung of best mean late score among those every selection seed finished."""
     config = sweep["config"]
-    sign, metric = (-1.0, config["metric"][1:]) if config["metric"].startswith("-") else (1.0, config["metric"])
     n, out = len(config["seeds"]), {}
     for arm in fr.SWEPT:
-        scores = ladder_scores(sweep, arm, lambda h: sign * late_score(h, config["task"]["steps"], metric))
+        scores = late_scores(sweep, arm, config["metric"], horizon="steps")
         complete = {lr: np.mean(v) for lr, v in scores.items() if len(v) == n}
         if complete:
             out[arm] = max(complete, key=complete.get)
