@@ -308,7 +308,8 @@ def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str
     ``metric`` (``counts`` as :func:`past` gives them); "" when no run has finished."""
     if not counts:
         return ""
-    words = ", ".join(f"{label(arm)} {k} of {n}" for arm, (k, n) in counts.items())
+    order = sorted(counts, key=lambda arm: (JUDGED_ARMS + (arm,)).index(arm))  # the judged arms' order
+    words = ", ".join(f"{label(arm)} {counts[arm][0]} of {counts[arm][1]}" for arm in order)
     if metric == "induction_max":
         return f"Seeds with an induction head at the end (a head whose induction score is past {threshold:g}): {words}."
     return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
