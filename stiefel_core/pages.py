@@ -11,6 +11,7 @@ MyST Markdown. Chapters: every chapter.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from IPython.display import Markdown
 
@@ -158,24 +159,28 @@ FOUND_ORDER = (
 
 
 def what_we_found() -> Markdown:
-    """The intro's opening: one sentence per claim's verdict (:func:`summary.what_we_found`),
-    the title's question first, then the propositions' certificates."""
-    from .claims import CLAIMS
-
-    verdicts = {c.claim: c.verdict() for c in CLAIMS}
-    certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
-    first = {chapter: next(c.claim for c in CLAIMS if c.chapter == chapter) for chapter in FOUND_ORDER}
-    experiments = [verdicts[first[chapter]] for chapter in FOUND_ORDER]
-    sentences = summary.what_we_found(experiments, sum(v.word == "certified" for v in certificates), len(certificates))
+    """The intro's opening, a list: per chapter of :data:`FOUND_ORDER` with a measured verdict, its
+    short title (linked) and the verdict's sentence (:func:`summary.what_we_found`), the title's
+    question first, the routing tasks (no claim of the preprint) next, the propositions last."""
     from . import declared
+    from .claims import CLAIMS, chapter_title
     from .findings import routing
     from .labels import label
 
+    verdicts = {c.claim: c.verdict() for c in CLAIMS}
+    certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
+    first = {chapter: verdicts[next(c.claim for c in CLAIMS if c.chapter == chapter)] for chapter in FOUND_ORDER}
+    measured = [chapter for chapter, v in first.items() if v.word != "pending" and v.sentence]
+    sentences = summary.what_we_found(
+        [first[c] for c in measured], sum(v.word == "certified" for v in certificates), len(certificates)
+    )
+    items = [(chapter_title(c), c, s) for c, s in zip(measured, sentences)]
     routed = routing.closing(declared.routing(), label, name_unrun=False, notes=declared.routing_notes())
-    if routed:  # the routing tasks are no claim of the preprint: their findings stand before the mathematics
-        text = " ".join(routed)
-        sentences[-1:-1] = ["Where attention must learn to route, " + text[0].lower() + text[1:]]
-    return Markdown(" ".join(sentences) + "\n")
+    if routed:  # after the title's question: the tasks where the mechanism and a fixed scale part ways
+        items.insert(min(1, len(items)), (chapter_title("book/routing"), "book/routing", " ".join(routed)))
+    items.append(("The mathematics", "book/p1_steepest_descent", sentences[-1]))
+    lines = [f"- **[{title}]({Path(chapter).name}.ipynb).** {sentence}" for title, chapter, sentence in items]
+    return Markdown("\n".join(lines) + "\n")
 
 
 def hero_figure():
