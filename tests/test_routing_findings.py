@@ -205,3 +205,18 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
     assert "the induction task: lower (better), -2 nats per token" in v.headline
     assert v.headline.endswith("not yet run: associative recall, the character model")
     assert "the sanity check (frozen frames fall short): holds" in v.sentence
+
+
+def test_the_closing_names_a_decided_comparison_beyond_the_three_questions():
+    rng = np.random.default_rng(5)
+    loss = rng.uniform(0.3, 0.4, 10)
+    values = {
+        "baseline": loss,
+        "stiefel": loss + rng.normal(0, 0.3, 10),
+        "frozen": loss + 4.0,
+        "no_decay_qk": loss - 1.0 + rng.normal(0, 0.01, 10),
+    }
+    rows = fr.family_rows(fr.finals(judged(values, "val_loss"), "val_loss"), fr.TASKS["induction"][1], margin=0.05)
+    (line,) = fr.closing({"induction": rows}, label, name_unrun=False)
+    assert "beyond these, AdamW without decay on W_Q, W_K does better than AdamW" in line
+    assert "frozen frames does" not in line  # the sanity check already speaks for frozen frames

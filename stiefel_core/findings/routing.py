@@ -373,6 +373,10 @@ def closing(
         if (notes or {}).get(task):
             words[-1] += f" ({notes[task]})"
         words.append(_versus(a["qk_norm"], "scale alone (" + label("qk_norm") + ")", label("stiefel")))
+        answered = [row for row in a.values() if row is not None]
+        told = [r for r in rows if r not in answered and r["arm"] != "frozen" and r["reading"] != "inconclusive"]
+        if told:
+            words.append("beyond these, " + ", ".join(_versus(r, label(r["arm"]), label(r["reference"])) for r in told))
         n = max(r["n"] for r in rows)
         out.append(f"On {TASK_PHRASES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
     if unrun and name_unrun:
