@@ -220,3 +220,20 @@ def test_the_closing_names_a_decided_comparison_beyond_the_three_questions():
     (line,) = fr.closing({"induction": rows}, label, name_unrun=False)
     assert "beyond these, AdamW without decay on W_Q, W_K does better than AdamW" in line
     assert "frozen frames does" not in line  # the sanity check already speaks for frozen frames
+
+
+def test_soft_solvers_are_the_runs_that_solve_the_repeat_with_no_head_past_the_threshold():
+    def run(acc, head):
+        return {"final": {"val_acc": acc, "induction_max": head}}
+
+    results = {
+        "runs": {
+            "qk_norm/0": run(0.98, 0.44),
+            "qk_norm/1": run(0.05, 0.05),
+            "qk_norm/2": run(0.99, 0.46),
+            "stiefel/0": run(0.97, 0.9),
+            "frozen/0": run(0.03, 0.06),
+        }
+    }
+    assert fr.soft_solvers(results) == {"qk_norm": (2, 0.46)}
+    assert fr.soft_solvers(None) == {}

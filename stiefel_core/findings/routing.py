@@ -33,10 +33,12 @@ __all__ = [
     "TRIAL_ARMS",
     "trial_rows",
     "SWEPT",
+    "JUDGED_ARMS",
     "sweep_rows",
     "lrs_text",
     "past",
     "count_text",
+    "soft_solvers",
     "ceiling_note",
     "closing",
 ]
@@ -313,6 +315,19 @@ def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str
     if metric == "induction_max":
         return f"Seeds with an induction head at the end (a head whose induction score is past {threshold:g}): {words}."
     return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
+
+
+def soft_solvers(results: dict | None, accuracy: float = 0.9, head: float = 0.5) -> dict[str, tuple[int, float]]:
+    """Induction runs that solve the repeat (final accuracy past ``accuracy``) with no head whose
+    induction score passes ``head``: per arm with any, their count and their highest head score."""
+    out: dict[str, tuple[int, float]] = {}
+    for key, run in (results or {}).get("runs", {}).items():
+        final = run["final"]
+        if final["val_acc"] > accuracy and final["induction_max"] <= head:
+            arm = key.rpartition("/")[0]
+            n, top = out.get(arm, (0, 0.0))
+            out[arm] = (n + 1, max(top, final["induction_max"]))
+    return out
 
 
 TASK_PHRASES = {  # a task named inside a sentence
