@@ -237,3 +237,44 @@ def test_soft_solvers_are_the_runs_that_solve_the_repeat_with_no_head_past_the_t
     }
     assert fr.soft_solvers(results) == {"qk_norm": (2, 0.46)}
     assert fr.soft_solvers(None) == {}
+
+
+def decay_map_file(losses: dict[str, dict[float, list[float]]]) -> dict:
+    """An ``induction_decay_map`` file: ``losses[arm][λ][seed]`` is the final loss on the repeat."""
+    runs = {}
+    for arm, by_decay in losses.items():
+        for wd, finals in by_decay.items():
+            for seed, v in enumerate(finals):
+                history = [{"epoch": s, "val_loss": v + 1.0 / s} for s in (100, 200)]
+                runs[f"{arm}@wd={wd:g}/{seed}"] = {"history": history, "final": history[-1]}
+    return {"config": {"weight_decays": [0.0, 1.0], "seeds": list(range(10))}, "runs": runs}
+
+
+def test_the_routing_map_reads_lower_loss_as_better_on_the_seeds_every_cell_finished():
+    from stiefel_core import protocol
+    from stiefel_core.findings import routing_map as rm
+    from stiefel_core.plots.regimes import decay_map_figure
+
+    rng = np.random.default_rng(2)
+    base = {wd: list(0.3 + rng.normal(0, 0.001, 6)) for wd in (0.0, 1.0)}
+    stiefel = {wd: [v + rng.normal(0, 0.001) for v in vs] for wd, vs in base.items()}
+    frozen = {wd: [v + 4.0 for v in vs] for wd, vs in base.items()}
+    stiefel[1.0] = stiefel[1.0][:5]  # seed 5 unfinished in one cell: no cell reads it
+    cells = rm.map_cells(
+        decay_map_file({"baseline": base, "stiefel": stiefel, "frozen": frozen}),
+        protocol.load().families["routing_decay_map"],
+        lr=1e-2,
+        lr_factors=[1.0] * 200,
+    )
+    assert {c.comparison.n for c in cells} == {5}
+    words = {(c.b, c.weight_decay): c.verdict for c in cells}
+    assert words[("frozen", 0.0)] == words[("frozen", 1.0)] == "lower"  # 4 nats less loss: better
+    assert words[("baseline", 0.0)] == "equivalent"  # ~0.001 nats apart, margin 0.05
+    budget = {c.weight_decay: c.budget for c in cells}
+    assert budget[0.0] == 0.0 and abs(budget[1.0] - 2.0) < 1e-12  # Σ lr·λ over the 200 steps
+    text = rm.map_text(cells, seeds=5, declared=10)
+    assert "better at λ = 0, 1" in text[1] and "5 of the 10 declared seeds" in text[0]
+    assert "interim" not in rm.map_text(cells, seeds=10, declared=10)[0]
+    fig = decay_map_figure(cells, unit="nats", digits=2, lower_is_better=True, step_name="step", quantity="loss")
+    assert fig.axes[0].get_title().startswith("At the final step (200): paired difference in loss (nats)")
+    assert rm.seeds_read(None) == []

@@ -97,7 +97,8 @@ def final_cells(
     budget_at=None,
 ) -> list[MapCell]:
     """One cell per pair ``(a, b)`` and weight decay of the configuration, ``a − b`` at the last
-    logged epoch of the paired seeds, in percentage points; the verdicts of all the cells
+    logged epoch of the paired seeds, in percentage points for an accuracy (else the metric's own
+    unit); the verdicts of all the cells
     together are one family (Holm, :func:`stats.family_verdicts`, ``rule.margin`` in pp).
     ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at ``lr``
     with ``warmup_epochs``). Chapters: regimes, intro."""
@@ -108,7 +109,7 @@ def final_cells(
     for a, b in pairs:
         for wd in results["config"]["weight_decays"]:
             name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
-            p = paired(results, name_a, name_b, metric, LAST, scale=100.0)
+            p = paired(results, name_a, name_b, metric, LAST)
             runs = results["runs"]
             epoch = runs[f"{name_a}/{p.starts[0]}"]["history"][-1]["epoch"] if p.starts else 0
             read.append((a, b, wd, epoch, p))
@@ -177,10 +178,11 @@ def count_text(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") ->
 
 def curves(results: dict, a: str, b: str, metric: str = "val_acc") -> dict[float, list[dict]]:
     """Per weight decay, the paired difference ``a − b`` at every logged epoch
-    (:func:`regimes.gain_over_time`): the map's intermediate epochs, drawn, not tested.
-    Chapters: regimes, intro."""
+    (:func:`regimes.gain_over_time`; percentage points for an accuracy, else the metric's unit):
+    the map's intermediate epochs, drawn, not tested. Chapters: regimes, intro, routing."""
+    scale = 100.0 if metric.endswith("acc") else 1.0
     return {
-        wd: gain_over_time(results, f"{a}@wd={wd:g}", f"{b}@wd={wd:g}", metric)
+        wd: gain_over_time(results, f"{a}@wd={wd:g}", f"{b}@wd={wd:g}", metric, scale)
         for wd in results["config"]["weight_decays"]
     }
 

@@ -74,21 +74,35 @@ def _cell_row_label(cell) -> str:
     return "\n".join(textwrap.wrap(f"{ARM_LABELS.get(cell.a, cell.a)} − {ARMS.get(cell.b, cell.b)}", 16))
 
 
-def decay_map_figure(cells: list, curves: dict[float, list[dict]] | None = None, title: str = "") -> Figure:
+def decay_map_figure(
+    cells: list,
+    curves: dict[float, list[dict]] | None = None,
+    title: str = "",
+    *,
+    unit: str = "pp",
+    digits: int = 1,
+    lower_is_better: bool = False,
+    step_name: str = "epoch",
+    quantity: str = "validation accuracy",
+) -> Figure:
     """The decay map as a reader reads it, the full width of the page. On top, one row of cells per
     comparison (``a − b``, :class:`findings.decay_map.MapCell`) and one column per weight decay,
     each read at its runs' final epoch: the mean paired difference (pp), its 95 % interval, the
     family's verdict word and the seeds past 90 % in each arm; an inconclusive cell is hatched.
     Under it, when ``curves`` (:func:`findings.decay_map.curves`) are given: the first row's paired
-    difference at every logged epoch, one line per decay, drawn, not tested.
-    Chapters: regimes, intro."""
+    difference at every logged epoch, one line per decay, drawn, not tested. ``unit`` and
+    ``digits`` write the differences (a loss: ``unit="nats"``, ``digits=2``, ``lower_is_better``
+    turns the colours so that blue is always ``a`` doing better); ``step_name`` names the time axis
+    and ``quantity`` what is compared.
+    Chapters: regimes, intro, routing."""
     rows = list(dict.fromkeys((c.a, c.b) for c in cells))
     decays = sorted({c.weight_decay for c in cells})
     grid = np.full((len(rows), len(decays)), np.nan)
     for c in cells:
         if c.comparison is not None:
             grid[rows.index((c.a, c.b)), decays.index(c.weight_decay)] = c.comparison.mean_difference
-    bound = max(1.0, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else 1.0
+    floor = 10.0 ** (1 - digits)  # the colour scale never narrower than the written precision
+    bound = max(floor, float(np.nanmax(np.abs(grid)))) if np.isfinite(grid).any() else floor
     with style():
         heights = [1.2 * len(rows)] + ([2.6] if curves else [])
         fig, axes = plt.subplots(
@@ -100,14 +114,14 @@ def decay_map_figure(cells: list, curves: dict[float, list[dict]] | None = None,
             layout="constrained",
         )
         ax = axes[0, 0]
-        ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+        ax.imshow(grid, cmap="RdBu_r" if lower_is_better else "RdBu", vmin=-bound, vmax=bound, aspect="auto")
         for c in cells:
             i, j = rows.index((c.a, c.b)), decays.index(c.weight_decay)
             if c.comparison is None:
                 ax.text(j, i, "no runs", ha="center", va="center", fontsize=9)
                 continue
             m = c.comparison
-            text = f"{m.mean_difference:+.1f}\n[{m.ci_low:+.1f}, {m.ci_high:+.1f}]\n{c.verdict}"
+            text = f"{m.mean_difference:+.{digits}f}\n[{m.ci_low:+.{digits}f}, {m.ci_high:+.{digits}f}]\n{c.verdict}"
             if c.past is not None:
                 text += f"\n{c.past[0]} vs {c.past[1]} > 90 %"
             if c.verdict == "inconclusive":
@@ -124,7 +138,7 @@ def decay_map_figure(cells: list, curves: dict[float, list[dict]] | None = None,
         ax.tick_params(length=0)
         ax.grid(False)
         epoch = max(c.epoch for c in cells)
-        ax.set_title(title or f"At the final epoch ({epoch:,}): paired difference in validation accuracy (pp)")
+        ax.set_title(title or f"At the final {step_name} ({epoch:,}): paired difference in {quantity} ({unit})")
         if curves:
             ax = axes[1, 0]
             shades = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(curves)))
@@ -138,9 +152,9 @@ def decay_map_figure(cells: list, curves: dict[float, list[dict]] | None = None,
                         label=f"λ = {wd:g}",
                     )
             ax.axhline(0, color=COLORS["reference"], lw=0.8)
-            ax.set_xlabel("epoch")
-            ax.set_ylabel(f"{ARM_LABELS.get(rows[0][0])} −\n{ARMS.get(rows[0][1])} (pp)")
-            ax.set_title("Every epoch before: the same difference, mean over the seeds (drawn, not tested)")
+            ax.set_xlabel(step_name)
+            ax.set_ylabel(f"{ARM_LABELS.get(rows[0][0])} −\n{ARMS.get(rows[0][1])} ({unit})")
+            ax.set_title(f"Every {step_name} before: the same difference, the seeds' mean (drawn, not tested)")
             low, high = ax.get_ylim()
             ax.set_ylim(min(low, 0) - 0.3 * (high - low), high)  # room for the legend under the curves
             ax.legend(loc="lower center", fontsize=9, ncol=len(curves), frameon=False)

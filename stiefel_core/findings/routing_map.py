@@ -1,0 +1,69 @@
+"""The routing decay map read (``induction_decay_map``): at each weight decay, the Stiefel rule
+against AdamW and against frozen frames on the induction task's loss on the repeat at the final
+step, the ten cells one family (``routing_decay_map`` in ``book/protocol.yml``: Holm, the paired
+TOST at its margin) on the seeds every arm finished. The steps before the last are drawn, not
+tested. Pure functions of results dicts; the chapter hands in the task's lr schedule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..labels import label
+from ..stats import VERDICTS
+from .decay_map import MapCell, Rule, final_cells
+from .regimes import decay_budget
+
+__all__ = ["PAIRS", "METRIC", "map_cells", "seeds_read", "map_text"]
+
+PAIRS = (("stiefel", "baseline"), ("stiefel", "frozen"))  # the declared family's two rows
+METRIC = "val_loss"  # loss on the repeated half (nats per token); lower is better
+
+
+def seeds_read(results: dict | None) -> list[int]:
+    """The seeds whose runs every cell of the map has (the seeds its verdicts read)."""
+    if not results:
+        return []
+    names = {f"{arm}@wd={wd:g}" for pair in PAIRS for arm in pair for wd in results["config"]["weight_decays"]}
+    by_seed: dict[int, set[str]] = {}
+    for key in results["runs"]:
+        arm, _, seed = key.rpartition("/")
+        by_seed.setdefault(int(seed), set()).add(arm)
+    return sorted(s for s, arms in by_seed.items() if names <= arms)
+
+
+def map_cells(results: dict, family, lr: float, lr_factors) -> list[MapCell]:
+    """The map's cells (:func:`decay_map.final_cells`) on the seeds that finished every cell:
+    ``family`` is the declared ``protocol.Family``, ``lr`` the task's lr and ``lr_factors`` its
+    schedule's factor at each step (a cell's decay budget is Σ lr·λ up to its final step)."""
+    factors = np.asarray(lr_factors, dtype=float)
+    seeds = set(seeds_read(results))
+    kept = {**results, "runs": {k: r for k, r in results["runs"].items() if int(k.rpartition("/")[2]) in seeds}}
+    return final_cells(
+        kept,
+        PAIRS,
+        Rule.of(family),
+        metric=METRIC,
+        budget_at=lambda wd, step: decay_budget(lr, wd, factors[:step]),
+    )
+
+
+def map_text(cells: list[MapCell], seeds: int, declared: int) -> list[str]:
+    """One sentence per row of the map: the verdict words across the decays, lower loss read as
+    better, with the seeds read (and, while the map is growing, how many are declared)."""
+    reading = {"lower": "better", "higher": "worse", "equivalent": "equivalent", "inconclusive": "inconclusive"}
+    interim = f" (an interim reading: {seeds} of the {declared} declared seeds)" if seeds < declared else ""
+    lines = []
+    for a, b in PAIRS:
+        row = [c for c in cells if (c.a, c.b) == (a, b)]
+        if not row:
+            continue
+        groups = {w: [c.weight_decay for c in row if c.verdict == w] for w in VERDICTS}
+        parts = [f"{reading[w]} at λ = {', '.join(f'{d:g}' for d in groups[w])}" for w in VERDICTS if groups[w]]
+        budgets = [c.budget for c in row]
+        lines.append(
+            f"{label(a, capital=True)} against {label(b)}, on the loss on the repeat after "
+            f"{row[0].epoch:,} steps (decay budgets Σ lr·λ {min(budgets):.3g} to {max(budgets):.3g}), "
+            f"on {seeds} paired seeds{interim}: " + "; ".join(parts) + "."
+        )
+    return lines
