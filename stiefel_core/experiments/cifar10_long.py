@@ -10,12 +10,10 @@ schedule's budget beside its metrics.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, replace
 
-from ..results_reading import parse_grid_arm
 from . import cifar10
-from .grid import grid_arms
+from .grid import decay_cell, grid_arms
 from .registry import Experiment
 
 __all__ = ["ENTRIES", "LongConfig", "PROFILES", "LONG_ARMS", "ARMS", "arm_names", "run"]
@@ -63,10 +61,7 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 def run(config: LongConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``arm`` (``"<arm>@wd=<λ>"``) from start ``seed`` at decay λ. Chapter: regimes."""
-    base, weight_decay = parse_grid_arm(arm, "wd", LONG_ARMS)
-    if weight_decay not in config.weight_decays:
-        raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
-    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    base, _, task = decay_cell(config, arm, seed, LONG_ARMS)
     return cifar10.train_arm(
         task, base, seed, device, checkpoint, progress, description=f"cifar10 long {arm} start {seed}"
     )

@@ -8,12 +8,11 @@ weight decay of every non-frame parameter (and of W_Q, W_K in the baseline).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, grokking
-from .grid import grid_arms
+from .grid import decay_cell, grid_arms
 from .registry import Experiment
 
 __all__ = ["ENTRIES", "DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
@@ -57,10 +56,7 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 def run(config: DecayMapConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ. Chapter: regimes."""
-    base, weight_decay = parse_arm(arm)
-    if weight_decay not in config.weight_decays:
-        raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
-    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    base, _, task = decay_cell(config, arm, seed, MAP_ARMS)
     return grokking.run(task, base, seed, device, checkpoint, progress)
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm, parse_grid_arm
-from .grid import grid_arms
+from ..results_reading import grid_arm
+from .grid import decay_cell, grid_arms
 from .routing import INDUCTION_PROFILES, InductionConfig, run_induction
 from .routing_sweep import resolver
 
@@ -55,10 +55,7 @@ def resolve(config: RoutingDecayMapConfig, directory=None) -> RoutingDecayMapCon
 
 def run(config: RoutingDecayMapConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ."""
-    base, weight_decay = parse_grid_arm(arm, "wd", MAP_ARMS)
-    if weight_decay not in config.weight_decays:
-        raise ValueError(f"λ = {weight_decay:g} is not on this profile's grid {config.weight_decays}")
-    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    base, weight_decay, task = decay_cell(config, arm, seed, MAP_ARMS)
     return {**run_induction(task, base, seed, device, checkpoint, progress), "weight_decay": weight_decay}
 
 
