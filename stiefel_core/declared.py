@@ -152,14 +152,19 @@ def routing_counts() -> dict[str, str]:
 
 
 def routing_notes() -> dict[str, str | None]:
-    """Per routing task whose family counts seeds past a threshold of its endpoint itself: the
-    regime note of its verdict (:func:`findings.routing.ceiling_note`)."""
+    """Per routing task, the regime notes of its Stiefel − AdamW verdict: every seed of both at the
+    ceiling of a family that counts seeds past a threshold of its endpoint
+    (:func:`findings.routing.ceiling_note`), or a decided difference under the declared margin
+    (:func:`findings.routing.margin_note`)."""
     from .findings import routing as fr
 
-    out = {}
+    out, rows = {}, routing()
     for task, (family, endpoint) in fr.TASKS.items():
-        f = families()[family]
+        f, results = families()[family], load_results(task, "full")
+        notes = []
         if f.count_past is not None and f.count_metric in (None, endpoint.metric):
-            counts = fr.past(fr.finals(load_results(task, "full"), endpoint.metric), f.count_past)
-            out[task] = fr.ceiling_note(counts, f.count_past)
+            notes.append(fr.ceiling_note(fr.past(fr.finals(results, endpoint.metric), f.count_past), f.count_past))
+        row = fr.answers(rows[task])["tuned_baseline"] if rows[task] else None
+        notes.append(fr.margin_note(row, f.margin, endpoint.unit))
+        out[task] = "; ".join(n for n in notes if n) or None
     return out

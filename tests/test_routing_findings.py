@@ -278,3 +278,11 @@ def test_the_routing_map_reads_lower_loss_as_better_on_the_seeds_every_cell_fini
     fig = decay_map_figure(cells, unit="nats", digits=2, lower_is_better=True, step_name="step", quantity="loss")
     assert fig.axes[0].get_title().startswith("At the final step (200): paired difference in loss (nats)")
     assert rm.seeds_read(None) == []
+
+
+def test_a_decided_difference_under_the_margin_says_so_and_a_wide_one_does_not():
+    row = {"verdict": "higher", "mean": 0.017}
+    assert "less than the declared margin of ±0.02 bits" in fr.margin_note(row, 0.02, "bits per character")
+    assert fr.margin_note({**row, "mean": 0.03}, 0.02, "bits per character") is None
+    assert fr.margin_note({**row, "verdict": "inconclusive"}, 0.02, "bits per character") is None
+    assert fr.margin_note(None, 0.02, "bits per character") is None

@@ -41,6 +41,7 @@ __all__ = [
     "soft_solvers",
     "ceiling_note",
     "closing",
+    "margin_note",
 ]
 
 REFERENCES = ("baseline", "stiefel")
@@ -362,6 +363,13 @@ def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | 
     return None
 
 
+def margin_note(row: dict | None, margin: float, unit: str) -> str | None:
+    """The regime of a decided difference smaller than the family's declared margin."""
+    if row is None or row["verdict"] not in ("higher", "lower") or abs(row["mean"]) >= margin:
+        return None
+    return f"by less than the declared margin of ±{margin:g} {unit}, yet distinguishable from no difference"
+
+
 def closing(
     rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True, notes: dict[str, str | None] | None = None
 ) -> list[str]:
@@ -374,16 +382,19 @@ def closing(
             unrun.append(TASK_PHRASES[task])
             continue
         a = answers(rows)
-        words = []
-        if task != "charlm":
-            state = sanity(a["frozen"])
+        words, state, lm = [], sanity(a["frozen"]), task == "charlm"  # the language model has no sanity check
+        if state == "holds":
             words.append(
-                "frozen frames fall clearly short of the Stiefel rule's trained ones, so the task tests routing"
-                if state == "holds"
-                else "frozen frames do not fall short of trained ones, so the task is too easy to test routing"
-                if state == "fails"
-                else "whether frozen frames fall short of trained ones cannot yet be told"
+                "frozen frames fall clearly short of the Stiefel rule's trained ones, so "
+                + ("learned routing counts here too" if lm else "the task tests routing")
             )
+        elif state == "fails":
+            words.append(
+                "frozen frames do not fall short of trained ones"
+                + ("" if lm else ", so the task is too easy to test routing")
+            )
+        else:
+            words.append("whether frozen frames fall short of trained ones cannot yet be told")
         words.append(_versus(a["tuned_baseline"], label("stiefel"), f"the tuned {label('baseline')}"))
         if (notes or {}).get(task):
             words[-1] += f" ({notes[task]})"
