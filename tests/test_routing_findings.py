@@ -286,3 +286,15 @@ def test_a_decided_difference_under_the_margin_says_so_and_a_wide_one_does_not()
     assert fr.margin_note({**row, "mean": 0.03}, 0.02, "bits per character") is None
     assert fr.margin_note({**row, "verdict": "inconclusive"}, 0.02, "bits per character") is None
     assert fr.margin_note(None, 0.02, "bits per character") is None
+
+
+def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_configuration_is_the_maps():
+    from stiefel_core.findings import routing_map as rm
+
+    task = {"lr": 3e-3, "weight_decay": 0.1, "qk_lrs": [["stiefel", 1e-2]], "seeds": [0, 1]}
+    dmap = {"config": {"task": task, "weight_decays": [0.0, 0.1], "seeds": [0, 1]}, "runs": {"stiefel@wd=0/0": {}}}
+    judged = {"config": {**task, "seeds": list(range(10))}, "runs": {"stiefel/0": {"x": 1}, "stiefel/1": {"x": 2}}}
+    merged = rm.with_judged(dmap, judged)
+    assert merged["runs"]["stiefel@wd=0.1/1"] == {"x": 2} and "stiefel@wd=0.1/0" not in dmap["runs"]
+    other = {**judged, "config": {**judged["config"], "qk_lrs": [["stiefel", 3e-2]]}}  # another lr: not the map's cell
+    assert rm.with_judged(dmap, other) is dmap and rm.with_judged(None, judged) is None

@@ -5,9 +5,11 @@ axis, training length. Each arm trains W_Q, W_K at the lr its sweep (``induction
 task's λ = 0.1) chose, resolved before the runs as the judged experiment's are; λ is the decoupled
 decay of every decayed parameter (and of W_Q, W_K in the baseline).
 
-An arm is ``"<arm>@wd=<λ>"`` (``"stiefel@wd=0.3"``). Cost on one core: 4 arms x 5 decays x 10
-seeds = 200 induction runs of about 1.7 minutes (:mod:`.routing`), about 5.6 core-hours; the
-``ci`` profile, 8 runs of a second or less. Declared, not yet run.
+An arm is ``"<arm>@wd=<λ>"`` (``"stiefel@wd=0.3"``). Its λ = 0.1 cells are the judged ``induction``
+runs' configuration exactly (seeds 0 of the three arms checked bit-identical, history included), so
+the findings read those runs there and the sweep skips them. Cost on one core: 4 arms x 4 decays
+x 10 seeds = 160 induction runs of about 1.5 minutes (:mod:`.routing`), about 4 core-hours; the
+``ci`` profile, 8 runs of a second or less.
 """
 
 from __future__ import annotations

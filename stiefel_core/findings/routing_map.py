@@ -2,7 +2,9 @@
 against AdamW and against frozen frames on the induction task's loss on the repeat at the final
 step, the ten cells one family (``routing_decay_map`` in ``book/protocol.yml``: Holm, the paired
 TOST at its margin) on the seeds every arm finished. The steps before the last are drawn, not
-tested. Pure functions of results dicts; the chapter hands in the task's lr schedule.
+tested. The cell at the task's own decay is the judged induction runs themselves when their
+configuration is the map's task (:func:`with_judged`: the same runs, bit for bit, so they are
+not trained twice). Pure functions of results dicts; the chapter hands in the task's lr schedule.
 """
 
 from __future__ import annotations
@@ -14,10 +16,30 @@ from ..stats import VERDICTS
 from .decay_map import MapCell, Rule, final_cells
 from .regimes import decay_budget
 
-__all__ = ["PAIRS", "METRIC", "map_cells", "seeds_read", "map_text"]
+__all__ = ["PAIRS", "METRIC", "with_judged", "map_cells", "seeds_read", "map_text"]
 
 PAIRS = (("stiefel", "baseline"), ("stiefel", "frozen"))  # the declared family's two rows
 METRIC = "val_loss"  # loss on the repeated half (nats per token); lower is better
+
+
+def _without_seeds(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "seeds"}
+
+
+def with_judged(results: dict | None, judged: dict | None) -> dict | None:
+    """The map with its cell at the judged runs' decay filled from ``judged`` (``induction-full``)
+    where the map has no run of its own, only when the judged configuration is the map's task
+    (every setting but the seeds): then ``arm@wd=λ/seed`` is the run ``arm/seed``. Else the map."""
+    if not results or not judged or _without_seeds(judged["config"]) != _without_seeds(results["config"]["task"]):
+        return results
+    wd = judged["config"]["weight_decay"]
+    if wd not in results["config"]["weight_decays"]:
+        return results
+    runs = dict(results["runs"])
+    for key, run in judged["runs"].items():
+        arm, _, seed = key.rpartition("/")
+        runs.setdefault(f"{arm}@wd={wd:g}/{seed}", run)
+    return {**results, "runs": runs}
 
 
 def seeds_read(results: dict | None) -> list[int]:
