@@ -5,6 +5,7 @@ cells, and "not yet run" before the runs."""
 import numpy as np
 
 from stiefel_core.findings import routing as fr
+from stiefel_core.findings import routing_trials as rt
 from stiefel_core.labels import label
 
 
@@ -91,7 +92,24 @@ def test_the_trials_table_reads_each_setting_and_leaves_unrun_arms_blank():
         }
     }
     row = ["4 pairs, 32 tokens, 256 symbols", "3,000", "100", "100 / 25", "seed 2: 92", "45-50"]
-    assert fr.trial_rows(trials) == [row]
+    assert rt.trial_rows(trials) == [row]
+
+
+def test_the_character_trials_table_gives_each_gap_from_the_unrounded_finals():
+    trials = {
+        "first": {
+            "changes": {},
+            "steps": 1500,
+            "runs": {
+                "frozen": {"100": {"val_bpc": [[1500, 3.1476]]}},
+                "baseline": {"100": {"val_bpc": [[1500, 2.9332]]}},
+            },
+        },
+        "lr3e-3": {"changes": {"lr": 0.003}, "steps": 1500, "runs": {"frozen": {"100": {"val_bpc": [[1500, 2.77]]}}}},
+    }
+    first, unrun = rt.charlm_trial_rows(trials, task_lr=1e-3)
+    assert first == ["0.001", "1,500", "3.15", "2.93", "+0.21"]  # 0.2144, not 3.15 − 2.93 = 0.22
+    assert unrun == ["0.003", "1,500", "2.77", "", ""]
 
 
 def sweep_file(scores: dict[str, dict[float, list[float]]], metric: str = "val_acc", steps: int = 100) -> dict:

@@ -30,8 +30,6 @@ __all__ = [
     "lr_decay_cells",
     "cell_curves",
     "takeaways",
-    "TRIAL_ARMS",
-    "trial_rows",
     "SWEPT",
     "JUDGED_ARMS",
     "sweep_rows",
@@ -236,34 +234,6 @@ def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]
             parts.insert(0, f"sanity check (frozen frames fall short): {sanity(a['frozen'])}")
         out.append(f"**{names[task]}**{interim}: " + "; ".join(parts) + ".")
     return out
-
-
-TRIAL_ARMS = ("frozen", "stiefel", "baseline")
-_WORDS = {"kv_pairs": "{} pairs", "seq_len": "{} tokens", "vocab_size": "{} symbols"}
-_WORDS.update(n_head="{} heads", n_embd="width {}")
-
-
-def _finals(seeds: dict) -> str:
-    """Final accuracies (percent) of ``{seed: run}`` in seed order, " / " between; each marked with
-    its seed unless the seeds are 0, 1, 2, ..."""
-    order = sorted(seeds, key=int)
-    plain = order == [str(i) for i in range(len(order))]
-    return " / ".join(("" if plain else f"seed {s}: ") + f"{100 * seeds[s]['val_acc'][-1][1]:.0f}" for s in order)
-
-
-def trial_rows(trials: dict) -> list[list[str]]:
-    """The MQAR trials (``tools/mqar_trials.json``, ``runs[arm][seed]``) as table rows: the setting,
-    its steps, each arm's final query accuracy per seed (percent, seeds in order, separated by
-    " / "; blank where not run) and the CPU seconds of a run (the fewest and the most)."""
-    rows = []
-    for name, trial in trials.items():
-        setting = trial.get("setting") or trial["changes"]
-        words = ", ".join(_WORDS.get(k, k + " {}").format(v) for k, v in setting.items() if k != "steps") or name
-        runs = trial["runs"]
-        finals = [_finals(runs.get(arm, {})) for arm in TRIAL_ARMS]
-        seconds = [run["cpu_seconds"] for seeds in runs.values() for run in seeds.values()]
-        rows.append([words, f"{trial['steps']:,}", *finals, f"{min(seconds):.0f}-{max(seconds):.0f}"])
-    return rows
 
 
 def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
