@@ -164,7 +164,7 @@ def what_we_found() -> Markdown:
     question first, the routing tasks (no claim of the preprint) next, the propositions last."""
     from . import declared
     from .claims import CLAIMS, chapter_title
-    from .findings import routing
+    from .findings import routing_summary
     from .labels import label
 
     verdicts = {c.claim: c.verdict() for c in CLAIMS}
@@ -175,9 +175,12 @@ def what_we_found() -> Markdown:
         [first[c] for c in measured], sum(v.word == "certified" for v in certificates), len(certificates)
     )
     items = [(chapter_title(c), c, s) for c, s in zip(measured, sentences)]
-    routed = routing.closing(declared.routing(), label, name_unrun=False, notes=declared.routing_notes())
+    routed = routing_summary.summary(declared.routing(), label, notes=declared.routing_notes())
     if routed:  # after the title's question: the tasks where the mechanism and a fixed scale part ways
-        items.insert(min(1, len(items)), (chapter_title("book/routing"), "book/routing", " ".join(routed)))
+        routed = routed.removeprefix("Where attention must learn to route, ")  # the item's title says it
+        items.insert(
+            min(1, len(items)), (chapter_title("book/routing"), "book/routing", routed[0].upper() + routed[1:])
+        )
     items.append(("The mathematics", "book/p1_steepest_descent", sentences[-1]))
     lines = [f"- **[{title}]({Path(chapter).name}.ipynb).** {sentence}" for title, chapter, sentence in items]
     return Markdown("\n".join(lines) + "\n")

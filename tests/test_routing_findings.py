@@ -316,3 +316,24 @@ def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_conf
     assert merged["runs"]["stiefel@wd=0.1/1"] == {"x": 2} and "stiefel@wd=0.1/0" not in dmap["runs"]
     other = {**judged, "config": {**judged["config"], "qk_lrs": [["stiefel", 3e-2]]}}  # another lr: not the map's cell
     assert rm.with_judged(dmap, other) is dmap and rm.with_judged(None, judged) is None
+
+
+def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
+    from stiefel_core.findings.routing_summary import summary
+
+    rng = np.random.default_rng(6)
+    loss = rng.uniform(0.3, 0.4, 10)
+    tie = judged({"baseline": loss, "stiefel": loss + rng.normal(0, 0.3, 10), "frozen": loss + 4, "qk_norm": loss + 3})
+    win = judged({"baseline": loss + 1, "stiefel": loss, "frozen": loss + 4, "qk_norm": loss + 3}, "val_loss")
+    endpoint = fr.TASKS["induction"][1]
+    tie_rows = fr.family_rows(fr.finals(tie, "val_acc"), endpoint, margin=0.05)
+    win_rows = fr.family_rows(fr.finals(win, "val_loss"), endpoint, margin=0.05)
+    assert summary({"mqar": [], "induction": []}, label) == ""
+    text = summary({"mqar": tie_rows, "induction": tie_rows, "charlm": []}, label, notes={"mqar": "a note"})
+    assert text.startswith("Where attention must learn to route, the Stiefel rule beats the tuned AdamW on none of")
+    assert "cannot be told from it on associative recall (a note) and the induction task" not in text  # notes follow
+    assert "cannot be told from it on associative recall and the induction task (a note)." in text
+    assert "Frozen frames fall clearly short of trained ones on associative recall and the induction task." in text
+    assert text.endswith("Not yet run: the character model.")
+    mixed = summary({"mqar": tie_rows, "induction": win_rows}, label)
+    assert "the Stiefel rule beats the tuned AdamW on the induction task, and cannot be told from it on associative" in mixed

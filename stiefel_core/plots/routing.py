@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from ..labels import label
 from . import ARM_COLORS, figsize, style
 
-__all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "sweep_figure"]
+__all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "rung_label", "sweep_figure"]
 
 ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D"}
@@ -80,13 +80,20 @@ def draw_cell(ax: Axes, cell: dict[str, list[tuple[list, list]]], ylabel: str, t
         ax.text(0.5, 0.5, "no run at this cell", ha="center", va="center", transform=ax.transAxes)
 
 
+def rung_label(lr: float) -> str:
+    """A rung of the lr ladder written short: ``3e-4``, ``1e-2``, ``0.1`` stays ``1e-1``."""
+    mantissa, exponent = f"{lr:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
     """One panel per task (``{title: (rows, score label, factor)}``, ``rows`` as
     ``findings.routing.sweep_rows`` gives them, each score times ``factor``): each swept arm's
-    score against its W_Q, W_K lr, the chosen lr circled."""
+    score against its W_Q, W_K lr, the chosen lr circled; one legend under the panels."""
     with style():
-        panel = (5.6, 3.0) if len(panels) == 1 else (3.45, 2.9)
-        fig, axes = plt.subplots(1, len(panels), figsize=figsize(1, len(panels), panel), squeeze=False)
+        panel = (5.6, 3.0) if len(panels) == 1 else (2.3, 2.6)
+        width, height = figsize(1, len(panels), panel)
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, height + 0.7), squeeze=False, layout="constrained")
         for ax, (title, (rows, ylabel, factor)) in zip(axes[0], panels.items()):
             for row in rows:
                 lrs = sorted(lr for lr in row["scores"] if lr > 0)
@@ -98,22 +105,24 @@ def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
                     values,
                     color=color(row["arm"]),
                     marker=marker,
-                    ms=5,
-                    lw=1.3,
+                    ms=4,
+                    lw=1.2,
                     label=label(row["arm"]),
                     zorder=on_top,
                 )
                 if row["chosen"]:
                     chosen = factor * row["scores"][row["chosen"]]
                     ax.scatter(
-                        [row["chosen"]], [chosen], s=120, facecolors="none", edgecolors=color(row["arm"]), lw=1.5
+                        [row["chosen"]], [chosen], s=110, facecolors="none", edgecolors=color(row["arm"]), lw=1.5
                     )
             ax.set_xscale("log")
             rungs = sorted({lr for row in rows for lr in row["scores"] if lr > 0})
-            ax.set_xticks(rungs, [f"{lr:g}" for lr in rungs], fontsize=8)
+            ax.set_xticks(rungs, [rung_label(lr) for lr in rungs], fontsize=7)
             ax.minorticks_off()
-            ax.set_xlabel("lr of W_Q, W_K")
-            ax.set_ylabel(ylabel)
-            ax.set_title(title)
-        axes[0, 0].legend(loc="best", fontsize=7)
+            ax.set_xlabel("lr of W_Q, W_K", fontsize=8)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.tick_params(axis="y", labelsize=7)
+            ax.set_title(title, fontsize=9)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return fig
