@@ -186,6 +186,23 @@ def test_the_sweep_figure_draws_a_line_per_arm_and_circles_each_choice():
     assert drawn == [[55.0, 85.0, 40.0], [20.0]]
     circled = [np.round(c.get_offsets()[0], 9).tolist() for c in ax.collections]
     assert circled == [[1e-3, 85.0], [3e-4, 20.0]]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["3e-4", "1e-3", "3e-3"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["AdamW", "the Stiefel rule"]  # under the panels
+
+
+def test_the_learning_curves_put_the_tasks_side_by_side_with_one_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from stiefel_core.plots.routing import learning_curves
+
+    results = judged({"baseline": [0.9, 0.8], "stiefel": [0.7, 1.0]})
+    curves = fr.curves(results, "val_acc")
+    fig = learning_curves({"recall": (curves, "accuracy"), "induction": (curves, "accuracy")})
+    first, second = fig.axes
+    assert first.get_position().x1 < second.get_position().x0  # side by side
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["AdamW", "the Stiefel rule"]
+    assert np.allclose(first.lines[1].get_ydata(), [0.425, 0.85])  # the Stiefel rule's mean at steps 50 and 100
 
 
 def test_both_arms_at_the_ceiling_on_every_seed_qualify_the_verdict_with_its_regime():

@@ -22,21 +22,24 @@ def color(arm: str) -> str:
 
 
 def learning_curves(panels: dict[str, tuple[dict, str]]) -> Figure:
-    """One panel per task (``{title: (curves, metric label)}``, ``curves`` as
+    """One panel per task, side by side (``{title: (curves, metric label)}``, ``curves`` as
     ``findings.routing.curves`` gives them): each arm's mean over seeds, its band the smallest
     to the largest seed; one legend under the panels."""
     with style():
-        fig, axes = plt.subplots(len(panels), 1, figsize=figsize(len(panels), 1, (6.9, 2.6)), squeeze=False)
-        for ax, (title, (curves, ylabel)) in zip(axes[:, 0], panels.items()):
+        width, height = figsize(1, len(panels), (2.3, 2.3))
+        fig, axes = plt.subplots(1, len(panels), figsize=(width, height + 0.7), squeeze=False, layout="constrained")
+        for ax, (title, (curves, ylabel)) in zip(axes[0], panels.items()):
             for arm in sorted(curves, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER)):
                 c = curves[arm]
                 ax.plot(c["steps"], c["mean"], color=color(arm), lw=1.4, label=label(arm))
                 ax.fill_between(c["steps"], c["low"], c["high"], color=color(arm), alpha=0.15, lw=0)
             n = sorted({c["n"] for c in curves.values()})
-            ax.set_title(f"{title} ({'-'.join(map(str, n))} seed{'s' if n[-1] > 1 else ''} an arm)")
-            ax.set_ylabel(ylabel)
-        axes[0, 0].legend(loc="best", fontsize=7)
-        axes[-1, 0].set_xlabel("training step")
+            ax.set_title(f"{title}\n({'-'.join(map(str, n))} seed{'s' if n[-1] > 1 else ''} an arm)", fontsize=9)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.set_xlabel("training step", fontsize=8)
+            ax.tick_params(labelsize=7)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return fig
 
 
