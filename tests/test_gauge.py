@@ -356,6 +356,22 @@ def test_figures_draw():
     assert len(plots.gauge_components_figure(gauge.gradient_components()).axes) == 1
 
 
+def test_figures_are_readable_at_the_column_width():
+    from figure_checks import cut_off, legends_over_axes, overlapping, smallest_font
+
+    from stiefel_core.plots import gauge as plots
+
+    runs = gauge.projected_runs(steps=3)
+    components = plots.gauge_components_figure(gauge.gradient_components())
+    (ax,) = components.axes
+    assert overlapping(components, ax.get_xticklabels()) == []  # seven groups side by side, none over another
+    for fig in (plots.projected_run_figure(runs), plots.update_projection_figure(runs)):
+        assert len(fig.legends) == 1 and legends_over_axes(fig) == []  # one legend, under the panels
+        assert not cut_off(fig)
+    for fig in (components, plots.projected_run_figure(runs), plots.update_projection_figure(runs)):
+        assert fig.get_figwidth() <= 6.9 and smallest_font(fig) >= 7
+
+
 def test_orbit_explorer_moves_along_the_orbit_without_a_kernel():
     from stiefel_core.widgets.gauge import orbit_explorer
 

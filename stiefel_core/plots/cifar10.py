@@ -4,6 +4,8 @@ format: ``{"runs": {"<arm>/<start>": {"history": [...], "final": {...}}}}``), re
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
@@ -107,7 +109,8 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
 def arms_figure(
     results: dict, title: str = "", arms=CHAPTER_ARMS, metric: str = "test_acc", ylabel: str = "test accuracy (%)"
 ) -> Figure:
-    """Final ``metric`` of every arm, one line per start across the arms. Chapter: cifar10_patches."""
+    """Final ``metric`` of every arm, one line per start across the arms; an arm's name is broken
+    into lines where the arms' share of the width is too narrow for it. Chapter: cifar10_patches."""
     starts = finished_starts(results, arms)
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (1.0 + 1.25 * len(arms), 3.4)))
@@ -127,7 +130,9 @@ def arms_figure(
                 color=ARM_COLORS[arm],
                 zorder=3,
             )
-        ax.set_xticks(range(len(arms)), [ARM_LABELS[a] for a in arms], fontsize=9)
+        # an arm's name in lines as wide as its share of the figure holds at 9 pt (~5.4 pt a character)
+        width = max(8, int(0.85 * 72 * fig.get_figwidth() / len(arms) / 5.4))
+        ax.set_xticks(range(len(arms)), [textwrap.fill(ARM_LABELS[a], width) for a in arms], fontsize=9)
         ax.set_ylabel(ylabel)
         if title:
             ax.set_title(title)

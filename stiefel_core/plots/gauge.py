@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .. import gauge
 from ..threads import one_thread
@@ -130,18 +131,19 @@ def gauge_components_figure(components: dict) -> Figure:
     ``components``: :func:`stiefel_core.gauge.gradient_components`' output.
     Chapter: gauge."""
     components, control = components["found"], components["control"]
+    # three short lines a group, so that seven groups fit side by side in the column
     rows = [
-        ("Stiefel, O(r)\nrandom points", components["stiefel_random"], "stiefel"),
-        ("Stiefel, O(r)\nStiefelAdam run", components["stiefel_run"], "stiefel"),
-        ("Stiefel model\nGL(r), Euclid. grad.", components["stiefel_gl"], "stiefel"),
-        ("Euclidean, GL(r)\nrandom points", components["euclidean_random"], "euclidean"),
-        ("Euclidean, GL(r)\nAdamW run", components["euclidean_run"], "euclidean"),
-        ("control: + ⟨B, W_Q⟩\nStiefel, O(r)", control["stiefel_random"], "stiefel"),
-        ("control: + ⟨B, W_Q⟩\nEuclidean, GL(r)", control["euclidean_random"], "euclidean"),
+        ("Stiefel, O(r)\nrandom\npoints", components["stiefel_random"], "stiefel"),
+        ("Stiefel, O(r)\nStiefelAdam\nrun", components["stiefel_run"], "stiefel"),
+        ("Stiefel\nmodel, GL(r)\nEucl. grad.", components["stiefel_gl"], "stiefel"),
+        ("Euclidean\nGL(r), random\npoints", components["euclidean_random"], "euclidean"),
+        ("Euclidean\nGL(r)\nAdamW run", components["euclidean_run"], "euclidean"),
+        ("control\nStiefel, O(r)\n+ ⟨B, W_Q⟩", control["stiefel_random"], "stiefel"),
+        ("control\nEucl., GL(r)\n+ ⟨B, W_Q⟩", control["euclidean_random"], "euclidean"),
     ]
     rng = np.random.default_rng(0)
     with style():
-        fig, ax = plt.subplots(figsize=figsize(1, 1, (9.0, 3.8)))
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.9, 3.4)))
         for k, (name, values, arm) in enumerate(rows):
             v = _floor(values.reshape(-1).numpy())
             x = k + rng.uniform(-0.18, 0.18, size=v.shape)
@@ -149,7 +151,7 @@ def gauge_components_figure(components: dict) -> Figure:
             ax.semilogy(x, v, marker, color=arm_color(arm), markersize=4, alpha=0.8, linestyle="none")
         ax.axhline(gauge.TOLERANCE, color=COLORS["reference"], linestyle="--", label="1e-12: the certificate's bar")
         ax.axhline(np.finfo(float).eps, color=COLORS["reference"], linestyle=":", label="float64 machine epsilon")
-        ax.set_xticks(range(len(rows)), [name for name, _, _ in rows], fontsize=9)
+        ax.set_xticks(range(len(rows)), [name for name, _, _ in rows], fontsize=8)
         ax.set_ylabel(r"$\|P_{\mathrm{gauge}}\, g\| \,/\, \|g\|$ per head")
         ax.set_ylim(FLOOR / 3, 10)
         ax.legend(loc="center left", fontsize=9)
@@ -160,15 +162,15 @@ def projected_run_figure(runs: dict) -> Figure:
     """Left and middle: per step, the largest parameter deviation and the loss deviation between
     the run with gauge directions removed from every gradient and the plain run (exact zeros at
     :data:`FLOOR`), for each arm, with 1e-10 and the level of float64 rounding. Right: the two
-    arms' loss curves, plain (lines) and projected (dots), which coincide. ``runs``:
-    :func:`stiefel_core.gauge.projected_runs`' output.
+    arms' loss curves, plain (lines) and projected (dots), which coincide. One legend, under the
+    panels. ``runs``: :func:`stiefel_core.gauge.projected_runs`' output.
     Chapter: gauge."""
     steps = runs["setting"]["steps"]
     runs = {arm: runs[arm]["gradient"] for arm in ("stiefel", "euclidean")}
     step = np.arange(steps + 1)
     names = {"stiefel": "Stiefel arm (StiefelAdam)", "euclidean": "Euclidean arm (AdamW)"}
     with style():
-        fig, axes = plt.subplots(1, 3, figsize=figsize(1, 1, (12.0, 3.6)))
+        fig, axes = plt.subplots(1, 3, figsize=figsize(1, 1, (6.9, 3.2)))
         for ax, key, ylabel in (
             (axes[0], "params", r"$\max_i |\theta_i^{\mathrm{proj}} - \theta_i^{\mathrm{plain}}|$"),
             (axes[1], "loss", r"$|L^{\mathrm{proj}} - L^{\mathrm{plain}}|$"),
@@ -180,25 +182,22 @@ def projected_run_figure(runs: dict) -> Figure:
             ax.set_ylim(FLOOR / 3, 1e-6)
             ax.set_xlabel("step")
             ax.set_ylabel(ylabel)
-        axes[0].legend(loc="upper left", fontsize=9)
         axes[0].set_title("parameters")
         axes[1].set_title("loss")
         for arm, run in runs.items():
             plain, projected = run["plain_loss"].numpy(), run["projected_loss"].numpy()
-            axes[2].semilogy(step, plain, color=arm_color(arm), label=f"{names[arm]}, plain")
-            axes[2].semilogy(
-                step[::4],
-                projected[::4],
-                "o",
-                markersize=3,
-                color=arm_color(arm),
-                markerfacecolor="none",
-                label="gradients projected",
-            )
+            axes[2].semilogy(step, plain, color=arm_color(arm))
+            axes[2].semilogy(step[::4], projected[::4], "o", markersize=3, color=arm_color(arm), markerfacecolor="none")
         axes[2].set_xlabel("step")
         axes[2].set_ylabel("training loss")
         axes[2].set_title("the runs")
-        axes[2].legend(fontsize=9)
+        handles, labels = axes[0].get_legend_handles_labels()
+        handles += [
+            Line2D([], [], color="black", lw=1.5),
+            Line2D([], [], color="black", marker="o", markersize=3, markerfacecolor="none", linestyle="none"),
+        ]
+        labels += ["right: plain run", "right: gradients projected"]
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8)
     return fig
 
 
@@ -206,36 +205,27 @@ def update_projection_figure(runs: dict) -> Figure:
     """Left: the gauge component of every step the optimizers take on the plain runs, relative
     to the step. Right: how far the loss drifts from the plain run when the gauge part is removed
     from the *steps* instead of the gradients (solid), against the gradient projection (dotted).
-    ``runs``: :func:`stiefel_core.gauge.projected_runs`' output.
+    One legend, under the panels. ``runs``: :func:`stiefel_core.gauge.projected_runs`' output.
     Chapter: gauge."""
     steps = runs["setting"]["steps"]
     grad, upd = ({arm: runs[arm][remove] for arm in ("stiefel", "euclidean")} for remove in ("gradient", "update"))
     names = {"stiefel": "StiefelAdam", "euclidean": "AdamW"}
     with style():
-        fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.4)))
+        fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.6)))
         for arm in ("stiefel", "euclidean"):
             a.plot(np.arange(steps), grad[arm]["update_component"].numpy(), color=arm_color(arm), label=names[arm])
-            b.semilogy(
-                np.arange(steps + 1),
-                _floor(upd[arm]["loss"].numpy()),
-                color=arm_color(arm),
-                label=f"{names[arm]}: steps projected",
-            )
-            b.semilogy(
-                np.arange(steps + 1),
-                _floor(grad[arm]["loss"].numpy()),
-                ":",
-                color=arm_color(arm),
-                label=f"{names[arm]}: gradients projected",
-            )
+            b.semilogy(np.arange(steps + 1), _floor(upd[arm]["loss"].numpy()), color=arm_color(arm))
+            b.semilogy(np.arange(steps + 1), _floor(grad[arm]["loss"].numpy()), ":", color=arm_color(arm))
         a.set_ylim(0, 1)
         a.set_xlabel("step")
-        a.set_ylabel(r"$\|P_{\mathrm{gauge}}\, \xi\| \,/\, \|\xi\|$ of the step taken")
-        a.legend(fontsize=9)
+        a.set_ylabel("gauge part of the step taken\n" r"$\|P_{\mathrm{gauge}}\, \xi\| \,/\, \|\xi\|$")
         b.set_xlabel("step")
         b.set_ylabel(r"$|L - L^{\mathrm{plain}}|$")
         b.set_ylim(FLOOR / 3, 1)
-        b.legend(fontsize=9, loc="lower right")
+        handles, labels = a.get_legend_handles_labels()
+        handles += [Line2D([], [], color="black"), Line2D([], [], color="black", linestyle=":")]
+        labels += ["right: steps projected", "right: gradients projected"]
+        fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
     return fig
 
 

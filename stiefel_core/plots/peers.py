@@ -14,7 +14,7 @@ from . import ARM_COLORS, COLORS, figsize, style, survival_steps
 __all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
 
 PEER_COLORS = {  # the book's colours where the arm has one (plots.ARM_COLORS); the relatives from Tol's palette
-    **{arm: ARM_COLORS[arm] for arm in ("baseline", "stiefel", "per_entry")},
+    **{arm: ARM_COLORS[arm] for arm in ("baseline", "stiefel", "per_entry", "cayley_adam")},
     "muon": "#332288",
     "muon_no_decay": "#88CCEE",
     "geoopt_radam": "#882255",
@@ -28,6 +28,7 @@ PEER_LABELS = {
     "muon_no_decay": "Muon, no decay on W_Q, W_K",
     "geoopt_radam": "geoopt RiemannianAdam",
     "orthogonal_param": "orthogonal parametrization",
+    "cayley_adam": label("cayley_adam", capital=True),
 }
 MARKERS = {
     "baseline": "s",
@@ -110,22 +111,23 @@ def gains_figure(rows: list[dict]) -> Figure:
 
 def survival_figure(curves: list) -> Figure:
     """Kaplan-Meier curves of time to 90 % validation accuracy, one per arm
-    (:class:`findings.regimes.Survival`); censored runs keep the curve up to their last epoch."""
+    (:class:`findings.regimes.Survival`); censored runs keep the curve up to their last epoch.
+    The legend sits under the panel."""
     with style():
-        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.6)))
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.9, 4.4)))
         survival_steps(ax, curves, PEER_COLORS, PEER_LABELS)
         ax.set_ylabel("share of runs not yet at 90 %")
-        if curves:
-            ax.legend(fontsize=9, loc="best")
+        if curves:  # under the panel: the curves cross every corner of it
+            fig.legend(loc="outside lower center", ncol=2, fontsize=8)
     return fig
 
 
 def movement_figure(series: dict[str, dict[str, np.ndarray]]) -> Figure:
     """Per arm, the mean over seeds of W_Q's mean principal angle to its start (left) and of its
     orthonormality error ``‖WᵀW − I‖_F`` (right, log scale) over epochs: ``series[arm]`` holds
-    ``epoch``, ``angle`` and ``ortho`` arrays."""
+    ``epoch``, ``angle`` and ``ortho`` arrays. One legend, under the panels."""
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (3.6, 3.0)))
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (3.6, 3.7)))
         for arm, s in series.items():
             color = PEER_COLORS.get(arm, COLORS["reference"])
             left.plot(s["epoch"], s["angle"], color=color, lw=1.3, label=PEER_LABELS.get(arm, arm))
@@ -135,6 +137,6 @@ def movement_figure(series: dict[str, dict[str, np.ndarray]]) -> Figure:
         right.set_xlabel("epoch")
         right.set_ylabel("‖W_Qᵀ W_Q − I‖_F, worst head")
         right.set_yscale("log")
-        if series:
-            left.legend(fontsize=9, loc="best")
+        if series:  # one legend for both panels, under them: the curves fill the left panel's corners
+            fig.legend(loc="outside lower center", ncol=3, fontsize=8)
     return fig

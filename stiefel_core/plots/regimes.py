@@ -22,10 +22,10 @@ def gain_curves(
     gains: dict[str, list[dict]], title: str = "", ylabel: str = "Stiefel − arm, validation accuracy (pp)"
 ) -> Figure:
     """One line per compared arm: the mean paired gain over epochs with its 95 % band
-    (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list).
+    (``gains[arm]`` is :func:`findings.regimes.gain_over_time`'s list); the legend under the panel.
     Chapter: regimes."""
     with style():
-        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
+        fig, ax = plt.subplots(figsize=figsize(1, 1, (6.9, 3.8)))
         for arm, series in gains.items():
             if not series:
                 continue
@@ -44,29 +44,36 @@ def gain_curves(
         ax.axhline(0, color=COLORS["reference"], lw=0.8)
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
-        ax.legend(loc="best", fontsize=9)
         if title:
             ax.set_title(title)
+        # under the panel: the bands fill the axes from top to bottom, so no corner is free
+        fig.legend(loc="outside lower center", ncol=2, fontsize=8)
     return fig
 
 
 def survival_curves(panels: dict[str, list], title: str = "") -> Figure:
     """Kaplan-Meier curves, one panel per task: ``panels[name]`` is a list of
     :class:`findings.regimes.Survival`; a run that never reaches the threshold is a censored
-    tick at its last epoch.
+    tick at its last epoch. Each panel's legend sits under it, within the column's width.
     Chapter: regimes."""
     with style():
         n = len(panels)
-        fig, axes = plt.subplots(n, 1, figsize=figsize(n, 1, (6.9, 3.6)), squeeze=False, layout="none")
+        fig, axes = plt.subplots(n, 1, figsize=figsize(n, 1, (6.9, 3.4)), squeeze=False)
         for ax, (name, curves) in zip(axes[:, 0], panels.items()):
             survival_steps(ax, curves, ARM_COLORS, ARM_LABELS)
             ax.set_title(name)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=9, frameon=False, ncol=2)
+            ax.legend(
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.2),
+                fontsize=8,
+                frameon=False,
+                ncol=2,
+                handlelength=1.5,
+                columnspacing=1.2,
+            )
             ax.set_ylabel("not yet at 90 %")
         if title:
             fig.suptitle(title)
-        # the legends sit under the panels, outside what constrained layout can fit at this width
-        fig.subplots_adjust(left=0.12, right=0.97, top=0.94, bottom=0.2, hspace=0.95)
     return fig
 
 
