@@ -354,3 +354,12 @@ def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
     assert text.endswith("Not yet run: the character model.")
     mixed = summary({"mqar": tie_rows, "induction": win_rows}, label)
     assert "the Stiefel rule beats the tuned AdamW on the induction task, and cannot be told from it" in mixed
+
+
+def test_the_maps_mean_rows_give_each_arms_level_and_blank_a_cell_missing_a_seed():
+    from stiefel_core.findings import routing_map as rm
+
+    results = decay_map_file({"baseline": {0.0: [1.0, 3.0], 1.0: [0.5]}, "stiefel": {0.0: [0.2, 0.4], 1.0: [0.1, 0.3]}})
+    rows = dict(rm.mean_rows(results, [0, 1], ("baseline", "stiefel")))
+    assert np.allclose(rows["stiefel"], [0.305, 0.205])  # the final record is the loss + 1/200
+    assert np.isclose(rows["baseline"][0], 2.005) and rows["baseline"][1] is None  # seed 1 missing at λ = 1

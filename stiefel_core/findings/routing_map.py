@@ -16,10 +16,11 @@ from ..stats import VERDICTS
 from .decay_map import MapCell, Rule, final_cells
 from .regimes import decay_budget
 
-__all__ = ["PAIRS", "METRIC", "with_judged", "map_cells", "seeds_read", "map_text"]
+__all__ = ["PAIRS", "ARMS", "METRIC", "with_judged", "map_cells", "seeds_read", "map_text", "mean_rows"]
 
 PAIRS = (("stiefel", "baseline"), ("stiefel", "frozen"))  # the declared family's two rows
 METRIC = "val_loss"  # loss on the repeated half (nats per token); lower is better
+ARMS = ("baseline", "stiefel", "no_decay_qk", "frozen")  # the map's arms, in the book's order
 
 
 def _without_seeds(config: dict) -> dict:
@@ -89,3 +90,17 @@ def map_text(cells: list[MapCell], seeds: int, declared: int) -> list[str]:
             f"on {seeds} paired seeds{interim}: " + "; ".join(parts) + "."
         )
     return lines
+
+
+def mean_rows(results: dict, seeds: list[int], arms: tuple[str, ...] = ARMS) -> list[tuple[str, list[float | None]]]:
+    """Per arm, its mean final loss on the repeat at each decay of the map over ``seeds`` (``None``
+    where a seed is missing): what each arm reached, beside the family's differences."""
+    runs, decays = results["runs"], results["config"]["weight_decays"]
+    out = []
+    for arm in arms:
+        means = []
+        for wd in decays:
+            values = [runs.get(f"{arm}@wd={wd:g}/{s}", {}).get("final", {}).get(METRIC) for s in seeds]
+            means.append(None if not values or None in values else float(np.mean(values)))
+        out.append((arm, means))
+    return out
