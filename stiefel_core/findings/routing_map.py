@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..labels import label
+from ..results_reading import finished_starts, grid_arm, run_key, seed_of, split_key, without_seeds
 from ..stats import VERDICTS
 from .decay_map import MapCell, Rule, final_cells
 from .regimes import decay_budget
@@ -23,23 +24,19 @@ METRIC = "val_loss"  # loss on the repeated half (nats per token); lower is bett
 ARMS = ("baseline", "stiefel", "no_decay_qk", "frozen")  # the map's arms, in the book's order
 
 
-def _without_seeds(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k != "seeds"}
-
-
 def with_judged(results: dict | None, judged: dict | None) -> dict | None:
     """The map with its cell at the judged runs' decay filled from ``judged`` (``induction-full``)
     where the map has no run of its own, only when the judged configuration is the map's task
     (every setting but the seeds): then ``arm@wd=λ/seed`` is the run ``arm/seed``. Else the map."""
-    if not results or not judged or _without_seeds(judged["config"]) != _without_seeds(results["config"]["task"]):
+    if not results or not judged or without_seeds(judged["config"]) != without_seeds(results["config"]["task"]):
         return results
     wd = judged["config"]["weight_decay"]
     if wd not in results["config"]["weight_decays"]:
         return results
     runs = dict(results["runs"])
     for key, run in judged["runs"].items():
-        arm, _, seed = key.rpartition("/")
-        runs.setdefault(f"{arm}@wd={wd:g}/{seed}", run)
+        arm, seed = split_key(key)
+        runs.setdefault(run_key(grid_arm(arm, "wd", wd), seed), run)
     return {**results, "runs": runs}
 
 
@@ -47,12 +44,8 @@ def seeds_read(results: dict | None) -> list[int]:
     """The seeds whose runs every cell of the map has (the seeds its verdicts read)."""
     if not results:
         return []
-    names = {f"{arm}@wd={wd:g}" for pair in PAIRS for arm in pair for wd in results["config"]["weight_decays"]}
-    by_seed: dict[int, set[str]] = {}
-    for key in results["runs"]:
-        arm, _, seed = key.rpartition("/")
-        by_seed.setdefault(int(seed), set()).add(arm)
-    return sorted(s for s, arms in by_seed.items() if names <= arms)
+    names = [grid_arm(arm, "wd", wd) for pair in PAIRS for arm in pair for wd in results["config"]["weight_decays"]]
+    return finished_starts(results, names)
 
 
 def map_cells(results: dict, family, lr: float, lr_factors) -> list[MapCell]:
@@ -61,7 +54,7 @@ def map_cells(results: dict, family, lr: float, lr_factors) -> list[MapCell]:
     schedule's factor at each step (a cell's decay budget is Σ lr·λ up to its final step)."""
     factors = np.asarray(lr_factors, dtype=float)
     seeds = set(seeds_read(results))
-    kept = {**results, "runs": {k: r for k, r in results["runs"].items() if int(k.rpartition("/")[2]) in seeds}}
+    kept = {**results, "runs": {k: r for k, r in results["runs"].items() if seed_of(k) in seeds}}
     return final_cells(
         kept,
         PAIRS,
@@ -100,7 +93,7 @@ def mean_rows(results: dict, seeds: list[int], arms: tuple[str, ...] = ARMS) -> 
     for arm in arms:
         means = []
         for wd in decays:
-            values = [runs.get(f"{arm}@wd={wd:g}/{s}", {}).get("final", {}).get(METRIC) for s in seeds]
+            values = [runs.get(run_key(grid_arm(arm, "wd", wd), s), {}).get("final", {}).get(METRIC) for s in seeds]
             means.append(None if not values or None in values else float(np.mean(values)))
         out.append((arm, means))
     return out
