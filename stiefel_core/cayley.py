@@ -8,16 +8,23 @@ from typing import Callable, Iterable
 
 import torch
 from torch import Tensor
-from torch.optim import Optimizer
 
-from .frame_steps import adam_defaults, adam_states, bank, evaluate_closure, new_parameters, unbank
+from .frame_steps import (
+    FrameOptimizer,
+    adam_defaults,
+    adam_states,
+    bank,
+    evaluate_closure,
+    new_parameters,
+    unbank,
+)
 from .manifold import compute_dtype, full_precision_matmul, orthonormality_error
-from .step_checks import ORTHONORMALITY_TOLERANCE
+from .step_checks import orthonormality_tolerance
 
 __all__ = ["CayleyAdam", "cayley_adam_update_"]
 
 
-class CayleyAdam(Optimizer):
+class CayleyAdam(FrameOptimizer):
     r"""Cayley ADAM (Li, Li & Todorovic, ICLR 2020, Algorithm 2) on St(d, r), frames ``X`` of shape
     ``(..., d, r)`` with ``XᵀX = I`` (the paper's ``n x p`` matrices: the same orientation). For
     each frame with Euclidean gradient ``G``, at step ``k``::
@@ -45,7 +52,8 @@ class CayleyAdam(Optimizer):
     Weight decay is accepted for API parity and ignored, as the paper applies none to the frames.
 
     Args:
-        params: frames ``(..., d, r)`` on the manifold (``‖XᵀX - I‖_F <= 1e-4``), or groups.
+        params: frames ``(..., d, r)`` on the manifold (``‖XᵀX - I‖_F <= 1e-4``, or ``eps · r`` of a
+            low-precision dtype), or groups.
         lr: the paper's ``l``, the largest step size ``α``.
         betas: ``(β1, β2)``. eps: ``ε``. q: the cap's constant (0.5). s: fixed-point iterations (2).
     """
@@ -72,7 +80,7 @@ class CayleyAdam(Optimizer):
         super().add_param_group(param_group)
         for name, p in new_parameters(self, "CayleyAdam"):
             error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
-            if not error <= ORTHONORMALITY_TOLERANCE:
+            if not error <= orthonormality_tolerance(p):
                 raise ValueError(
                     f"CayleyAdam: parameter {name} is not on the Stiefel manifold (max ‖XᵀX - I‖_F = {error:.3g}). "
                     "Orthonormalise it first: `with torch.no_grad(): p.copy_(stiefel_core.manifold.orthonormalize(p))`."

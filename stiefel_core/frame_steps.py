@@ -15,6 +15,7 @@ from .manifold import check_frame_shape, compute_dtype
 from .step_checks import _param_name
 
 __all__ = [
+    "FrameOptimizer",
     "adam_defaults",
     "evaluate_closure",
     "new_parameters",
@@ -85,6 +86,22 @@ def adam_states(optimizer: Optimizer, kind: str) -> Iterator[tuple[dict, Tensor,
                 state["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
                 state["exp_avg_sq"] = torch.zeros(p.shape[:-2], dtype=compute_dtype(p.dtype), device=p.device)
             yield group, p, state
+
+
+class FrameOptimizer(Optimizer):
+    """An optimizer of frames: ``load_state_dict`` puts ``exp_avg_sq``, ``step`` and
+    ``trust_capped`` back as saved (torch casts every floating state tensor to its parameter's
+    dtype), so a resumed run is bit-identical to an uninterrupted one, for low-precision frames too."""
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        saved_ids = [i for g in state_dict["param_groups"] for i in g["params"]]
+        params = [p for g in self.param_groups for p in g["params"]]
+        for saved_id, p in zip(saved_ids, params):
+            saved = state_dict["state"].get(saved_id, {})
+            for key in ("exp_avg_sq", "step", "trust_capped"):
+                if key in saved:
+                    self.state[p][key] = saved[key].to(device=p.device, copy=True)
 
 
 @torch.no_grad()

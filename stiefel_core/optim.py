@@ -10,9 +10,9 @@ from typing import Callable, Iterable
 
 import torch
 from torch import Tensor
-from torch.optim import Optimizer
 
 from .frame_steps import (
+    FrameOptimizer,
     adam_defaults,
     bank,
     bank_scalars,
@@ -33,7 +33,7 @@ from .manifold import (
     retract_polar,
     sym,
 )
-from .step_checks import ORTHONORMALITY_TOLERANCE, check_step
+from .step_checks import check_step, orthonormality_tolerance
 
 __all__ = [
     "StiefelAdam",
@@ -64,7 +64,7 @@ IN_PLACE_NUMEL = (
 )  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
 
 
-class StiefelAdam(Optimizer):
+class StiefelAdam(FrameOptimizer):
     r"""Riemannian Adam on St(d, r) with one scalar second moment per frame.
 
     For every frame ``W`` (the trailing ``(d, r)`` matrices of each parameter) with Euclidean
@@ -133,7 +133,7 @@ class StiefelAdam(Optimizer):
         super().add_param_group(param_group)
         for name, p in new_parameters(self, "StiefelAdam"):
             error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
-            tolerance = max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * p.shape[-1])  # bf16 holds 8 bits
+            tolerance = orthonormality_tolerance(p)
             if not error <= tolerance:
                 raise ValueError(
                     f"StiefelAdam: parameter {name} is not on the Stiefel manifold "
@@ -160,21 +160,6 @@ class StiefelAdam(Optimizer):
         over every frame of every group; ``None`` before the first step. One host
         synchronisation: call it when logging, not every step."""
         return trust_region_fraction(self)
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """As ``Optimizer.load_state_dict``, but ``exp_avg_sq`` and ``step`` keep their own
-        dtype (torch casts every state tensor to the parameter's dtype), so a resumed run is
-        bit-identical to an uninterrupted one, for low-precision frames too."""
-        super().load_state_dict(state_dict)
-        saved_ids = [i for g in state_dict["param_groups"] for i in g["params"]]
-        params = [p for g in self.param_groups for p in g["params"]]
-        for saved_id, p in zip(saved_ids, params):
-            saved = state_dict["state"].get(saved_id)
-            if saved is None:
-                continue
-            for key in ("exp_avg_sq", "step", "trust_capped"):
-                if key in saved:
-                    self.state[p][key] = saved[key].to(device=p.device, copy=True)
 
     @torch.compiler.disable  # host decisions (buckets, Newton-Schulz counts): compiled callers run it eagerly
     @torch.no_grad()

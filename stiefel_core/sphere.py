@@ -7,9 +7,9 @@ from typing import Callable, Iterable
 
 import torch
 from torch import Tensor
-from torch.optim import Optimizer
 
 from .frame_steps import (
+    FrameOptimizer,
     adam_defaults,
     adam_states,
     bank,
@@ -22,10 +22,10 @@ from .manifold import compute_dtype
 
 __all__ = ["SphereAdam", "SPHERE_TOLERANCE"]
 
-SPHERE_TOLERANCE = 1e-4  # relative: |‖W‖_F / √r - 1| of a matrix accepted as on the sphere
+SPHERE_TOLERANCE = 1e-4  # relative: |‖W‖_F / √r - 1| of a matrix accepted (or the dtype's eps, if larger)
 
 
-class SphereAdam(Optimizer):
+class SphereAdam(FrameOptimizer):
     r"""Riemannian Adam on the sphere ``S = {W ∈ R^(d x r): ‖W‖_F = √r}``, one per matrix, with
     :class:`~stiefel_core.optim.StiefelAdam`'s default rule (one scalar second moment per matrix,
     bias correction, trust region); only the manifold differs. For every matrix ``W`` (the trailing
@@ -64,7 +64,7 @@ class SphereAdam(Optimizer):
             r = p.shape[-1]
             norms = torch.linalg.matrix_norm(p.detach().to(compute_dtype(p.dtype)))
             error = (norms / r**0.5 - 1).abs().max().item() if p.numel() else 0.0
-            if not error <= SPHERE_TOLERANCE:
+            if not error <= max(SPHERE_TOLERANCE, torch.finfo(p.dtype).eps):
                 raise ValueError(
                     f"SphereAdam: parameter {name} is not on the sphere ‖W‖_F = √r = {r**0.5:.4g} (worst relative "
                     f"error {error:.3g}). Rescale it first: `with torch.no_grad(): p.mul_(r**0.5 / "

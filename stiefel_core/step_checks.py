@@ -12,7 +12,13 @@ from torch.optim import Optimizer
 from .frames import frame_norm_deviation
 from .manifold import orthonormality_error
 
-__all__ = ["NonFiniteGradientError", "FrameOffManifoldError", "check_step", "ORTHONORMALITY_TOLERANCE"]
+__all__ = [
+    "NonFiniteGradientError",
+    "FrameOffManifoldError",
+    "check_step",
+    "ORTHONORMALITY_TOLERANCE",
+    "orthonormality_tolerance",
+]
 
 ORTHONORMALITY_TOLERANCE = 1e-4
 
@@ -32,11 +38,16 @@ def _param_name(group: dict, index: int, p: Tensor, group_index: int) -> str:
     return f"param_groups[{group_index}]['params'][{index}] of shape {tuple(p.shape)}"
 
 
+def orthonormality_tolerance(p: Tensor) -> float:
+    """The largest ``‖WᵀW - I‖_F`` of a frame accepted as on the manifold: 1e-4, or what the
+    parameter's dtype can hold (bfloat16 keeps 8 bits, so ``eps · r``)."""
+    return max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * p.shape[-1])
+
+
 def _drift_tolerance(p: Tensor) -> float:
     """How far ``‖W‖²_F`` of a frame may stray from ``r``: any frame accepted at construction
     (``‖WᵀW - I‖_F`` within tolerance, so ``|tr(WᵀW) - r| <= √r`` times it) passes, with room."""
-    r = p.shape[-1]
-    return 4 * r**0.5 * max(ORTHONORMALITY_TOLERANCE, torch.finfo(p.dtype).eps * r)
+    return 4 * p.shape[-1] ** 0.5 * orthonormality_tolerance(p)
 
 
 @torch.no_grad()

@@ -282,3 +282,33 @@ def test_an_interrupted_run_of_a_scale_arm_resumes_bit_identically(arm, tmp_path
     monkeypatch.setattr(grokking, "fit", real_fit)
     assert checkpoint.exists()
     assert grokking.run(config, arm, 0, CPU, checkpoint, progress=False, frame_lr=1e-2)["history"] == whole["history"]
+
+
+@pytest.mark.parametrize("kind", [SphereAdam, CayleyAdam])
+def test_sphere_and_cayley_adam_take_bfloat16_matrices_and_resume_them_bit_identically(kind):
+    """As StiefelAdam: a bfloat16 matrix is accepted to its dtype's precision (an orthonormal one in
+    bfloat16 misses 1e-4), and a run saved and resumed through ``state_dict`` keeps its float32 second
+    moment and step, so it ends where the uninterrupted run does."""
+    gen = torch.Generator().manual_seed(2)
+    X0 = random_frame(12, 4, 2, generator=gen).to(torch.bfloat16)
+    assert orthonormality_error(X0).max() > 1e-4  # the old tolerance refused it
+    grads = [torch.randn(2, 12, 4, generator=gen).to(torch.bfloat16) for _ in range(6)]
+
+    def steps(opt, p, gs):
+        for g in gs:
+            p.grad = g.clone()
+            opt.step()
+
+    whole = torch.nn.Parameter(X0.clone())
+    steps(kind([whole], lr=0.05), whole, grads)
+
+    first = torch.nn.Parameter(X0.clone())
+    opt = kind([first], lr=0.05)
+    steps(opt, first, grads[:3])
+    assert opt.state[first]["exp_avg_sq"].dtype == torch.float32
+    resumed = torch.nn.Parameter(first.detach().clone())
+    opt2 = kind([resumed], lr=0.05)
+    opt2.load_state_dict(opt.state_dict())
+    assert opt2.state[resumed]["exp_avg_sq"].dtype == torch.float32  # torch alone would cast it to bfloat16
+    steps(opt2, resumed, grads[3:])
+    assert torch.equal(resumed.detach(), whole.detach())
