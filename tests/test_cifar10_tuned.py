@@ -69,6 +69,20 @@ def test_the_sweep_rows_read_each_cell_at_the_judged_decay():
     assert rows[1]["chosen"] is None and not math.isnan(rows[1]["scores"][3e-4])
 
 
+def test_the_relatives_sweep_rows_keep_only_rungs_every_selection_start_finished():
+    def run(acc):
+        return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
+
+    runs = {f"muon@qklr={lr:g}/{s}": run(0.4 + lr) for lr in (1e-3, 3e-3) for s in (100, 101)}
+    runs["muon@qklr=0.01/100"] = run(0.9)  # one start of two: not a score yet
+    runs["geoopt_radam@qklr=0.1/100"] = run(0.5)
+    sweep = {"config": {"seeds": [100, 101], "task": {"epochs": 10}}, "runs": runs}
+    rows = ct.peer_sweep_rows(sweep, {"muon": 3e-3})
+    assert [r["arm"] for r in rows] == ["muon"] and rows[0]["n"] == 2
+    assert sorted(rows[0]["scores"]) == [1e-3, 3e-3] and rows[0]["chosen"] == 3e-3
+    assert ct.peer_sweep_rows(None) == []
+
+
 def test_a_comparison_held_back_only_by_the_unrun_comparisons_is_said_so():
     rng = np.random.default_rng(3)
     base = 0.50 + 0.01 * rng.standard_normal(12)

@@ -19,6 +19,7 @@ __all__ = [
     "ARMS",
     "REFERENCES",
     "sweep_rows",
+    "peer_sweep_rows",
     "tuned_lrs",
     "fair_rows",
     "shown",
@@ -40,14 +41,27 @@ def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weigh
     """Per swept arm at ``weight_decay``: ``scores`` (lr -> mean late test accuracy over the
     selection starts that finished every rung), ``n`` (starts) and ``chosen`` (the lr its judged
     runs used, from their config; ``None`` before)."""
+    return _rows(sweep, {arm: grid_arm(arm, "wd", weight_decay) for arm in SWEPT}, chosen)
+
+
+def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) -> list:
+    """:func:`sweep_rows` of the relatives' own CIFAR-10 sweep (λ = 1, two selection starts)."""
+    return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
+
+
+def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
     if not sweep:
         return []
     n = len(sweep["config"]["seeds"])
-    rows = []
-    for arm in SWEPT:
-        cell = grid_arm(arm, "wd", weight_decay)
-        scores = late_scores(sweep, cell, "test_acc")
-        rows.append({"arm": arm, "scores": rung_scores(scores, n), "n": n, "chosen": (chosen or {}).get(arm)})
+    rows = [
+        {
+            "arm": arm,
+            "scores": rung_scores(late_scores(sweep, cell, "test_acc"), n),
+            "n": n,
+            "chosen": (chosen or {}).get(arm),
+        }
+        for arm, cell in cells.items()
+    ]
     return [r for r in rows if r["scores"]]
 
 
