@@ -26,6 +26,32 @@ def overlapping(fig: Figure, texts: list[Text]) -> list[tuple[str, str]]:
     ]
 
 
+def tick_labels(fig: Figure) -> list[Text]:
+    """The tick labels of every visible axes of ``fig`` that are drawn: those of ticks within the
+    axes' view (a locator also places ticks beyond it, which are not drawn)."""
+    _renderer(fig)
+    shown = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            shown += [
+                t for t, at in zip(axis.get_ticklabels(), axis.get_ticklocs()) if low <= at <= high and t.get_visible()
+            ]
+    return shown
+
+
+def words(fig: Figure) -> list[Text]:
+    """Every drawn tick label, axis label and title of ``fig``, its own title too: the texts that
+    must not overlap one another (a label longer than its axes reaches into the next)."""
+    shown = tick_labels(fig)
+    for ax in fig.axes:
+        if ax.get_visible():
+            shown += [ax.xaxis.label, ax.yaxis.label, ax.title]
+    return shown + ([fig._suptitle] if fig._suptitle is not None else [])
+
+
 def cut_off(fig: Figure) -> bool:
     """Whether anything drawn on ``fig`` (a label longer than its axes, a legend) reaches past
     the figure's edge, where a figure saved at its own size cuts it off."""
@@ -44,6 +70,17 @@ def legends_over_axes(fig: Figure) -> list[str]:
         for legend in legends
         if any(legend.get_window_extent(renderer).overlaps(ax.bbox) for ax in fig.axes if ax.get_visible())
     ]
+
+
+def code_like(fig: Figure) -> list[str]:
+    """The visible texts of ``fig`` that read like code: an underscore outside mathtext (``$...$``,
+    where ``W_Q`` is set as a subscript), as in ``test_acc`` or ``W_Q``."""
+    found = []
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if t.get_visible() and "_" in "".join(text.split("$")[0::2]):
+            found.append(text)
+    return found
 
 
 def smallest_font(fig: Figure, width: float = 6.9) -> float:

@@ -34,6 +34,8 @@ CHAPTER_ARMS = (
     "frozen",
 )  # the cifar10 experiment's ARMS (a test holds them equal)
 ARM_LABELS = {arm: text[:1].upper() + text[1:] for arm, text in ARMS.items()}  # labels.py, capitalised for legends
+METRIC_LABELS = {"test_acc": "test accuracy (%)", "train_acc": "training accuracy (%)"}
+UNDER = {"loc": "outside lower center", "fontsize": 8}  # a figure's one legend, under its panels
 
 
 def _start_line(ax: Axes, steps: list, values: list, arm: str, labelled: bool) -> None:
@@ -51,36 +53,56 @@ def draw_curves(ax: Axes, runs: dict, arms=CHAPTER_ARMS, metric: str = "test_acc
             history = runs[key]["history"]
             _start_line(ax, [r["steps_done"] for r in history], [100 * r[metric] for r in history], arm, i == 0)
     ax.set_xlabel("step")
-    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_ylabel(METRIC_LABELS.get(metric, f"{metric.replace('_', ' ')} (%)"))
 
 
 def curves_figure(runs: dict, title: str = "") -> Figure:
-    """Test and running training accuracy of every run, by step. Chapter: cifar10_patches."""
+    """Test and running training accuracy of every run, by step; one legend, under the panels.
+    Chapter: cifar10_patches."""
     with style():
-        fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.4)))
         draw_curves(axes[0], runs, metric="test_acc")
         draw_curves(axes[1], runs, metric="train_acc")
-        axes[0].legend()
+        fig.legend(handles=axes[0].get_legend_handles_labels()[0], ncol=4, **UNDER)
         if title:
             fig.suptitle(title)
     return fig
 
 
+def _break_marks(upper: Axes, lower: Axes) -> None:
+    """The two short slashes of a broken y axis, on the left spine where ``upper`` ends and
+    ``lower`` begins."""
+    marks = dict(marker=[(-1, -0.5), (1, 0.5)], markersize=8, linestyle="none", color="black", clip_on=False)
+    upper.plot([0], [0], transform=upper.transAxes, **marks)
+    lower.plot([0], [1], transform=lower.transAxes, **marks)
+
+
 def gains_figure(results: dict, preprint_gain: float | None = None, title: str = "") -> Figure:
-    """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (points),
-    the mean with its 95 % interval and, dashed, the preprint's gain.
-    Chapter: cifar10_patches."""
+    """Left: each start's test accuracy in both arms, joined. Right: the per-start gain (bars),
+    the mean with its 95 % interval and, dashed, the preprint's gain. Where the preprint's gain is
+    far outside the bars' range, it is drawn in a strip of its own above them, at the same scale,
+    the y axis broken between the two, so that the bars keep their height. One legend, under the
+    panels. Chapter: cifar10_patches."""
     starts, a, b, comparison = paired(results, "stiefel", "baseline", "test_acc")
+    gains = a - b
+    shown = [0.0, *gains] + ([comparison.ci_low, comparison.ci_high] if comparison is not None else [])
+    low, high = min(shown), max(shown)
+    apart = preprint_gain is not None and not (low - (high - low) <= preprint_gain <= high + (high - low))
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        fig = plt.figure(figsize=figsize(1, 2, (4.2, 3.6)))
+        if apart:
+            axes = fig.subplot_mosaic([["left", "far"], ["left", "right"]], height_ratios=[1, 4])
+            far = axes["far"]
+        else:
+            axes, far = fig.subplot_mosaic([["left", "right"]]), None
+        left, right = axes["left"], axes["right"]
         for s, x, y in zip(starts, b, a):
             left.plot([0, 1], [x, y], "-", color=COLORS["reference"], lw=0.8, alpha=0.6)
-        left.scatter(np.zeros(len(b)), b, color=ARM_COLORS["baseline"], zorder=3, label=ARM_LABELS["baseline"])
-        left.scatter(np.ones(len(a)), a, color=ARM_COLORS["stiefel"], zorder=3, label=ARM_LABELS["stiefel"])
-        left.set_xticks([0, 1], ["baseline", "Stiefel"])
+        left.scatter(np.zeros(len(b)), b, color=ARM_COLORS["baseline"], zorder=3)
+        left.scatter(np.ones(len(a)), a, color=ARM_COLORS["stiefel"], zorder=3)
+        left.set_xticks([0, 1], [ARM_LABELS["baseline"], ARM_LABELS["stiefel"]])
         left.set_xlim(-0.4, 1.4)
         left.set_ylabel("test accuracy (%)")
-        gains = a - b
         right.bar(
             range(len(starts)), gains, color=[ARM_COLORS["stiefel"] if g > 0 else ARM_COLORS["baseline"] for g in gains]
         )
@@ -93,14 +115,31 @@ def gains_figure(results: dict, preprint_gain: float | None = None, title: str =
                 lw=1.2,
                 label=f"mean {comparison.mean_difference:+.2f} pp",
             )
-            right.axhspan(comparison.ci_low, comparison.ci_high, color=COLORS["stiefel"], alpha=0.15, label="95% CI")
-        if preprint_gain is not None:
-            right.axhline(
-                preprint_gain, color=COLORS["highlight"], ls="--", lw=1.2, label=f"preprint {preprint_gain:+.2f} pp"
+            right.axhspan(
+                comparison.ci_low, comparison.ci_high, color=COLORS["stiefel"], alpha=0.15, label="its 95 % interval"
             )
+        if preprint_gain is not None:
+            (far or right).axhline(
+                preprint_gain,
+                color=COLORS["highlight"],
+                ls="--",
+                lw=1.2,
+                label=f"the preprint: {preprint_gain:+.2f} pp",
+            )
+        if far is not None:
+            bottom, top = right.get_ylim()
+            half = (top - bottom) / 8  # the strip is a quarter of the bars' height: the same pp per inch
+            far.set_ylim(preprint_gain - half, preprint_gain + half)
+            far.set_yticks([preprint_gain], [f"{preprint_gain:+.2f}"])
+            far.set_xlim(right.get_xlim())
+            far.tick_params(axis="x", bottom=False, labelbottom=False)
+            far.spines["bottom"].set_visible(False)
+            far.grid(False)
+            _break_marks(far, right)
         right.set_xlabel("start")
-        right.set_ylabel("Stiefel − baseline (pp)")
-        right.legend(fontsize=9)
+        right.set_ylabel("Stiefel rule − AdamW (pp)")
+        handles = [h for ax in (far, right) if ax is not None for h in ax.get_legend_handles_labels()[0]]
+        fig.legend(handles=handles, ncol=3, **UNDER)
         if title:
             fig.suptitle(title)
     return fig
@@ -143,11 +182,11 @@ def sweep_figure(
     rows: list[dict], preprint_note: str = "preprint: the gap widens with data", title: str = ""
 ) -> Figure:
     """Left: test accuracy of both arms against the training-set size (mean ± sd over starts).
-    Right: the paired gain with its 95 % interval, per size.
+    Right: the paired gain with its 95 % interval, per size. One legend, under the panels.
     Chapter: cifar10_patches."""
     rows = [r for r in rows if r["stiefel"] is not None and r["baseline"] is not None]
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.6)))
         sizes = [r["train_size"] for r in rows]
         for arm in ("baseline", "stiefel"):
             left.errorbar(
@@ -157,12 +196,11 @@ def sweep_figure(
                 fmt="o-",
                 color=ARM_COLORS[arm],
                 capsize=3,
-                label=ARM_LABELS[arm],
+                label=f"{ARM_LABELS[arm]}, mean ± sd",
             )
         left.set_xscale("log")
         left.set_xlabel("training images")
         left.set_ylabel("test accuracy (%)")
-        left.legend()
         paired = [r for r in rows if r["comparison"] is not None]
         if paired:
             means = np.array([r["comparison"].mean_difference for r in paired])
@@ -175,7 +213,7 @@ def sweep_figure(
                 fmt="o-",
                 color=COLORS["stiefel"],
                 capsize=3,
-                label="Stiefel − baseline, 95% CI",
+                label="the gain, with its 95 % interval",
             )
         right.axhline(0, color="black", lw=0.8)
         right.set_xscale("log")
@@ -183,9 +221,9 @@ def sweep_figure(
             ax.set_xticks(sizes, [f"{n // 1000:g}k" if n >= 1000 else str(n) for n in sizes])
             ax.minorticks_off()
         right.set_xlabel("training images")
-        right.set_ylabel("gain (pp)")
+        right.set_ylabel("Stiefel rule − AdamW (pp)")
         right.set_title(preprint_note, fontsize=9)
-        right.legend(fontsize=9)
+        fig.legend(ncol=3, **UNDER)
         if title:
             fig.suptitle(title)
     return fig
@@ -194,11 +232,11 @@ def sweep_figure(
 def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.0), title: str = "") -> Figure:
     """Left: mean per-step ``‖ΔW‖_F`` of W_Q and W_K (every block) by step, per arm (log scale).
     Right: how many times less than the baseline's identically shaped matrices each arm's frames
-    move a step, per projection and start; shaded, the preprint's range.
-    Chapter: cifar10_patches."""
+    move a step, per projection and start; shaded, the preprint's range. One legend, under the
+    panels. Chapter: cifar10_patches."""
     runs = results["runs"]
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.2)))
+        fig, (left, right) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.2, 3.6)))
         for arm in ("baseline", "stiefel", "fixed_step"):
             keys = sorted(k for k in runs if arm_of(k) == arm)
             for i, key in enumerate(keys):
@@ -209,8 +247,7 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 _start_line(left, steps, mean, arm, i == 0)
         left.set_yscale("log")
         left.set_xlabel("step")
-        left.set_ylabel("mean ‖ΔW‖_F per step")
-        left.legend(fontsize=9)
+        left.set_ylabel(r"mean $\|\Delta W\|_F$ of a step")
         for j, arm in enumerate(("stiefel", "fixed_step")):
             ratios = movement_ratios(results, arm)
             values = np.concatenate(list(ratios.values())) if ratios else np.array([])
@@ -219,14 +256,17 @@ def movement_figure(results: dict, band: tuple[float, float] | None = (24.0, 40.
                 right.scatter(j + jitter, values, s=12, color=ARM_COLORS[arm], alpha=0.8)
         if band is not None:
             right.axhspan(
-                *band, color=COLORS["highlight"], alpha=0.2, label=f"preprint: {band[0]:g}–{band[1]:g}x (fixed step)"
+                *band,
+                color=COLORS["highlight"],
+                alpha=0.2,
+                label=f"the preprint: {band[0]:g}–{band[1]:g}x (fixed step)",
             )
-            right.legend(fontsize=9)
+        fig.legend(ncol=4, **UNDER)
         right.axhline(1, color="black", lw=0.8)
         right.set_yscale("log")
-        right.set_xticks([0, 1], ["Stiefel", "fixed step"])
+        right.set_xticks([0, 1], [ARM_LABELS["stiefel"], ARM_LABELS["fixed_step"]])
         right.set_xlim(-0.6, 1.6)
-        right.set_ylabel("baseline step / arm step")
+        right.set_ylabel("times less than AdamW")
         if title:
             fig.suptitle(title)
     return fig

@@ -73,7 +73,7 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
                     lw=1.5,
                 )
         ax.set_xscale("log")
-        ax.set_xlabel("lr of W_Q, W_K")
+        ax.set_xlabel("learning rate of $W_Q$, $W_K$")
         ax.set_ylabel(f"{criterion} (%)")
         ax.legend(fontsize=9, loc="best")
     return fig

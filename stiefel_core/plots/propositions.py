@@ -98,28 +98,40 @@ def draw_scale_run(
     return {"deviation": run["deviation"], "final_loss": float(loss[-1]), "final_loss_reference": float(loss_ref[-1])}
 
 
+def _power_of_ten(x: float) -> str:
+    """``0`` as "0", ``1e-08`` as ``$10^{-8}$`` (mathtext)."""
+    return "0" if x == 0 else f"$10^{{{round(math.log10(x))}}}$"
+
+
 def scale_invariance_figure(found: dict) -> Figure:
     """Left: how far one step moves the frames, against the gradient scale ``c``, for the
     scale-free rule (flat) and the fixed-step rule (slope 1, until the retraction saturates).
     Right: the largest relative deviation of a 50-step scale-free trajectory from the one at
-    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``. ``found``:
-    :func:`stiefel_core.certify.curves.scale_invariance_curves`.
+    ``c = 1`` (exact zeros drawn at the floor), and the same with ``eps = 1e-8``. Each panel's
+    legend sits under it. ``found``: :func:`stiefel_core.certify.curves.scale_invariance_curves`.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     cs, free, fixed, deviations = found["scales"], found["scale_free"], found["fixed"], found["deviation"]
+    under = dict(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=8, frameon=False, handlelength=1.8)
     with style():
-        fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.4)))
+        fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.4, 3.9)))
         a.loglog(cs, free, "o-", color=arm_color("stiefel"), label="scale free (lr 0.05)")
         a.loglog(cs, fixed, "s-", color=arm_color("euclidean"), label="fixed step (lr 1e-6, no cap)")
         a.loglog(cs, 1e-6 * cs * float(fixed[8] / (1e-6 * cs[8])), ":", color=COLORS["reference"], label="slope 1")
         a.set_xlabel("gradient scale $c$")
         a.set_ylabel(r"$\|W_1 - W_0\|_F$ after one step")
-        a.legend(fontsize=9)
+        a.legend(ncol=2, **under)
         for eps, marker, color in ((0.0, "o-", arm_color("stiefel")), (1e-8, "s-", arm_color("euclidean"))):
-            b.loglog(cs, np.maximum(deviations[eps], FLOOR), marker, color=color, label=f"eps = {eps:g}")
-        b.axhline(TOLERANCE, linestyle="--", color=COLORS["reference"], label="1e-12")
+            b.loglog(
+                cs,
+                np.maximum(deviations[eps], FLOOR),
+                marker,
+                color=color,
+                label=rf"$\varepsilon$ = {_power_of_ten(eps)}",
+            )
+        b.axhline(TOLERANCE, linestyle="--", color=COLORS["reference"], label=f"tolerance {_power_of_ten(TOLERANCE)}")
         b.set_xlabel("gradient scale $c$")
         b.set_ylabel(r"$\max_t \|W_t(c) - W_t(1)\| / \|W_t(1)\|$")
-        b.legend(fontsize=9)
+        b.legend(ncol=2, **under)
     return fig
 
 

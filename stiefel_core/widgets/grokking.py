@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 
 from ..experiments.grokking import explore
 from ..plots import figsize, style
-from ..plots.grokking import draw_explore
+from ..plots.grokking import LABELS, draw_explore
 from . import Explorer, explorer, log_slider
 
 __all__ = ["arm_history", "draw_step_sizes", "step_size_explorer"]
@@ -35,7 +35,9 @@ def draw_step_sizes(lr_baseline: float, lr_stiefel: float):
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_explore(ax, histories)
         ax.legend(loc="lower right")
-    text = "final validation accuracy: " + ", ".join(f"{arm} {h[-1]['val_acc']:.2f}" for arm, h in histories.items())
+    text = "final validation accuracy: " + ", ".join(
+        f"{LABELS[arm]} {h[-1]['val_acc']:.2f}" for arm, h in histories.items()
+    )
     return fig, text
 
 
