@@ -9,15 +9,7 @@ from typing import Callable, Iterable
 import torch
 from torch import Tensor
 
-from .frame_steps import (
-    FrameOptimizer,
-    adam_defaults,
-    adam_states,
-    bank,
-    evaluate_closure,
-    new_parameters,
-    unbank,
-)
+from .frame_steps import FrameOptimizer, adam_defaults, adam_states, bank, evaluate_closure, new_parameters, unbank
 from .manifold import compute_dtype, full_precision_matmul, orthonormality_error
 from .step_checks import orthonormality_tolerance
 
