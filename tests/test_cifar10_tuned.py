@@ -81,6 +81,7 @@ def test_the_relatives_sweep_rows_keep_only_rungs_every_selection_start_finished
     assert [r["arm"] for r in rows] == ["muon"] and rows[0]["n"] == 2
     assert sorted(rows[0]["scores"]) == [1e-3, 3e-3] and rows[0]["chosen"] == 3e-3
     assert ct.peer_sweep_rows(None) == []
+    assert ct.spread_text(rows) == "Muon 0.2 pp"  # 0.403 - 0.401
 
 
 def test_a_comparison_held_back_only_by_the_unrun_comparisons_is_said_so():

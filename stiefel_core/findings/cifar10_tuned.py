@@ -20,6 +20,7 @@ __all__ = [
     "REFERENCES",
     "sweep_rows",
     "peer_sweep_rows",
+    "spread_text",
     "tuned_lrs",
     "fair_rows",
     "shown",
@@ -47,6 +48,15 @@ def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weigh
 def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) -> list:
     """:func:`sweep_rows` of the relatives' own CIFAR-10 sweep (λ = 1, two selection starts)."""
     return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
+
+
+def spread_text(rows: list[dict]) -> str:
+    """How far the rates tried move each arm's score: "<arm> <max - min> pp, ..." over ``rows``
+    (:func:`sweep_rows` or :func:`peer_sweep_rows`) with two or more rungs."""
+    spans = [
+        (r["arm"], 100 * (max(r["scores"].values()) - min(r["scores"].values()))) for r in rows if len(r["scores"]) > 1
+    ]
+    return ", ".join(f"{label(arm)} {span:.1f} pp" for arm, span in spans)
 
 
 def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
