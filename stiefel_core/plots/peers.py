@@ -25,7 +25,7 @@ PEER_LABELS = {
     "stiefel": "Stiefel rule",
     "per_entry": "per-entry moments",
     "muon": "Muon",
-    "muon_no_decay": "Muon, no decay on W_Q, W_K",
+    "muon_no_decay": "Muon, no decay on $W_Q, W_K$",
     "geoopt_radam": "geoopt RiemannianAdam",
     "orthogonal_param": "orthogonal parametrization",
     "cayley_adam": label("cayley_adam", capital=True),
@@ -75,7 +75,10 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
         ax.set_xscale("log")
         ax.set_xlabel("learning rate of $W_Q$, $W_K$")
         ax.set_ylabel(f"{criterion} (%)")
-        ax.legend(fontsize=9, loc="best")
+        if len(rows) > 3:  # many lines: the legend under the axes, off the data
+            fig.legend(loc="outside lower center", ncol=3, fontsize=8, columnspacing=1.0, handlelength=1.5)
+        else:
+            ax.legend(fontsize=9, loc="best")
     return fig
 
 
