@@ -95,3 +95,11 @@ def test_a_comparison_held_back_only_by_the_unrun_comparisons_is_said_so():
     note = ct.pending_note(rows)
     assert "the Stiefel rule against AdamW" in note and "10 of which" in note
     assert ct.pending_note([r for r in rows if r["n"] >= 2]) is None  # nothing unrun: nothing to explain
+
+
+def test_a_comparison_with_fewer_pairs_than_a_test_needs_says_so_instead_of_p_nan():
+    base = np.array([0.50, 0.51])
+    fair = _fair({"baseline": base, "stiefel": base + 0.01, "frozen": base - 0.02})
+    row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
+    line = ct.text(row, judged=12)
+    assert "over 2 of 12 paired starts (too few for a test yet)" in line and "nan" not in line

@@ -9,6 +9,8 @@ relatives have run can only loosen, never tighten, when they land."""
 
 from __future__ import annotations
 
+import math
+
 from ..choices import late_scores, rung_scores
 from ..labels import label
 from ..results_reading import grid_arm
@@ -102,10 +104,8 @@ def text(row: dict | None, judged: int) -> str:
         return "not yet run"
     lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
-    return (
-        f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts "
-        f"(p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g})"
-    )
+    tested = "too few for a test yet" if math.isnan(row["p"]) else f"p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}"
+    return f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts ({tested})"
 
 
 def pending_note(rows: list[dict], alpha: float = 0.05) -> str | None:
