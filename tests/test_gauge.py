@@ -398,10 +398,15 @@ def test_stiefeladam_is_gauge_equivariant_and_adamw_is_not():
 
 
 def test_moved_start_figure_draws():
+    from figure_checks import cut_off, legends_over_axes, smallest_font
+
     from stiefel_core.plots import gauge as plots
 
-    fig = plots.moved_start_figure(gauge.moved_start_runs(steps=20, n_draws=1))
-    assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 4
+    fig = plots.moved_start_figure(gauge.moved_start_runs(steps=20, n_draws=2))
+    assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 7  # two draws of three cases, and 1e-10
+    assert len(fig.legends) == 1 and legends_over_axes(fig) == []  # under the axes, over no curve
+    assert "(2 draws)" in fig.legends[0].get_texts()[0].get_text()
+    assert not cut_off(fig) and fig.get_figwidth() <= 6.9 and smallest_font(fig) >= 7
 
 
 # --- the package: one module per idea, one public surface -----------------------------------

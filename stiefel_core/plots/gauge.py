@@ -37,7 +37,7 @@ __all__ = [
 FLOOR = 1e-18  # exact zeros are drawn here on log axes
 T_MAX = 2.0  # curves run over t in [-T_MAX, T_MAX]
 GROUP_LABELS = {
-    "orthogonal": "O(r) on St × St (StiefelAdam model)",
+    "orthogonal": "O(r) on St × St (the Stiefel model)",
     "gl": "GL(r), Euclidean (AdamW model)",
 }
 
@@ -134,7 +134,7 @@ def gauge_components_figure(components: dict) -> Figure:
     # three short lines a group, so that seven groups fit side by side in the column
     rows = [
         ("Stiefel, O(r)\nrandom\npoints", components["stiefel_random"], "stiefel"),
-        ("Stiefel, O(r)\nStiefelAdam\nrun", components["stiefel_run"], "stiefel"),
+        ("Stiefel, O(r)\nStiefel rule\nrun", components["stiefel_run"], "stiefel"),
         ("Stiefel\nmodel, GL(r)\nEucl. grad.", components["stiefel_gl"], "stiefel"),
         ("Euclidean\nGL(r), random\npoints", components["euclidean_random"], "euclidean"),
         ("Euclidean\nGL(r)\nAdamW run", components["euclidean_run"], "euclidean"),
@@ -168,7 +168,7 @@ def projected_run_figure(runs: dict) -> Figure:
     steps = runs["setting"]["steps"]
     runs = {arm: runs[arm]["gradient"] for arm in ("stiefel", "euclidean")}
     step = np.arange(steps + 1)
-    names = {"stiefel": "Stiefel arm (StiefelAdam)", "euclidean": "Euclidean arm (AdamW)"}
+    names = {"stiefel": "the Stiefel rule", "euclidean": "AdamW"}
     with style():
         fig, axes = plt.subplots(1, 3, figsize=figsize(1, 1, (6.9, 3.2)))
         for ax, key, ylabel in (
@@ -209,7 +209,7 @@ def update_projection_figure(runs: dict) -> Figure:
     Chapter: gauge."""
     steps = runs["setting"]["steps"]
     grad, upd = ({arm: runs[arm][remove] for arm in ("stiefel", "euclidean")} for remove in ("gradient", "update"))
-    names = {"stiefel": "StiefelAdam", "euclidean": "AdamW"}
+    names = {"stiefel": "the Stiefel rule", "euclidean": "AdamW"}
     with style():
         fig, (a, b) = plt.subplots(1, 2, figsize=figsize(1, 2, (4.6, 3.6)))
         for arm in ("stiefel", "euclidean"):
@@ -231,18 +231,21 @@ def update_projection_figure(runs: dict) -> Figure:
 
 def moved_start_figure(runs: dict) -> Figure:
     """Per step, the loss deviation between a run started from a point moved along its gauge orbit
-    and the run from the point itself (exact zeros at :data:`FLOOR`): StiefelAdam from
+    and the run from the point itself (exact zeros at :data:`FLOOR`): the Stiefel rule from
     ``(W_Q R, W_K R)``, AdamW from ``(W_Q R, W_K R)`` and from ``(W_Q A, W_K A⁻ᵀ)``; one line per random
-    draw. ``runs``: :func:`stiefel_core.gauge.moved_start_runs`' output.
+    draw. One legend, under the axes (inside, it covered AdamW's late curve and the 1e-10 line).
+    ``runs``: :func:`stiefel_core.gauge.moved_start_runs`' output.
     Chapter: gauge."""
+    draws = len(runs["stiefel"])
+    each = f" ({draws} draws)" if draws > 1 else ""
     cases = [
-        ("stiefel", "stiefel", "-", "StiefelAdam from $(W_Q R, W_K R)$"),
-        ("euclidean", "euclidean", "-", "AdamW from $(W_Q R, W_K R)$"),
-        ("euclidean_gl", "euclidean", ":", r"AdamW from $(W_Q A, W_K A^{-\top})$"),
+        ("stiefel", "stiefel", "-", f"the Stiefel rule from $(W_Q R, W_K R)${each}"),
+        ("euclidean", "euclidean", "-", f"AdamW from $(W_Q R, W_K R)${each}"),
+        ("euclidean_gl", "euclidean", ":", rf"AdamW from $(W_Q A, W_K A^{{-\top}})${each}"),
     ]
     steps = runs["setting"]["steps"]
     with style():
-        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        fig, ax = plt.subplots(figsize=(6.4, 3.9))
         for name, arm, line, label in cases:
             for k, run in enumerate(runs[name]):
                 ax.semilogy(
@@ -256,5 +259,5 @@ def moved_start_figure(runs: dict) -> Figure:
         ax.set_ylim(FLOOR / 3, 1)
         ax.set_xlabel("step")
         ax.set_ylabel(r"$|L'_t - L_t|$, moved start vs. original")
-        ax.legend(fontsize=9, loc="center right")
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=8)
     return fig
