@@ -83,6 +83,7 @@ def fit(
     extra_state: dict | None = None,
     description: str = "",
     progress: bool = True,
+    stop_when: Callable[[dict], bool] | None = None,
 ) -> list[dict]:
     """Train for ``epochs`` epochs and return the metric history.
 
@@ -98,6 +99,8 @@ def fit(
     seconds trained so far (``elapsed``, summed over resumed segments) are saved every ``checkpoint_every`` epochs, and
     a later call resumes from the file (loaded
     with ``weights_only=True``). The file is removed when training finishes.
+    ``stop_when(record)`` true on a logged record ends training there (that record is the last):
+    for a run whose score is fixed once it crosses a threshold.
     """
     if log_every < 1 or epochs < 0:
         raise ValueError(f"need epochs >= 0 and log_every >= 1, got {epochs} and {log_every}")
@@ -140,6 +143,8 @@ def fit(
                 record = {"epoch": epoch + 1, **(step_metrics or {}), **evaluate()}
             history.append(record)
             bar.set_postfix({k: f"{v:.3f}" for k, v in record.items() if k in ("train_acc", "val_acc", "test_acc")})
+            if stop_when is not None and stop_when(record):
+                break
         if checkpoint is not None and (epoch + 1) % checkpoint_every == 0 and epoch + 1 < epochs:
             save(epoch + 1)
     if checkpoint is not None and Path(checkpoint).exists():

@@ -66,3 +66,24 @@ def test_a_judged_run_records_its_resolved_lr(tmp_path):
     )
     assert out["config"]["qk_lrs"] == [["stiefel", 1e-3]]
     assert out["runs"]["stiefel/0"]["qk_lr"] == 1e-3 and out["runs"]["frozen/0"]["qk_lr"] == 0.0
+
+
+def test_a_sweep_run_stops_where_its_score_is_fixed_and_scores_as_the_full_run(tmp_path):
+    import torch
+
+    from stiefel_core.experiments import grokking
+
+    task = dataclasses.replace(grokking.PROFILES["ci"], epochs=400, log_every=10, checkpoint_every=50)
+    cpu = torch.device("cpu")
+    full = grokking.run(task, "stiefel", 0, cpu, progress=False)["history"]
+    crossing = p97_fair.epochs_to(full, 0.3, 400)
+    assert 10 <= crossing < 400  # the tiny task passes 30 % partway: a threshold it crosses
+    checkpoint = tmp_path / "run.pt"
+    stopped = grokking.run(task, "stiefel", 0, cpu, checkpoint, progress=False, stop_at=0.3)["history"]
+    assert stopped[-1]["epoch"] == crossing and stopped == full[: len(stopped)]  # the same run, cut where it crosses
+    assert not checkpoint.exists()  # a finished run leaves no checkpoint
+    config = dataclasses.replace(p97_fair.SWEEP_PROFILES["ci"], task=task, threshold=0.3)
+    run = p97_fair.run_sweep(config, "stiefel@qklr=0.003", 0, cpu, progress=False)
+    assert run["final"]["epoch"] == crossing
+    with pytest.raises(ValueError, match="stop_at is a validation accuracy"):
+        grokking.run(task, "stiefel", 0, cpu, progress=False, stop_at=90)

@@ -76,11 +76,13 @@ def run(
     progress: bool = True,
     *,
     frame_lr: float | None = None,
+    stop_at: float | None = None,
 ) -> dict:
     """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
     ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, a scale arm's (:mod:`.scale_arms`), or AdamW's
-    on plain W_Q, W_K. The arm ``fixed_step_matched`` calibrates its own
-    (:func:`matched_frame_lr`) and records the calibration beside its results."""
+    on plain W_Q, W_K. ``stop_at``: end the run at its first logged validation accuracy at or past
+    it (for a score fixed there: the epochs to a threshold). The arm ``fixed_step_matched``
+    calibrates its own (:func:`matched_frame_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(
             f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, "
@@ -90,11 +92,13 @@ def run(
     trains_qk = trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES
     if frame_lr is not None and (arm == "fixed_step_matched" or not trains_qk):
         raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
+    if stop_at is not None and not 0 < stop_at <= 1:
+        raise ValueError(f"stop_at is a validation accuracy in (0, 1], got {stop_at}")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
-            return _run(config, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
+            return _run(config, arm, seed, device, checkpoint, progress, frame_lr=frame_lr, stop_at=stop_at)
         calibration = matched_frame_lr(config, seed, device)
-        outcome = _run(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"])
+        outcome = _run(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], stop_at=stop_at)
         return {**outcome, "calibration": calibration}
 
 
@@ -130,6 +134,7 @@ def _run(
     progress: bool,
     frame_lr: float | None = None,
     compile: bool | None = None,
+    stop_at: float | None = None,
 ) -> dict:
     data = modular_data(config.p, "add", config.train_fraction, seed).to(device)
     model = build_model(config, arm, seed, data.vocab_size).to(device)
@@ -218,6 +223,7 @@ def _run(
         checkpoint_every=config.checkpoint_every,
         description=f"grokking {arm} seed {seed}",
         progress=progress,
+        stop_when=None if stop_at is None else (lambda record: record["val_acc"] >= stop_at),
     )
     return {"history": history, "final": {k: v for k, v in history[-1].items()}, "compiled": compiled}
 

@@ -3,15 +3,17 @@ one-layer model, task lr 1e-3, weight decay 1):
 
 - ``grokking_p97_qk_lr``: AdamW's, AdamW's without decay on W_Q, W_K, the Stiefel rule's and
   QK-norm's W_Q, W_K lr at the task's lr, a third and a tenth of it (1e-3, 3e-4, 1e-4), on selection
-  seeds 100-101, 10,000 epochs a run. A run's score is how fast it groks: minus the epochs to 90 %
-  validation accuracy, a run that never gets there counted at 10,000. An lr's score is the mean
+  seeds 100-101, 10,000 epochs a run at most. A run's score is how fast it groks: minus the epochs to
+  90 % validation accuracy, a run that never gets there counted at 10,000; a run stops once it gets
+  there (its score is fixed). An lr's score is the mean
   over the seeds, and the rule of :mod:`.selection` (highest score; ties to the task's lr; grow
   while the choice is at an edge) picks it.
 - ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs (resolved before the runs
   by :func:`resolve`), 20,000 epochs, judged seeds 0-5.
 
-A p = 97 run takes ~20 minutes (10,000 epochs) or ~40 (20,000) on one CPU core: these runs are for a
-lent GPU or a long background run; 24 sweep runs, then 30 judged.
+A p = 97 run takes ~20 minutes (10,000 epochs) or ~40 (20,000) on one CPU core, a sweep run that
+groks early less: these runs are for a lent GPU or a long background run; 24 sweep runs, then 30
+judged.
 """
 
 from __future__ import annotations
@@ -82,13 +84,16 @@ def start_arms(config: SweepConfig) -> tuple[str, ...]:
 
 
 def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the sweep: ``"<arm>@qklr=<lr>"`` from ``seed`` (a diverged run never groks)."""
+    """One run of the sweep: ``"<arm>@qklr=<lr>"`` from ``seed`` (a diverged run never groks). It
+    stops at its first logged epoch past the threshold, where its score is fixed."""
     base, lr = parse_grid_arm(arm, KEY, ARMS)
     if lr not in LADDER:
         raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
     task = dataclasses.replace(config.task, seeds=(seed,))
     try:
-        return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
+        return compact(
+            grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr, stop_at=config.threshold)
+        )
     except NonFiniteGradientError as error:
         if checkpoint is not None:
             checkpoint.unlink(missing_ok=True)
