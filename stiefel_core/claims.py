@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import findings, preprint
+from . import findings, preprint, protocol
 from .certify import certify_all
 from .checkout import checkout_root
 from .experiments import get_config
@@ -164,7 +164,10 @@ def _cifar10_movement(results: dict) -> str:
 def _peers(results: dict) -> str:
     from . import declared
 
-    return findings.peers.family_claim(declared.peers()["rows"], declared.peers_cifar10())
+    judged = len(protocol.load().sweeps["cifar10_peers_qk_lr"]["judged_seeds"])
+    return findings.peers.family_claim(
+        declared.peers()["rows"], declared.peers_cifar10(), declared.cifar10()["tuned"], judged
+    )
 
 
 def _ablation(results: dict) -> str:

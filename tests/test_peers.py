@@ -254,3 +254,28 @@ def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale(
     )  # lrs not chosen on the judged seeds
     with pytest.raises(ValueError, match="not on this profile's grid"):
         peers.run_sweep(config, "geoopt_radam@flr=0.001", 100, CPU, progress=False)
+
+
+def test_the_claim_reads_the_relatives_at_cifar10_rates_once_each_has_a_test():
+    from stiefel_core.findings.peer_readings import PEERS
+    from stiefel_core.findings.peers import family_claim
+
+    def row(arm: str, n: int, p: float, verdict: str = "inconclusive") -> dict:
+        return {
+            "arm": arm,
+            "reference": "stiefel",
+            "n": n,
+            "mean_pp": 0.5,
+            "ci_pp": (-0.5, 1.5),
+            "p": p,
+            "verdict": verdict,
+        }
+
+    old = [row(arm, 3, 0.2) for arm in PEERS]
+    early = [row(arm, 2, float("nan")) for arm in PEERS]  # two starts: too few for a test
+    assert "at its grokking lr" in family_claim([], old, early) and "cifar10_fair" not in family_claim([], old, early)
+    tuned = [row(arm, 8 if arm == "muon" else 10, 0.01, "higher") for arm in PEERS]
+    claim = family_claim([], old, tuned, judged=12)
+    assert "CIFAR-10-tuned" in claim and "8 of 12 paired starts so far" in claim and "peers_cifar10" not in claim
+    assert "(of 5: higher 5, lower 0, equivalent 0, inconclusive 0)" in claim
+    assert "8 of 12" not in family_claim([], old, [{**r, "n": 12} for r in tuned], judged=12)
