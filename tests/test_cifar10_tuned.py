@@ -103,3 +103,7 @@ def test_a_comparison_with_fewer_pairs_than_a_test_needs_says_so_instead_of_p_na
     row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
     line = ct.text(row, judged=12)
     assert "over 2 of 12 paired starts (too few for a test yet)" in line and "nan" not in line
+    fair = _fair({"baseline": np.r_[base, 0.52], "stiefel": np.r_[base, 0.52] + 0.01, "frozen": np.r_[base, 0.52]})
+    row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
+    assert "over 3 of 12 paired starts (an interim look, not the declared endpoint: p = " in ct.text(row, judged=12)
+    assert "interim" not in ct.text(row, judged=3)  # every judged start in: the family's own verdict

@@ -99,12 +99,14 @@ def find(rows: list[dict], arm: str, reference: str) -> dict | None:
 
 def text(row: dict | None, judged: int) -> str:
     """ "**<verdict>**, <mean> pp [lo, hi] over n of ``judged`` paired starts (p = ...; Holm p = ...)",
-    or "not yet run"."""
+    or "not yet run". Before all ``judged`` starts have run, the test is an interim look, and says so."""
     if row is None:
         return "not yet run"
     lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
     tested = "too few for a test yet" if math.isnan(row["p"]) else f"p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}"
+    if row["n"] < judged and not math.isnan(row["p"]):
+        tested = f"an interim look, not the declared endpoint: {tested}"
     return f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts ({tested})"
 
 

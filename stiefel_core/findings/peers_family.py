@@ -131,7 +131,7 @@ def family_claim(grokking: list[dict], cifar10: list[dict], cifar10_tuned: list[
     at_tuned = [r for r in cifar10_tuned if r["arm"] in PEERS and r["reference"] == "stiefel"]
     if at_tuned and all(not math.isnan(r["p"]) for r in at_tuned):
         n = min(r["n"] for r in at_tuned)
-        starts = f"{n} paired starts" if n == judged else f"{n} of {judged} paired starts so far"
+        starts = f"{n} paired starts" if n == judged else f"{n} of {judged} paired starts so far (an interim look)"
         out.append(
             f"CIFAR-10 (the long protocol, λ = 1), each relative − the Stiefel rule at its CIFAR-10-tuned W_Q, W_K lr, "
             f"{starts}, Holm across the family cifar10_fair: " + line(at_tuned, 2)
