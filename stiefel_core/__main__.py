@@ -7,7 +7,7 @@ import sys
 
 from .checkout import checkout_root
 from .experiments import EXPERIMENTS, PROFILES, default_profile, run_experiment
-from .experiments.results import DamagedResultsError, results_path
+from .experiments.results import DamagedResultsError, load_results, results_path
 from .experiments.routing_sweep import SWEEPS as ROUTING_SWEEPS
 
 
@@ -56,12 +56,8 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "list":
-        for name, experiment in EXPERIMENTS.items():
-            extra = f" (on request: {', '.join(experiment.optional_arms)})" if experiment.optional_arms else ""
-            print(f"{name:12s} {experiment.description}; arms {', '.join(experiment.arms)}{extra}")
-            for profile in PROFILES:
-                path = results_path(name, profile)
-                print(f"    {profile:5s} {path} {'(exists)' if path.exists() else '(not run)'}")
+        for name in EXPERIMENTS:
+            print("\n".join(_listing(name, sweeps)))
         return 0
     if args.command == "claims":
         if args.write_readme:
@@ -111,6 +107,30 @@ def _main(argv: list[str] | None) -> int:
         )
         print(f"{name} ({profile}): {len(results['runs'])} runs in {results_path(name, profile)}")
     return 0
+
+
+def _listing(name: str, sweeps: list[str]) -> list[str]:
+    """``list``'s lines for one experiment: what it runs (a grid's arms summed up), and per profile
+    its results file and how many runs it holds (a sweep's grow until every choice is interior)."""
+    experiment = EXPERIMENTS[name]
+    arms = experiment.arms
+    shown = ", ".join(arms) if len(arms) <= 12 else f"{len(arms)} grid arms of {', '.join(_bases(arms))}"
+    extra = f" (on request: {', '.join(experiment.optional_arms)})" if experiment.optional_arms else ""
+    lines = [f"{name:12s} {experiment.description}; arms {shown}{extra}"]
+    for profile in PROFILES:
+        path = results_path(name, profile)
+        if path.exists():
+            runs = len((load_results(name, profile) or {}).get("runs", {}))
+            state = f"{runs} run{'' if runs == 1 else 's'}" + (" so far: a sweep" if name in sweeps else "")
+        else:
+            state = "not run"
+        lines.append(f"    {profile:5s} {path} ({state})")
+    return lines
+
+
+def _bases(arms: tuple[str, ...]) -> list[str]:
+    """The arms a grid's ``arm@setting=value`` names are built on, in order."""
+    return list(dict.fromkeys(arm.split("@")[0] for arm in arms))
 
 
 def _readme_tool() -> int:

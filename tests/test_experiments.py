@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -104,8 +105,12 @@ def test_the_command_line_runs_a_shard(isolated, monkeypatch, capsys):
     assert main(["run", "grokking", "--profile", "ci", "--arms", "stiefel", "--seeds", "1", "--no-progress"]) == 0
     data = json.loads((isolated / "results" / "grokking-ci.json").read_text())
     assert list(data["runs"]) == ["stiefel/1"]
+    capsys.readouterr()
     assert main(["list"]) == 0
-    assert "grokking" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"grokking-ci\.json \(1 run\)", out) and re.search(r"grokking-full\.json \(not run\)", out)
+    sweep = next(line for line in out.splitlines() if line.startswith("grokking_qk_lr"))
+    assert "grid arms of baseline, no_decay_qk, stiefel" in sweep and "@qklr=" not in sweep  # not 200 names
 
 
 def test_principal_angles_of_a_subspace_with_itself_and_its_complement():
