@@ -52,27 +52,42 @@ def test_the_sentence_says_how_many_of_the_judged_starts_have_run():
     assert ct.takeaway(ct.fair_rows(None, None, 0.005), {}, 12) is None
 
 
-def test_the_sweep_rows_read_each_cell_at_the_judged_decay():
-    def run(acc):
-        return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
+def _run(acc):
+    return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
 
+
+def test_each_decay_of_the_sweep_reads_its_own_choice_and_says_what_has_not_run():
+    peak = {"baseline": 1e-3, "stiefel": 3e-3}  # each arm's score peaks at its own rate at λ = 1
     runs = {
-        f"{arm}@wd=1@qklr={lr:g}/{s}": run(0.5 + lr)
-        for arm in ("baseline", "stiefel")
-        for lr in (3e-4, 1e-3, 3e-3)
+        f"{arm}@wd=1@qklr={lr:g}/{s}": _run(0.5 - abs(math.log10(lr / peak[arm])) / 100 + (arm == "stiefel") / 200)
+        for arm in peak
+        for lr in (3e-4, 1e-3, 3e-3, 1e-2)
         for s in (100, 101)
     }
-    sweep = {"config": {"seeds": [100, 101], "task": {"epochs": 10}}, "runs": runs}
-    rows = ct.sweep_rows(sweep, {"baseline": 1e-3})
-    assert [r["arm"] for r in rows] == ["baseline", "stiefel"]
-    assert rows[0]["scores"][3e-3] == pytest.approx(0.503) and rows[0]["chosen"] == 1e-3
-    assert rows[1]["chosen"] is None and not math.isnan(rows[1]["scores"][3e-4])
+    runs |= {f"baseline@wd=0.3@qklr={lr:g}/{s}": _run(0.5 + lr) for lr in (3e-4, 1e-3, 3e-3) for s in (100, 101)}
+    runs["stiefel@wd=0.3@qklr=0.001/100"] = _run(0.9)  # one start of two: no score yet
+    config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 0.3, 1.0]}
+    cells = ct.decay_cells({"config": config, "runs": runs})
+    assert [c["weight_decay"] for c in cells] == [1.0, 0.3, 0.05]
+    at_one = {r["arm"]: r for r in cells[0]["rows"]}
+    assert at_one["baseline"]["chosen"] == 1e-3 and at_one["stiefel"]["chosen"] == 3e-3
+    assert at_one["baseline"]["interior"] and at_one["stiefel"]["interior"]
+    assert [r["arm"] for r in cells[1]["rows"]] == ["baseline"]
+    assert cells[1]["rows"][0]["chosen"] == 3e-3 and not cells[1]["rows"][0]["interior"]  # the top rung: an edge
+    assert cells[2]["rows"] == []
+    lines = ct.decay_cells_text(cells).splitlines()
+    assert lines[0] == (
+        "- λ = 1: AdamW 1e-3, the Stiefel rule 3e-3; at these rates the Stiefel rule scores +0.50 pp against "
+        "AdamW on the 2 selection starts"
+    )
+    assert "AdamW 3e-3 (at the edge of 3 rates tried: the sweep is still growing)" in lines[1]
+    assert "pp" not in lines[1]  # no gap while a choice is not settled
+    assert lines[2] == "- λ = 0.05: not yet run"
+    assert ct.decay_cells(None) == []
 
 
 def test_the_relatives_sweep_rows_keep_only_rungs_every_selection_start_finished():
-    def run(acc):
-        return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
-
+    run = _run
     runs = {f"muon@qklr={lr:g}/{s}": run(0.4 + lr) for lr in (1e-3, 3e-3) for s in (100, 101)}
     runs["muon@qklr=0.01/100"] = run(0.9)  # one start of two: not a score yet
     runs["geoopt_radam@qklr=0.1/100"] = run(0.5)

@@ -293,3 +293,27 @@ def test_the_learning_rate_sweep_names_the_matrices_in_mathtext():
     ]
     fig = sweep_figure(rows, criterion="late validation accuracy")
     assert code_like(fig) == [] and not cut_off(fig)
+
+
+def test_the_sweep_per_decay_draws_a_panel_each_and_says_which_have_not_run():
+    from stiefel_core.plots.peers import decay_sweep_figure
+
+    rows = [
+        {"arm": arm, "scores": {3e-4: 0.49 + 0.002 * i, 1e-3: 0.505, 3e-3: 0.50, 1e-2: 0.498}, "chosen": 1e-3}
+        for i, arm in enumerate(("baseline", "stiefel"))
+    ]
+    cells = [
+        {"weight_decay": 1.0, "rows": rows},
+        {"weight_decay": 0.3, "rows": rows[:1]},
+        {"weight_decay": 0.05, "rows": []},
+    ]
+    fig = decay_sweep_figure(cells, criterion="late test accuracy")
+    assert [ax.get_title() for ax in fig.axes] == ["λ = 1", "λ = 0.3", "λ = 0.05"]
+    assert [t.get_text() for t in fig.axes[2].texts] == ["not yet run"] and [
+        t.get_text() for t in fig.legends[0].get_texts()
+    ] == [
+        "AdamW",
+        "Stiefel rule",
+    ]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["3e-4", "1e-3", "3e-3", "1e-2"]
+    _readable(fig)

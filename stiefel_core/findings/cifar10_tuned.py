@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..choices import late_scores, rung_scores
+from ..choices import late_scores, rung_scores, settled_or_none
 from ..labels import label
 from ..results_reading import grid_arm
 from .fair_fight import family_rows, finals, lr_text, tuned_lrs
@@ -20,7 +20,8 @@ __all__ = [
     "RELATIVES",
     "ARMS",
     "REFERENCES",
-    "sweep_rows",
+    "decay_cells",
+    "decay_cells_text",
     "peer_sweep_rows",
     "spread_text",
     "tuned_lrs",
@@ -37,24 +38,66 @@ RELATIVES = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_p
 ARMS = ("stiefel", "frozen", *RELATIVES)  # each against each reference (protocol.yml, cifar10_fair)
 REFERENCES = ("baseline", "stiefel")
 SWEPT = ("baseline", "stiefel")
-WEIGHT_DECAY = 1.0  # the decay of the judged starts
 
 
-def sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None, weight_decay: float = WEIGHT_DECAY) -> list:
-    """Per swept arm at ``weight_decay``: ``scores`` (lr -> mean late test accuracy over the
-    selection starts that finished every rung), ``n`` (starts) and ``chosen`` (the lr its judged
-    runs used, from their config; ``None`` before)."""
-    return _rows(sweep, {arm: grid_arm(arm, "wd", weight_decay) for arm in SWEPT}, chosen)
+def decay_cells(sweep: dict | None) -> list[dict]:
+    """Per weight decay the sweep declares (largest first), ``{"weight_decay", "rows"}``: a row per
+    swept arm with ``scores`` (lr -> mean late test accuracy over the selection starts, on the rungs
+    every start finished), ``n`` (starts), ``chosen`` (the sweep rule's lr; at λ = 1 the judged runs
+    read the same) and ``interior`` (both its neighbours score lower). An arm with no finished rung
+    has no row; a decay with none has ``rows == []`` (not yet run)."""
+    if not sweep:
+        return []
+    config = sweep["config"]
+    n, center = len(config["seeds"]), config["task"]["lr"]
+    cells = []
+    for weight_decay in sorted(config["weight_decays"], reverse=True):
+        rows = []
+        for arm in SWEPT:
+            pick = settled_or_none(late_scores(sweep, grid_arm(arm, "wd", weight_decay), "test_acc"), n, center)
+            if pick:
+                rows.append(
+                    {"arm": arm, "scores": pick["scores"], "n": n, "chosen": pick["lr"], "interior": pick["interior"]}
+                )
+        cells.append({"weight_decay": weight_decay, "rows": rows})
+    return cells
+
+
+def decay_cells_text(cells: list[dict]) -> str:
+    """One line per decay: each arm's chosen rate ("still growing" where it sits at its grid's edge),
+    and the Stiefel rule's best score minus AdamW's on the selection starts, or "not yet run"."""
+    lines = []
+    for cell in cells:
+        head = f"λ = {cell['weight_decay']:g}"
+        if not cell["rows"]:
+            lines.append(f"- {head}: not yet run")
+            continue
+        picks = ", ".join(
+            f"{label(r['arm'])} {lr_text(r['chosen'])}"
+            + ("" if r["interior"] else f" (at the edge of {len(r['scores'])} rates tried: the sweep is still growing)")
+            for r in cell["rows"]
+        )
+        best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
+        gap = (
+            f"; at these rates the Stiefel rule scores {100 * (best['stiefel'] - best['baseline']):+.2f} pp against "
+            f"AdamW on the {cell['rows'][0]['n']} selection starts"
+            if set(best) == set(SWEPT)
+            else ""
+        )
+        lines.append(f"- {head}: {picks}{gap}")
+    return "\n".join(lines)
 
 
 def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) -> list:
-    """:func:`sweep_rows` of the relatives' own CIFAR-10 sweep (λ = 1, two selection starts)."""
+    """Per relative of its own CIFAR-10 sweep (λ = 1, two selection starts): ``scores``
+    (lr -> mean late test accuracy over the rungs every start finished), ``n`` and ``chosen`` (the lr
+    its judged runs used, from their config; ``None`` before)."""
     return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
 
 
 def spread_text(rows: list[dict]) -> str:
     """How far the rates tried move each arm's score: "<arm> <max - min> pp, ..." over ``rows``
-    (:func:`sweep_rows` or :func:`peer_sweep_rows`) with two or more rungs."""
+    (a cell's rows of :func:`decay_cells`, or :func:`peer_sweep_rows`) with two or more rungs."""
     spans = [
         (r["arm"], 100 * (max(r["scores"].values()) - min(r["scores"].values()))) for r in rows if len(r["scores"]) > 1
     ]

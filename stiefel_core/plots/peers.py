@@ -11,7 +11,15 @@ from matplotlib.figure import Figure
 from ..labels import label
 from . import ARM_COLORS, COLORS, figsize, style, survival_steps
 
-__all__ = ["PEER_COLORS", "PEER_LABELS", "sweep_figure", "gains_figure", "survival_figure", "movement_figure"]
+__all__ = [
+    "PEER_COLORS",
+    "PEER_LABELS",
+    "sweep_figure",
+    "decay_sweep_figure",
+    "gains_figure",
+    "survival_figure",
+    "movement_figure",
+]
 
 PEER_COLORS = {  # the book's colours where the arm has one (plots.ARM_COLORS); the relatives from Tol's palette
     **{arm: ARM_COLORS[arm] for arm in ("baseline", "stiefel", "per_entry", "cayley_adam")},
@@ -51,35 +59,62 @@ def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy ov
     chosen lr circled."""
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
-        for row in rows:
-            lrs = [lr for lr, v in row["scores"].items() if v is not None]
-            values = [100 * row["scores"][lr] for lr in lrs]
-            color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
-            ax.plot(
-                lrs,
-                values,
-                color=color,
-                marker=MARKERS.get(row["arm"], "o"),
-                lw=1.3,
-                label=PEER_LABELS.get(row["arm"], label(row["arm"], capital=True)),
-            )
-            if row["chosen"] is not None:
-                ax.scatter(
-                    [row["chosen"]],
-                    [100 * row["scores"][row["chosen"]]],
-                    s=150,
-                    facecolors="none",
-                    edgecolors=color,
-                    lw=1.5,
-                )
-        ax.set_xscale("log")
-        ax.set_xlabel("learning rate of $W_Q$, $W_K$")
+        _draw_sweep(ax, rows)
         ax.set_ylabel(f"{criterion} (%)")
         if len(rows) > 3:  # many lines: the legend under the axes, off the data
             fig.legend(loc="outside lower center", ncol=3, fontsize=8, columnspacing=1.0, handlelength=1.5)
         else:
             ax.legend(fontsize=9, loc="best")
     return fig
+
+
+def decay_sweep_figure(cells: list[dict], criterion: str) -> Figure:
+    """One panel per weight decay (``cells`` of ``findings.cifar10_tuned.decay_cells``), each the
+    swept arms' scores over the frame lr, on a shared vertical axis; a decay not yet run says so."""
+    with style():
+        fig, axes = plt.subplots(1, len(cells), figsize=figsize(1, len(cells), (2.6, 3.0)), sharey=True, squeeze=False)
+        for ax, cell in zip(axes[0], cells):
+            _draw_sweep(ax, cell["rows"])
+            ax.set_title(f"λ = {cell['weight_decay']:g}", fontsize=10)
+            rates = sorted({lr for row in cell["rows"] for lr in row["scores"]})
+            ax.set_xticks(rates, [f"{lr:.0e}".replace("e-0", "e-") for lr in rates], fontsize=8)  # the rates tried
+            ax.minorticks_off()
+            if not cell["rows"]:
+                ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="0.4")
+                ax.set_xticks([])
+                ax.set_xlabel("")
+        axes[0][0].set_ylabel(f"{criterion} (%)")
+        handles = {h.get_label(): h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]}
+        if handles:
+            fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=len(handles), fontsize=9)
+    return fig
+
+
+def _draw_sweep(ax, rows: list[dict]) -> None:
+    for row in rows:
+        lrs = [lr for lr, v in row["scores"].items() if v is not None]
+        values = [100 * row["scores"][lr] for lr in lrs]
+        color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
+        ax.plot(
+            lrs,
+            values,
+            color=color,
+            marker=MARKERS.get(row["arm"], "o"),
+            lw=1.3,
+            label=PEER_LABELS.get(row["arm"], label(row["arm"], capital=True)),
+        )
+        if row["chosen"] is not None:
+            ax.scatter(
+                [row["chosen"]],
+                [100 * row["scores"][row["chosen"]]],
+                s=150,
+                facecolors="none",
+                edgecolors=color,
+                lw=1.5,
+            )
+    ax.set_xscale("log")
+    ax.margins(x=0.1, y=0.15)  # the chosen rate's circle clear of the frame
+    ax.set_xlabel("learning rate of $W_Q$, $W_K$")
 
 
 def gains_figure(rows: list[dict]) -> Figure:
