@@ -184,7 +184,9 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
     from . import declared
 
     return {
-        "grokking": lambda: summary.grokking_verdict(*declared.grokking()),
+        "grokking": lambda: summary.grokking_verdict(
+            *declared.grokking(), tuned=load_results("grokking_p97_fair", "full")
+        ),
         "cifar10": lambda: _cifar10_claim(declared.cifar10()),
         "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
         "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),

@@ -78,7 +78,7 @@ def test_each_decay_of_the_sweep_reads_its_own_choice_and_says_what_has_not_run(
     lines = ct.decay_cells_text(cells).splitlines()
     assert lines[0] == (
         "- λ = 1: AdamW 1e-3, the Stiefel rule 3e-3; at these rates the Stiefel rule scores +0.50 pp against "
-        "AdamW on the 2 selection starts"
+        "AdamW on the 2 selection starts (the starts that chose the rates: a reading, not a test)"
     )
     assert "AdamW 3e-3 (at the edge of 3 rates tried: the sweep is still growing)" in lines[1]
     assert "pp" not in lines[1]  # no gap while a choice is not settled

@@ -80,3 +80,16 @@ def test_the_map_has_one_count_everywhere():
     assert count in (PACKAGE_ROOT / "README.md").read_text()
     words = {w for c in cells for w in [c.verdict]}
     assert words <= {"higher", "lower", "equivalent", "inconclusive"}
+
+
+def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_runs_exist():
+    from stiefel_core import declared
+    from stiefel_core.findings import summary
+
+    results, family = declared.grokking()
+    untuned = summary.grokking_verdict(results, family, tuned=None)
+    assert untuned.sentence.endswith(
+        "Both trained W_Q, W_K at the task's rate (0.001), so AdamW's was untuned; the comparison at tuned rates has "
+        "not run yet."
+    )
+    assert "untuned" not in summary.grokking_verdict(results, family, tuned={"runs": {}}).sentence

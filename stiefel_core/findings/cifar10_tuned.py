@@ -80,7 +80,8 @@ def decay_cells_text(cells: list[dict]) -> str:
         best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
         gap = (
             f"; at these rates the Stiefel rule scores {100 * (best['stiefel'] - best['baseline']):+.2f} pp against "
-            f"AdamW on the {cell['rows'][0]['n']} selection starts"
+            f"AdamW on the {cell['rows'][0]['n']} selection starts "
+            "(the starts that chose the rates: a reading, not a test)"
             if set(best) == set(SWEPT)
             else ""
         )

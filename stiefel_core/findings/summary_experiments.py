@@ -43,10 +43,11 @@ def _pp(row: dict, digits: int = 1) -> str:
     return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
-def grokking_verdict(results: dict | None, family) -> Verdict:
+def grokking_verdict(results: dict | None, family, tuned: dict | None = None) -> Verdict:
     """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`): reproduced
     when the Stiefel rule's final accuracy is *higher*; partly when only its time to 90 % is
-    (sooner); not reproduced otherwise."""
+    (sooner); not reproduced otherwise. Its runs train W_Q, W_K at the task's lr; while ``tuned``
+    (the results at tuned lrs, ``grokking_p97_fair``) is missing, the sentence says so."""
     rows = grokking.family_rows(results, family)
     if rows is None:
         return PENDING
@@ -68,6 +69,11 @@ def grokking_verdict(results: dict | None, family) -> Verdict:
         f"epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) reads "
         f"{t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
     )
+    if not tuned:
+        sentence += (
+            f" Both trained W_Q, W_K at the task's rate ({config['lr']:g}), so AdamW's was untuned; the comparison "
+            "at tuned rates has not run yet."
+        )
     return Verdict(word, headline, sentence)
 
 

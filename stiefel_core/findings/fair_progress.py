@@ -1,0 +1,67 @@
+"""Where the fair fight stands beyond p = 31 (issue 28): which sweeps and judged runs on CIFAR-10 and
+at p = 97 have run, read from their results files, so the chapter's "not yet run" list follows
+the runs instead of being typed. Pure functions of the results dicts; no experiment is imported."""
+
+from __future__ import annotations
+
+from ..labels import label
+from ..results_reading import split_key
+from .cifar10_tuned import RELATIVES, decay_cells
+from .fair_fight import lr_text
+
+__all__ = ["complete_starts", "progress_lines"]
+
+
+def complete_starts(results: dict | None, arms: tuple[str, ...]) -> list[int]:
+    """The starts (seeds) at which every arm of ``arms`` has a finished run in ``results``."""
+    done: dict[str, set[int]] = {}
+    for key in (results or {}).get("runs", {}):
+        arm, seed = split_key(key)
+        done.setdefault(arm, set()).add(seed)
+    starts = set.intersection(*(done.get(arm, set()) for arm in arms)) if arms else set()
+    return sorted(starts)
+
+
+def _runs_text(results: dict | None) -> str:
+    n = len((results or {}).get("runs", {}))
+    return f"{n} run{'' if n == 1 else 's'} so far" if n else "not yet run"
+
+
+def _cell_text(cell: dict) -> str:
+    if not cell["rows"]:
+        return "not yet run"
+    picks = ", ".join(
+        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else " (still growing)")
+        for r in cell["rows"]
+    )
+    settled = len(cell["rows"]) == 2 and all(r["interior"] for r in cell["rows"])
+    return f"{picks} (chosen)" if settled else f"running; so far {picks}"
+
+
+def progress_lines(
+    cifar10_sweep: dict | None,
+    cifar10_fair: dict | None,
+    cifar10_fair_peers: dict | None,
+    p97_sweep: dict | None,
+    p97_fair: dict | None,
+    judged_starts: int,
+    judged_p97: int,
+) -> list[str]:
+    """One line per part of the fair fight outside p = 31: the CIFAR-10 sweep at each weight decay,
+    the judged CIFAR-10 starts (of ``judged_starts``) of AdamW, the Stiefel rule and frozen frames
+    and of the relatives, and at p = 97 the sweep and the judged runs (``judged_p97`` seeds an arm)."""
+    lines = [f"CIFAR-10 sweep at λ = {c['weight_decay']:g}: {_cell_text(c)}" for c in decay_cells(cifar10_sweep)]
+    for what, results, arms in (
+        (
+            "AdamW and the Stiefel rule at their rates, and frozen frames",
+            cifar10_fair,
+            ("baseline", "stiefel", "frozen"),
+        ),
+        ("the relatives at their rates", cifar10_fair_peers, RELATIVES),
+    ):
+        starts = len(complete_starts(results, arms))
+        done = " (complete)" if starts >= judged_starts else ""
+        lines.append(f"CIFAR-10 at λ = 1, {what}: {starts} of {judged_starts} judged starts{done}")
+    lines.append(f"p = 97, the sweep: {_runs_text(p97_sweep)}")
+    lines.append(f"p = 97, the judged runs ({judged_p97} seeds an arm): {_runs_text(p97_fair)}")
+    return lines

@@ -1,0 +1,39 @@
+"""Where the fair fight stands beyond p = 31 (findings.fair_progress), on constructed files."""
+
+from stiefel_core.findings.fair_progress import complete_starts, progress_lines
+
+
+def _run(acc):
+    return {"history": [{"epoch": e, "test_acc": acc} for e in range(1, 11)], "final": {"test_acc": acc}}
+
+
+def test_a_start_counts_once_every_arm_has_finished_it():
+    runs = {f"{arm}/{s}": _run(0.5) for arm in ("muon", "per_entry") for s in (0, 1, 2)}
+    del runs["per_entry/1"]
+    assert complete_starts({"runs": runs}, ("muon", "per_entry")) == [0, 2]
+    assert complete_starts(None, ("muon",)) == []
+
+
+def test_the_lines_follow_the_runs_and_say_what_has_not_run():
+    config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 0.3, 1.0]}
+    sweep_runs = {
+        f"{arm}@wd=1@qklr={lr:g}/{s}": _run(0.5 - abs(lr - 1e-3))
+        for arm in ("baseline", "stiefel")
+        for lr in (3e-4, 1e-3, 3e-3)
+        for s in (100, 101)
+    }
+    sweep_runs |= {f"stiefel@wd=0.3@qklr={lr:g}/{s}": _run(0.5 + lr) for lr in (3e-4, 1e-3) for s in (100, 101)}
+    fair = {"runs": {f"{arm}/{s}": _run(0.5) for arm in ("baseline", "stiefel", "frozen") for s in range(12)}}
+    relatives = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
+    peers = {"runs": {f"{arm}/{s}": _run(0.5) for arm in relatives for s in range(3)}}
+    lines = progress_lines({"config": config, "runs": sweep_runs}, fair, peers, {"runs": {"x/100": {}}}, None, 12, 6)
+    assert lines == [
+        "CIFAR-10 sweep at λ = 1: AdamW 1e-3, the Stiefel rule 1e-3 (chosen)",
+        "CIFAR-10 sweep at λ = 0.3: running; so far the Stiefel rule 1e-3 (still growing)",
+        "CIFAR-10 sweep at λ = 0.05: not yet run",
+        "CIFAR-10 at λ = 1, AdamW and the Stiefel rule at their rates, and frozen frames: 12 of 12 judged starts "
+        "(complete)",
+        "CIFAR-10 at λ = 1, the relatives at their rates: 3 of 12 judged starts",
+        "p = 97, the sweep: 1 run so far",
+        "p = 97, the judged runs (6 seeds an arm): not yet run",
+    ]
