@@ -53,6 +53,8 @@ _OPTIONAL = {
     "count_metric",
     "selection_seeds",
     "judged_seeds",
+    "amended",
+    "adopts",
 }
 _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?)")
 
@@ -85,6 +87,10 @@ class Family:
     count_metric: str | None  # the run metric counted past count_past (None: the endpoint's own)
     selection_seeds: tuple[int, ...] | None
     judged_seeds: tuple[int, ...] | None
+    amended: str | None = None  # a change made before the runs it touches: when, what, and why
+    adopts: tuple[
+        str, ...
+    ] = ()  # results files (stems) whose earlier runs it may adopt as its own (``amended`` says why)
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,13 @@ def _family(name: str, raw, where: str) -> Family:
         raise ProtocolError(
             f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, and when"
         )
+    amended = raw.get("amended")
+    if "adopts" in raw and amended is None:
+        raise ProtocolError(f"{where}: adopts needs amended, the sentence that says when and why runs are adopted")
+    if amended is not None and not (isinstance(amended, str) and _ISO.match(amended)):
+        raise ProtocolError(
+            f"{where}: amended must be a sentence that starts with its date (2026-12-03T12:40Z: ...), got {amended!r}"
+        )
     past = raw.get("count_past")
     if past is not None and (isinstance(past, bool) or not isinstance(past, int | float)):
         raise ProtocolError(f"{where}: count_past must be a number (the endpoint's threshold), got {past!r}")
@@ -239,6 +252,8 @@ def _family(name: str, raw, where: str) -> Family:
         count_metric=counted,
         selection_seeds=_seeds(raw, "selection_seeds", where),
         judged_seeds=_seeds(raw, "judged_seeds", where),
+        amended=amended,
+        adopts=_strings(raw, "adopts", where) or (),
     )
 
 
@@ -319,7 +334,8 @@ def violations(protocol: Protocol, results_dir: Path | str, chapters_dir: Path |
     """What breaks the protocol, one line each (empty: nothing):
 
     - a family with ``set_after_runs: false`` governs a run (a file of ``results``, an arm of
-      ``arms``) that finished before the family was declared, or that has no provenance date;
+      ``arms``) that finished before the family was declared, or that has no provenance date; a
+      run adopted from a file the family ``adopts`` (its provenance says ``adopted_from``) is exempt;
     - a family with ``set_after_runs: true`` and ``chapters_checked: true`` names a chapter whose
       text (cells and outputs) lacks the words "set after the runs", or that does not exist.
 
@@ -335,7 +351,7 @@ def violations(protocol: Protocol, results_dir: Path | str, chapters_dir: Path |
                     continue  # no run yet: nothing can predate the rule
                 runs = json.loads(path.read_text()).get("runs", {})
                 for key, run in sorted(runs.items()):
-                    if not _governed(f, key):
+                    if not _governed(f, key) or (run.get("provenance") or {}).get("adopted_from") in f.adopts:
                         continue
                     date = (run.get("provenance") or {}).get("date")
                     if date is None:

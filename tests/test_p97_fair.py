@@ -87,3 +87,41 @@ def test_a_sweep_run_stops_where_its_score_is_fixed_and_scores_as_the_full_run(t
     assert run["final"]["epoch"] == crossing
     with pytest.raises(ValueError, match="stop_at is a validation accuracy"):
         grokking.run(task, "stiefel", 0, cpu, progress=False, stop_at=90)
+
+
+def test_a_judged_run_the_long_runs_already_hold_is_adopted_and_is_that_run_bit_for_bit(tmp_path):
+    import json
+
+    import torch
+
+    from stiefel_core.experiments import grokking
+
+    base = get_config("grokking_p97_fair", "ci")
+    task = dataclasses.replace(base.task, epochs=30)
+    lr = task.lr  # the Stiefel rule at the task's lr: the long runs' computation; AdamW at another lr: not
+    config = dataclasses.replace(base, task=task, qk_lrs=(("stiefel", lr), ("baseline", lr / 3)))
+    cpu = torch.device("cpu")
+    long_runs = {
+        f"{arm}/0": grokking.run(task, arm, 0, cpu, progress=False) for arm in ("stiefel", "frozen", "baseline")
+    }
+    for run in long_runs.values():
+        run.pop("compiled", None)
+    source = {"config": json.loads(json.dumps(dataclasses.asdict(task))), "runs": long_runs}
+    write_results(source, tmp_path / "grokking-ci.json")
+    out = run_experiment(
+        "grokking_p97_fair",
+        "ci",
+        config=config,
+        arms=["stiefel", "frozen", "baseline"],
+        directory=tmp_path,
+        checkpoints=tmp_path / "ckpt",
+        progress=False,
+    )["runs"]
+    assert out["stiefel/0"]["provenance"]["adopted_from"] == "grokking-ci"
+    assert out["frozen/0"]["provenance"]["adopted_from"] == "grokking-ci"
+    assert "adopted_from" not in out["baseline/0"]["provenance"]  # its lr is not the task's: it ran
+    fresh = p97_fair.run(config, "stiefel", 0, cpu, progress=False)
+    assert out["stiefel/0"]["history"] == fresh["history"]  # the adopted run is the judged run, bit for bit
+    assert out["stiefel/0"]["qk_lr"] == fresh["qk_lr"] == lr and out["frozen/0"]["qk_lr"] == 0.0
+    other = dataclasses.replace(config, task=dataclasses.replace(task, weight_decay=0.5))
+    assert p97_fair.adopt(other, "stiefel", 0, tmp_path) is None  # another task's runs are never adopted

@@ -163,6 +163,22 @@ def test_set_after_runs_lets_early_runs_pass_but_then_needs_the_chapters_note(tm
     assert len(missing) == 1 and "not found" in missing[0]
 
 
+def test_a_run_adopted_from_a_file_the_family_adopts_is_exempt_and_no_other(tmp_path):
+    early = "2026-11-01T00:00:00+00:00"
+    runs = {
+        "a/0": {"final": {}, "provenance": {"date": early, "adopted_from": "long-full"}},
+        "a/1": {"final": {}, "provenance": {"date": early, "adopted_from": "other-full"}},
+        "a/2": {"final": {}, "provenance": {"date": early}},
+    }
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "toy-full.json").write_text(json.dumps({"runs": runs}))
+    family = family_text(adopts=["long-full"], amended="2026-12-02T10:00Z: runs of long-full are adopted")
+    problems = protocol.violations(protocol.load(write_protocol(tmp_path, family)), folder, tmp_path)
+    assert [p.split()[3] for p in problems] == ["a/1", "a/2"]
+    assert protocol.load(write_protocol(tmp_path, family)).families["toy"].adopts == ("long-full",)
+
+
 def test_a_missing_results_file_is_no_run(tmp_path):
     p = protocol.load(write_protocol(tmp_path, family_text()))
     assert protocol.violations(p, tmp_path / "empty", tmp_path) == []
@@ -190,6 +206,8 @@ def test_a_missing_results_file_is_no_run(tmp_path):
         ("version: 1\nfamilies:\n" + family_text(results="toy-full"), "list of names"),
         ("version: 1\nfamilies:\n" + family_text(count_metric="induction_max"), "needs count_past"),
         ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
+        ("version: 1\nfamilies:\n" + family_text(adopts=["long-full"]), "adopts needs amended"),
+        ("version: 1\nfamilies:\n" + family_text(amended="later: a change"), "starts with its date"),
     ],
 )
 def test_invalid_protocols_say_what_is_wrong(tmp_path, text, message):

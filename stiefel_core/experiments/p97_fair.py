@@ -19,16 +19,18 @@ judged.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 
 from ..choices import LADDER, ladder_around, ladder_scores, pending_rungs, settled_or_none
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from ..step_checks import NonFiniteGradientError
 from . import grokking
 from .fair_fight import compact
 from .fair_fight import run as run_judged
 from .registry import Experiment
 from .resolving import resolve_lrs
+from .results import load_results
 from .selection import grow_arms, pending_grid_arms
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "PROFILES",
     "resolve",
     "run",
+    "adopt",
 ]
 
 ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # swept; frozen frames are judged beside them
@@ -153,6 +156,26 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
 
 run = run_judged  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)
 
+ADOPTED_FROM = "grokking"  # the long runs of the grokking chapter: every arm at the task's W_Q, W_K lr
+
+
+def adopt(config: FairConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+    """A judged run that ``grokking-full`` already holds, as the issue allows ("existing runs count
+    where their lr is the tuned one"): the same task config, and the arm at the task's lr (frozen
+    frames at none), which trains bit for bit as the judged run would on one machine (a frame lr
+    equal to the task's is the task's lr). ``(its outcome, cut as a judged run's, "grokking-<profile>")``,
+    else ``None``."""
+    source = load_results(ADOPTED_FROM, config.sweep_profile, directory)
+    lr = dict(config.qk_lrs).get(arm)
+    if source is None or (arm != "frozen" and lr != config.task.lr):
+        return None
+    if without_seeds(source["config"]) != without_seeds(json.loads(json.dumps(dataclasses.asdict(config.task)))):
+        return None
+    run = source["runs"].get(f"{arm}/{seed}")
+    if run is None:
+        return None
+    return {**compact(run), "qk_lr": 0.0 if arm == "frozen" else lr}, f"{ADOPTED_FROM}-{config.sweep_profile}"
+
 
 ENTRIES = (  # this module's experiments, collected by the runner
     Experiment(
@@ -172,5 +195,6 @@ ENTRIES = (  # this module's experiments, collected by the runner
         "grokking at p = 97, AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule and QK-norm at their tuned "
         "W_Q, W_K lrs, and frozen frames, 6 paired seeds",
         resolve=resolve,
+        adopt=adopt,
     ),
 )

@@ -26,6 +26,9 @@ class Experiment:
     optional_arms: tuple[str, ...] = ()  # run only when named (--arms): controls on an expensive task
     arms_of: Callable | None = None  # config -> the arms a profile runs (grid experiments), default ``arms``
     resolve: Callable | None = None  # (config, directory) -> config with settings chosen from earlier results
+    # (config, arm, seed, directory) -> ``(outcome, source)``: a run another results file already holds
+    # that is this one's computation bit for bit, adopted instead of rerun; ``None`` where there is none
+    adopt: Callable | None = None
 
     def default_arms(self, config) -> tuple[str, ...]:
         return tuple(self.arms_of(config)) if self.arms_of else self.arms

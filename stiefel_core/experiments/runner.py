@@ -228,11 +228,18 @@ def run_experiment(
             done = load_results(name, profile, directory)
             if done is not None and key in done["runs"]:
                 continue
-            checkpoint = checkpoints / f"{arm}-{seed}.pt"
-            (resumed, trained), start = _checkpoint_progress(checkpoint), time.perf_counter()
-            outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
-            outcome["provenance"] = provenance(dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed)
-            outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
+            adopted = experiment.adopt(config, arm, seed, directory) if experiment.adopt else None
+            if adopted is not None:  # the same computation, already run: its record, and where it came from
+                outcome, source = adopted
+                outcome["provenance"] = {**outcome.get("provenance", {}), "adopted_from": source}
+            else:
+                checkpoint = checkpoints / f"{arm}-{seed}.pt"
+                (resumed, trained), start = _checkpoint_progress(checkpoint), time.perf_counter()
+                outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
+                outcome["provenance"] = provenance(
+                    dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed
+                )
+                outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))
