@@ -31,6 +31,8 @@ __all__ = [
     "ladder_around",
     "ladder_scores",
     "late_scores",
+    "epochs_to",
+    "time_scores",
     "rung_scores",
     "choice",
     "is_interior",
@@ -246,6 +248,18 @@ def late_scores(
     sign, name = metric_sign(metric)
     length = sweep["config"]["task"][horizon]
     return ladder_scores(sweep, arm, lambda history: sign * late_score(history, length, name), key)
+
+
+def epochs_to(history: list[dict], threshold: float, horizon: int) -> int:
+    """The first logged epoch with validation accuracy ≥ ``threshold``, else ``horizon`` (censored)."""
+    return next((r["epoch"] for r in history if r["val_acc"] >= threshold), horizon)
+
+
+def time_scores(sweep: dict, arm: str, key: str = "qklr") -> dict[float, list[float]]:
+    """:func:`ladder_scores` of ``arm``, a run's score being minus its epochs to the sweep's
+    ``threshold`` (a run that never gets there counts the task's epochs): higher is faster."""
+    horizon, threshold = sweep["config"]["task"]["epochs"], sweep["config"]["threshold"]
+    return ladder_scores(sweep, arm, lambda history: -float(epochs_to(history, threshold, horizon)), key)
 
 
 def pending_rungs(

@@ -317,3 +317,13 @@ def test_the_sweep_per_decay_draws_a_panel_each_and_says_which_have_not_run():
     ]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["3e-4", "1e-3", "3e-3", "1e-2"]
     _readable(fig)
+
+
+def test_a_sweep_scored_in_epochs_is_drawn_in_epochs():
+    from stiefel_core.plots.peers import sweep_figure
+
+    rows = [{"arm": "stiefel", "scores": {1e-4: 9000.0, 3e-4: 4000.0, 1e-3: 5000.0}, "chosen": 3e-4}]
+    fig = sweep_figure(rows, criterion="epochs to 90 %", scale=1.0)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "epochs to 90 %" and list(ax.lines[0].get_ydata()) == [9000.0, 4000.0, 5000.0]
+    assert code_like(fig) == [] and not cut_off(fig)

@@ -22,7 +22,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from ..choices import LADDER, ladder_around, ladder_scores, pending_rungs, settled_or_none
+from ..choices import LADDER, epochs_to, ladder_around, pending_rungs, settled_or_none, time_scores
 from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from ..step_checks import NonFiniteGradientError
 from . import grokking
@@ -104,15 +104,9 @@ def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None,
         return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
 
 
-def epochs_to(history: list[dict], threshold: float, horizon: int) -> int:
-    """The first logged epoch with validation accuracy ≥ ``threshold``, else ``horizon`` (censored)."""
-    return next((r["epoch"] for r in history if r["val_acc"] >= threshold), horizon)
-
-
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster."""
-    horizon, threshold = sweep["config"]["task"]["epochs"], sweep["config"]["threshold"]
-    return ladder_scores(sweep, arm, lambda history: -float(epochs_to(history, threshold, horizon)), KEY)
+    """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster (:func:`choices.time_scores`)."""
+    return time_scores(sweep, arm, KEY)
 
 
 def chosen(sweep: dict, arm: str) -> dict | None:

@@ -200,23 +200,27 @@ def control_rows(results: dict, margin: float, alpha: float = 0.05, count_past: 
     return rows
 
 
-def time_rows(results: dict, threshold: float = 0.9, alpha: float = 0.05) -> list[dict]:
+def time_rows(
+    results: dict, threshold: float = 0.9, alpha: float = 0.05, pairs=CONTROL_PAIRS, declared: int | None = None
+) -> list[dict]:
     """:func:`control_rows` on the other axis: which arm of each pair reaches ``threshold``
     first, by the paired permutation log-rank test (:func:`time_test`), Holm across the pairs
-    the file holds (the declared family ``controls_p97_time``). Verdict ``higher`` when ``a``
-    gets there sooner (more runs reach it than expected under no difference, adjusted p <
-    ``alpha``), ``lower`` when later, ``inconclusive`` otherwise (censored times have no
-    equivalence test). Rows carry both arms' :class:`Survival`, the statistic, the raw and the
-    adjusted p. Chapters: regimes, grokking."""
+    the file holds (the declared family ``controls_p97_time``), or across ``declared``
+    comparisons where the family declares more than have run (the rest count with p = 1).
+    Verdict ``higher`` when ``a`` gets there sooner (more runs reach it than expected under no
+    difference, adjusted p < ``alpha``), ``lower`` when later, ``inconclusive`` otherwise
+    (censored times have no equivalence test). Rows carry both arms' :class:`Survival`, the
+    statistic, the raw and the adjusted p. Chapters: regimes, grokking."""
     found = []
-    for a, b, meaning in CONTROL_PAIRS:
+    for a, b, meaning in pairs:
         seeds = paired_seeds(results, a, b)
         if len(seeds) < 2:
             continue
         sa, sb = survival(results, a, threshold, seeds), survival(results, b, threshold, seeds)
         test = time_test(results, a, b, threshold, seeds)
         found.append((a, b, meaning, seeds, sa, sb, test))
-    adjusted = holm([t.p_value for *_, t in found]) if found else []
+    unrun = max(0, (declared or len(found)) - len(found))
+    adjusted = holm([t.p_value for *_, t in found] + [1.0] * unrun)[: len(found)] if found else []
     rows = []
     for (a, b, meaning, seeds, sa, sb, test), p_holm in zip(found, adjusted):
         if p_holm < alpha and test.observed_minus_expected != 0:

@@ -54,13 +54,16 @@ MARKERS = {
 }
 
 
-def sweep_figure(rows: list[dict], criterion: str = "mean validation accuracy over training") -> Figure:
+def sweep_figure(
+    rows: list[dict], criterion: str = "mean validation accuracy over training", scale: float = 100.0
+) -> Figure:
     """Each arm's sweep score over the frame lr (``rows`` of ``findings.peers.sweep_rows``), its
-    chosen lr circled."""
+    chosen lr circled. Scores are drawn times ``scale``: 100 for an accuracy in per cent (the
+    axis says "%"), 1 for a score in its own unit (the criterion names it)."""
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (6.4, 3.4)))
-        _draw_sweep(ax, rows)
-        ax.set_ylabel(f"{criterion} (%)")
+        _draw_sweep(ax, rows, scale)
+        ax.set_ylabel(f"{criterion} (%)" if scale == 100 else criterion)
         if len(rows) > 3:  # many lines: the legend under the axes, off the data
             fig.legend(loc="outside lower center", ncol=3, fontsize=8, columnspacing=1.0, handlelength=1.5)
         else:
@@ -90,10 +93,10 @@ def decay_sweep_figure(cells: list[dict], criterion: str) -> Figure:
     return fig
 
 
-def _draw_sweep(ax, rows: list[dict]) -> None:
+def _draw_sweep(ax, rows: list[dict], scale: float = 100.0) -> None:
     for row in rows:
         lrs = [lr for lr, v in row["scores"].items() if v is not None]
-        values = [100 * row["scores"][lr] for lr in lrs]
+        values = [scale * row["scores"][lr] for lr in lrs]
         color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
         ax.plot(
             lrs,
@@ -106,7 +109,7 @@ def _draw_sweep(ax, rows: list[dict]) -> None:
         if row["chosen"] is not None:
             ax.scatter(
                 [row["chosen"]],
-                [100 * row["scores"][row["chosen"]]],
+                [scale * row["scores"][row["chosen"]]],
                 s=150,
                 facecolors="none",
                 edgecolors=color,

@@ -1,0 +1,62 @@
+"""Grokking at p = 97 at tuned rates (findings.p97_tuned), on constructed files."""
+
+import math
+
+import pytest
+
+from stiefel_core.findings import p97_tuned as pt
+
+
+def _run(epoch_at_90: int | None, horizon: int = 20_000, adopted: bool = False) -> dict:
+    history = [
+        {"epoch": e, "val_acc": 0.99 if epoch_at_90 and e >= epoch_at_90 else 0.4} for e in range(0, horizon + 1, 1000)
+    ]
+    provenance = {"date": "2026-12-04T00:00:00+00:00"} | ({"adopted_from": "grokking-full"} if adopted else {})
+    return {"history": history, "final": history[-1], "provenance": provenance}
+
+
+def test_the_sweep_rows_read_epochs_to_90_and_the_fastest_rate():
+    runs = {
+        f"{arm}@qklr={lr:g}/{s}": _run(t, 10_000)
+        for arm in ("baseline", "stiefel")
+        for lr, t in ((1e-4, None), (3e-4, 3000), (1e-3, 5000))
+        for s in (100, 101)
+    }
+    sweep = {"config": {"task": {"lr": 1e-3, "epochs": 10_000}, "seeds": [100, 101], "threshold": 0.9}, "runs": runs}
+    rows = pt.sweep_rows(sweep)
+    assert [r["arm"] for r in rows] == ["baseline", "stiefel"]
+    assert rows[0]["scores"] == {1e-4: 10_000.0, 3e-4: 3000.0, 1e-3: 5000.0}  # never: counted at the horizon
+    assert rows[0]["chosen"] == 3e-4 and rows[0]["interior"]
+    assert pt.sweep_rows(None) == []
+
+
+def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one():
+    runs = {}
+    for s in range(6):
+        runs[f"baseline/{s}"] = _run(None if s < 4 else 15_000, adopted=True)
+        runs[f"stiefel/{s}"] = _run(3000 + 200 * s, adopted=True)
+        runs[f"frozen/{s}"] = _run(2500 + 100 * s, adopted=s < 3)
+    rows = pt.fair_rows({"runs": runs})
+    found = {(r["a"], r["b"]): r for r in rows}
+    assert set(found) == {("stiefel", "baseline"), ("frozen", "baseline"), ("frozen", "stiefel")}
+    gain = found[("stiefel", "baseline")]
+    assert gain["past"] == (6, 2) and gain["seen_before"]  # both arms' runs all adopted
+    assert not found[("frozen", "stiefel")]["seen_before"]
+    assert gain["final"].mean_difference == pytest.approx(100 * (0.99 - (4 * 0.4 + 2 * 0.99) / 6))
+    # Holm over the declared 7: the smallest p is multiplied by 7, not by the 3 that ran
+    smallest = min(rows, key=lambda r: r["p"])
+    assert smallest["p_holm"] == pytest.approx(min(1.0, 7 * smallest["p"]))
+    text = pt.row_text(gain)
+    assert (
+        "time to 90 % **inconclusive**, median epoch 4,000 against never" in text
+        and "seeds past 90 %: 6 against 2" in text
+    )
+    assert text.endswith("its runs were seen before the rule was declared")
+    assert pt.row_text(None) == "not yet run"
+    line = pt.takeaway(rows, {"baseline": 1e-3, "stiefel": 1e-3})
+    assert line.startswith(
+        "At $p = 97$ (rates AdamW 1e-3, the Stiefel rule 1e-3; 20,000 epochs), the Stiefel rule against AdamW: time"
+    )
+    assert line.endswith("QK-norm against the Stiefel rule: not yet run.")
+    assert pt.takeaway([], {}) == "At $p = 97$: not yet run."
+    assert pt.fair_rows(None) == [] and not math.isnan(gain["p"])
