@@ -122,3 +122,25 @@ def test_a_comparison_with_fewer_pairs_than_a_test_needs_says_so_instead_of_p_na
     row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
     assert "over 3 of 12 paired starts (an interim look, not the declared endpoint: p = " in ct.text(row, judged=12)
     assert "interim" not in ct.text(row, judged=3)  # every judged start in: the family's own verdict
+
+
+def test_the_relatives_verdicts_are_counted_per_reference_and_an_interim_look_says_so():
+    rng = np.random.default_rng(2)
+    base = 0.50 + 0.01 * rng.standard_normal(12)
+    stiefel = base - 0.02
+    fair = _fair({"baseline": base, "stiefel": stiefel, "frozen": base - 0.02})
+    peers = {
+        "runs": {
+            f"{arm}/{s}": {"final": {"test_acc": stiefel[s] + 1e-4 * rng.standard_normal()}}
+            for arm in ct.RELATIVES
+            for s in range(12)
+        }
+    }
+    rows = ct.fair_rows(fair, peers, margin=0.005)
+    line = ct.relatives_counts(rows, judged=12, margin_pp=0.5)
+    assert "5 relatives" in line and "12 paired starts, Holm" in line
+    assert "against the Stiefel rule 0 higher, 0 lower, 5 equivalent (within ±0.5 pp), 0 inconclusive" in line
+    assert "against AdamW 0 higher, 5 lower, 0 equivalent (within ±0.5 pp), 0 inconclusive" in line
+    interim = ct.fair_rows(fair, {"runs": {k: v for k, v in peers["runs"].items() if int(k.split("/")[1]) < 8}}, 0.005)
+    assert "8 of 12 paired starts so far, an interim look" in ct.relatives_counts(interim, 12, 0.5)
+    assert ct.relatives_counts(ct.fair_rows(fair, None, 0.005), 12, 0.5) is None

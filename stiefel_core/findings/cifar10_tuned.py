@@ -32,6 +32,7 @@ __all__ = [
     "lrs_text",
     "takeaway",
     "pending_note",
+    "relatives_counts",
 ]
 
 RELATIVES = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
@@ -167,6 +168,28 @@ def pending_note(rows: list[dict], alpha: float = 0.05) -> str | None:
         f"Uncorrected, {names} would not read inconclusive (p < {alpha:g}). The family's correction counts all "
         f"{len(rows)} declared comparisons, {missing} of which (the relatives') have not run and count with p = 1; "
         "their runs can only lower the corrected p."
+    )
+
+
+def relatives_counts(rows: list[dict], judged: int, margin_pp: float) -> str | None:
+    """The relatives' verdicts on CIFAR-10 at their own tuned rates, counted per reference (a
+    sentence for a chapter's takeaways), or ``None`` before any relative has paired starts."""
+    relatives = [r for r in shown(rows) if r["arm"] in RELATIVES]
+    if not relatives:
+        return None
+    n = min(r["n"] for r in relatives)
+    starts = f"{n} paired starts" if n >= judged else f"{n} of {judged} paired starts so far, an interim look"
+    parts = []
+    for ref in REFERENCES[::-1]:
+        verdicts = [r["verdict"] for r in relatives if r["reference"] == ref]
+        counts = ", ".join(
+            f"{verdicts.count(w)} {w}" + (f" (within ±{margin_pp:g} pp)" if w == "equivalent" else "")
+            for w in ("higher", "lower", "equivalent", "inconclusive")
+        )
+        parts.append(f"against {label(ref)} {counts}")
+    return (
+        f"On CIFAR-10, each relative at the rate tuned there ({len(relatives) // len(REFERENCES)} relatives, λ = 1, "
+        f"100 epochs on 10,000 images, {starts}, Holm across the family): " + "; ".join(parts) + "."
     )
 
 

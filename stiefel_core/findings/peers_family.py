@@ -101,7 +101,7 @@ def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) 
     against = [r for r in rows if r["reference"] == "stiefel"]
     counts = {w: sum(r["verdict"] == w for r in against) for w in VERDICTS}
     out.append(
-        f"Against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
+        f"On grokking, against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
         f"{counts['higher']} higher, {counts['lower']} lower, {counts['equivalent']} equivalent "
         f"(within ±{margin_pp:g} pp), {counts['inconclusive']} inconclusive."
     )
