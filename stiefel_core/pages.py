@@ -32,10 +32,12 @@ __all__ = [
 ]
 
 
-def admonition(title: str, lines: list[str], kind: str = "tip") -> Markdown:
-    """A MyST admonition holding ``lines`` as a list."""
+def admonition(title: str, lines: list[str], kind: str = "tip", collapsed: bool = False) -> Markdown:
+    """A MyST admonition holding ``lines`` as a list; ``collapsed``: shut until the reader opens it
+    (the book's toggle buttons), for the record behind a finding rather than the finding."""
     body = "\n".join(f"- {line}" for line in lines)
-    return Markdown(f":::{{admonition}} {title}\n:class: {kind}\n{body}\n:::\n")
+    classes = f"{kind} dropdown" if collapsed else kind
+    return Markdown(f":::{{admonition}} {title}\n:class: {classes}\n{body}\n:::\n")
 
 
 def _grokking() -> list[str]:
@@ -270,7 +272,7 @@ def what_changed(chapter: str = "regimes") -> Markdown:
         f = loaded.families[name]
         if f.set_after_runs:
             lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {_as_code(f.after_runs)}.")
-    return admonition("What changed, and the rules set after the runs", lines, "note")
+    return admonition("What changed, and the rules set after the runs", lines, "note", collapsed=True)
 
 
 def certificate_summary(cert, title: str) -> Markdown:

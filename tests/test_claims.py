@@ -93,3 +93,11 @@ def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_run
         "not run yet."
     )
     assert "untuned" not in summary.grokking_verdict(results, family, tuned={"runs": {}}).sentence
+
+
+def test_the_record_behind_a_finding_is_collapsed_and_the_finding_is_not():
+    from stiefel_core.pages import admonition
+
+    shut = admonition("What changed", ["a line"], "note", collapsed=True).data
+    assert ":class: note dropdown\n- a line\n:::" in shut
+    assert ":class: tip\n" in admonition("Key takeaways", ["a finding"]).data
