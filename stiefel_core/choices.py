@@ -40,6 +40,7 @@ __all__ = [
     "pending_rungs",
     "settled",
     "settled_or_none",
+    "sweep_row",
 ]
 
 # --- the relatives' lr sweep (grokking_peers_lr) ---------------------------------------------
@@ -282,3 +283,17 @@ def settled(scores: dict[float, list[float]], n_seeds: int, center: float) -> di
 def settled_or_none(scores: dict[float, list[float]], n_seeds: int, center: float) -> dict | None:
     """:func:`settled`, or ``None`` while no rung holds all ``n_seeds`` seeds (nothing to choose from)."""
     return settled(scores, n_seeds, center) if rung_scores(scores, n_seeds) else None
+
+
+def sweep_row(arm: str, scores: dict[float, list[float]], n_seeds: int, center: float, sign: float = 1.0) -> dict:
+    """A findings row of one swept arm: ``scores`` (lr -> mean over the rungs all ``n_seeds`` seeds
+    finished, times ``sign``: -1 turns minus-epochs back into epochs), ``n``, ``chosen`` (the rule's lr,
+    ``None`` while no rung is complete) and ``interior``."""
+    pick = settled_or_none(scores, n_seeds, center)
+    return {
+        "arm": arm,
+        "scores": {lr: sign * v for lr, v in pick["scores"].items()} if pick else {},
+        "n": n_seeds,
+        "chosen": pick["lr"] if pick else None,
+        "interior": bool(pick and pick["interior"]),
+    }

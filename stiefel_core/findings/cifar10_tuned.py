@@ -21,6 +21,7 @@ __all__ = [
     "ARMS",
     "REFERENCES",
     "decay_cells",
+    "cell_picks",
     "decay_cells_text",
     "peer_sweep_rows",
     "spread_text",
@@ -64,6 +65,14 @@ def decay_cells(sweep: dict | None) -> list[dict]:
     return cells
 
 
+def cell_picks(cell: dict, edge=lambda row: "still growing") -> str:
+    """ "AdamW 3e-4, the Stiefel rule 1e-4 (<edge(row)>)": each arm's chosen rate in a cell of
+    :func:`decay_cells`, with ``edge``'s note after one at its grid's edge."""
+    return ", ".join(
+        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else f" ({edge(r)})") for r in cell["rows"]
+    )
+
+
 def decay_cells_text(cells: list[dict]) -> str:
     """One line per decay: each arm's chosen rate ("still growing" where it sits at its grid's edge),
     and the Stiefel rule's best score minus AdamW's on the selection starts, or "not yet run"."""
@@ -73,11 +82,7 @@ def decay_cells_text(cells: list[dict]) -> str:
         if not cell["rows"]:
             lines.append(f"- {head}: not yet run")
             continue
-        picks = ", ".join(
-            f"{label(r['arm'])} {lr_text(r['chosen'])}"
-            + ("" if r["interior"] else f" (at the edge of {len(r['scores'])} rates tried: the sweep is still growing)")
-            for r in cell["rows"]
-        )
+        picks = cell_picks(cell, lambda r: f"at the edge of {len(r['scores'])} rates tried: the sweep is still growing")
         best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
         gap = (
             f"; at these rates the Stiefel rule scores {100 * (best['stiefel'] - best['baseline']):+.2f} pp against "

@@ -4,10 +4,8 @@ the runs instead of being typed. Pure functions of the results dicts; no experim
 
 from __future__ import annotations
 
-from ..labels import label
 from ..results_reading import split_key
-from .cifar10_tuned import RELATIVES, decay_cells
-from .fair_fight import lr_text
+from .cifar10_tuned import RELATIVES, cell_picks, decay_cells
 
 __all__ = ["complete_starts", "progress_lines"]
 
@@ -30,10 +28,7 @@ def _runs_text(results: dict | None) -> str:
 def _cell_text(cell: dict) -> str:
     if not cell["rows"]:
         return "not yet run"
-    picks = ", ".join(
-        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else " (still growing)")
-        for r in cell["rows"]
-    )
+    picks = cell_picks(cell)
     settled = len(cell["rows"]) == 2 and all(r["interior"] for r in cell["rows"])
     return f"{picks} (chosen)" if settled else f"running; so far {picks}"
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..choices import settled_or_none, time_scores
+from ..choices import sweep_row, time_scores
 from ..labels import label
 from ..results_reading import runs_of
 from ..stats import paired_comparison
@@ -44,13 +44,8 @@ def sweep_rows(sweep: dict | None) -> list[dict]:
         return []
     config = sweep["config"]
     n, center = len(config["seeds"]), config["task"]["lr"]
-    rows = []
-    for arm in SWEPT:
-        pick = settled_or_none(time_scores(sweep, arm), n, center)
-        if pick:
-            scores = {lr: -v for lr, v in pick["scores"].items()}  # epochs, lower is faster
-            rows.append({"arm": arm, "scores": scores, "n": n, "chosen": pick["lr"], "interior": pick["interior"]})
-    return rows
+    rows = (sweep_row(arm, time_scores(sweep, arm), n, center, sign=-1.0) for arm in SWEPT)  # epochs: lower is faster
+    return [row for row in rows if row["chosen"] is not None]
 
 
 def adopted_seeds(results: dict | None, arm: str) -> list[int]:

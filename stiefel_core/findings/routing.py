@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..choices import late_scores, metric_sign, settled_or_none
+from ..choices import late_scores, metric_sign, sweep_row
 from ..stats import family_verdicts
 
 __all__ = [
@@ -246,20 +246,7 @@ def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
     config = sweep["config"]
     n, center = len(config["seeds"]), config["task"]["lr"]
     sign, _ = metric_sign(config["metric"])
-    rows = []
-    for arm in arms:
-        scores = late_scores(sweep, arm, config["metric"], horizon="steps")
-        pick = settled_or_none(scores, n, center)
-        rows.append(
-            {
-                "arm": arm,
-                "scores": {lr: sign * v for lr, v in pick["scores"].items()} if pick else {},
-                "n": n,
-                "chosen": pick["lr"] if pick else None,
-                "interior": bool(pick and pick["interior"]),
-            }
-        )
-    return rows
+    return [sweep_row(arm, late_scores(sweep, arm, config["metric"], horizon="steps"), n, center, sign) for arm in arms]
 
 
 def lrs_text(rows: list[dict], label) -> str:
