@@ -10,7 +10,6 @@ MyST Markdown. Chapters: every chapter.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from IPython.display import Markdown
@@ -201,13 +200,6 @@ def hero_figure():
     return decay_map_figure(cells, decay_map.curves(dmap, "stiefel", "baseline"))
 
 
-_CODE = re.compile(r"\b[A-Za-z]\w*(?:[._]\w+)+\b")  # dotted or snake_case names (a module, an arm): set as code
-
-
-def _as_code(text: str) -> str:
-    return _CODE.sub(lambda m: f"`{m.group(0)}`", text)
-
-
 FAMILY_NAMES = {  # the regimes chapter's declared families, in words
     "decay_map": "The decay map",
     "decay_map_controls": "The map's controls (frozen frames, no decay on W_Q, W_K)",
@@ -271,7 +263,7 @@ def what_changed(chapter: str = "regimes") -> Markdown:
     for name in (*decay_map.FAMILIES, "cifar10_long", "cifar10_size"):
         f = loaded.families[name]
         if f.set_after_runs:
-            lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {_as_code(f.after_runs)}.")
+            lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {f.after_runs}.")
     return admonition("What changed, and the rules set after the runs", lines, "note", collapsed=True)
 
 

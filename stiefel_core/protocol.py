@@ -45,6 +45,7 @@ _OPTIONAL = {
     "margin_unit",
     "set_after_runs",
     "after_runs",
+    "record",
     "results",
     "arms",
     "chapters",
@@ -56,6 +57,7 @@ _OPTIONAL = {
     "amended",
     "adopts",
 }
+_CODE_CITED = re.compile(r"\bcommit [0-9a-f]{7}|\b(?:findings|experiments|stiefel_core)\.\w+")
 _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?)")
 
 
@@ -78,7 +80,7 @@ class Family:
     margin_unit: str
     margin_reason: str
     set_after_runs: bool
-    after_runs: str | None  # what was set after the runs, and when
+    after_runs: str | None  # what was set after the runs, and when, in words
     results: tuple[str, ...]  # results file stems ("grokking_ablation-full")
     arms: tuple[str, ...] | None  # only these arms' runs (an arm or its grid points "arm@..."); None: all
     chapters: tuple[str, ...]  # chapter names (book/<name>.ipynb)
@@ -87,6 +89,7 @@ class Family:
     count_metric: str | None  # the run metric counted past count_past (None: the endpoint's own)
     selection_seeds: tuple[int, ...] | None
     judged_seeds: tuple[int, ...] | None
+    record: str | None = None  # the commits and code behind after_runs (not shown to readers)
     amended: str | None = None  # a change made before the runs it touches: when, what, and why
     adopts: tuple[
         str, ...
@@ -215,6 +218,13 @@ def _family(name: str, raw, where: str) -> Family:
         raise ProtocolError(
             f"{where}: set_after_runs is true, so after_runs must say what was set after the runs, and when"
         )
+    if after and _CODE_CITED.search(raw["after_runs"]):
+        raise ProtocolError(
+            f"{where}: after_runs is read by readers, in words: move the commits and code names it cites "
+            f"({_CODE_CITED.search(raw['after_runs']).group(0)!r}) into record"
+        )
+    if "record" in raw and not (isinstance(raw["record"], str) and raw["record"].strip()):
+        raise ProtocolError(f"{where}: record must be a sentence (the commits and code behind after_runs)")
     amended = raw.get("amended")
     if "adopts" in raw and amended is None:
         raise ProtocolError(f"{where}: adopts needs amended, the sentence that says when and why runs are adopted")
@@ -244,6 +254,7 @@ def _family(name: str, raw, where: str) -> Family:
         margin_reason=raw["margin_reason"],
         set_after_runs=after,
         after_runs=raw.get("after_runs"),
+        record=raw.get("record"),
         results=_strings(raw, "results", where) or (),
         arms=_strings(raw, "arms", where),
         chapters=_strings(raw, "chapters", where) or (),

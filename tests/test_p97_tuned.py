@@ -28,6 +28,12 @@ def test_the_sweep_rows_read_epochs_to_90_and_the_fastest_rate():
     assert rows[0]["scores"] == {1e-4: 10_000.0, 3e-4: 3000.0, 1e-3: 5000.0}  # never: counted at the horizon
     assert rows[0]["chosen"] == 3e-4 and rows[0]["interior"]
     assert pt.sweep_rows(None) == []
+    text = pt.sweep_text(rows)
+    assert text.startswith("The sweep is still running") and "not yet run: AdamW without decay on W_Q, W_K" in text
+    edge = [{**rows[0], "chosen": 1e-4, "interior": False}]
+    assert "1e-4 (at its grid's edge: still growing)" in pt.sweep_text(edge)
+    done = [{**rows[0], "arm": arm} for arm in pt.SWEPT]
+    assert pt.sweep_text(done).startswith("The rates chosen: AdamW 3e-4,")
 
 
 def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one():

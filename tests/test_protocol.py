@@ -44,7 +44,7 @@ def test_the_books_protocol_declares_its_families():
         assert f.results and all((BOOK / "results" / f"{stem}.json").exists() for stem in f.results), name
         assert f.chapters and all((BOOK / f"{c}.ipynb").exists() for c in f.chapters), name
     for name in ("controls_p31", "ablation_grokking", "cifar10_protocol"):  # the three, with their commits
-        assert "commit" in p.families[name].after_runs
+        assert "commit" in p.families[name].record and "commit" not in p.families[name].after_runs
     assert protocol.margin("grokking_fair") == 2.0 and protocol.margin("cifar10_protocol") == 0.5
     assert protocol.alpha("decay_map") == 0.05
     with pytest.raises(protocol.ProtocolError, match="no equivalence margin"):
@@ -208,6 +208,12 @@ def test_a_missing_results_file_is_no_run(tmp_path):
         ("version: 1\nsweeps:\n  s: {grid: x}\nfamilies:\n" + family_text(), "each with 'declared'"),
         ("version: 1\nfamilies:\n" + family_text(adopts=["long-full"]), "adopts needs amended"),
         ("version: 1\nfamilies:\n" + family_text(amended="later: a change"), "starts with its date"),
+        (
+            "version: 1\nfamilies:\n"
+            + family_text(set_after_runs=True, after_runs="the rule (commit 0123abc) came after"),
+            "in words: move the commits and code names",
+        ),
+        ("version: 1\nfamilies:\n" + family_text(record=""), "record must be a sentence"),
     ],
 )
 def test_invalid_protocols_say_what_is_wrong(tmp_path, text, message):

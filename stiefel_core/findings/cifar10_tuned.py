@@ -14,14 +14,13 @@ import math
 from ..choices import late_scores, rung_scores, settled_or_none
 from ..labels import label
 from ..results_reading import grid_arm
-from .fair_fight import family_rows, finals, lr_text, tuned_lrs
+from .fair_fight import family_rows, finals, lr_text, picks_text, tuned_lrs
 
 __all__ = [
     "RELATIVES",
     "ARMS",
     "REFERENCES",
     "decay_cells",
-    "cell_picks",
     "decay_cells_text",
     "peer_sweep_rows",
     "spread_text",
@@ -65,12 +64,8 @@ def decay_cells(sweep: dict | None) -> list[dict]:
     return cells
 
 
-def cell_picks(cell: dict, edge=lambda row: "still growing") -> str:
-    """ "AdamW 3e-4, the Stiefel rule 1e-4 (<edge(row)>)": each arm's chosen rate in a cell of
-    :func:`decay_cells`, with ``edge``'s note after one at its grid's edge."""
-    return ", ".join(
-        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else f" ({edge(r)})") for r in cell["rows"]
-    )
+def _still_growing(row: dict) -> str:
+    return f"at the edge of {len(row['scores'])} rates tried: the sweep is still growing"
 
 
 def decay_cells_text(cells: list[dict]) -> str:
@@ -82,7 +77,7 @@ def decay_cells_text(cells: list[dict]) -> str:
         if not cell["rows"]:
             lines.append(f"- {head}: not yet run")
             continue
-        picks = cell_picks(cell, lambda r: f"at the edge of {len(r['scores'])} rates tried: the sweep is still growing")
+        picks = picks_text(cell["rows"], _still_growing)
         best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
         gap = (
             f"; at these rates the Stiefel rule scores {100 * (best['stiefel'] - best['baseline']):+.2f} pp against "

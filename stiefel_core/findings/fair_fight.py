@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..choices import late_scores, rung_scores
+from ..labels import label
 from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "sentence",
     "result_text",
     "lr_text",
+    "picks_text",
     "takeaways",
     "what_we_found",
     "before_rows",
@@ -161,6 +163,15 @@ def answers(rows: list[dict]) -> dict[str, dict | None]:
 
 def lr_text(lr: float | None) -> str:
     return "not chosen yet" if lr is None else ("0 (frozen)" if lr == 0 else f"{lr:.0e}".replace("e-0", "e-"))
+
+
+def picks_text(rows: list[dict], edge=lambda row: "still growing") -> str:
+    """ "AdamW 3e-4, the Stiefel rule 1e-4 (<edge(row)>)": each swept arm's chosen rate in ``rows``
+    (``arm``, ``chosen``, ``interior``, as the sweeps' findings rows), ``edge``'s note after one at its
+    grid's edge."""
+    return ", ".join(
+        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else f" ({edge(r)})") for r in rows
+    )
 
 
 def result_text(row: dict | None) -> str:

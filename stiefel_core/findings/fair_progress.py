@@ -5,7 +5,8 @@ the runs instead of being typed. Pure functions of the results dicts; no experim
 from __future__ import annotations
 
 from ..results_reading import split_key
-from .cifar10_tuned import RELATIVES, cell_picks, decay_cells
+from .cifar10_tuned import RELATIVES, decay_cells
+from .fair_fight import picks_text
 
 __all__ = ["complete_starts", "progress_lines"]
 
@@ -28,7 +29,7 @@ def _runs_text(results: dict | None) -> str:
 def _cell_text(cell: dict) -> str:
     if not cell["rows"]:
         return "not yet run"
-    picks = cell_picks(cell)
+    picks = picks_text(cell["rows"])
     settled = len(cell["rows"]) == 2 and all(r["interior"] for r in cell["rows"])
     return f"{picks} (chosen)" if settled else f"running; so far {picks}"
 

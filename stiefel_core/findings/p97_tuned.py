@@ -19,10 +19,20 @@ from ..choices import sweep_row, time_scores
 from ..labels import label
 from ..results_reading import runs_of
 from ..stats import paired_comparison
-from .fair_fight import lr_text
+from .fair_fight import lr_text, picks_text
 from .regimes import time_rows
 
-__all__ = ["SWEPT", "PAIRS", "THRESHOLD", "sweep_rows", "fair_rows", "adopted_seeds", "row_text", "takeaway"]
+__all__ = [
+    "SWEPT",
+    "PAIRS",
+    "THRESHOLD",
+    "sweep_rows",
+    "sweep_text",
+    "fair_rows",
+    "adopted_seeds",
+    "row_text",
+    "takeaway",
+]
 
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")
 PAIRS = tuple(  # each arm against AdamW and against the Stiefel rule (protocol.yml, grokking_p97_fair)
@@ -46,6 +56,17 @@ def sweep_rows(sweep: dict | None) -> list[dict]:
     n, center = len(config["seeds"]), config["task"]["lr"]
     rows = (sweep_row(arm, time_scores(sweep, arm), n, center, sign=-1.0) for arm in SWEPT)  # epochs: lower is faster
     return [row for row in rows if row["chosen"] is not None]
+
+
+def sweep_text(rows: list[dict]) -> str:
+    """Where the sweep of :func:`sweep_rows` stands: each arm's chosen rate, or the rate that leads
+    while its grid still grows, and the arms with no complete rung yet."""
+    done = all(r["interior"] for r in rows) and len(rows) == len(SWEPT)
+    missing = [label(arm) for arm in SWEPT if arm not in {r["arm"] for r in rows}]
+    head = "The rates chosen" if done else "The sweep is still running; the rates that lead so far"
+    tail = f"; not yet run: {', '.join(missing)}" if missing else ""
+    picks = picks_text(rows, lambda row: "at its grid's edge: still growing")
+    return f"{head}: {picks}{tail}."
 
 
 def adopted_seeds(results: dict | None, arm: str) -> list[int]:
