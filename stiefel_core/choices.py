@@ -41,6 +41,8 @@ __all__ = [
     "settled",
     "settled_or_none",
     "sweep_row",
+    "cell_choices",
+    "widest",
 ]
 
 # --- the relatives' lr sweep (grokking_peers_lr) ---------------------------------------------
@@ -136,7 +138,7 @@ def largest_gap_decay(
         if comparison is None or comparison.n < min(MIN_PAIRS, len(seeds)):
             return None
         gains[decay] = comparison.mean_difference
-    return max(gains, key=lambda decay: abs(gains[decay])) if gains else None
+    return widest(gains) if gains else None
 
 
 # --- the fair fight's rule: a W_Q, W_K lr sweep along a ladder ---------------------------------
@@ -297,3 +299,16 @@ def sweep_row(arm: str, scores: dict[float, list[float]], n_seeds: int, center: 
         "chosen": pick["lr"] if pick else None,
         "interior": bool(pick and pick["interior"]),
     }
+
+
+def cell_choices(sweep: dict, arms: Iterable[str], weight_decay: float, metric: str = "test_acc") -> dict:
+    """``{arm: its choice}`` (:func:`settled_or_none` of the late ``metric``) in the cells
+    ``"<arm>@wd=<weight_decay>"`` of a sweep over lr x λ, such as CIFAR-10's ``cifar10_qk_lr``."""
+    n, center = len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"]
+    cell = {arm: late_scores(sweep, grid_arm(arm, "wd", weight_decay), metric) for arm in arms}
+    return {arm: settled_or_none(scores, n, center) for arm, scores in cell.items()}
+
+
+def widest(gaps: dict[float, float]) -> float:
+    """The key of ``gaps`` whose value is largest in absolute value (ties: the first in order)."""
+    return max(gaps, key=lambda k: abs(gaps[k]))

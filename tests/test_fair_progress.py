@@ -34,6 +34,27 @@ def test_the_lines_follow_the_runs_and_say_what_has_not_run():
         "CIFAR-10 at λ = 1, AdamW and the Stiefel rule at their rates, and frozen frames: 12 of 12 judged starts "
         "(complete)",
         "CIFAR-10 at λ = 1, the relatives at their rates: 3 of 12 judged starts",
+        "CIFAR-10 at the decay of largest gap at tuned rates: chosen once every cell of the sweep has settled",
         "p = 97, the sweep: 1 run so far",
         "p = 97, the judged runs (6 seeds an arm): not yet run",
     ]
+
+
+def test_the_decay_of_largest_gap_is_named_once_every_cell_has_settled():
+    config = {"seeds": [100], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 0.3, 1.0]}
+    top = {("baseline", 1.0): 0.50, ("stiefel", 1.0): 0.49, ("baseline", 0.3): 0.47, ("stiefel", 0.3): 0.49}
+    top |= {("baseline", 0.05): 0.46, ("stiefel", 0.05): 0.46}
+    runs = {
+        f"{arm}@wd={wd:g}@qklr={lr:g}/100": _run(best if lr == 1e-3 else 0.4)
+        for (arm, wd), best in top.items()
+        for lr in (3e-4, 1e-3, 3e-3)
+    }
+    judged = {"runs": {f"{arm}/{s}": _run(0.5) for arm in ("baseline", "stiefel") for s in range(4)}}
+    lines = progress_lines({"config": config, "runs": runs}, None, None, None, None, 12, 6, judged)
+    assert (
+        "CIFAR-10 at the decay of largest gap at tuned rates: λ = 0.3, AdamW and the Stiefel rule: 4 of 12" in lines[-3]
+    )
+    top[("baseline", 1.0)] = 0.53  # now λ = 1 has the largest gap, -4 pp
+    runs |= {"baseline@wd=1@qklr=0.001/100": _run(0.53)}  # now λ = 1 has the largest gap, -4 pp
+    lines = progress_lines({"config": config, "runs": runs}, None, None, None, None, 12, 6)
+    assert lines[-3].endswith("λ = 1, whose judged starts are the ones above")

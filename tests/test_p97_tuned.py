@@ -32,6 +32,7 @@ def test_the_sweep_rows_read_epochs_to_90_and_the_fastest_rate():
     assert text.startswith("The sweep is still running") and "not yet run: AdamW without decay on W_Q, W_K" in text
     edge = [{**rows[0], "chosen": 1e-4, "interior": False}]
     assert "1e-4 (at its grid's edge: still growing)" in pt.sweep_text(edge)
+    assert pt.sweep_text([]) == "The sweep is still running: no rate has run on every selection seed yet."
     done = [{**rows[0], "arm": arm} for arm in pt.SWEPT]
     assert pt.sweep_text(done).startswith("The rates chosen: AdamW 3e-4,")
 

@@ -20,6 +20,7 @@ from . import (
     ablation,
     charlm,
     cifar10,
+    cifar10_decay,
     cifar10_fair,
     cifar10_judged,
     cifar10_long,
@@ -113,6 +114,7 @@ EXPERIMENTS = collect(
     fair_fight,
     cifar10_fair,
     cifar10_judged,
+    cifar10_decay,
     p97_fair,
     extra=ROUTING_ENTRIES,
 )

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ..choices import late_scores, rung_scores, settled_or_none
+from ..choices import cell_choices, late_scores, rung_scores, widest
 from ..labels import label
-from ..results_reading import grid_arm
 from .fair_fight import family_rows, finals, lr_text, picks_text, tuned_lrs
 
 __all__ = [
@@ -21,6 +20,8 @@ __all__ = [
     "ARMS",
     "REFERENCES",
     "decay_cells",
+    "cell_gap",
+    "largest_gap_decay",
     "decay_cells_text",
     "peer_sweep_rows",
     "spread_text",
@@ -49,19 +50,31 @@ def decay_cells(sweep: dict | None) -> list[dict]:
     has no row; a decay with none has ``rows == []`` (not yet run)."""
     if not sweep:
         return []
-    config = sweep["config"]
-    n, center = len(config["seeds"]), config["task"]["lr"]
+    n = len(sweep["config"]["seeds"])
     cells = []
-    for weight_decay in sorted(config["weight_decays"], reverse=True):
-        rows = []
-        for arm in SWEPT:
-            pick = settled_or_none(late_scores(sweep, grid_arm(arm, "wd", weight_decay), "test_acc"), n, center)
-            if pick:
-                rows.append(
-                    {"arm": arm, "scores": pick["scores"], "n": n, "chosen": pick["lr"], "interior": pick["interior"]}
-                )
+    for weight_decay in sorted(sweep["config"]["weight_decays"], reverse=True):
+        picks = cell_choices(sweep, SWEPT, weight_decay)
+        rows = [
+            {"arm": arm, "scores": pick["scores"], "n": n, "chosen": pick["lr"], "interior": pick["interior"]}
+            for arm, pick in picks.items()
+            if pick
+        ]
         cells.append({"weight_decay": weight_decay, "rows": rows})
     return cells
+
+
+def cell_gap(cell: dict) -> float | None:
+    """The Stiefel rule's score at its chosen lr minus AdamW's at its, in a cell of :func:`decay_cells`
+    (fractions, on the selection starts); ``None`` unless both choices are final."""
+    best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
+    return best["stiefel"] - best["baseline"] if set(best) == set(SWEPT) else None
+
+
+def largest_gap_decay(cells: list[dict]) -> float | None:
+    """The decay of largest gap at tuned lrs (the rule of family ``cifar10_fair_decay``): the λ whose
+    :func:`cell_gap` is largest in absolute value, once every cell's gap is final; ``None`` before."""
+    gaps = {cell["weight_decay"]: cell_gap(cell) for cell in cells}
+    return widest(gaps) if gaps and None not in gaps.values() else None
 
 
 def _still_growing(row: dict) -> str:
@@ -78,12 +91,12 @@ def decay_cells_text(cells: list[dict]) -> str:
             lines.append(f"- {head}: not yet run")
             continue
         picks = picks_text(cell["rows"], _still_growing)
-        best = {r["arm"]: r["scores"][r["chosen"]] for r in cell["rows"] if r["interior"]}
+        difference = cell_gap(cell)
         gap = (
-            f"; at these rates the Stiefel rule scores {100 * (best['stiefel'] - best['baseline']):+.2f} pp against "
+            f"; at these rates the Stiefel rule scores {100 * difference:+.2f} pp against "
             f"AdamW on the {cell['rows'][0]['n']} selection starts "
             "(the starts that chose the rates: a reading, not a test)"
-            if set(best) == set(SWEPT)
+            if difference is not None
             else ""
         )
         lines.append(f"- {head}: {picks}{gap}")

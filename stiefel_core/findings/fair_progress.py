@@ -5,7 +5,7 @@ the runs instead of being typed. Pure functions of the results dicts; no experim
 from __future__ import annotations
 
 from ..results_reading import split_key
-from .cifar10_tuned import RELATIVES, decay_cells
+from .cifar10_tuned import RELATIVES, decay_cells, largest_gap_decay
 from .fair_fight import picks_text
 
 __all__ = ["complete_starts", "progress_lines"]
@@ -34,6 +34,16 @@ def _cell_text(cell: dict) -> str:
     return f"{picks} (chosen)" if settled else f"running; so far {picks}"
 
 
+def _decay_text(cells: list[dict], results: dict | None, judged_starts: int) -> str:
+    decay = largest_gap_decay(cells)
+    if decay is None:
+        return "chosen once every cell of the sweep has settled"
+    if decay == 1:
+        return "λ = 1, whose judged starts are the ones above"
+    starts = len(complete_starts(results, ("baseline", "stiefel")))
+    return f"λ = {decay:g}, AdamW and the Stiefel rule: {starts} of {judged_starts} judged starts"
+
+
 def progress_lines(
     cifar10_sweep: dict | None,
     cifar10_fair: dict | None,
@@ -42,11 +52,14 @@ def progress_lines(
     p97_fair: dict | None,
     judged_starts: int,
     judged_p97: int,
+    cifar10_fair_decay: dict | None = None,
 ) -> list[str]:
     """One line per part of the fair fight outside p = 31: the CIFAR-10 sweep at each weight decay,
     the judged CIFAR-10 starts (of ``judged_starts``) of AdamW, the Stiefel rule and frozen frames
-    and of the relatives, and at p = 97 the sweep and the judged runs (``judged_p97`` seeds an arm)."""
-    lines = [f"CIFAR-10 sweep at λ = {c['weight_decay']:g}: {_cell_text(c)}" for c in decay_cells(cifar10_sweep)]
+    and of the relatives, at the decay of largest gap (``cifar10_fair_decay``), and at p = 97 the
+    sweep and the judged runs (``judged_p97`` seeds an arm)."""
+    cells = decay_cells(cifar10_sweep)
+    lines = [f"CIFAR-10 sweep at λ = {c['weight_decay']:g}: {_cell_text(c)}" for c in cells]
     for what, results, arms in (
         (
             "AdamW and the Stiefel rule at their rates, and frozen frames",
@@ -58,6 +71,8 @@ def progress_lines(
         starts = len(complete_starts(results, arms))
         done = " (complete)" if starts >= judged_starts else ""
         lines.append(f"CIFAR-10 at λ = 1, {what}: {starts} of {judged_starts} judged starts{done}")
+    decay = _decay_text(cells, cifar10_fair_decay, judged_starts)
+    lines.append(f"CIFAR-10 at the decay of largest gap at tuned rates: {decay}")
     lines.append(f"p = 97, the sweep: {_runs_text(p97_sweep)}")
     lines.append(f"p = 97, the judged runs ({judged_p97} seeds an arm): {_runs_text(p97_fair)}")
     return lines

@@ -65,6 +65,8 @@ def sweep_text(rows: list[dict]) -> str:
     missing = [label(arm) for arm in SWEPT if arm not in {r["arm"] for r in rows}]
     head = "The rates chosen" if done else "The sweep is still running; the rates that lead so far"
     tail = f"; not yet run: {', '.join(missing)}" if missing else ""
+    if not rows:
+        return "The sweep is still running: no rate has run on every selection seed yet."
     picks = picks_text(rows, lambda row: "at its grid's edge: still growing")
     return f"{head}: {picks}{tail}."
 
