@@ -126,7 +126,7 @@ def family_claim(grokking: list[dict], cifar10: list[dict], cifar10_tuned: list[
     if grokking:
         out.append(
             "grokking (p = 31, 1,500 epochs), each relative − the Stiefel rule at its tuned W_Q, W_K lr, 20 paired "
-            "seeds, Holm across the family grokking_fair: " + line(grokking, 1)
+            "seeds, Holm across its declared family: " + line(grokking, 1)
         )
     at_tuned = [r for r in cifar10_tuned if r["arm"] in PEERS and r["reference"] == "stiefel"]
     if at_tuned and all(not math.isnan(r["p"]) for r in at_tuned):
@@ -134,11 +134,11 @@ def family_claim(grokking: list[dict], cifar10: list[dict], cifar10_tuned: list[
         starts = f"{n} paired starts" if n == judged else f"{n} of {judged} paired starts so far (an interim look)"
         out.append(
             f"CIFAR-10 (the long protocol, λ = 1), each relative − the Stiefel rule at its CIFAR-10-tuned W_Q, W_K lr, "
-            f"{starts}, Holm across the family cifar10_fair: " + line(at_tuned, 2)
+            f"{starts}, Holm across its declared family: " + line(at_tuned, 2)
         )
     elif cifar10:
         out.append(
             "CIFAR-10 (the long protocol, λ = 1, 3 paired starts, each relative at its grokking lr), each relative − "
-            "the Stiefel rule, Holm across the family peers_cifar10: " + line(cifar10, 2)
+            "the Stiefel rule, Holm across its declared family: " + line(cifar10, 2)
         )
     return "; ".join(out) or "not yet measured (no run at the tuned lrs)"
