@@ -195,6 +195,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
             _regimes_rules(),
+            tuned_map=load_results("grokking_decay_map_tuned", "full"),
         ),
         "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,

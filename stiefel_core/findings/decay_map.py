@@ -50,7 +50,15 @@ class Rule:
 
 
 # The declared families (book/protocol.yml) whose verdicts the regimes chapter states.
-FAMILIES = ("decay_map", "decay_map_controls", "controls_p31", "controls_p97_time", "trust_region")
+FAMILIES = (
+    "decay_map",
+    "decay_map_controls",
+    "decay_map_tuned",
+    "decay_map_tuned_controls",
+    "controls_p31",
+    "controls_p97_time",
+    "trust_region",
+)
 
 
 def rules(protocol, names: tuple[str, ...] = FAMILIES) -> dict[str, Rule]:

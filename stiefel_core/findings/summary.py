@@ -37,6 +37,7 @@ __all__ = [
     "ablation_verdict",
     "regimes_cells",
     "regimes_verdict",
+    "tuned_map_cells",
     "peers_verdict",
     "routing_verdict",
     "fair_fight_verdict",
@@ -90,6 +91,23 @@ def regimes_cells(decay_map: dict, task, rules: dict) -> list:
     )
 
 
+def tuned_map_cells(tuned: dict | None, task, rules: dict) -> list | None:
+    """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``): its Stiefel −
+    AdamW cells under the family ``decay_map_tuned``, or ``None`` until every run of the map has
+    finished (a partial map is not read)."""
+    if not tuned:
+        return None
+    config = tuned["config"]
+    if len(tuned["runs"]) < len(config["weight_decays"]) * 4 * len(config["seeds"]):
+        return None
+    return decay_map_findings.final_cells(
+        tuned, (("stiefel", "baseline"),), rules["decay_map_tuned"], lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
+
+
+TUNED_MAP = "with every arm's W_Q, W_K at its own learning rate (each tuned at λ = 1 on selection seeds)"
+
+
 def _count_short(cells: list) -> str:
     groups = decay_map_findings.count(cells)
     total = sum(map(len, groups.values()))
@@ -100,9 +118,15 @@ UNTUNED = (
     "these runs trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned (the fair fight "
     "tunes it)"
 )
+CONTROLS_UNTUNED = (
+    "the controls trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned there (the fair "
+    "fight tunes it)"
+)
 
 
-def regimes_verdict(controls: dict | None, decay_map: dict | None, task, rules: dict) -> Verdict:
+def regimes_verdict(
+    controls: dict | None, decay_map: dict | None, task, rules: dict, tuned_map: dict | None = None
+) -> Verdict:
     """The mechanism claim: reproduced when the controls support the preprint's reading (the
     learned geometry survives decay); not reproduced when they contradict it or leave it
     undecided. ``rules``: :class:`decay_map.Rule` by declared family name."""
@@ -113,17 +137,31 @@ def regimes_verdict(controls: dict | None, decay_map: dict | None, task, rules: 
     cells = regimes_cells(decay_map, task, rules)
     status = regimes.STATUS[readings["geometry"]]
     word = "reproduced" if readings["geometry"] else "not reproduced"
-    headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
+    tuned = tuned_map_cells(tuned_map, task, rules)
+    if tuned is None:
+        headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
+        found, note = f"On grokking, {decay_map_findings.count_text(cells)}", UNTUNED
+    else:
+        headline = f"map at tuned lrs: {_count_short(tuned)}; the preprint's mechanism {status}"
+        found = (
+            f"On grokking, {TUNED_MAP}, {decay_map_findings.count_text(tuned)} (at the task's one rate: "
+            f"{_count_short(cells)})"
+        )
+        note = CONTROLS_UNTUNED
     sentence = (
-        f"On grokking, {decay_map_findings.count_text(cells)}. The controls leave the preprint's mechanism "
-        f"{status} ({regimes.readings_text(readings)}); "
-        f"{UNTUNED}."
+        f"{found}. The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}."
     )
     return Verdict(word, headline, sentence)
 
 
 def regimes_takeaways(
-    controls: dict | None, decay_map: dict | None, task, full_task: dict | None, rules: dict, fair_rows: list[dict]
+    controls: dict | None,
+    decay_map: dict | None,
+    task,
+    full_task: dict | None,
+    rules: dict,
+    fair_rows: list[dict],
+    tuned_map: dict | None = None,
 ) -> list[str]:
     """The regimes chapter's findings: the map's one count, the controls' readings at the endpoint
     and, at p = 97, on time to 90 %; then the fair fight's two answers (``fair_rows``: its
@@ -134,7 +172,15 @@ def regimes_takeaways(
     if not controls or not decay_map:
         return ["Not yet measured: no finished full run."]
     cells = regimes_cells(decay_map, task, rules)
-    out = [f"**The map**: {decay_map_findings.count_text(cells)} (Holm across the five decays)."]
+    tuned = tuned_map_cells(tuned_map, task, rules)
+    out = []
+    if tuned is not None:
+        out.append(
+            f"**The map at tuned rates**, {TUNED_MAP}: {decay_map_findings.count_text(tuned)} (Holm across the "
+            "five decays)."
+        )
+    which = "The map" if tuned is None else "The map at the task's one rate"
+    out.append(f"**{which}**: {decay_map_findings.count_text(cells)} (Holm across the five decays).")
     control = rules["controls_p31"]
     for name, rows in (
         ("The controls at the endpoint (p = 31)", regimes.control_rows(controls, control.margin, control.alpha)),
@@ -146,7 +192,8 @@ def regimes_takeaways(
         if rows:
             text = regimes.readings_text(regimes.supported_readings(rows))
             out.append(f"**{name}**: {text[:1].upper()}{text[1:]}.")
-    out.append(f"**The baseline**: {UNTUNED[:1].upper()}{UNTUNED[1:]}.")
+    note = UNTUNED if tuned is None else CONTROLS_UNTUNED
+    out.append(f"**The baseline**: {note[:1].upper()}{note[1:]}.")
     answers = fair_fight.answers(fair_rows)
     if answers["tuned_baseline"] is not None:
         out.append(

@@ -1,0 +1,40 @@
+"""The decay map at tuned lrs in the book's sentences (findings.summary): read only once complete,
+and then stated first, with the map at the task's one rate beside it."""
+
+from types import SimpleNamespace
+
+from stiefel_core.findings import summary
+from stiefel_core.findings.decay_map import Rule
+
+DECAYS, SEEDS, ARMS = (0.0, 1.0), range(10), ("baseline", "stiefel", "frozen", "no_decay_qk")
+TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)
+RULES = {name: Rule(2.0) for name in ("decay_map", "decay_map_tuned", "controls_p31")}
+
+
+def _map(gain_at: dict[float, float], runs_missing: int = 0) -> dict:
+    """A map whose Stiefel runs beat every other arm by ``gain_at[λ]`` (fraction) on every seed."""
+    runs = {}
+    for wd in DECAYS:
+        for arm in ARMS:
+            for s in SEEDS:
+                val = 0.5 + (gain_at[wd] if arm == "stiefel" else 0.0) + 0.01 * (s % 3)
+                runs[f"{arm}@wd={wd:g}/{s}"] = {"history": [{"epoch": 1500, "val_acc": val}]}
+    for key in list(runs)[:runs_missing]:
+        del runs[key]
+    config = {"weight_decays": list(DECAYS), "seeds": list(SEEDS), "qk_lrs": [["baseline", 1e-3]]}
+    return {"config": config, "runs": runs}
+
+
+def test_a_partial_tuned_map_is_not_read_and_a_complete_one_is():
+    assert summary.tuned_map_cells(None, TASK, RULES) is None
+    assert summary.tuned_map_cells(_map({0.0: 0.1, 1.0: 0.0}, runs_missing=1), TASK, RULES) is None
+    cells = summary.tuned_map_cells(_map({0.0: 0.1, 1.0: 0.0}), TASK, RULES)
+    assert [(c.weight_decay, c.verdict) for c in cells] == [(0.0, "higher"), (1.0, "equivalent")]
+
+
+def test_the_takeaways_state_the_tuned_map_first_and_the_untuned_beside_it():
+    untuned, tuned = _map({0.0: 0.1, 1.0: 0.1}), _map({0.0: 0.1, 1.0: 0.0})
+    lines = summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, RULES, [], tuned_map=tuned)
+    assert lines[0].startswith("**The map at tuned rates**") and "equivalent at 1 (λ = 1)" in lines[0]
+    assert lines[1].startswith("**The map at the task's one rate**") and "higher at 2 (λ = 0, 1)" in lines[1]
+    assert summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, RULES, [])[0].startswith("**The map**:")
