@@ -16,14 +16,28 @@
 #   kill -STOP $(pgrep -f "stiefel_core (run|sweep)")    kill -CONT $(pgrep -f "stiefel_core (run|sweep)")
 # Bring a results file back to the book (then re-execute the chapters that read it):
 #   cp DIR/results/NAME-full.json book/results/
-# A machine that is replaced between sessions loses DIR: commit results files as they grow.
+# A machine that is replaced between sessions loses DIR. Before it goes, keep what the chapters do
+# not read yet: `tools/background_runs.sh --stash DIR` copies every results file of DIR that differs
+# from book/results/ into pending_results/ (commit it); the next start seeds DIR from there first.
 set -euo pipefail
 
+root=$(git rev-parse --show-toplevel)
+pending="$root/pending_results"
+if [[ ${1:-} == --stash && $# -eq 2 ]]; then
+  mkdir -p "$pending"
+  for file in "$2"/results/*.json; do
+    name=$(basename "$file")
+    if ! cmp -s "$file" "$root/book/results/$name"; then
+      cp "$file" "$pending/$name"
+      echo "stashed $name"
+    fi
+  done
+  exit 0
+fi
 if [[ $# -lt 2 ]]; then
-  sed -n '2,19s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,23s/^# \{0,1\}//p' "$0" >&2
   exit 2
 fi
-root=$(git rev-parse --show-toplevel)
 dir=$(mkdir -p "$1" && cd "$1" && pwd)
 shift
 python="$root/.venv/bin/python"
@@ -33,6 +47,7 @@ if [[ ! -d $dir/wt ]]; then
 fi
 echo "runs pinned at $(git -C "$dir/wt" rev-parse --short HEAD) in $dir/wt"
 mkdir -p "$dir/results" "$dir/ckpt"
+cp -n "$pending"/*.json "$dir/results/" 2>/dev/null || true  # runs not yet in the book come first
 cp -n "$root"/book/results/*-full.json "$dir/results/" 2>/dev/null || true
 cifar10=${STIEFEL_CIFAR10:-$(ls "$root"/../shared/data/cifar10-jpeg.tar.xz 2>/dev/null || true)}
 
