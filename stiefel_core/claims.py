@@ -106,6 +106,7 @@ def _regimes() -> str:
         get_config("grokking_decay_map", "full").task,
         _regimes_rules(),
         full_task=full_results("grokking"),
+        tuned_map=load_results("grokking_decay_map_tuned", "full"),
     )
 
 

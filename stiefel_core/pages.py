@@ -212,7 +212,8 @@ def _hero_map() -> tuple[dict | None, list | None]:
 
 
 HERO_CAPTION = (
-    "**Figure 1.** Where the Stiefel rule beats AdamW: grokking ($p = 31$, ten paired seeds a decay). On top, each "
+    "**Figure 1.** The Stiefel rule against AdamW across weight decays: grokking ($p = 31$, ten paired seeds a decay). "
+    "On top, each "
     "weight decay $\\lambda$ at its runs' final epoch: the rule's validation accuracy minus AdamW's, its 95 % "
     "interval, the verdict (Holm across the five decays, as declared) and the seeds past 90 % in each arm; hatched "
     "cells are inconclusive. Under it, the same difference at every epoch before, drawn, not tested. Look at how the "

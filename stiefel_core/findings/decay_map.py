@@ -30,6 +30,7 @@ __all__ = [
     "cell_name",
     "nearest_cell",
     "claim",
+    "tuned_cells",
 ]
 
 
@@ -201,7 +202,28 @@ def nearest_cell(cells: list[MapCell], weight_decay: float) -> MapCell | None:
     return next((c for c in cells if c.weight_decay == weight_decay and (c.a, c.b) == ("stiefel", "baseline")), None)
 
 
-def claim(controls: dict | None, decay_map: dict | None, task, rules: dict, full_task: dict | None = None) -> str:
+def tuned_cells(tuned: dict | None, task, rules: dict) -> list[MapCell] | None:
+    """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``): its Stiefel −
+    AdamW cells under the family ``decay_map_tuned``, or ``None`` until every run of the map has
+    finished (a partial map is not read). Chapters: regimes, intro."""
+    if not tuned:
+        return None
+    config = tuned["config"]
+    if len(tuned["runs"]) < len(config["weight_decays"]) * 4 * len(config["seeds"]):
+        return None
+    return final_cells(
+        tuned, (("stiefel", "baseline"),), rules["decay_map_tuned"], lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
+
+
+def claim(
+    controls: dict | None,
+    decay_map: dict | None,
+    task,
+    rules: dict,
+    full_task: dict | None = None,
+    tuned_map: dict | None = None,
+) -> str:
     """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
     ``grokking_decay_map-full`` and the map's task: the map's one count
     (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
@@ -216,9 +238,11 @@ def claim(controls: dict | None, decay_map: dict | None, task, rules: dict, full
         decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
     )
     budgets = sorted(c.budget for c in cells)
+    tuned = tuned_cells(tuned_map, task, rules)
+    at_tuned = "" if tuned is None else f"each arm at its own W_Q, W_K lr (tuned at λ = 1): {count_text(tuned)}; "
     return (
-        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, every arm at "
-        f"the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; the controls (20 seeds, λ = 1): "
+        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, {at_tuned}every "
+        f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; the controls (20 seeds, λ = 1): "
         f"{regimes.readings_text(readings)}" + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
     )
 

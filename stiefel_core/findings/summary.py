@@ -91,18 +91,7 @@ def regimes_cells(decay_map: dict, task, rules: dict) -> list:
     )
 
 
-def tuned_map_cells(tuned: dict | None, task, rules: dict) -> list | None:
-    """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``): its Stiefel −
-    AdamW cells under the family ``decay_map_tuned``, or ``None`` until every run of the map has
-    finished (a partial map is not read)."""
-    if not tuned:
-        return None
-    config = tuned["config"]
-    if len(tuned["runs"]) < len(config["weight_decays"]) * 4 * len(config["seeds"]):
-        return None
-    return decay_map_findings.final_cells(
-        tuned, (("stiefel", "baseline"),), rules["decay_map_tuned"], lr=task.lr, warmup_epochs=task.warmup_epochs
-    )
+tuned_map_cells = decay_map_findings.tuned_cells  # the map at tuned lrs, read once complete
 
 
 TUNED_MAP = "with every arm's W_Q, W_K at its own learning rate (each tuned at λ = 1 on selection seeds)"
