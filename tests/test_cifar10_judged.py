@@ -74,3 +74,14 @@ def test_the_relatives_sweep_starts_at_three_rungs_and_asks_for_what_is_missing(
     assert judged._pending(out, config, "muon") == (3e-4, 3e-3)
     with pytest.raises(ValueError, match="lie on the ladder"):
         judged.run_peer_sweep(config, "muon@qklr=0.002", 100, "cpu")
+
+
+def test_the_core_sweep_grows_below_its_ladder_to_lr_0_as_frozen_frames(isolated):
+    from stiefel_core.experiments import cifar10_fair
+
+    base = get_config("cifar10_qk_lr", "ci")
+    config = dataclasses.replace(base, task=dataclasses.replace(base.task, **SHRUNK))
+    assert "stiefel@wd=1@qklr=0" in cifar10_fair.ARMS
+    out = run_experiment("cifar10_qk_lr", "ci", config=config, arms=["stiefel@wd=1@qklr=0"], progress=False)
+    run = out["runs"]["stiefel@wd=1@qklr=0/100"]
+    assert run["final"].get("step/W_Q", 0.0) == 0.0  # the frames never move

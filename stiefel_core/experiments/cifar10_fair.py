@@ -51,7 +51,7 @@ PROFILES = {
 _CELLS = tuple(
     grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays})
 )
-ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in LADDER)
+ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in (0.0, *LADDER))  # lr 0: frozen frames
 
 
 def _cells(config: CifarSweepConfig) -> tuple[str, ...]:
@@ -67,17 +67,17 @@ def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, 
     """One run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from start ``seed``."""
     cell, lr = parse_grid_arm(arm, KEY, _CELLS)
     base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
-    if lr not in LADDER or weight_decay not in config.weight_decays:
-        raise ValueError(f"{arm!r}: lr must lie on the ladder and λ in {config.weight_decays}")
+    if lr not in (0.0, *LADDER) or weight_decay not in config.weight_decays:
+        raise ValueError(f"{arm!r}: lr must be 0 or lie on the ladder, and λ in {config.weight_decays}")
     task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
     return cifar10.train_arm(
         task,
-        base,
+        "frozen" if lr == 0.0 else base,  # below the ladder's foot, lr 0: the frames never move
         seed,
         device,
         checkpoint,
         progress,
-        frame_lr=lr,
+        frame_lr=None if lr == 0.0 else lr,
         description=f"cifar10 W_Q, W_K lr sweep {arm} start {seed}",
     )
 
