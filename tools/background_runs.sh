@@ -17,8 +17,8 @@
 # Bring a results file back to the book (then re-execute the chapters that read it):
 #   cp DIR/results/NAME-full.json book/results/
 # A machine that is replaced between sessions loses DIR. Before it goes, keep what the chapters do
-# not read yet: `tools/background_runs.sh --stash DIR` copies every results file of DIR that differs
-# from book/results/ into pending_results/ (commit it); the next start seeds DIR from there first.
+# not read yet: `tools/background_runs.sh --stash DIR` copies every results file of DIR that holds runs
+# which book/results/ (and pending_results/) lack into pending_results/ (commit it); the next start seeds DIR from there first.
 set -euo pipefail
 
 root=$(git rev-parse --show-toplevel)
@@ -27,7 +27,17 @@ if [[ ${1:-} == --stash && $# -eq 2 ]]; then
   mkdir -p "$pending"
   for file in "$2"/results/*.json; do
     name=$(basename "$file")
-    if ! cmp -s "$file" "$root/book/results/$name"; then
+    # only a file holding runs that neither the book's copy nor an earlier stash holds
+    if "$root/.venv/bin/python" - "$file" "$root/book/results/$name" "$pending/$name" <<'PY'
+import json, sys
+from pathlib import Path
+new = set(json.loads(Path(sys.argv[1]).read_text())["runs"])
+for kept in sys.argv[2:]:
+    if Path(kept).exists():
+        new -= set(json.loads(Path(kept).read_text())["runs"])
+sys.exit(0 if new else 1)
+PY
+    then
       cp "$file" "$pending/$name"
       echo "stashed $name"
     fi
