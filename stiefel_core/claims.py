@@ -99,6 +99,8 @@ def _regimes_rules() -> dict:
 
 
 def _regimes() -> str:
+    from . import declared
+
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
     return findings.decay_map.claim(
         controls,
@@ -107,6 +109,7 @@ def _regimes() -> str:
         _regimes_rules(),
         full_task=full_results("grokking"),
         tuned_map=load_results("grokking_decay_map_tuned", "full"),
+        fair_rows=declared.fair_rows(),
     )
 
 
@@ -197,6 +200,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             get_config("grokking_decay_map", "full").task,
             _regimes_rules(),
             tuned_map=load_results("grokking_decay_map_tuned", "full"),
+            fair_rows=declared.fair_rows(),
         ),
         "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,

@@ -13,6 +13,7 @@ __all__ = [
     "grokking",
     "tuned_rows",
     "scale_rows",
+    "fair_rows",
     "cifar10",
     "ablation",
     "peers",
@@ -50,6 +51,12 @@ def scale_rows() -> list[dict]:
 
     fair, scale, peers = _fair()
     return tuned.scale_family(fair, scale, families()["grokking_fair_scale"], peers)
+
+
+def fair_rows() -> list[dict]:
+    """The fair fight's judged rows at p = 31: :func:`tuned_rows` then :func:`scale_rows`, each
+    under its own declared family."""
+    return tuned_rows() + scale_rows()
 
 
 def cifar10() -> dict:

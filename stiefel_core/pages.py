@@ -74,15 +74,11 @@ def regimes_rules() -> dict:
 
 
 def fair_rows() -> list[dict]:
-    """The fair fight's judged rows, both declared families (:func:`findings.fair_fight.declared_rows`,
-    margin and α of ``grokking_fair``), as its chapter, the intro and the claims table read them."""
-    from . import protocol
-    from .findings import fair_fight as ff
+    """The fair fight's judged rows, both declared families (:func:`declared.fair_rows`), as its
+    chapter, the intro and the claims table read them."""
+    from . import declared
 
-    family = protocol.family("grokking_fair")
-    files = (load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
-    rows, scale_rows = ff.declared_rows(*files, family.margin / 100, family.alpha)  # margin: pp -> fractions
-    return rows + scale_rows
+    return declared.fair_rows()
 
 
 def _regimes() -> list[str]:

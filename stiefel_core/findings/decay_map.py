@@ -223,13 +223,15 @@ def claim(
     rules: dict,
     full_task: dict | None = None,
     tuned_map: dict | None = None,
+    fair_rows: list[dict] | None = None,
 ) -> str:
     """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
     ``grokking_decay_map-full`` and the map's task: the map's one count
     (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
-    (``grokking-full``, p = 97), the readings of time to 90 %. ``rules``: the declared families'
-    :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``, ``controls_p97_time``).
-    Chapter: regimes."""
+    (``grokking-full``, p = 97), the readings of time to 90 %; with ``fair_rows`` (the fair
+    fight's judged rows), the readings of the same controls at tuned lrs first. ``rules``: the
+    declared families' :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``,
+    ``controls_p97_time``). Chapter: regimes."""
     if not controls or not decay_map:
         return "not yet measured (no finished full run)"
     control = rules["controls_p31"]
@@ -240,10 +242,18 @@ def claim(
     budgets = sorted(c.budget for c in cells)
     tuned = tuned_cells(tuned_map, task, rules)
     at_tuned = "" if tuned is None else f"each arm at its own W_Q, W_K lr (tuned at λ = 1): {count_text(tuned)}; "
+    tuned_rows = regimes.tuned_control_rows(fair_rows or [])
+    tuned_controls = (
+        f"the controls at tuned lrs ({min(r['n'] for r in tuned_rows)} seeds, λ = 1): "
+        f"{regimes.readings_text(regimes.supported_readings(tuned_rows))}; "
+        if tuned_rows
+        else ""
+    )
     return (
         f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, {at_tuned}every "
-        f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; the controls (20 seeds, λ = 1): "
-        f"{regimes.readings_text(readings)}" + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
+        f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; {tuned_controls}the controls at the "
+        f"task's lr (20 seeds, λ = 1): {regimes.readings_text(readings)}"
+        + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "CONTROL_PAIRS",
     "endpoint_comparison",
     "control_rows",
+    "tuned_control_rows",
     "time_rows",
     "READINGS",
     "NEEDS",
@@ -198,6 +199,21 @@ def control_rows(results: dict, margin: float, alpha: float = 0.05, count_past: 
             }
         )
     return rows
+
+
+def tuned_control_rows(family_rows: list[dict]) -> list[dict]:
+    """The pairs of :data:`CONTROL_PAIRS` that a family judged at tuned W_Q, W_K lrs holds
+    (``family_rows``: each arm against a reference, as :func:`findings.tuned.fair_family` gives
+    them), each oriented as the pair reads (:func:`findings.tuned.find`), with ``"a"``, ``"b"``
+    and ``"meaning"`` added; its Holm p-values are the family's, declared before its runs. The
+    fixed-step pairs are left out: at tuned lrs the two steps no longer share an lr (the
+    ablation chapter reads them).
+    Chapters: regimes, intro."""
+    from .tuned import find
+
+    pairs = [(a, b, meaning) for a, b, meaning in CONTROL_PAIRS if not b.startswith("fixed_step")]  # "at the same lr"
+    found = ((a, b, meaning, find(family_rows, a, b)) for a, b, meaning in pairs)
+    return [row | {"a": a, "b": b, "meaning": meaning} for a, b, meaning, row in found if row is not None]
 
 
 def time_rows(

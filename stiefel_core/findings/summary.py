@@ -111,36 +111,58 @@ CONTROLS_UNTUNED = (
     "the controls trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned there (the fair "
     "fight tunes it)"
 )
+TUNED_CONTROLS = "each arm at its own tuned W_Q, W_K learning rate (the fair fight's runs and family)"
+
+
+def _tuned_readings(fair_rows: list[dict] | None) -> dict | None:
+    rows = regimes.tuned_control_rows(fair_rows or [])
+    return regimes.supported_readings(rows) if rows else None
 
 
 def regimes_verdict(
-    controls: dict | None, decay_map: dict | None, task, rules: dict, tuned_map: dict | None = None
+    controls: dict | None,
+    decay_map: dict | None,
+    task,
+    rules: dict,
+    tuned_map: dict | None = None,
+    fair_rows: list[dict] | None = None,
 ) -> Verdict:
     """The mechanism claim: reproduced when the controls support the preprint's reading (the
     learned geometry survives decay); not reproduced when they contradict it or leave it
-    undecided. ``rules``: :class:`decay_map.Rule` by declared family name."""
+    undecided. Where the fair fight has judged the controls at tuned lrs (``fair_rows``, as
+    :func:`findings.tuned.fair_family` gives them), those readings decide and the task-rate
+    ones stand beside them. ``rules``: :class:`decay_map.Rule` by declared family name."""
     if not controls or not decay_map:
         return PENDING
     rule = rules["controls_p31"]
     readings = regimes.supported_readings(regimes.control_rows(controls, rule.margin, rule.alpha))
+    tuned_readings = _tuned_readings(fair_rows)
+    deciding = readings if tuned_readings is None else tuned_readings
     cells = regimes_cells(decay_map, task, rules)
-    status = regimes.STATUS[readings["geometry"]]
-    word = "reproduced" if readings["geometry"] else "not reproduced"
+    status = regimes.STATUS[deciding["geometry"]]
+    word = "reproduced" if deciding["geometry"] else "not reproduced"
     tuned = tuned_map_cells(tuned_map, task, rules)
     if tuned is None:
         headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
-        found, note = f"On grokking, {decay_map_findings.count_text(cells)}", UNTUNED
+        found = f"On grokking, {decay_map_findings.count_text(cells)}"
     else:
         headline = f"map at tuned lrs: {_count_short(tuned)}; the preprint's mechanism {status}"
         found = (
             f"On grokking, {TUNED_MAP}, {decay_map_findings.count_text(tuned)} (at the task's one rate: "
             f"{_count_short(cells)})"
         )
-        note = CONTROLS_UNTUNED
-    sentence = (
-        f"{found}. The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}."
-    )
-    return Verdict(word, headline, sentence)
+    if tuned_readings is None:
+        note = UNTUNED if tuned is None else CONTROLS_UNTUNED
+        controls_text = (
+            f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
+        )
+    else:
+        controls_text = (
+            f"The controls with {TUNED_CONTROLS} leave the preprint's mechanism {status} "
+            f"({regimes.readings_text(tuned_readings)}; at the task's one rate, where AdamW's was untuned: "
+            f"{regimes.readings_text(readings)})"
+        )
+    return Verdict(word, headline, f"{found}. {controls_text}.")
 
 
 def regimes_takeaways(
@@ -152,10 +174,10 @@ def regimes_takeaways(
     fair_rows: list[dict],
     tuned_map: dict | None = None,
 ) -> list[str]:
-    """The regimes chapter's findings: the map's one count, the controls' readings at the endpoint
-    and, at p = 97, on time to 90 %; then the fair fight's two answers (``fair_rows``: its
-    judged families' rows, :func:`fair_fight.family_rows`), which these runs at an untuned
-    AdamW cannot give."""
+    """The regimes chapter's findings: the map's one count (at tuned rates, then at the task's),
+    the controls' readings at the endpoint (at tuned rates from ``fair_rows``, the fair fight's
+    judged families' rows, :func:`fair_fight.declared_rows`; then at the task's rate) and, at
+    p = 97, on time to 90 %; then the fair fight's two answers."""
     from . import fair_fight
 
     if not controls or not decay_map:
@@ -168,11 +190,24 @@ def regimes_takeaways(
             f"**The map at tuned rates**, {TUNED_MAP}: {decay_map_findings.count_text(tuned)} (Holm across the "
             "five decays)."
         )
+    control = rules["controls_p31"]
+    tuned_rows = regimes.tuned_control_rows(fair_rows or [])
+    tuned_readings = _tuned_readings(fair_rows)
+    if tuned_readings is not None:
+        text = regimes.readings_text(tuned_readings)
+        seeds = min(r["n"] for r in tuned_rows)
+        out.append(
+            f"**The controls at tuned rates (p = 31, {seeds} paired seeds)**, {TUNED_CONTROLS}: "
+            f"{text[:1].upper()}{text[1:]}."
+        )
     which = "The map" if tuned is None else "The map at the task's one rate"
     out.append(f"**{which}**: {decay_map_findings.count_text(cells)} (Holm across the five decays).")
-    control = rules["controls_p31"]
+    untuned = "" if tuned_readings is None else ", at the task's one rate"
     for name, rows in (
-        ("The controls at the endpoint (p = 31)", regimes.control_rows(controls, control.margin, control.alpha)),
+        (
+            f"The controls at the endpoint (p = 31{untuned})",
+            regimes.control_rows(controls, control.margin, control.alpha),
+        ),
         (
             "The controls on time to 90 % (p = 97)",
             regimes.time_rows(full_task, alpha=rules["controls_p97_time"].alpha) if full_task else [],
@@ -182,6 +217,8 @@ def regimes_takeaways(
             text = regimes.readings_text(regimes.supported_readings(rows))
             out.append(f"**{name}**: {text[:1].upper()}{text[1:]}.")
     note = UNTUNED if tuned is None else CONTROLS_UNTUNED
+    if tuned_readings is not None:
+        note = f"{note}; the readings at tuned rates above are the ones with a tuned baseline"
     out.append(f"**The baseline**: {note[:1].upper()}{note[1:]}.")
     answers = fair_fight.answers(fair_rows)
     if answers["tuned_baseline"] is not None:
