@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..labels import label
-from . import ARM_COLORS, COLORS, figsize, style, survival_steps
+from . import ARM_COLORS, COLORS, figsize, rates, style, survival_steps
 
 __all__ = [
     "PEER_COLORS",
@@ -77,11 +77,8 @@ def decay_sweep_figure(cells: list[dict], criterion: str) -> Figure:
     with style():
         fig, axes = plt.subplots(1, len(cells), figsize=figsize(1, len(cells), (2.6, 3.0)), sharey=True, squeeze=False)
         for ax, cell in zip(axes[0], cells):
-            _draw_sweep(ax, cell["rows"])
+            _draw_sweep(ax, cell["rows"])  # a tick at every rate tried
             ax.set_title(f"λ = {cell['weight_decay']:g}", fontsize=10)
-            rates = sorted({lr for row in cell["rows"] for lr in row["scores"]})
-            ax.set_xticks(rates, [f"{lr:.0e}".replace("e-0", "e-") for lr in rates], fontsize=8)  # the rates tried
-            ax.minorticks_off()
             if not cell["rows"]:
                 ax.text(0.5, 0.5, "not yet run", transform=ax.transAxes, ha="center", va="center", color="0.4")
                 ax.set_xticks([])
@@ -94,29 +91,18 @@ def decay_sweep_figure(cells: list[dict], criterion: str) -> Figure:
 
 
 def _draw_sweep(ax, rows: list[dict], scale: float = 100.0) -> None:
+    where = rates.position(lr for row in rows for lr, v in row["scores"].items() if v is not None)
     for row in rows:
-        lrs = [lr for lr, v in row["scores"].items() if v is not None]
-        values = [scale * row["scores"][lr] for lr in lrs]
+        scores = {lr: scale * v for lr, v in row["scores"].items() if v is not None}
         color = PEER_COLORS.get(row["arm"], ARM_COLORS.get(row["arm"], COLORS["reference"]))
-        ax.plot(
-            lrs,
-            values,
-            color=color,
-            marker=MARKERS.get(row["arm"], "o"),
-            lw=1.3,
-            label=PEER_LABELS.get(row["arm"], label(row["arm"], capital=True)),
-        )
+        name = PEER_LABELS.get(row["arm"], label(row["arm"], capital=True))
+        rates.draw_ladder(ax, scores, where, color=color, marker=MARKERS.get(row["arm"], "o"), lw=1.3, label=name)
         if row["chosen"] is not None:
             ax.scatter(
-                [row["chosen"]],
-                [scale * row["scores"][row["chosen"]]],
-                s=150,
-                facecolors="none",
-                edgecolors=color,
-                lw=1.5,
+                [where[row["chosen"]]], [scores[row["chosen"]]], s=150, facecolors="none", edgecolors=color, lw=1.5
             )
-    ax.set_xscale("log")
-    ax.margins(x=0.1, y=0.15)  # the chosen rate's circle clear of the frame
+    rates.set_rate_ticks(ax, where)
+    ax.margins(y=0.15)  # the chosen rate's circle clear of the frame
     ax.set_xlabel("learning rate of $W_Q$, $W_K$")
 
 

@@ -8,9 +8,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..labels import label
-from . import ARM_COLORS, figsize, style
+from . import ARM_COLORS, figsize, rates, style
 
-__all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "rung_label", "sweep_figure"]
+__all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "sweep_figure"]
 
 ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D"}
@@ -83,12 +83,6 @@ def draw_cell(ax: Axes, cell: dict[str, list[tuple[list, list]]], ylabel: str, t
         ax.text(0.5, 0.5, "no run at this cell", ha="center", va="center", transform=ax.transAxes)
 
 
-def rung_label(lr: float) -> str:
-    """A rung of the lr ladder written short: ``3e-4``, ``1e-2``, ``0.1`` stays ``1e-1``."""
-    mantissa, exponent = f"{lr:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
     """One panel per task (``{title: (rows, score label, factor)}``, ``rows`` as
     ``findings.routing.sweep_rows`` gives them, each score times ``factor``): each swept arm's
@@ -98,30 +92,24 @@ def sweep_figure(panels: dict[str, tuple[list[dict], str, float]]) -> Figure:
         width, height = figsize(1, len(panels), panel)
         fig, axes = plt.subplots(1, len(panels), figsize=(width, height + 0.7), squeeze=False, layout="constrained")
         for ax, (title, (rows, ylabel, factor)) in zip(axes[0], panels.items()):
+            where = rates.position(lr for row in rows for lr in row["scores"])
             for row in rows:
-                lrs = sorted(lr for lr in row["scores"] if lr > 0)
-                values = [factor * row["scores"][lr] for lr in lrs]
+                scores = {lr: factor * v for lr, v in row["scores"].items()}
                 on_top = 3 if row["arm"] == "stiefel" else 2
                 marker = MARKERS.get(row["arm"], "o")
-                ax.plot(
-                    lrs,
-                    values,
-                    color=color(row["arm"]),
-                    marker=marker,
-                    ms=4,
-                    lw=1.2,
-                    label=label(row["arm"]),
-                    zorder=on_top,
-                )
-                if row["chosen"]:
-                    chosen = factor * row["scores"][row["chosen"]]
+                look = dict(color=color(row["arm"]), marker=marker, ms=4, zorder=on_top)
+                rates.draw_ladder(ax, scores, where, lw=1.2, label=label(row["arm"]), **look)
+                if row["chosen"] is not None:
+                    chosen = row["chosen"]
                     ax.scatter(
-                        [row["chosen"]], [chosen], s=110, facecolors="none", edgecolors=color(row["arm"]), lw=1.5
+                        [where[chosen]],
+                        [scores[chosen]],
+                        s=110,
+                        facecolors="none",
+                        edgecolors=color(row["arm"]),
+                        lw=1.5,
                     )
-            ax.set_xscale("log")
-            rungs = sorted({lr for row in rows for lr in row["scores"] if lr > 0})
-            ax.set_xticks(rungs, [rung_label(lr) for lr in rungs], fontsize=7)
-            ax.minorticks_off()
+            rates.set_rate_ticks(ax, where, fontsize=7)
             ax.set_xlabel("lr of W_Q, W_K", fontsize=8)
             ax.set_ylabel(ylabel, fontsize=8)
             ax.tick_params(axis="y", labelsize=7)
