@@ -67,3 +67,29 @@ def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one
     assert line.endswith("QK-norm against the Stiefel rule: not yet run.")
     assert pt.takeaway([], {}) == "At $p = 97$: not yet run."
     assert pt.fair_rows(None) == [] and not math.isnan(gain["p"])
+
+
+def test_the_runs_so_far_are_read_one_by_one_while_no_rung_is_complete():
+    from stiefel_core.findings import p97_tuned
+
+    def run(reach_at, end):
+        history = [
+            {"epoch": e, "val_acc": (0.95 if reach_at and e >= reach_at else end)} for e in range(20, 10_001, 20)
+        ]
+        return {"history": history}
+
+    sweep = {
+        "config": {"task": {"epochs": 10_000, "lr": 1e-3}, "threshold": 0.9, "seeds": [100, 101]},
+        "runs": {
+            "stiefel@qklr=0.0003/100": run(5400, 0.1),
+            "baseline@qklr=0.001/100": run(None, 0.02),
+            "baseline@qklr=0.0001/100": run(7240, 0.1),
+            "frozen/100": run(3000, 0.1),
+        },
+    }
+    assert p97_tuned.sweep_rows(sweep) == []
+    assert p97_tuned.runs_so_far_text(sweep) == (
+        "AdamW, seed 100: 1e-4 at epoch 7,240, 1e-3 not within 10,000 epochs (2 % at the end). "
+        "The Stiefel rule, seed 100: 3e-4 at epoch 5,400."
+    )
+    assert p97_tuned.runs_so_far_text({"config": sweep["config"], "runs": {}}) is None

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from ..choices import sweep_row, time_scores
+from ..choices import epochs_to, sweep_row, time_scores
 from ..labels import label
-from ..results_reading import runs_of
+from ..results_reading import parse_grid_arm, runs_of, split_key
 from ..stats import paired_comparison
 from .fair_fight import lr_text, picks_text
 from .regimes import time_rows
@@ -28,6 +28,7 @@ __all__ = [
     "THRESHOLD",
     "sweep_rows",
     "sweep_text",
+    "runs_so_far_text",
     "fair_rows",
     "adopted_seeds",
     "row_text",
@@ -69,6 +70,36 @@ def sweep_text(rows: list[dict]) -> str:
         return "The sweep is still running: no rate has run on every selection seed yet."
     picks = picks_text(rows, lambda row: "at its grid's edge: still growing")
     return f"{head}: {picks}{tail}."
+
+
+def runs_so_far_text(sweep: dict | None) -> str | None:
+    """Each finished sweep run by arm and seed, rate by rate, for while a rung still lacks a
+    selection seed (no choice is read before every seed has run): "AdamW, seed 100: 1e-4 at
+    epoch 7,240, 3e-4 not within 10,000 epochs (16 % at the end)". ``None`` without runs."""
+    if not sweep or not sweep["runs"]:
+        return None
+    config = sweep["config"]
+    horizon, threshold = config["task"]["epochs"], config["threshold"]
+    found: dict[tuple[str, int], list[tuple[float, str]]] = {}
+    for key, run in sweep["runs"].items():
+        grid_arm, seed = split_key(key)
+        if "@qklr=" not in grid_arm:
+            continue  # frozen frames (lr 0) join a grid only at the ladder's bottom
+        arm, lr = parse_grid_arm(grid_arm, "qklr", SWEPT)
+        history = run["history"]
+        epoch = epochs_to(history, threshold, horizon)
+        if epoch < horizon or history[-1]["val_acc"] >= threshold:
+            what = f"at epoch {epoch:,}"
+        else:
+            what = f"not within {horizon:,} epochs ({100 * history[-1]['val_acc']:.0f} % at the end)"
+        found.setdefault((arm, seed), []).append((lr, what))
+    order = sorted(found, key=lambda k: (SWEPT.index(k[0]), k[1]))
+    lines = (
+        f"{label(arm, capital=True)}, seed {seed}: "
+        + ", ".join(f"{lr_text(lr)} {what}" for lr, what in sorted(found[arm, seed]))
+        for arm, seed in order
+    )
+    return ". ".join(lines) + "."
 
 
 def adopted_seeds(results: dict | None, arm: str) -> list[int]:
