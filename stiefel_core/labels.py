@@ -5,7 +5,7 @@ the book spells an arm's name out. Chapter: all.
 
 from __future__ import annotations
 
-__all__ = ["ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels"]
+__all__ = ["ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels", "rate_text"]
 
 ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "stiefel": "the Stiefel rule",
@@ -83,3 +83,12 @@ def label(key: str, capital: bool = False) -> str:
 def ordered_labels(keys) -> list[str]:
     """:func:`label` of each key, in order."""
     return [label(k) for k in keys]
+
+
+def rate_text(lr: float) -> str:
+    """A learning rate as the book writes it: a rung of the ladder short (``3e-4``, ``1e-2``), a
+    rate from 0.1 to 100 plainly (``0.3``, ``1``, ``3``), lr 0 as ``0``."""
+    if lr == 0 or 0.1 <= abs(lr) < 100:
+        return f"{lr:g}"
+    mantissa, exponent = f"{lr:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"

@@ -18,7 +18,7 @@ def test_lr_0_sits_one_rung_below_the_smallest_rate():
     where = rates.position([1e-6, 0.0, 3e-6])
     assert where[1e-6] == 1e-6 and where[0.0] == pytest.approx(1e-6 / 3)
     assert rates.position([0.0]) == {0.0: pytest.approx(1e-6 / 3)}
-    assert [rates.rung_label(r) for r in (0.0, 3e-4, 1e-2)] == ["0", "3e-4", "1e-2"]
+    assert [rates.rung_label(r) for r in (0.0, 3e-4, 1e-2, 0.3, 1.0, 3.0)] == ["0", "3e-4", "1e-2", "0.3", "1", "3"]
     with pytest.raises(ValueError, match="negative"):
         rates.position([-1e-3])
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..choices import late_scores, rung_scores
-from ..labels import label
+from ..labels import label, rate_text
 from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
@@ -162,7 +162,7 @@ def answers(rows: list[dict]) -> dict[str, dict | None]:
 
 
 def lr_text(lr: float | None) -> str:
-    return "not chosen yet" if lr is None else ("0 (frozen)" if lr == 0 else f"{lr:.0e}".replace("e-0", "e-"))
+    return "not chosen yet" if lr is None else ("0 (frozen)" if lr == 0 else rate_text(lr))
 
 
 def picks_text(rows: list[dict], edge=lambda row: "still growing") -> str:

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..labels import rate_text
+
 __all__ = ["rung_label", "position", "draw_ladder", "set_rate_ticks"]
 
 STEP_BELOW = 3.0  # where lr 0 sits: this factor under the smallest positive rate
 
 
 def rung_label(lr: float) -> str:
-    """A rung written short: ``3e-4``, ``1e-2``; lr 0 is ``0``."""
-    if lr == 0:
-        return "0"
-    mantissa, exponent = f"{lr:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
+    """A rung written short (:func:`labels.rate_text`): ``3e-4``, ``1``; lr 0 is ``0``."""
+    return rate_text(lr)
 
 
 def position(rates) -> dict[float, float]:

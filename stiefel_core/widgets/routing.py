@@ -8,6 +8,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from ..findings.routing import cell_curves
+from ..labels import rate_text
 from ..plots import figsize, style
 from ..plots.routing import draw_cell
 from . import Explorer, explorer
@@ -15,16 +16,12 @@ from . import Explorer, explorer
 __all__ = ["draw_lr_decay_cell", "lr_decay_explorer"]
 
 
-def _lr_words(lr: float) -> str:
-    return f"{lr:.0e}".replace("e-0", "e-")
-
-
 def draw_lr_decay_cell(cells: dict, lr: float, weight_decay: float, metric: str, ylabel: str):
     """The figure of one cell and a readout: each arm's final metric, mean over its seeds there."""
     cell = cell_curves(cells, lr, weight_decay, metric)
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.6, 3.2)))
-        draw_cell(ax, cell, ylabel, f"W_Q, W_K learning rate {_lr_words(lr)}, weight decay {weight_decay:g}")
+        draw_cell(ax, cell, ylabel, f"W_Q, W_K learning rate {rate_text(lr)}, weight decay {weight_decay:g}")
     finals = {arm: [values[-1] for _, values in runs if values] for arm, runs in cell.items()}
     text = "; ".join(f"{arm}: final {sum(v) / len(v):.3g} ({len(v)} seeds)" for arm, v in finals.items() if v)
     return fig, text or "no run at this cell"
@@ -37,6 +34,6 @@ def lr_decay_explorer(cells: dict, metric: str, ylabel: str) -> Explorer:
     decays = sorted({decay for _, decay in cells})
     return explorer(
         lambda lr, weight_decay: draw_lr_decay_cell(cells, lr, weight_decay, metric, ylabel),
-        lr=widgets.Dropdown(options={_lr_words(lr): lr for lr in lrs}, description="W_Q, W_K lr"),
+        lr=widgets.Dropdown(options={rate_text(lr): lr for lr in lrs}, description="W_Q, W_K lr"),
         weight_decay=widgets.Dropdown(options={f"{d:g}": d for d in decays}, description="weight decay"),
     )
