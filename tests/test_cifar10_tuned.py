@@ -144,3 +144,20 @@ def test_the_relatives_verdicts_are_counted_per_reference_and_an_interim_look_sa
     interim = ct.fair_rows(fair, {"runs": {k: v for k, v in peers["runs"].items() if int(k.split("/")[1]) < 8}}, 0.005)
     assert "8 of 12 paired starts so far, an interim look" in ct.relatives_counts(interim, 12, 0.5)
     assert ct.relatives_counts(ct.fair_rows(fair, None, 0.005), 12, 0.5) is None
+
+
+def test_a_cell_whose_grid_reached_lr_0_says_how_frozen_frames_scored():
+    runs = {f"stiefel@wd=0.3@qklr={lr:g}/{s}": _run(0.47 - 10 * lr) for lr in (1e-6, 3e-6) for s in (100, 101)}
+    runs |= {f"stiefel@wd=0.3@qklr=0/{s}": _run(0.468) for s in (100, 101)}
+    runs |= {
+        f"baseline@wd=0.3@qklr={lr:g}/{s}": _run(0.47 - abs(lr - 3e-4)) for lr in (1e-4, 3e-4, 1e-3) for s in (100, 101)
+    }
+    config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.3]}
+    cells = ct.decay_cells({"config": config, "runs": runs})
+    stiefel = next(r for r in cells[0]["rows"] if r["arm"] == "stiefel")
+    assert stiefel["chosen"] == 1e-6 and stiefel["interior"]  # lr 0 below it scores lower
+    line = ct.decay_cells_text(cells)
+    assert "its grid reached lr 0, frozen frames, which score -0.20 pp against its choice" in line
+    assert "does best at its smallest rate tried, 1e-6" in line
+    runs |= {f"stiefel@wd=0.3@qklr=0/{s}": _run(0.48) for s in (100, 101)}  # frozen frames best: the choice is lr 0
+    assert "frozen frames, which score" not in ct.decay_cells_text(ct.decay_cells({"config": config, "runs": runs}))

@@ -99,8 +99,20 @@ def decay_cells_text(cells: list[dict]) -> str:
             if difference is not None
             else ""
         )
-        lines.append(f"- {head}: {picks}{gap}")
+        lines.append(f"- {head}: {picks}{gap}{_frozen_rung(cell)}")
     return "\n".join(lines)
+
+
+def _frozen_rung(cell: dict) -> str:
+    """Where the Stiefel rule's grid reached lr 0 (frozen frames), how that rung scored against its choice."""
+    row = next((r for r in cell["rows"] if r["arm"] == "stiefel"), None)
+    if row is None or 0.0 not in row["scores"] or row["chosen"] != min(lr for lr in row["scores"] if lr > 0):
+        return ""
+    difference = 100 * (row["scores"][0.0] - row["scores"][row["chosen"]])
+    return (
+        f"; its grid reached lr 0, frozen frames, which score {difference:+.2f} pp against its choice: at this "
+        f"decay the rule does best at its smallest rate tried, {lr_text(row['chosen'])}, where its frames barely move"
+    )
 
 
 def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) -> list:
