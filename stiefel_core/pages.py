@@ -198,9 +198,11 @@ def hero_figure():
 
 
 def _hero_map() -> tuple[dict | None, list | None]:
+    from .findings import decay_map
+
     task, rules = get_config("grokking_decay_map", "full").task, regimes_rules()
     tuned = full_results("grokking_decay_map_tuned")
-    cells = summary.tuned_map_cells(tuned, task, rules)
+    cells = decay_map.tuned_cells(tuned, task, rules)
     if cells is not None:
         return tuned, cells
     dmap = full_results("grokking_decay_map")

@@ -3,7 +3,7 @@ and then stated first, with the map at the task's one rate beside it."""
 
 from types import SimpleNamespace
 
-from stiefel_core.findings import summary
+from stiefel_core.findings import decay_map, summary
 from stiefel_core.findings.decay_map import Rule
 
 DECAYS, SEEDS, ARMS = (0.0, 1.0), range(10), ("baseline", "stiefel", "frozen", "no_decay_qk")
@@ -26,9 +26,9 @@ def _map(gain_at: dict[float, float], runs_missing: int = 0) -> dict:
 
 
 def test_a_partial_tuned_map_is_not_read_and_a_complete_one_is():
-    assert summary.tuned_map_cells(None, TASK, RULES) is None
-    assert summary.tuned_map_cells(_map({0.0: 0.1, 1.0: 0.0}, runs_missing=1), TASK, RULES) is None
-    cells = summary.tuned_map_cells(_map({0.0: 0.1, 1.0: 0.0}), TASK, RULES)
+    assert decay_map.tuned_cells(None, TASK, RULES) is None
+    assert decay_map.tuned_cells(_map({0.0: 0.1, 1.0: 0.0}, runs_missing=1), TASK, RULES) is None
+    cells = decay_map.tuned_cells(_map({0.0: 0.1, 1.0: 0.0}), TASK, RULES)
     assert [(c.weight_decay, c.verdict) for c in cells] == [(0.0, "higher"), (1.0, "equivalent")]
 
 

@@ -37,7 +37,6 @@ __all__ = [
     "ablation_verdict",
     "regimes_cells",
     "regimes_verdict",
-    "tuned_map_cells",
     "peers_verdict",
     "routing_verdict",
     "fair_fight_verdict",
@@ -91,9 +90,6 @@ def regimes_cells(decay_map: dict, task, rules: dict) -> list:
     )
 
 
-tuned_map_cells = decay_map_findings.tuned_cells  # the map at tuned lrs, read once complete
-
-
 TUNED_MAP = "with every arm's W_Q, W_K at its own learning rate (each tuned at λ = 1 on selection seeds)"
 
 
@@ -141,7 +137,7 @@ def regimes_verdict(
     cells = regimes_cells(decay_map, task, rules)
     status = regimes.STATUS[deciding["geometry"]]
     word = "reproduced" if deciding["geometry"] else "not reproduced"
-    tuned = tuned_map_cells(tuned_map, task, rules)
+    tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
     if tuned is None:
         headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
         found = f"On grokking, {decay_map_findings.count_text(cells)}"
@@ -183,7 +179,7 @@ def regimes_takeaways(
     if not controls or not decay_map:
         return ["Not yet measured: no finished full run."]
     cells = regimes_cells(decay_map, task, rules)
-    tuned = tuned_map_cells(tuned_map, task, rules)
+    tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
     out = []
     if tuned is not None:
         out.append(
