@@ -68,7 +68,7 @@ def test_the_tuned_readings_decide_the_claim_and_lead_the_takeaways():
         }
     }
     verdict = summary.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
-    assert verdict.word == "reproduced" and "each arm at its own tuned" in verdict.sentence
+    assert verdict.word == "reproduced" and "The controls at tuned rates leave" in verdict.sentence
     assert summary.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided
     lines = summary.regimes_takeaways(controls, dmap, TASK, None, RULES, FAMILY)
     tuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at tuned rates"))

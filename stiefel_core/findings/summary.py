@@ -144,8 +144,8 @@ def regimes_verdict(
     else:
         headline = f"map at tuned lrs: {_count_short(tuned)}; the preprint's mechanism {status}"
         found = (
-            f"On grokking, {TUNED_MAP}, {decay_map_findings.count_text(tuned)} (at the task's one rate: "
-            f"{_count_short(cells)})"
+            f"On grokking with every arm's W_Q, W_K at its own tuned learning rate, the Stiefel rule against AdamW "
+            f"reads {_count_short(tuned)} (at the task's one rate: {_count_short(cells)})"
         )
     if tuned_readings is None:
         note = UNTUNED if tuned is None else CONTROLS_UNTUNED
@@ -153,10 +153,15 @@ def regimes_verdict(
             f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
         )
     else:
+        changed = [
+            f"{label(name)}: {regimes.STATUS[readings[name]]}"
+            for name in tuned_readings
+            if readings.get(name) != tuned_readings[name]
+        ]
         controls_text = (
-            f"The controls with {TUNED_CONTROLS} leave the preprint's mechanism {status} "
-            f"({regimes.readings_text(tuned_readings)}; at the task's one rate, where AdamW's was untuned: "
-            f"{regimes.readings_text(readings)})"
+            f"The controls at tuned rates leave the preprint's mechanism {status} "
+            f"({regimes.readings_text(tuned_readings)})"
+            + (f"; at the task's one rate, against an untuned AdamW, {'; '.join(changed)}" if changed else "")
         )
     return Verdict(word, headline, f"{found}. {controls_text}.")
 
