@@ -61,8 +61,10 @@ def fair_rows() -> list[dict]:
 
 def cifar10() -> dict:
     """The CIFAR-10 chapter's families' rows (``protocol``, ``long``, ``size``), its movement
-    ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`, and the family
-    ``cifar10_fair`` at tuned W_Q, W_K lrs (``tuned``, :mod:`findings.cifar10_tuned`)."""
+    ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`, the family
+    ``cifar10_fair`` at tuned W_Q, W_K lrs (``tuned``, :mod:`findings.cifar10_tuned`), and the
+    family ``cifar10_fair_decay``'s one row at the decay of largest gap (``at_decay``, ``None``
+    before its runs)."""
     from .findings import cifar10_family as cf
     from .findings import cifar10_tuned as ct
 
@@ -71,8 +73,10 @@ def cifar10() -> dict:
     tuned = ct.fair_rows(
         load_results("cifar10_fair", "full"), load_results("cifar10_fair_peers", "full"), fair.margin / 100, fair.alpha
     )
+    decay = f["cifar10_fair_decay"]
     return {
         "tuned": tuned,
+        "at_decay": ct.decay_row(load_results("cifar10_fair_decay", "full"), decay.margin / 100, decay.alpha),
         "protocol": cf.protocol_family(main, load_results("cifar10_sweep", "full"), f["cifar10_protocol"]),
         "long": cf.long_family(load_results("cifar10_long", "full"), f["cifar10_long"]),
         "size": cf.size_family(load_results("cifar10_size", "full"), f["cifar10_size"]),

@@ -161,3 +161,38 @@ def test_a_cell_whose_grid_reached_lr_0_says_how_frozen_frames_scored():
     assert "does best at its smallest rate tried, 1e-6" in line
     runs |= {f"stiefel@wd=0.3@qklr=0/{s}": _run(0.48) for s in (100, 101)}  # frozen frames best: the choice is lr 0
     assert "frozen frames, which score" not in ct.decay_cells_text(ct.decay_cells({"config": config, "runs": runs}))
+
+
+def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have_both_arms():
+    def judged(arm, start, acc):
+        return {f"{arm}/{start}": {"final": {"test_acc": acc}}}
+
+    config = {"task": {"weight_decay": 0.3}, "qk_lrs": [["baseline", 3e-4], ["stiefel", 1e-6]]}
+    runs = judged("baseline", 0, 0.470) | judged("stiefel", 0, 0.480)
+    assert ct.decay_row(None, 0.005) is None
+    assert ct.decay_row({"config": config, "runs": runs}, 0.005) is None  # one start: no test
+    for start in range(1, 12):
+        runs |= judged("baseline", start, 0.470 + start / 10_000) | judged("stiefel", start, 0.480 + start / 5_000)
+    row = ct.decay_row({"config": config, "runs": runs}, 0.005)
+    assert (row["arm"], row["reference"], row["n"]) == ("stiefel", "baseline", 12)
+    assert row["verdict"] == "higher" and row["weight_decay"] == 0.3 and row["qk_lrs"]["stiefel"] == 1e-6
+    assert "over 12 paired starts" in ct.text(row, 12)
+
+
+def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
+    from stiefel_core.findings import summary
+
+    def row(verdict, mean):
+        return {"verdict": verdict, "mean_pp": mean, "ci_pp": (mean - 0.2, mean + 0.2), "n": 12}
+
+    protocol = [row("lower", -0.27)]
+    before = summary.cifar10_gain_verdict(protocol, [], [], row("inconclusive", -0.42))
+    assert "decay of largest gap" not in before.sentence
+    at_decay = {**row("higher", 0.6), "weight_decay": 0.3}
+    after = summary.cifar10_gain_verdict(protocol, [], [], row("inconclusive", -0.42), at_decay)
+    assert (
+        "higher at tuned lrs at λ = 0.3, the decay of largest gap (+0.60 pp [+0.40, +0.80], 12 starts)"
+        in after.sentence
+    )
+    assert after.headline.endswith("higher: +0.60 pp (tuned, λ = 0.3)")
+    assert before.word == "not reproduced" and after.word == "partly"  # one family of several reads higher

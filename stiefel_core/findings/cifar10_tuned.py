@@ -22,6 +22,7 @@ __all__ = [
     "decay_cells",
     "cell_gap",
     "largest_gap_decay",
+    "decay_row",
     "decay_cells_text",
     "peer_sweep_rows",
     "spread_text",
@@ -155,6 +156,19 @@ def fair_rows(fair: dict | None, peers: dict | None, margin: float, alpha: float
         values.setdefault(arm, {})
     rows = family_rows(values, ARMS, REFERENCES, margin, alpha)
     return [{**r, "what": f"{label(r['arm'])} − {label(r['reference'])} at tuned lrs"} for r in rows]
+
+
+def decay_row(results: dict | None, margin: float, alpha: float = 0.05) -> dict | None:
+    """The family ``cifar10_fair_decay``'s one comparison: the Stiefel rule − AdamW at the decay of
+    largest gap, each at its tuned lr there, final test accuracy paired by start, with the decay
+    (``weight_decay``) and the lrs (``qk_lrs``) its config resolved before the runs; ``None``
+    before two starts have both arms."""
+    values = finals(results, metric="test_acc")
+    if len(set(values.get("stiefel", {})) & set(values.get("baseline", {}))) < 2:
+        return None
+    rows = family_rows(values, ("stiefel",), ("baseline",), margin, alpha)
+    config = results["config"]
+    return {**rows[0], "weight_decay": config["task"]["weight_decay"], "qk_lrs": dict(config["qk_lrs"])}
 
 
 def shown(rows: list[dict]) -> list[dict]:

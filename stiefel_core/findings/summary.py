@@ -36,6 +36,7 @@ __all__ = [
     "movement_verdict",
     "ablation_verdict",
     "regimes_cells",
+    "count_short",
     "regimes_verdict",
     "peers_verdict",
     "routing_verdict",
@@ -93,7 +94,8 @@ def regimes_cells(decay_map: dict, task, rules: dict) -> list:
 TUNED_MAP = "with every arm's W_Q, W_K at its own learning rate (each tuned at λ = 1 on selection seeds)"
 
 
-def _count_short(cells: list) -> str:
+def count_short(cells: list) -> str:
+    """The map's count in brief: "higher at 2 of 5 decays; inconclusive at 3 of 5 decays"."""
     groups = decay_map_findings.count(cells)
     total = sum(map(len, groups.values()))
     return "; ".join(f"{word} at {len(got)} of {total} decays" for word, got in groups.items() if got)
@@ -139,13 +141,13 @@ def regimes_verdict(
     word = "reproduced" if deciding["geometry"] else "not reproduced"
     tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
     if tuned is None:
-        headline = f"map: {_count_short(cells)}; the preprint's mechanism {status}"
+        headline = f"map: {count_short(cells)}; the preprint's mechanism {status}"
         found = f"On grokking, {decay_map_findings.count_text(cells)}"
     else:
-        headline = f"map at tuned lrs: {_count_short(tuned)}; the preprint's mechanism {status}"
+        headline = f"map at tuned lrs: {count_short(tuned)}; the preprint's mechanism {status}"
         found = (
             f"On grokking with every arm's W_Q, W_K at its own tuned learning rate, the Stiefel rule against AdamW "
-            f"reads {_count_short(tuned)} (at the task's one rate: {_count_short(cells)})"
+            f"reads {count_short(tuned)} (at the task's one rate: {count_short(cells)})"
         )
     if tuned_readings is None:
         note = UNTUNED if tuned is None else CONTROLS_UNTUNED

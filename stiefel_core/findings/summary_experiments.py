@@ -82,14 +82,16 @@ def _row(rows: list[dict], i: int) -> dict | None:
 
 
 def cifar10_gain_verdict(
-    protocol: list[dict], long: list[dict], size: list[dict], tuned: dict | None = None
+    protocol: list[dict], long: list[dict], size: list[dict], tuned: dict | None = None, at_decay: dict | None = None
 ) -> Verdict:
     """The CIFAR-10 gain claim from the families ``cifar10_protocol`` (the gain; the gap with data),
     ``cifar10_long`` (the gain in 100-epoch training), ``cifar10_size`` (the gap with data at
     matched epochs) (:mod:`cifar10_family`) and ``cifar10_fair`` (``tuned``: the Stiefel rule −
-    AdamW at tuned W_Q, W_K lrs, :mod:`cifar10_tuned`): reproduced only when every one is *higher*."""
+    AdamW at tuned W_Q, W_K lrs, :mod:`cifar10_tuned`) and ``cifar10_fair_decay`` (``at_decay``:
+    the same at the decay of largest gap, :func:`cifar10_tuned.decay_row`): reproduced only when
+    every one is *higher*."""
     gain, gap, long_gain, widening = _row(protocol, 0), _row(protocol, 3), _row(long, 0), _row(size, 0)
-    rows = [r for r in (gain, gap, long_gain, widening, tuned) if r is not None]
+    rows = [r for r in (gain, gap, long_gain, widening, tuned, at_decay) if r is not None]
     if gain is None:
         return PENDING
     word = claim_word([r["verdict"] for r in rows])
@@ -104,6 +106,13 @@ def cifar10_gain_verdict(
             f"{tuned['verdict']} there with each arm at its tuned W_Q, W_K lr ({_pp(tuned, 2)}, {tuned['n']} starts)"
         )
         headline += f"; {tuned['verdict']}: {tuned['mean_pp']:+.2f} pp (tuned)"
+    if at_decay:
+        where = f"λ = {at_decay['weight_decay']:g}"
+        parts.append(
+            f"{at_decay['verdict']} at tuned lrs at {where}, the decay of largest gap ({_pp(at_decay, 2)}, "
+            f"{at_decay['n']} starts)"
+        )
+        headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where})"
     gaps = [r for r in (gap, widening) if r is not None]
     if gaps:
         parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))
