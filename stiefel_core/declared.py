@@ -63,20 +63,26 @@ def cifar10() -> dict:
     """The CIFAR-10 chapter's families' rows (``protocol``, ``long``, ``size``), its movement
     ratio as a function of the lr (``movement``), :mod:`findings.cifar10_family`, the family
     ``cifar10_fair`` at tuned W_Q, W_K lrs (``tuned``, :mod:`findings.cifar10_tuned`), and the
-    family ``cifar10_fair_decay``'s one row at the decay of largest gap (``at_decay``, ``None``
-    before its runs)."""
+    family ``cifar10_fair_decay``'s one row at the decay of largest gap (``at_decay``) and the family
+    ``cifar10_best_cells``'s, each arm at its best decay and rate (``best_cells``); ``None`` before
+    their runs."""
     from .findings import cifar10_family as cf
     from .findings import cifar10_tuned as ct
 
     f, main = families(), load_results("cifar10", "full")
     fair = f["cifar10_fair"]
-    tuned = ct.fair_rows(
-        load_results("cifar10_fair", "full"), load_results("cifar10_fair_peers", "full"), fair.margin / 100, fair.alpha
-    )
-    decay = f["cifar10_fair_decay"]
+    decay, best = f["cifar10_fair_decay"], f["cifar10_best_cells"]
+    fair_runs, at_decay = load_results("cifar10_fair", "full"), load_results("cifar10_fair_decay", "full")
+    tuned = ct.fair_rows(fair_runs, load_results("cifar10_fair_peers", "full"), fair.margin / 100, fair.alpha)
     return {
         "tuned": tuned,
-        "at_decay": ct.decay_row(load_results("cifar10_fair_decay", "full"), decay.margin / 100, decay.alpha),
+        "at_decay": ct.decay_row(at_decay, decay.margin / 100, decay.alpha),
+        "best_cells": ct.best_cells_row(
+            [fair_runs, at_decay],
+            ct.best_cells(ct.decay_cells(load_results("cifar10_qk_lr", "full"))),
+            best.margin / 100,
+            best.alpha,
+        ),
         "protocol": cf.protocol_family(main, load_results("cifar10_sweep", "full"), f["cifar10_protocol"]),
         "long": cf.long_family(load_results("cifar10_long", "full"), f["cifar10_long"]),
         "size": cf.size_family(load_results("cifar10_size", "full"), f["cifar10_size"]),

@@ -49,6 +49,9 @@ FAMILIES = {  # book/protocol.yml's families -> their titles
     "cifar10_size": "CIFAR-10's size sweep",
     "peers_grokking": "the relatives on grokking (first runs)",
     "peers_cifar10": "the relatives on CIFAR-10",
+    "cifar10_fair": "CIFAR-10 at tuned learning rates",
+    "cifar10_fair_decay": "CIFAR-10 at the decay of largest gap",
+    "cifar10_best_cells": "CIFAR-10, each arm at its best decay and rate",
 }
 
 SETTINGS = {  # the grid arms' setting (experiments.grid) -> its symbol

@@ -177,6 +177,9 @@ def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have
     assert (row["arm"], row["reference"], row["n"]) == ("stiefel", "baseline", 12)
     assert row["verdict"] == "higher" and row["weight_decay"] == 0.3 and row["qk_lrs"]["stiefel"] == 1e-6
     assert "over 12 paired starts" in ct.text(row, 12)
+    line = ct.decay_takeaway(row, 12)
+    assert "(λ = 0.3, each arm at that decay's own tuned rate: AdamW 3e-4, the Stiefel rule 1e-6;" in line
+    assert "**higher**" in line and ct.decay_takeaway(None, 12) is None
 
 
 def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
@@ -196,3 +199,35 @@ def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
     )
     assert after.headline.endswith("higher: +0.60 pp (tuned, λ = 0.3)")
     assert before.word == "not reproduced" and after.word == "partly"  # one family of several reads higher
+
+
+def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_ran_it():
+    sweep_runs = {}
+    scores = {  # (arm, λ) -> {lr: score}: AdamW does best at λ = 1, the Stiefel rule at λ = 0.05
+        ("baseline", 1.0): {3e-4: 0.49, 1e-3: 0.50, 3e-3: 0.49},
+        ("stiefel", 1.0): {1e-3: 0.48, 3e-3: 0.49, 1e-2: 0.48},
+        ("baseline", 0.05): {3e-3: 0.44, 1e-2: 0.45, 3e-2: 0.41},
+        ("stiefel", 0.05): {3e-2: 0.50, 1e-1: 0.52, 3e-1: 0.51},
+    }
+    for (arm, decay), by_lr in scores.items():
+        for lr, acc in by_lr.items():
+            sweep_runs |= {f"{arm}@wd={decay:g}@qklr={lr:g}/{s}": _run(acc) for s in (100, 101)}
+    config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 1.0]}
+    best = ct.best_cells(ct.decay_cells({"config": config, "runs": sweep_runs}))
+    assert best["baseline"] == {"weight_decay": 1.0, "lr": 1e-3, "score": pytest.approx(0.50)}
+    assert best["stiefel"] == {"weight_decay": 0.05, "lr": 1e-1, "score": pytest.approx(0.52)}
+    assert "+2.00 pp, on the 2 selection starts" in ct.best_cells_text(best, 2)
+
+    def judged(decay, lrs, acc):
+        runs = {f"{arm}/{s}": {"final": {"test_acc": a + s / 1000}} for arm, a in acc.items() for s in range(12)}
+        return {"config": {"task": {"weight_decay": decay}, "qk_lrs": [list(x) for x in lrs]}, "runs": runs}
+
+    at_one = judged(1.0, (("baseline", 1e-3), ("stiefel", 3e-3)), {"baseline": 0.50, "stiefel": 0.49})
+    at_light = judged(0.05, (("baseline", 1e-2), ("stiefel", 1e-1)), {"baseline": 0.45, "stiefel": 0.515})
+    row = ct.best_cells_row([at_one, at_light], best, margin=0.005)
+    # the Stiefel rule's runs at λ = 0.05 against AdamW's at λ = 1, not either file's own pair
+    assert row["mean_pp"] == pytest.approx(1.5) and row["verdict"] == "higher" and row["n"] == 12
+    line = ct.best_cells_takeaway(row, 12)
+    assert "AdamW at λ = 1 and 1e-3, the Stiefel rule at λ = 0.05 and 0.1" in line and "set after the runs" in line
+    assert ct.best_cells_row([at_one, None], best, margin=0.005) is None  # the light decay's runs are missing
+    assert ct.best_cells(ct.decay_cells({"config": config, "runs": {}})) is None

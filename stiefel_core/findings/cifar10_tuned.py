@@ -24,6 +24,9 @@ __all__ = [
     "largest_gap_decay",
     "decay_row",
     "decay_cells_text",
+    "best_cells",
+    "best_cells_text",
+    "best_cells_row",
     "peer_sweep_rows",
     "spread_text",
     "tuned_lrs",
@@ -33,6 +36,8 @@ __all__ = [
     "text",
     "lrs_text",
     "takeaway",
+    "decay_takeaway",
+    "best_cells_takeaway",
     "pending_note",
     "relatives_counts",
 ]
@@ -104,6 +109,52 @@ def decay_cells_text(cells: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def best_cells(cells: list[dict]) -> dict[str, dict] | None:
+    """Each swept arm's best cell over both knobs, the decay and the rate (``{arm: {"weight_decay",
+    "lr", "score"}}``, scores on the selection starts), once every cell's choice is final; else ``None``."""
+    if not cells or any(cell_gap(cell) is None for cell in cells):
+        return None
+    best = {}
+    for cell in cells:
+        for r in cell["rows"]:
+            score = r["scores"][r["chosen"]]
+            if r["arm"] not in best or score > best[r["arm"]]["score"]:
+                best[r["arm"]] = {"weight_decay": cell["weight_decay"], "lr": r["chosen"], "score": score}
+    return best
+
+
+def best_cells_text(best: dict[str, dict], n: int) -> str:
+    """ "Tuned over the decay as well as the rate, ...": each arm's best cell and the difference of
+    the two, read on the ``n`` selection starts that chose them."""
+    where = {
+        arm: f"{100 * b['score']:.2f} % (λ = {b['weight_decay']:g}, {lr_text(b['lr'])})" for arm, b in best.items()
+    }
+    difference = 100 * (best["stiefel"]["score"] - best["baseline"]["score"])
+    return (
+        f"Tuned over the decay as well as the rate, AdamW's best cell scores {where['baseline']} and the Stiefel "
+        f"rule's {where['stiefel']}: {difference:+.2f} pp, on the {n} selection starts that chose them (a reading, "
+        "not a test)"
+    )
+
+
+def best_cells_row(files: list[dict | None], best: dict[str, dict] | None, margin: float, alpha: float = 0.05):
+    """The family ``cifar10_best_cells``'s one comparison: the Stiefel rule − AdamW, each at its best
+    cell over the decay and the rate (:func:`best_cells`), final test accuracy paired by start. Each
+    arm's judged runs come from the file of ``files`` whose config ran it at that decay and rate;
+    ``None`` until both arms have two starts in common."""
+    if best is None:
+        return None
+    values = {}
+    for arm, cell in best.items():
+        for results in filter(None, files):
+            config = results["config"]
+            if config["task"]["weight_decay"] == cell["weight_decay"] and dict(config["qk_lrs"]).get(arm) == cell["lr"]:
+                values[arm] = finals(results, metric="test_acc").get(arm, {})
+    if len(set(values.get("stiefel", {})) & set(values.get("baseline", {}))) < 2:
+        return None
+    return {**family_rows(values, ("stiefel",), ("baseline",), margin, alpha)[0], "cells": best}
+
+
 def _frozen_rung(cell: dict) -> str:
     """Where the Stiefel rule's grid reached lr 0 (frozen frames), how that rung scored against its choice."""
     row = next((r for r in cell["rows"] if r["arm"] == "stiefel"), None)
@@ -123,13 +174,13 @@ def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) 
     return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
 
 
-def spread_text(rows: list[dict]) -> str:
+def spread_text(rows: list[dict], sep: str = ", ") -> str:
     """How far the rates tried move each arm's score: "<arm> <max - min> pp, ..." over ``rows``
     (a cell's rows of :func:`decay_cells`, or :func:`peer_sweep_rows`) with two or more rungs."""
     spans = [
         (r["arm"], 100 * (max(r["scores"].values()) - min(r["scores"].values()))) for r in rows if len(r["scores"]) > 1
     ]
-    return ", ".join(f"{label(arm)} {span:.1f} pp" for arm, span in spans)
+    return sep.join(f"{label(arm)} {span:.1f} pp" for arm, span in spans)
 
 
 def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
@@ -246,4 +297,27 @@ def takeaway(rows: list[dict], lrs: dict[str, float], judged: int) -> str | None
         f"**At tuned learning rates** ({lrs_text(lrs, label)} for W_Q, W_K, each chosen on separate selection "
         f"starts; λ = 1, 100 epochs on 10,000 images): the Stiefel rule against AdamW is {text(gain, judged)}. "
         f"Frozen frames against AdamW: {text(frozen[0], judged)}; against the Stiefel rule: {text(frozen[1], judged)}."
+    )
+
+
+def decay_takeaway(row: dict | None, judged: int) -> str | None:
+    """The sentence at the decay of largest gap (:func:`decay_row`), or ``None`` before its runs."""
+    if row is None:
+        return None
+    rates = f"AdamW {lr_text(row['qk_lrs']['baseline'])}, the Stiefel rule {lr_text(row['qk_lrs']['stiefel'])}"
+    return (
+        f"**At the decay of largest gap** (λ = {row['weight_decay']:g}, each arm at that decay's own tuned rate: "
+        f"{rates}; 100 epochs on 10,000 images): the Stiefel rule against AdamW is {text(row, judged)}."
+    )
+
+
+def best_cells_takeaway(row: dict | None, judged: int) -> str | None:
+    """The sentence for each arm at its best decay and rate (:func:`best_cells_row`), or ``None``."""
+    if row is None:
+        return None
+    at = {arm: f"λ = {cell['weight_decay']:g} and {lr_text(cell['lr'])}" for arm, cell in row["cells"].items()}
+    return (
+        f"**Each arm tuned over the decay as well as the rate** (AdamW at {at['baseline']}, the Stiefel rule at "
+        f"{at['stiefel']}: each arm's best cell of the sweep on the selection starts): the Stiefel rule against "
+        f"AdamW is {text(row, judged)}; this comparison was set after the runs it reads for AdamW."
     )
