@@ -151,7 +151,12 @@ def _tuned_gain(rows: dict) -> list[dict]:
 def _cifar10_claim(rows: dict):
     tuned = _tuned_gain(rows)
     return summary.cifar10_gain_verdict(
-        rows["protocol"], rows["long"], rows["size"], tuned[0] if tuned else None, rows.get("at_decay")
+        rows["protocol"],
+        rows["long"],
+        rows["size"],
+        tuned[0] if tuned else None,
+        rows.get("at_decay"),
+        rows.get("best_cells"),
     )
 
 

@@ -231,3 +231,18 @@ def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_r
     assert "AdamW at λ = 1 and 1e-3, the Stiefel rule at λ = 0.05 and 0.1" in line and "set after the runs" in line
     assert ct.best_cells_row([at_one, None], best, margin=0.005) is None  # the light decay's runs are missing
     assert ct.best_cells(ct.decay_cells({"config": config, "runs": {}})) is None
+
+
+def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_the_runs():
+    from stiefel_core.findings import summary
+
+    row = {"verdict": "inconclusive", "mean_pp": 0.7, "ci_pp": (-0.3, 1.7), "n": 12}
+    best = {
+        **row,
+        "cells": {"baseline": {"weight_decay": 1.0, "lr": 1e-3}, "stiefel": {"weight_decay": 0.05, "lr": 0.1}},
+    }
+    verdict = summary.cifar10_gain_verdict([{**row, "verdict": "lower"}], [], [], None, None, best)
+    assert (
+        "inconclusive with each arm at its best decay and lr (AdamW at λ = 1, the Stiefel rule at λ = 0.05; "
+        "+0.70 pp [-0.30, +1.70], 12 starts; a comparison set after the runs)" in verdict.sentence
+    )

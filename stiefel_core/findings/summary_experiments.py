@@ -82,16 +82,22 @@ def _row(rows: list[dict], i: int) -> dict | None:
 
 
 def cifar10_gain_verdict(
-    protocol: list[dict], long: list[dict], size: list[dict], tuned: dict | None = None, at_decay: dict | None = None
+    protocol: list[dict],
+    long: list[dict],
+    size: list[dict],
+    tuned: dict | None = None,
+    at_decay: dict | None = None,
+    best: dict | None = None,
 ) -> Verdict:
     """The CIFAR-10 gain claim from the families ``cifar10_protocol`` (the gain; the gap with data),
     ``cifar10_long`` (the gain in 100-epoch training), ``cifar10_size`` (the gap with data at
     matched epochs) (:mod:`cifar10_family`) and ``cifar10_fair`` (``tuned``: the Stiefel rule −
     AdamW at tuned W_Q, W_K lrs, :mod:`cifar10_tuned`) and ``cifar10_fair_decay`` (``at_decay``:
-    the same at the decay of largest gap, :func:`cifar10_tuned.decay_row`): reproduced only when
-    every one is *higher*."""
+    the same at the decay of largest gap, :func:`cifar10_tuned.decay_row`) and ``cifar10_best_cells``
+    (``best``: each arm at its best decay and lr, :func:`cifar10_tuned.best_cells_row`): reproduced
+    only when every one is *higher*."""
     gain, gap, long_gain, widening = _row(protocol, 0), _row(protocol, 3), _row(long, 0), _row(size, 0)
-    rows = [r for r in (gain, gap, long_gain, widening, tuned, at_decay) if r is not None]
+    rows = [r for r in (gain, gap, long_gain, widening, tuned, at_decay, best) if r is not None]
     if gain is None:
         return PENDING
     word = claim_word([r["verdict"] for r in rows])
@@ -113,6 +119,12 @@ def cifar10_gain_verdict(
             f"{at_decay['n']} starts)"
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where})"
+    if best:
+        cells = ", ".join(f"{label(arm)} at λ = {cell['weight_decay']:g}" for arm, cell in best["cells"].items())
+        parts.append(
+            f"{best['verdict']} with each arm at its best decay and lr ({cells}; {_pp(best, 2)}, {best['n']} starts; "
+            "a comparison set after the runs)"
+        )
     gaps = [r for r in (gap, widening) if r is not None]
     if gaps:
         parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))
