@@ -246,3 +246,36 @@ def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_
         "inconclusive with each arm at its best decay and lr (AdamW at λ = 1, the Stiefel rule at λ = 0.05; "
         "+0.70 pp [-0.30, +1.70], 12 starts; a comparison set after the runs)" in verdict.sentence
     )
+
+
+def test_the_answers_have_one_line_per_family_that_has_run():
+    row = {"verdict": "inconclusive", "mean_pp": -0.4, "ci_pp": (-1.0, 0.2), "n": 12, "p": 0.2, "p_holm": 0.4}
+    tuned = [{**row, "arm": "stiefel", "reference": "baseline"}, {**row, "arm": "frozen", "reference": "stiefel"}]
+    assert ct.answer_lines({"tuned": [], "at_decay": None, "best_cells": None}, 12) == []
+    lines = ct.answer_lines({"tuned": tuned, "at_decay": {**row, "weight_decay": 0.05}, "best_cells": None}, 12)
+    assert len(lines) == 2 and lines[0].startswith(
+        "**On CIFAR-10 at tuned rates** (100 epochs on 10,000 images, λ = 1)"
+    )
+    assert (
+        "(λ = 0.05, each arm at that decay's own tuned rate): the Stiefel rule against AdamW, **inconclusive**"
+        in lines[1]
+    )
+
+
+def test_the_decay_shift_says_which_arm_moved_between_the_heaviest_and_the_lightest_decay():
+    def cell(decay, baseline, stiefel):
+        rows = [
+            {"arm": arm, "scores": {1e-3: acc - 0.01, 3e-3: acc, 1e-2: acc - 0.01}, "chosen": 3e-3, "interior": True}
+            for arm, acc in (("baseline", baseline), ("stiefel", stiefel))
+        ]
+        return {"weight_decay": decay, "rows": rows}
+
+    cells = [cell(1.0, 0.50, 0.50), cell(0.05, 0.45, 0.515)]
+    shift = ct.decay_shift(cells, 0.05)
+    assert shift == {"baseline": (0.50, 0.45), "stiefel": (0.50, 0.515)}
+    assert ct.decay_shift_text(shift, 0.05, 3) == (
+        "From λ = 1 to λ = 0.05, AdamW's best score falls from 50.00 % to 45.00 % and the Stiefel rule's best score "
+        "rises from 50.00 % to 51.50 % (each at its own rate, on the 3 selection starts)"
+    )
+    cells[1]["rows"][0]["interior"] = False  # a cell still growing: no shift yet
+    assert ct.decay_shift(cells, 0.05) is None and ct.decay_shift(cells, 0.3) is None

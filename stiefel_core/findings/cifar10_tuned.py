@@ -38,6 +38,9 @@ __all__ = [
     "takeaway",
     "decay_takeaway",
     "best_cells_takeaway",
+    "answer_lines",
+    "decay_shift",
+    "decay_shift_text",
     "pending_note",
     "relatives_counts",
 ]
@@ -320,4 +323,60 @@ def best_cells_takeaway(row: dict | None, judged: int) -> str | None:
         f"**Each arm tuned over the decay as well as the rate** (AdamW at {at['baseline']}, the Stiefel rule at "
         f"{at['stiefel']}: each arm's best cell of the sweep on the selection starts): the Stiefel rule against "
         f"AdamW is {text(row, judged)}; this comparison was set after the runs it reads for AdamW."
+    )
+
+
+def answer_lines(rows: dict, judged: int) -> list[str]:
+    """The fair fight's answers on CIFAR-10, one line per family that has run, from
+    ``declared.cifar10()``'s ``rows``: at tuned lrs at λ = 1 (the gain and frozen frames), at the
+    decay of largest gap, and each arm at its best decay and lr."""
+    gain, frozen = find(rows["tuned"], "stiefel", "baseline"), find(rows["tuned"], "frozen", "stiefel")
+    at_decay, best = rows.get("at_decay"), rows.get("best_cells")
+    lines = []
+    if gain is not None:
+        lines.append(
+            "**On CIFAR-10 at tuned rates** (100 epochs on 10,000 images, λ = 1): the Stiefel rule against AdamW, "
+            f"{text(gain, judged)}; frozen frames against the Stiefel rule, {text(frozen, judged)}."
+        )
+    if at_decay is not None:
+        lines.append(
+            f"**On CIFAR-10 at the decay of largest gap** (λ = {at_decay['weight_decay']:g}, each arm at that "
+            f"decay's own tuned rate): the Stiefel rule against AdamW, {text(at_decay, judged)}."
+        )
+    if best is not None:
+        cells = ", ".join(f"{label(arm)} at λ = {cell['weight_decay']:g}" for arm, cell in best["cells"].items())
+        lines.append(
+            f"**On CIFAR-10, each arm at its best decay and rate** ({cells}; set after the runs it reads for "
+            f"AdamW): the Stiefel rule against AdamW, {text(best, judged)}."
+        )
+    return lines
+
+
+def decay_shift(cells: list[dict], decay: float) -> dict[str, tuple[float, float]] | None:
+    """Each swept arm's chosen score (fractions, selection starts) at λ = 1 and at ``decay``:
+    ``{arm: (at λ = 1, at decay)}``, or ``None`` while either cell is not final."""
+    by_decay = {cell["weight_decay"]: cell for cell in cells}
+    if 1.0 not in by_decay or decay not in by_decay:
+        return None
+    out = {}
+    for arm in SWEPT:
+        pair = []
+        for cell in (by_decay[1.0], by_decay[decay]):
+            row = next((r for r in cell["rows"] if r["arm"] == arm and r["interior"]), None)
+            if row is None:
+                return None
+            pair.append(row["scores"][row["chosen"]])
+        out[arm] = tuple(pair)
+    return out
+
+
+def decay_shift_text(shift: dict[str, tuple[float, float]], decay: float, n: int) -> str:
+    """ "From λ = 1 to λ = 0.05, AdamW's best score falls from 50.47 % to 45.14 % and the Stiefel
+    rule's rises from ...": where a gap at ``decay`` comes from, on the ``n`` selection starts."""
+    parts = []
+    for arm, (heavy, light) in shift.items():
+        move = "rises" if light > heavy else "falls"
+        parts.append(f"{label(arm)}'s best score {move} from {100 * heavy:.2f} % to {100 * light:.2f} %")
+    return (
+        f"From λ = 1 to λ = {decay:g}, " + " and ".join(parts) + f" (each at its own rate, on the {n} selection starts)"
     )
