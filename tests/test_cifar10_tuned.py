@@ -199,6 +199,7 @@ def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
     )
     assert after.headline.endswith("higher: +0.60 pp (tuned, λ = 0.3)")
     assert before.word == "not reproduced" and after.word == "partly"  # one family of several reads higher
+    assert "gain is partly reproduced: the Stiefel rule minus AdamW" in after.sentence
 
 
 def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_ran_it():

@@ -128,7 +128,8 @@ def cifar10_gain_verdict(
     gaps = [r for r in (gap, widening) if r is not None]
     if gaps:
         parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))
-    sentence = f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {word}: " + "; ".join(
+    said = "partly reproduced" if word == "partly" else word
+    sentence = f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {said}: " + "; ".join(
         parts
     )
     return Verdict(word, headline, sentence + ".")
