@@ -66,6 +66,7 @@ def cifar10() -> dict:
     family ``cifar10_fair_decay``'s one row at the decay of largest gap (``at_decay``) and the family
     ``cifar10_best_cells``'s, each arm at its best decay and rate (``best_cells``); ``None`` before
     their runs."""
+    from .findings import cifar10_decays as cd
     from .findings import cifar10_family as cf
     from .findings import cifar10_tuned as ct
 
@@ -76,10 +77,10 @@ def cifar10() -> dict:
     tuned = ct.fair_rows(fair_runs, load_results("cifar10_fair_peers", "full"), fair.margin / 100, fair.alpha)
     return {
         "tuned": tuned,
-        "at_decay": ct.decay_row(at_decay, decay.margin / 100, decay.alpha),
-        "best_cells": ct.best_cells_row(
+        "at_decay": cd.decay_row(at_decay, decay.margin / 100, decay.alpha),
+        "best_cells": cd.best_cells_row(
             [fair_runs, at_decay],
-            ct.best_cells(ct.decay_cells(load_results("cifar10_qk_lr", "full"))),
+            cd.best_cells(cd.decay_cells(load_results("cifar10_qk_lr", "full"))),
             best.margin / 100,
             best.alpha,
         ),

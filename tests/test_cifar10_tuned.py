@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from stiefel_core.findings import cifar10_decays as cd
 from stiefel_core.findings import cifar10_tuned as ct
 
 
@@ -67,7 +68,7 @@ def test_each_decay_of_the_sweep_reads_its_own_choice_and_says_what_has_not_run(
     runs |= {f"baseline@wd=0.3@qklr={lr:g}/{s}": _run(0.5 + lr) for lr in (3e-4, 1e-3, 3e-3) for s in (100, 101)}
     runs["stiefel@wd=0.3@qklr=0.001/100"] = _run(0.9)  # one start of two: no score yet
     config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 0.3, 1.0]}
-    cells = ct.decay_cells({"config": config, "runs": runs})
+    cells = cd.decay_cells({"config": config, "runs": runs})
     assert [c["weight_decay"] for c in cells] == [1.0, 0.3, 0.05]
     at_one = {r["arm"]: r for r in cells[0]["rows"]}
     assert at_one["baseline"]["chosen"] == 1e-3 and at_one["stiefel"]["chosen"] == 3e-3
@@ -75,7 +76,7 @@ def test_each_decay_of_the_sweep_reads_its_own_choice_and_says_what_has_not_run(
     assert [r["arm"] for r in cells[1]["rows"]] == ["baseline"]
     assert cells[1]["rows"][0]["chosen"] == 3e-3 and not cells[1]["rows"][0]["interior"]  # the top rung: an edge
     assert cells[2]["rows"] == []
-    lines = ct.decay_cells_text(cells).splitlines()
+    lines = cd.decay_cells_text(cells).splitlines()
     assert lines[0] == (
         "- λ = 1: AdamW 1e-3, the Stiefel rule 3e-3; at these rates the Stiefel rule scores +0.50 pp against "
         "AdamW on the 2 selection starts (the starts that chose the rates: a reading, not a test)"
@@ -83,7 +84,7 @@ def test_each_decay_of_the_sweep_reads_its_own_choice_and_says_what_has_not_run(
     assert "AdamW 3e-3 (at the edge of 3 rates tried: the sweep is still growing)" in lines[1]
     assert "pp" not in lines[1]  # no gap while a choice is not settled
     assert lines[2] == "- λ = 0.05: not yet run"
-    assert ct.decay_cells(None) == []
+    assert cd.decay_cells(None) == []
 
 
 def test_the_relatives_sweep_rows_keep_only_rungs_every_selection_start_finished():
@@ -153,14 +154,14 @@ def test_a_cell_whose_grid_reached_lr_0_says_how_frozen_frames_scored():
         f"baseline@wd=0.3@qklr={lr:g}/{s}": _run(0.47 - abs(lr - 3e-4)) for lr in (1e-4, 3e-4, 1e-3) for s in (100, 101)
     }
     config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.3]}
-    cells = ct.decay_cells({"config": config, "runs": runs})
+    cells = cd.decay_cells({"config": config, "runs": runs})
     stiefel = next(r for r in cells[0]["rows"] if r["arm"] == "stiefel")
     assert stiefel["chosen"] == 1e-6 and stiefel["interior"]  # lr 0 below it scores lower
-    line = ct.decay_cells_text(cells)
+    line = cd.decay_cells_text(cells)
     assert "its grid reached lr 0, frozen frames, which score -0.20 pp against its choice" in line
     assert "does best at its smallest rate tried, 1e-6" in line
     runs |= {f"stiefel@wd=0.3@qklr=0/{s}": _run(0.48) for s in (100, 101)}  # frozen frames best: the choice is lr 0
-    assert "frozen frames, which score" not in ct.decay_cells_text(ct.decay_cells({"config": config, "runs": runs}))
+    assert "frozen frames, which score" not in cd.decay_cells_text(cd.decay_cells({"config": config, "runs": runs}))
 
 
 def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have_both_arms():
@@ -169,17 +170,17 @@ def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have
 
     config = {"task": {"weight_decay": 0.3}, "qk_lrs": [["baseline", 3e-4], ["stiefel", 1e-6]]}
     runs = judged("baseline", 0, 0.470) | judged("stiefel", 0, 0.480)
-    assert ct.decay_row(None, 0.005) is None
-    assert ct.decay_row({"config": config, "runs": runs}, 0.005) is None  # one start: no test
+    assert cd.decay_row(None, 0.005) is None
+    assert cd.decay_row({"config": config, "runs": runs}, 0.005) is None  # one start: no test
     for start in range(1, 12):
         runs |= judged("baseline", start, 0.470 + start / 10_000) | judged("stiefel", start, 0.480 + start / 5_000)
-    row = ct.decay_row({"config": config, "runs": runs}, 0.005)
+    row = cd.decay_row({"config": config, "runs": runs}, 0.005)
     assert (row["arm"], row["reference"], row["n"]) == ("stiefel", "baseline", 12)
     assert row["verdict"] == "higher" and row["weight_decay"] == 0.3 and row["qk_lrs"]["stiefel"] == 1e-6
     assert "over 12 paired starts" in ct.text(row, 12)
-    line = ct.decay_takeaway(row, 12)
+    line = cd.decay_takeaway(row, 12)
     assert "(λ = 0.3, each arm at that decay's own tuned rate: AdamW 3e-4, the Stiefel rule 1e-6;" in line
-    assert "**higher**" in line and ct.decay_takeaway(None, 12) is None
+    assert "**higher**" in line and cd.decay_takeaway(None, 12) is None
 
 
 def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
@@ -214,10 +215,10 @@ def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_r
         for lr, acc in by_lr.items():
             sweep_runs |= {f"{arm}@wd={decay:g}@qklr={lr:g}/{s}": _run(acc) for s in (100, 101)}
     config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 1.0]}
-    best = ct.best_cells(ct.decay_cells({"config": config, "runs": sweep_runs}))
+    best = cd.best_cells(cd.decay_cells({"config": config, "runs": sweep_runs}))
     assert best["baseline"] == {"weight_decay": 1.0, "lr": 1e-3, "score": pytest.approx(0.50)}
     assert best["stiefel"] == {"weight_decay": 0.05, "lr": 1e-1, "score": pytest.approx(0.52)}
-    assert "+2.00 pp, on the 2 selection starts" in ct.best_cells_text(best, 2)
+    assert "+2.00 pp, on the 2 selection starts" in cd.best_cells_text(best, 2)
 
     def judged(decay, lrs, acc):
         runs = {f"{arm}/{s}": {"final": {"test_acc": a + s / 1000}} for arm, a in acc.items() for s in range(12)}
@@ -225,13 +226,13 @@ def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_r
 
     at_one = judged(1.0, (("baseline", 1e-3), ("stiefel", 3e-3)), {"baseline": 0.50, "stiefel": 0.49})
     at_light = judged(0.05, (("baseline", 1e-2), ("stiefel", 1e-1)), {"baseline": 0.45, "stiefel": 0.515})
-    row = ct.best_cells_row([at_one, at_light], best, margin=0.005)
+    row = cd.best_cells_row([at_one, at_light], best, margin=0.005)
     # the Stiefel rule's runs at λ = 0.05 against AdamW's at λ = 1, not either file's own pair
     assert row["mean_pp"] == pytest.approx(1.5) and row["verdict"] == "higher" and row["n"] == 12
-    line = ct.best_cells_takeaway(row, 12)
+    line = cd.best_cells_takeaway(row, 12)
     assert "AdamW at λ = 1 and 1e-3, the Stiefel rule at λ = 0.05 and 0.1" in line and "set after the runs" in line
-    assert ct.best_cells_row([at_one, None], best, margin=0.005) is None  # the light decay's runs are missing
-    assert ct.best_cells(ct.decay_cells({"config": config, "runs": {}})) is None
+    assert cd.best_cells_row([at_one, None], best, margin=0.005) is None  # the light decay's runs are missing
+    assert cd.best_cells(cd.decay_cells({"config": config, "runs": {}})) is None
 
 
 def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_the_runs():
@@ -272,11 +273,11 @@ def test_the_decay_shift_says_which_arm_moved_between_the_heaviest_and_the_light
         return {"weight_decay": decay, "rows": rows}
 
     cells = [cell(1.0, 0.50, 0.50), cell(0.05, 0.45, 0.515)]
-    shift = ct.decay_shift(cells, 0.05)
+    shift = cd.decay_shift(cells, 0.05)
     assert shift == {"baseline": (0.50, 0.45), "stiefel": (0.50, 0.515)}
-    assert ct.decay_shift_text(shift, 0.05, 3) == (
+    assert cd.decay_shift_text(shift, 0.05, 3) == (
         "From λ = 1 to λ = 0.05, AdamW's best score falls from 50.00 % to 45.00 % and the Stiefel rule's best score "
         "rises from 50.00 % to 51.50 % (each at its own rate, on the 3 selection starts)"
     )
     cells[1]["rows"][0]["interior"] = False  # a cell still growing: no shift yet
-    assert ct.decay_shift(cells, 0.05) is None and ct.decay_shift(cells, 0.3) is None
+    assert cd.decay_shift(cells, 0.05) is None and cd.decay_shift(cells, 0.3) is None

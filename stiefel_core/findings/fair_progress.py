@@ -5,7 +5,8 @@ the runs instead of being typed. Pure functions of the results dicts; no experim
 from __future__ import annotations
 
 from ..results_reading import split_key
-from .cifar10_tuned import RELATIVES, decay_cells, largest_gap_decay
+from .cifar10_decays import decay_cells, largest_gap_decay
+from .cifar10_tuned import RELATIVES
 from .fair_fight import picks_text
 
 __all__ = ["complete_starts", "progress_lines"]

@@ -93,8 +93,8 @@ def cifar10_gain_verdict(
     ``cifar10_long`` (the gain in 100-epoch training), ``cifar10_size`` (the gap with data at
     matched epochs) (:mod:`cifar10_family`) and ``cifar10_fair`` (``tuned``: the Stiefel rule −
     AdamW at tuned W_Q, W_K lrs, :mod:`cifar10_tuned`) and ``cifar10_fair_decay`` (``at_decay``:
-    the same at the decay of largest gap, :func:`cifar10_tuned.decay_row`) and ``cifar10_best_cells``
-    (``best``: each arm at its best decay and lr, :func:`cifar10_tuned.best_cells_row`): reproduced
+    the same at the decay of largest gap, :func:`cifar10_decays.decay_row`) and ``cifar10_best_cells``
+    (``best``: each arm at its best decay and lr, :func:`cifar10_decays.best_cells_row`): reproduced
     only when every one is *higher*."""
     gain, gap, long_gain, widening = _row(protocol, 0), _row(protocol, 3), _row(long, 0), _row(size, 0)
     rows = [r for r in (gain, gap, long_gain, widening, tuned, at_decay, best) if r is not None]

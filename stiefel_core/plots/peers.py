@@ -72,7 +72,7 @@ def sweep_figure(
 
 
 def decay_sweep_figure(cells: list[dict], criterion: str) -> Figure:
-    """One panel per weight decay (``cells`` of ``findings.cifar10_tuned.decay_cells``), each the
+    """One panel per weight decay (``cells`` of ``findings.cifar10_decays.decay_cells``), each the
     swept arms' scores over the frame lr, on a shared vertical axis; a decay not yet run says so."""
     with style():
         fig, axes = plt.subplots(1, len(cells), figsize=figsize(1, len(cells), (2.6, 3.0)), sharey=True, squeeze=False)
