@@ -34,13 +34,20 @@ def _main(argv: list[str] | None) -> int:
     run.add_argument("name", choices=sorted(EXPERIMENTS))
     run_all = sub.add_parser("run-all", help="run every experiment")
     sweep = sub.add_parser("sweep", help="grow the W_Q, W_K lr sweep until every arm's choice is interior (resumes)")
-    sweeps = ["grokking_qk_lr", "cifar10_qk_lr", "cifar10_peers_qk_lr", "grokking_p97_qk_lr", *ROUTING_SWEEPS]
+    sweeps = [
+        "grokking_qk_lr",
+        "cifar10_qk_lr",
+        "cifar10_peers_qk_lr",
+        "grokking_p97_qk_lr",
+        "grokking_decay_qk_lr",
+        *ROUTING_SWEEPS,
+    ]
     sweep.add_argument("name", choices=sweeps)
     sweep.add_argument(
         "--arms",
         nargs="+",
         default=None,
-        help="a subset of the swept arms (a shard); for cifar10_qk_lr, cells such as stiefel@wd=1",
+        help="a subset of the swept arms (a shard); for cifar10_qk_lr and grokking_decay_qk_lr, cells (stiefel@wd=1)",
     )
     for p in (run, run_all, sweep):
         p.add_argument(
@@ -82,13 +89,15 @@ def _main(argv: list[str] | None) -> int:
         print(f"{args.name} ({profile}): {len(results['runs'])} runs in {results_path(args.name, profile)}")
         return 0
     if args.command == "sweep":
-        from .experiments import cifar10_fair, cifar10_judged, fair_fight, p97_fair
+        from .experiments import cifar10_fair, cifar10_judged, decay_map_sweep, fair_fight, p97_fair
 
         options = dict(device=args.device, progress=not args.no_progress)
         if args.name == "cifar10_qk_lr":
             results = cifar10_fair.sweep(run_experiment, profile, tuple(args.arms or ()) or None, **options)
         elif args.name == "cifar10_peers_qk_lr":
             results = cifar10_judged.sweep_peers(run_experiment, profile, tuple(args.arms or ()) or None, **options)
+        elif args.name == "grokking_decay_qk_lr":
+            results = decay_map_sweep.sweep(run_experiment, profile, tuple(args.arms or ()) or None, **options)
         elif args.name == "grokking_p97_qk_lr":
             results = p97_fair.sweep(run_experiment, profile, tuple(args.arms or ()) or None, **options)
         else:

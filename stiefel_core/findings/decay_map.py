@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import cell_choices
 from ..labels import label
 from ..results_reading import LAST, paired
 from ..stats import VERDICTS, PairedComparison, family_verdicts, mcnemar_exact
@@ -56,6 +57,7 @@ FAMILIES = (
     "decay_map_controls",
     "decay_map_tuned",
     "decay_map_tuned_controls",
+    "decay_map_per_decay",
     "controls_p31",
     "controls_p97_time",
     "trust_region",
@@ -213,6 +215,40 @@ def tuned_cells(tuned: dict | None, task, rules: dict) -> list[MapCell] | None:
         return None
     return final_cells(
         tuned, (("stiefel", "baseline"),), rules["decay_map_tuned"], lr=task.lr, warmup_epochs=task.warmup_epochs
+    )
+
+
+def per_decay_cells(per_decay: dict | None, task, rules: dict) -> list[MapCell] | None:
+    """The map with AdamW and the Stiefel rule each at the lr tuned at each decay
+    (``grokking_decay_map_per_decay``): its Stiefel − AdamW cells under the family
+    ``decay_map_per_decay``, or ``None`` until every run has finished. Chapter: regimes."""
+    if not per_decay:
+        return None
+    config = per_decay["config"]
+    if len(per_decay["runs"]) < len(config["weight_decays"]) * 2 * len(config["seeds"]):
+        return None
+    return final_cells(
+        per_decay,
+        (("stiefel", "baseline"),),
+        rules["decay_map_per_decay"],
+        lr=task.lr,
+        warmup_epochs=task.warmup_epochs,
+    )
+
+
+def per_decay_progress(sweep: dict | None, per_decay: dict | None, decays: int = 4, runs: int = 100) -> str:
+    """Where the map tuned decay by decay stands before its verdicts: the cells of its sweep
+    (``grokking_decay_qk_lr``: ``decays`` decays, two arms) with a final choice, and its judged runs
+    (of ``runs``). Chapter: regimes."""
+    settled = 0
+    for weight_decay in (sweep or {}).get("config", {}).get("weight_decays", ()):
+        picks = cell_choices(sweep, ("baseline", "stiefel"), weight_decay, "val_acc").values()
+        settled += sum(1 for pick in picks if pick and pick["interior"])
+    swept = len((sweep or {}).get("runs", {}))
+    done = len((per_decay or {}).get("runs", {}))
+    return (
+        f"not yet run: the sweep at each decay has settled {settled} of {2 * decays} cells ({swept} runs so far), "
+        f"and the map has {done} of {runs} runs"
     )
 
 
