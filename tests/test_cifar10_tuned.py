@@ -216,9 +216,14 @@ def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_r
             sweep_runs |= {f"{arm}@wd={decay:g}@qklr={lr:g}/{s}": _run(acc) for s in (100, 101)}
     config = {"seeds": [100, 101], "task": {"epochs": 10, "lr": 1e-3}, "weight_decays": [0.05, 1.0]}
     best = cd.best_cells(cd.decay_cells({"config": config, "runs": sweep_runs}))
-    assert best["baseline"] == {"weight_decay": 1.0, "lr": 1e-3, "score": pytest.approx(0.50)}
-    assert best["stiefel"] == {"weight_decay": 0.05, "lr": 1e-1, "score": pytest.approx(0.52)}
+    assert best["baseline"] == {"weight_decay": 1.0, "lr": 1e-3, "score": pytest.approx(0.50), "edge": True}
+    assert best["stiefel"] == {"weight_decay": 0.05, "lr": 1e-1, "score": pytest.approx(0.52), "edge": True}
     assert "+2.00 pp, on the 2 selection starts" in cd.best_cells_text(best, 2)
+    # both best decays are ends of the two decays tried: a better one may lie beyond
+    assert "each arm's best decay is an edge of the decays tried (AdamW at λ = 1, the Stiefel rule at λ = 0.05)" in (
+        cd.best_cells_text(best, 2)
+    )
+    assert cd.edge_text({"baseline": {"weight_decay": 0.3, "edge": False}}) == ""
 
     def judged(decay, lrs, acc):
         runs = {f"{arm}/{s}": {"final": {"test_acc": a + s / 1000}} for arm, a in acc.items() for s in range(12)}
@@ -241,11 +246,15 @@ def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_
     row = {"verdict": "inconclusive", "mean_pp": 0.7, "ci_pp": (-0.3, 1.7), "n": 12}
     best = {
         **row,
-        "cells": {"baseline": {"weight_decay": 1.0, "lr": 1e-3}, "stiefel": {"weight_decay": 0.05, "lr": 0.1}},
+        "cells": {
+            "baseline": {"weight_decay": 1.0, "lr": 1e-3},
+            "stiefel": {"weight_decay": 0.05, "lr": 0.1, "edge": True},
+        },
     }
     verdict = summary.cifar10_gain_verdict([{**row, "verdict": "lower"}], [], [], None, None, best)
     assert (
-        "inconclusive with each arm at its best decay and lr (AdamW at λ = 1, the Stiefel rule at λ = 0.05; "
+        "inconclusive with each arm at its best decay and lr (AdamW at λ = 1, the Stiefel rule at λ = 0.05, an edge "
+        "of the decays tried; "
         "+0.70 pp [-0.30, +1.70], 12 starts; a comparison set after the runs)" in verdict.sentence
     )
 

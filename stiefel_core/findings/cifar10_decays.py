@@ -18,6 +18,7 @@ __all__ = [
     "decay_cells_text",
     "best_cells",
     "best_cells_text",
+    "edge_text",
     "best_cells_row",
     "decay_row",
     "decay_takeaway",
@@ -92,7 +93,9 @@ def decay_cells_text(cells: list[dict]) -> str:
 
 def best_cells(cells: list[dict]) -> dict[str, dict] | None:
     """Each swept arm's best cell over both knobs, the decay and the rate (``{arm: {"weight_decay",
-    "lr", "score"}}``, scores on the selection starts), once every cell's choice is final; else ``None``."""
+    "lr", "score", "edge"}}``, scores on the selection starts; ``edge``: the decay is the largest or
+    smallest the sweep tried, so a better one may lie past it), once every cell's choice is final;
+    else ``None``."""
     if not cells or any(cell_gap(cell) is None for cell in cells):
         return None
     best = {}
@@ -101,7 +104,22 @@ def best_cells(cells: list[dict]) -> dict[str, dict] | None:
             score = r["scores"][r["chosen"]]
             if r["arm"] not in best or score > best[r["arm"]]["score"]:
                 best[r["arm"]] = {"weight_decay": cell["weight_decay"], "lr": r["chosen"], "score": score}
-    return best
+    decays = [cell["weight_decay"] for cell in cells]
+    return {arm: {**b, "edge": b["weight_decay"] in (min(decays), max(decays))} for arm, b in best.items()}
+
+
+def edge_text(cells: dict[str, dict]) -> str:
+    """ "; each arm's best decay is an edge of the decays tried (...)" for the best cells of
+    :func:`best_cells` whose decay is an edge, or ""."""
+    edges = {arm: cell for arm, cell in cells.items() if cell.get("edge")}
+    if not edges:
+        return ""
+    which = ", ".join(f"{label(arm)} at λ = {cell['weight_decay']:g}" for arm, cell in edges.items())
+    whose = "each arm's best decay is" if len(edges) == len(cells) else f"{label(next(iter(edges)))}'s best decay is"
+    return (
+        f"; {whose} an edge of the decays tried ({which}), so a better decay may lie beyond it: the sweep grew "
+        "the rate until its choice was interior, not the decay"
+    )
 
 
 def best_cells_text(best: dict[str, dict], n: int) -> str:
@@ -114,7 +132,7 @@ def best_cells_text(best: dict[str, dict], n: int) -> str:
     return (
         f"Tuned over the decay as well as the rate, AdamW's best cell scores {where['baseline']} and the Stiefel "
         f"rule's {where['stiefel']}: {difference:+.2f} pp, on the {n} selection starts that chose them (a reading, "
-        "not a test)"
+        f"not a test){edge_text(best)}"
     )
 
 
@@ -180,7 +198,8 @@ def best_cells_takeaway(row: dict | None, judged: int) -> str | None:
     return (
         f"**Each arm tuned over the decay as well as the rate** (AdamW at {at['baseline']}, the Stiefel rule at "
         f"{at['stiefel']}: each arm's best cell of the sweep on the selection starts): the Stiefel rule against "
-        f"AdamW is {text(row, judged)}; this comparison was set after the runs it reads for AdamW."
+        f"AdamW is {text(row, judged)}; this comparison was set after the runs it reads for AdamW"
+        f"{edge_text(row['cells'])}."
     )
 
 

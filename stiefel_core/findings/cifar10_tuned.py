@@ -176,7 +176,11 @@ def answer_lines(rows: dict, judged: int) -> list[str]:
             f"decay's own tuned rate): the Stiefel rule against AdamW, {text(at_decay, judged)}."
         )
     if best is not None:
-        cells = ", ".join(f"{label(arm)} at λ = {cell['weight_decay']:g}" for arm, cell in best["cells"].items())
+        cells = ", ".join(
+            f"{label(arm)} at λ = {cell['weight_decay']:g}"
+            + (", an edge of the decays tried" if cell.get("edge") else "")
+            for arm, cell in best["cells"].items()
+        )
         lines.append(
             f"**On CIFAR-10, each arm at its best decay and rate** ({cells}; set after the runs it reads for "
             f"AdamW): the Stiefel rule against AdamW, {text(best, judged)}."

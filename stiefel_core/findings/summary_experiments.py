@@ -120,7 +120,11 @@ def cifar10_gain_verdict(
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where})"
     if best:
-        cells = ", ".join(f"{label(arm)} at λ = {cell['weight_decay']:g}" for arm, cell in best["cells"].items())
+        cells = ", ".join(
+            f"{label(arm)} at λ = {cell['weight_decay']:g}"
+            + (", an edge of the decays tried" if cell.get("edge") else "")
+            for arm, cell in best["cells"].items()
+        )
         parts.append(
             f"{best['verdict']} with each arm at its best decay and lr ({cells}; {_pp(best, 2)}, {best['n']} starts; "
             "a comparison set after the runs)"
