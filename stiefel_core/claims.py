@@ -208,6 +208,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             _regimes_rules(),
             tuned_map=load_results("grokking_decay_map_tuned", "full"),
             fair_rows=declared.fair_rows(),
+            per_decay_map=load_results("grokking_decay_map_per_decay", "full"),
         ),
         "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,

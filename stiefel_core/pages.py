@@ -90,6 +90,7 @@ def _regimes() -> list[str]:
         regimes_rules(),
         fair_rows(),
         tuned_map=full_results("grokking_decay_map_tuned"),
+        per_decay_map=full_results("grokking_decay_map_per_decay"),
     )
 
 

@@ -124,12 +124,14 @@ def regimes_verdict(
     rules: dict,
     tuned_map: dict | None = None,
     fair_rows: list[dict] | None = None,
+    per_decay_map: dict | None = None,
 ) -> Verdict:
     """The mechanism claim: reproduced when the controls support the preprint's reading (the
     learned geometry survives decay); not reproduced when they contradict it or leave it
     undecided. Where the fair fight has judged the controls at tuned lrs (``fair_rows``, as
     :func:`findings.tuned.fair_family` gives them), those readings decide and the task-rate
-    ones stand beside them. ``rules``: :class:`decay_map.Rule` by declared family name."""
+    ones stand beside them; ``per_decay_map``, the map with each arm at the rate tuned at each
+    decay, is counted beside the map. ``rules``: :class:`decay_map.Rule` by declared family name."""
     if not controls or not decay_map:
         return PENDING
     rule = rules["controls_p31"]
@@ -149,6 +151,15 @@ def regimes_verdict(
             f"On grokking with every arm's W_Q, W_K at its own tuned learning rate, the Stiefel rule against AdamW "
             f"reads {count_short(tuned)} (at the task's one rate: {count_short(cells)})"
         )
+    per_decay = decay_map_findings.per_decay_cells(per_decay_map, task, rules)
+    if per_decay is not None:
+        headline = headline.replace(
+            "; the preprint's", f"; tuned at each decay: {count_short(per_decay)}; the preprint's"
+        )
+        by_word = decay_map_findings.count_text(per_decay).split(": ", 1)[
+            1
+        ]  # "higher at none, lower at 1 (λ = 0), ..."
+        found += f"; with each arm's rate tuned at each decay instead, it reads {by_word}"
     if tuned_readings is None:
         note = UNTUNED if tuned is None else CONTROLS_UNTUNED
         controls_text = (
@@ -176,6 +187,7 @@ def regimes_takeaways(
     rules: dict,
     fair_rows: list[dict],
     tuned_map: dict | None = None,
+    per_decay_map: dict | None = None,
 ) -> list[str]:
     """The regimes chapter's findings: the map's one count (at tuned rates, then at the task's),
     the controls' readings at the endpoint (at tuned rates from ``fair_rows``, the fair fight's
@@ -192,6 +204,12 @@ def regimes_takeaways(
         out.append(
             f"**The map at tuned rates**, {TUNED_MAP}: {decay_map_findings.count_text(tuned)} (Holm across the "
             "five decays)."
+        )
+    per_decay = decay_map_findings.per_decay_cells(per_decay_map, task, rules)
+    if per_decay is not None:
+        out.append(
+            "**The map tuned at each decay**, AdamW's and the Stiefel rule's rate chosen at each decay on separate "
+            f"selection seeds: {decay_map_findings.count_text(per_decay)} (Holm across the five decays)."
         )
     control = rules["controls_p31"]
     tuned_rows = regimes.tuned_control_rows(fair_rows or [])
