@@ -38,3 +38,17 @@ def test_the_takeaways_state_the_tuned_map_first_and_the_untuned_beside_it():
     assert lines[0].startswith("**The map at tuned rates**") and "equivalent at 1 (λ = 1)" in lines[0]
     assert lines[1].startswith("**The map at the task's one rate**") and "higher at 2 (λ = 0, 1)" in lines[1]
     assert summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, RULES, [])[0].startswith("**The map**:")
+
+
+def test_the_map_tuned_at_each_decay_is_stated_beside_the_others_once_complete():
+    rules = {**RULES, "decay_map_per_decay": Rule(2.0)}
+    untuned, tuned = _map({0.0: 0.1, 1.0: 0.1}), _map({0.0: 0.1, 1.0: 0.0})
+    per_decay = _map({0.0: -0.1, 1.0: 0.0})  # two arms suffice: only Stiefel − AdamW is read
+    per_decay["runs"] = {k: v for k, v in per_decay["runs"].items() if k.startswith(("baseline@", "stiefel@"))}
+    lines = summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, rules, [], tuned, per_decay)
+    assert lines[1].startswith("**The map tuned at each decay**") and "lower at 1 (λ = 0)" in lines[1]
+    partial = {**per_decay, "runs": dict(list(per_decay["runs"].items())[1:])}
+    assert not any(
+        "each decay" in line
+        for line in summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, rules, [], tuned, partial)
+    )
