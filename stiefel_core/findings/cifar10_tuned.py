@@ -29,6 +29,7 @@ __all__ = [
     "lrs_text",
     "takeaway",
     "answer_lines",
+    "best_decays_text",
     "pending_note",
     "relatives_counts",
 ]
@@ -176,13 +177,18 @@ def answer_lines(rows: dict, judged: int) -> list[str]:
             f"decay's own tuned rate): the Stiefel rule against AdamW, {text(at_decay, judged)}."
         )
     if best is not None:
-        cells = ", ".join(
-            f"{label(arm)} at λ = {cell['weight_decay']:g}"
-            + (", an edge of the decays tried" if cell.get("edge") else "")
-            for arm, cell in best["cells"].items()
-        )
+        cells = best_decays_text(best["cells"])
         lines.append(
             f"**On CIFAR-10, each arm at its best decay and rate** ({cells}; set after the runs it reads for "
             f"AdamW): the Stiefel rule against AdamW, {text(best, judged)}."
         )
     return lines
+
+
+def best_decays_text(cells: dict[str, dict]) -> str:
+    """ "AdamW at λ = 1, an edge of the decays tried, the Stiefel rule at λ = 0.05": each arm's best
+    decay (cells of ``cifar10_decays.best_cells``), and whether it is an edge of the decays tried."""
+    return ", ".join(
+        f"{label(arm)} at λ = {cell['weight_decay']:g}" + (", an edge of the decays tried" if cell.get("edge") else "")
+        for arm, cell in cells.items()
+    )

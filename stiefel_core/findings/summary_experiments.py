@@ -12,6 +12,7 @@ from .. import preprint
 from ..labels import label
 from . import ablation, grokking
 from . import routing as routing_findings
+from .cifar10_tuned import best_decays_text
 from .claim_verdict import PENDING, Verdict
 
 __all__ = [
@@ -120,11 +121,7 @@ def cifar10_gain_verdict(
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where})"
     if best:
-        cells = ", ".join(
-            f"{label(arm)} at λ = {cell['weight_decay']:g}"
-            + (", an edge of the decays tried" if cell.get("edge") else "")
-            for arm, cell in best["cells"].items()
-        )
+        cells = best_decays_text(best["cells"])
         parts.append(
             f"{best['verdict']} with each arm at its best decay and lr ({cells}; {_pp(best, 2)}, {best['n']} starts; "
             "a comparison set after the runs)"
