@@ -10,6 +10,9 @@
   ``grokking_fair_scale`` (the scale controls) and ``grokking_fair_peers`` (the ablation's variants,
   the relatives, Cayley Adam): the comparison at 20 paired seeds, each arm at the lr the sweep
   chose, resolved before the runs by :func:`resolve` and written into the results file's config.
+- ``grokking_fair_ablation``: the ablation's two variants the first sweep left out (no tangent
+  projector, no trust region), swept and judged the same way, on the same seeds, in a family of
+  their own (declared after the other files had been read, before any run of these arms).
 
 Histories keep the metrics the book reads (accuracy, loss, W_Q, W_K's norm, movement), so that
 hundreds of runs stay a few MB.
@@ -34,9 +37,11 @@ __all__ = [
     "FAIR_ARMS",
     "SCALE_ARMS",
     "PEER_ARMS",
+    "VARIANT_ARMS",
     "SWEPT_ARMS",
     "SCALE_PROFILES",
     "PEER_PROFILES",
+    "VARIANT_PROFILES",
     "SweepConfig",
     "SWEEP_PROFILES",
     "SWEEP_ARMS",
@@ -54,7 +59,8 @@ __all__ = [
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")  # the headline and the preprint's mechanism control
 SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")  # scale without orthonormality; a frame's scale made free
 PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
-SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS, *PEER_ARMS)
+VARIANT_ARMS = ("no_projector", "no_trust_region")  # the ablation's other variants, swept later
+SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS, *PEER_ARMS, *VARIANT_ARMS)
 CENTERS = {"geoopt_radam": 1e-1, "cayley_adam": 1e-1}  # sums of squares, not means: ~sqrt(d r) = 32x the others' lr
 KEY = "qklr"
 KEPT_METRICS = (
@@ -161,6 +167,7 @@ PROFILES = {
 # grokking_fair's runs): three files, so that each starts once its own arms' choices are final
 SCALE_PROFILES = {name: dataclasses.replace(config, arms=SCALE_ARMS) for name, config in PROFILES.items()}
 PEER_PROFILES = {name: dataclasses.replace(config, arms=PEER_ARMS) for name, config in PROFILES.items()}
+VARIANT_PROFILES = {name: dataclasses.replace(config, arms=VARIANT_ARMS) for name, config in PROFILES.items()}
 
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
@@ -228,6 +235,15 @@ ENTRIES = (  # this module's experiments, collected by the runner
         run,
         "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
         "W_Q, W_K lrs, 20 seeds paired with grokking_fair",
+        resolve=resolve,
+    ),
+    Experiment(
+        "grokking_fair_ablation",
+        VARIANT_PROFILES,
+        VARIANT_ARMS,
+        run,
+        "grokking at p = 31, the ablation's variants without the tangent projector and without the trust region "
+        "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
         resolve=resolve,
     ),
 )
