@@ -133,6 +133,7 @@ def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_
     judged = set(fair_fight.FAIR_ARMS) | {"frozen"} | set(fair_fight.PEER_ARMS) | set(fair_fight.SCALE_ARMS)
     declared = {arm for arms, refs in ff.FAMILIES.values() for arm in (*arms, *refs)}
     assert declared == judged
+    assert set(ff.VARIANT_FAMILY[0]) == set(fair_fight.VARIANT_ARMS)  # the later variants: a family of their own
 
     def results(arms, shift):  # a fake results file: arm a, seed s ends at 0.6 + shift(a) + a noise of (a, s)
         runs = {
@@ -152,3 +153,35 @@ def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_
     verdict = fair_fight_verdict(fair, None, None, 0.02, 0.05, peers)
     assert verdict.headline.startswith(row["verdict"])
     assert "relatives" in ff.peers_sentence(rows, str)
+
+
+def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads_untested():
+    from stiefel_core.findings import ablation as ablation_findings
+    from stiefel_core.findings import fair_fight as ff
+
+    def results(arms, shift):
+        runs = {
+            f"{a}/{s}": {"final": {"val_acc": 0.6 + shift.get(a, 0.0) + 0.03 * ((s * (len(a) + 3)) % 7) / 7}}
+            for a in arms
+            for s in range(20)
+        }
+        return {"config": {"qk_lrs": [[a, 3e-3] for a in arms]}, "runs": runs}
+
+    shift = {"stiefel": 0.05, "no_trust_region": 0.05}  # no projector falls to AdamW's level
+    fair = results(("baseline", "stiefel"), shift)
+    variants = results(fair_fight.VARIANT_ARMS, shift)
+    rows = ff.variant_rows(fair, variants, margin=0.02)
+    assert {(r["arm"], r["reference"]) for r in rows} == {
+        ("no_projector", "stiefel"),
+        ("no_trust_region", "stiefel"),
+        ("no_projector", "baseline"),
+        ("no_trust_region", "baseline"),
+    }
+    assert ff.variant_rows(fair, None, margin=0.02) == []  # no runs yet: no rows, no verdict
+    tuned = {r["variant"]: r for r in ablation_findings.tuned_rows(rows, ff.finals(fair, variants), cap_idle=True)}
+    assert tuned["no_projector"]["verdict"] == "higher" and tuned["no_projector"]["untested"] is None
+    assert tuned["no_trust_region"]["untested"] == ablation_findings.CAP_IDLE
+    words = dict((c, v) for c, _, v in ablation_findings.verdicts(list(tuned.values()), 2.0))
+    assert "untested" in words["trust region"] and "untested" not in words["tangent projector"]
+    busy = ablation_findings.tuned_rows(rows, None, cap_idle=False)
+    assert all(r["untested"] is None for r in busy)

@@ -190,6 +190,8 @@ def verdicts(rows: list[dict], margin_pp: float, digits: int = 2) -> list[tuple[
             if r["identical"]
             else tuned.beats(r, _full_rule_label, margin_pp, digits)
         )
+        if r.get("untested"):
+            text += f" ({r['untested']})"
         out.append((r["removes"], measured, text))
     return out
 
@@ -208,7 +210,7 @@ def table(rows: list[dict], margin_pp: float, unit: str = "test accuracy", digit
                 f"{r['mean_pp']:+.{digits}f}",
                 f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
                 f"{r['p_holm']:.2g}",
-                "never acts" if r["identical"] else r["verdict"],
+                "never acts" if r["identical"] else r["verdict"] + (" (untested)" if r.get("untested") else ""),
             ]
         )
     return Table(
@@ -230,14 +232,24 @@ def verdict_table(tasks: dict[str, tuple[list[dict], float]]) -> Table:
     return Table(["task", "variant", "removes", "verdict"], out)
 
 
-TUNED_VARIANTS = ("fixed_step", "per_entry", "baseline")  # the ablation's arms that the W_Q, W_K lr sweep tuned
+# the ablation's arms that the W_Q, W_K lr sweep tuned: in the family grokking_fair, then (swept later)
+# in grokking_fair_ablation
+TUNED_VARIANTS = ("fixed_step", "per_entry", "no_projector", "no_trust_region", "baseline")
+CAP_IDLE = (
+    "the cap never binds at the full rule's tuned rate: the trust region is untested, and this row measures the "
+    "two retractions"
+)
 
 
-def tuned_rows(fair_rows: list[dict], values: dict[str, dict[int, float]] | None = None) -> list[dict]:
+def tuned_rows(
+    fair_rows: list[dict], values: dict[str, dict[int, float]] | None = None, cap_idle: bool = False
+) -> list[dict]:
     """The full rule − each variant the lr sweep tuned (:data:`TUNED_VARIANTS`), read from the
-    family ``grokking_fair`` (:func:`tuned.fair_family`), each at its own tuned lr; a variant whose
-    runs are missing is left out; ``values`` (:func:`fair_fight.finals` of the same files) gives
-    each arm's mean accuracy. Chapter: ablation."""
+    families' rows it is handed (``grokking_fair``'s, :func:`tuned.fair_family`, and
+    ``grokking_fair_ablation``'s, :func:`tuned.variant_family`), each at its own tuned lr; a variant
+    whose runs are missing is left out; ``values`` (:func:`fair_fight.finals` of the same files)
+    gives each arm's mean accuracy; ``cap_idle``: the full rule's trust region never capped a step
+    at its tuned lr, so the trust region's row is marked untested (:data:`CAP_IDLE`). Chapter: ablation."""
     component = {variant: name for name, variant in COMPONENTS.items()}
     out = []
     for arm in TUNED_VARIANTS:
@@ -251,6 +263,7 @@ def tuned_rows(fair_rows: list[dict], values: dict[str, dict[int, float]] | None
                     "removes": component.get(arm, "the whole rule"),
                     "identical": False,
                     "accuracy": acc,
+                    "untested": CAP_IDLE if cap_idle and arm == "no_trust_region" else None,
                 }
             )
     return out
@@ -283,10 +296,10 @@ def takeaways(cifar: list[dict], grokking: list[dict], at_tuned: list[dict], mar
             out.append(f"**{task}**: " + ". ".join(v for _, _, v in verdicts(rows, margin, 1)) + ".")
         else:
             out.append(f"**{task}**: not yet run.")
-    if at_tuned:
+    missing = [label(v) for v in TUNED_VARIANTS if v != "baseline" and v not in {r["variant"] for r in at_tuned}]
+    if at_tuned and missing:
         out.append(
-            "No projector and no trust region were not swept: at tuned lrs they are not yet run, and their "
-            "grokking rows above are at the task's lr."
+            f"At tuned lrs, {' and '.join(missing)}: not yet run; their grokking rows above are at the task's lr."
         )
     if cifar:
         out.append(f"**Shares on CIFAR-10**: {share_text(cifar)}.")

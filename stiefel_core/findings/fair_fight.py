@@ -17,6 +17,8 @@ __all__ = [
     "THRESHOLD",
     "FAMILIES",
     "declared_rows",
+    "VARIANT_FAMILY",
+    "variant_rows",
     "sweep_rows",
     "tuned_lrs",
     "finals",
@@ -40,6 +42,8 @@ FAMILIES = {
     "grokking_fair": (("no_decay_qk", "stiefel", "frozen", *PEERS), ("baseline", "stiefel")),
     "grokking_fair_scale": (("qk_norm", "sphere", "stiefel_temp"), ("stiefel", "baseline")),
 }
+# The ablation's two variants swept later, judged in a family of their own against the same references
+VARIANT_FAMILY = (("no_projector", "no_trust_region"), ("stiefel", "baseline"))
 
 
 def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
@@ -127,6 +131,13 @@ def declared_rows(
     claims table all read these, so one comparison is corrected the same way everywhere."""
     values = finals(fair, scale, peers)
     return tuple(family_rows(values, *FAMILIES[name], margin, alpha) for name in FAMILIES)
+
+
+def variant_rows(fair: dict | None, variants: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
+    """The rows of the family ``grokking_fair_ablation`` (:data:`VARIANT_FAMILY`): the ablation's
+    variants without the projector and without the trust region (``variants``, the file
+    ``grokking_fair_ablation``) against the Stiefel rule and AdamW (``fair``), Holm within."""
+    return family_rows(finals(fair, variants), *VARIANT_FAMILY, margin, alpha)
 
 
 def _half_width(d: np.ndarray, alpha: float) -> float:

@@ -16,6 +16,7 @@ __all__ = [
     "PEER_ARMS",
     "fair_family",
     "scale_family",
+    "variant_family",
     "find",
     "rule_word",
     "retired_word",
@@ -50,6 +51,12 @@ def scale_family(fair: dict | None, scale: dict | None, family, peers: dict | No
     and the Stiefel rule with a learned scale against the Stiefel rule and against AdamW, at their
     tuned lrs."""
     return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[1]
+
+
+def variant_family(fair: dict | None, variants: dict | None, family) -> list[dict]:
+    """The family ``grokking_fair_ablation`` (:func:`fair_fight.variant_rows`): no tangent projector
+    and no trust region against the Stiefel rule and against AdamW, at their tuned lrs."""
+    return ff.variant_rows(fair, variants, _margin(family), family.alpha)
 
 
 def find(rows: list[dict], a: str, b: str) -> dict | None:
