@@ -93,7 +93,8 @@ def cifar10() -> dict:
 
 def ablation() -> dict:
     """The ablation chapter's rows: ``cifar10`` (``ablation_cifar10``), ``grokking``
-    (``ablation_grokking``), ``tuned`` (the swept variants in ``grokking_fair``) and ``margins``."""
+    (``ablation_grokking``), ``tuned`` (the swept variants in ``grokking_fair`` and
+    ``grokking_fair_ablation``) and ``margins``."""
     from .findings import ablation as ab
     from .findings import fair_fight as ff
 
@@ -102,11 +103,16 @@ def ablation() -> dict:
         load_results(n, "full") for n in ("cifar10_ablation", "cifar10", "grokking_ablation")
     )
     merged = ab.merged_results(variants, reference) if variants and variants.get("runs") and reference else None
+    from .findings import tuned
+
     fair, _, peers = _fair()
+    later = load_results("grokking_fair_ablation", "full")  # no projector, no trust region: swept later
+    rows = tuned_rows() + tuned.variant_family(fair, later, f["grokking_fair_ablation"])
+    idle = ab.cap_idle(fair, load_results("grokking_decay_map", "full"))
     return {
         "cifar10": ab.family_rows(merged, "test_acc", f["ablation_cifar10"]) if merged else [],
         "grokking": ab.family_rows(repeat, "val_acc", f["ablation_grokking"]) if repeat and repeat.get("runs") else [],
-        "tuned": ab.tuned_rows(tuned_rows(), ff.finals(fair, peers)) if fair else [],
+        "tuned": ab.tuned_rows(rows, ff.finals(fair, peers, later), idle) if fair else [],
         "margins": {"cifar10": f["ablation_cifar10"].margin, "grokking": f["ablation_grokking"].margin},
     }
 

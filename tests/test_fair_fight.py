@@ -185,3 +185,18 @@ def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads
     assert "untested" in words["trust region"] and "untested" not in words["tangent projector"]
     busy = ablation_findings.tuned_rows(rows, None, cap_idle=False)
     assert all(r["untested"] is None for r in busy)
+
+
+def test_the_cap_reads_idle_only_where_the_decay_map_saw_it_never_bind_at_the_full_rules_tuned_lr():
+    from stiefel_core.findings.ablation import cap_idle
+
+    task = {"p": 31, "lr": 3e-3, "epochs": 1500, "seeds": [0]}
+
+    def decay_map(capped):
+        return {"config": {"task": task}, "runs": {"stiefel@wd=1/0": {"final": {"trust_capped": capped}}}}
+
+    fair = {"config": {"task": {**task, "seeds": [0, 1]}, "qk_lrs": [["stiefel", 3e-3]]}}
+    assert cap_idle(fair, decay_map(0.0))
+    assert not cap_idle(fair, decay_map(0.01))  # the cap bound at some step
+    assert not cap_idle({**fair, "config": {**fair["config"], "qk_lrs": [["stiefel", 1e-2]]}}, decay_map(0.0))
+    assert not cap_idle(fair, None) and not cap_idle(None, decay_map(0.0))

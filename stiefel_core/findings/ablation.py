@@ -37,6 +37,7 @@ __all__ = [
     "table",
     "verdict_table",
     "tuned_rows",
+    "cap_idle",
     "what_changed",
     "takeaways",
     "claim",
@@ -239,6 +240,18 @@ CAP_IDLE = (
     "the cap never binds at the full rule's tuned rate: the trust region is untested, and this row measures the "
     "two retractions"
 )
+
+
+def cap_idle(fair: dict | None, decay_map: dict | None) -> bool:
+    """Whether the full rule's trust region never capped a step at its tuned lr (``fair``: the file
+    ``grokking_fair``): the decay map's runs at λ = 1 (``grokking_decay_map``, the same task) record
+    it at the task's lr, so this is known only where the tuned lr is the task's. Chapter: ablation."""
+    if not fair or not decay_map:
+        return False
+    task = decay_map["config"]["task"]
+    tuned_lr = dict(fair["config"].get("qk_lrs") or ()).get("stiefel")
+    same_task = without_seeds(fair["config"]["task"]) == without_seeds(task)
+    return same_task and tuned_lr == task["lr"] and bool(never_binds(decay_map, ("stiefel@wd=1",)))
 
 
 def tuned_rows(
