@@ -125,3 +125,25 @@ def test_a_judged_run_the_long_runs_already_hold_is_adopted_and_is_that_run_bit_
     assert out["stiefel/0"]["qk_lr"] == fresh["qk_lr"] == lr and out["frozen/0"]["qk_lr"] == 0.0
     other = dataclasses.replace(config, task=dataclasses.replace(task, weight_decay=0.5))
     assert p97_fair.adopt(other, "stiefel", 0, tmp_path) is None  # another task's runs are never adopted
+
+
+def test_a_grid_that_falls_to_the_ladders_bottom_asks_for_frozen_frames_and_runs_them(tmp_path):
+    import torch
+
+    from stiefel_core.choices import LADDER
+    from stiefel_core.experiments import grokking
+
+    slower = {("baseline", lr): [4000 + 1e7 * lr] * 2 for lr in (1e-4, 3e-4, 1e-3)}  # the first grid: slower
+    bottom = _sweep({**slower, ("baseline", LADDER[0]): [2000, 2000], ("baseline", LADDER[1]): [3000, 3000]})
+    config = p97_fair.SWEEP_PROFILES["full"]
+    assert p97_fair._pending(bottom, config, "baseline") == (0.0,)  # lr 0, below the ladder: frozen frames
+    assert p97_fair.pending_arms(bottom, config)[0] == "frozen"
+    frozen = {**bottom, "runs": {**bottom["runs"], "frozen/100": _run(1000), "frozen/101": _run(1500)}}
+    choice = p97_fair.chosen(frozen, "baseline")
+    assert choice["lr"] == 0.0 and choice["interior"]  # lr 0 is a true boundary
+    assert "frozen" not in p97_fair.pending_arms(frozen, config)
+    task = dataclasses.replace(grokking.PROFILES["ci"], epochs=40, log_every=10, checkpoint_every=50)
+    swept = dataclasses.replace(p97_fair.SWEEP_PROFILES["ci"], task=task)
+    run = p97_fair.run_sweep(swept, "frozen", 0, torch.device("cpu"), progress=False)
+    assert run["final"]["epoch"] == 40  # the tiny task never reaches 90 %: it runs to its end
+    assert "frozen" in p97_fair.SWEEP_ARMS

@@ -31,7 +31,7 @@ from .fair_fight import run as run_judged
 from .registry import Experiment
 from .resolving import resolve_lrs
 from .results import load_results
-from .selection import grow_arms, pending_grid_arms
+from .selection import grow
 
 __all__ = [
     "ENTRIES",
@@ -75,7 +75,11 @@ class SweepConfig:
 
 _CI_TASK = dataclasses.replace(grokking.PROFILES["ci"], epochs=200)
 SWEEP_PROFILES = {"full": SweepConfig(), "ci": SweepConfig(task=_CI_TASK, seeds=(100,))}
-SWEEP_ARMS = tuple(grid_arm(arm, KEY, lr) for arm in ARMS for lr in LADDER)
+SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in ARMS for lr in LADDER), "frozen")  # frozen: every arm's lr 0
+
+
+def _run_name(arm: str, lr: float) -> str:
+    return grid_arm(arm, KEY, lr) if lr else "frozen"  # lr 0, below the ladder: frozen frames (as grokking_qk_lr)
 
 
 def _start(config: SweepConfig) -> tuple[float, ...]:
@@ -87,8 +91,12 @@ def start_arms(config: SweepConfig) -> tuple[str, ...]:
 
 
 def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the sweep: ``"<arm>@qklr=<lr>"`` from ``seed`` (a diverged run never groks). It
-    stops at its first logged epoch past the threshold, where its score is fixed."""
+    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``, every arm's lr 0) from ``seed`` (a
+    diverged run never groks). It stops at its first logged epoch past the threshold, where its score
+    is fixed."""
+    if arm == "frozen":
+        task = dataclasses.replace(config.task, seeds=(seed,))
+        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress, stop_at=config.threshold))
     base, lr = parse_grid_arm(arm, KEY, ARMS)
     if lr not in LADDER:
         raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
@@ -122,13 +130,17 @@ def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
     config = SWEEP_PROFILES[profile]
-    return grow_arms(run_experiment, "grokking_p97_qk_lr", profile, config, arms, _pending, KEY, **options)
+    return grow(run_experiment, "grokking_p97_qk_lr", profile, lambda r: _pending_names(r, config, arms), **options)
+
+
+def _pending_names(results: dict | None, config: SweepConfig, arms: tuple[str, ...] | None) -> list[str]:
+    return [_run_name(arm, lr) for arm in arms or config.arms for lr in _pending(results, config, arm)]
 
 
 def pending_arms(results: dict | None, config: SweepConfig) -> list[str]:
-    """The sweep's next round by :func:`sweep`'s rule, as run names ``"<arm>@qklr=<lr>"`` (each for
-    every selection seed the results lack); empty once every arm's choice is final."""
-    return pending_grid_arms(results, config, None, _pending, KEY)
+    """The sweep's next round by :func:`sweep`'s rule, as run names ``"<arm>@qklr=<lr>"`` (``frozen``
+    for lr 0; each for every selection seed the results lack); empty once every arm's choice is final."""
+    return list(dict.fromkeys(_pending_names(results, config, None)))
 
 
 @dataclass(frozen=True)
