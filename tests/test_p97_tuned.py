@@ -93,3 +93,16 @@ def test_the_runs_so_far_are_read_one_by_one_while_no_rung_is_complete():
         "The Stiefel rule, seed 100: 3e-4 at epoch 5,400."
     )
     assert p97_tuned.runs_so_far_text({"config": sweep["config"], "runs": {}}) is None
+
+
+def test_the_rates_are_read_against_the_tasks_slowest_first_and_only_once_settled():
+    rows = [
+        {"arm": "stiefel", "chosen": 3e-4, "interior": True},
+        {"arm": "baseline", "chosen": 3e-6, "interior": True},
+        {"arm": "qk_norm", "chosen": 1e-4, "interior": False},  # still growing: not read
+    ]
+    text = pt.rates_text(rows, 1e-3)
+    assert text.index("AdamW 3e-6, 1/333 of it") < text.index("the Stiefel rule 3e-4, 1/3 of it")
+    assert "QK-norm" not in text
+    assert "never move" in pt.rates_text([{"arm": "baseline", "chosen": 0.0, "interior": True}], 1e-3)
+    assert pt.rates_text(rows[2:], 1e-3) is None

@@ -23,6 +23,7 @@ from .fair_fight import lr_text, picks_text
 from .regimes import time_rows
 
 __all__ = [
+    "rates_text",
     "SWEPT",
     "PAIRS",
     "THRESHOLD",
@@ -70,6 +71,24 @@ def sweep_text(rows: list[dict]) -> str:
         return "The sweep is still running: no rate has run on every selection seed yet."
     picks = picks_text(rows, lambda row: "at its grid's edge: still growing")
     return f"{head}: {picks}{tail}."
+
+
+def _share(lr: float, task_lr: float) -> str:
+    if lr == 0:
+        return "W_Q, W_K never move"
+    if lr == task_lr:
+        return "the task's rate"
+    return f"1/{task_lr / lr:.0f} of it" if lr < task_lr else f"{lr / task_lr:.0f} times it"
+
+
+def rates_text(rows: list[dict], task_lr: float) -> str | None:
+    """Each settled choice of :func:`sweep_rows` against the task's lr ("AdamW 3e-6, 1/333 of it"),
+    the slowest first; ``None`` before any choice is settled."""
+    settled = sorted((r for r in rows if r["interior"]), key=lambda r: r["chosen"])
+    if not settled:
+        return None
+    parts = (f"{label(r['arm'])} {lr_text(r['chosen'])}, {_share(r['chosen'], task_lr)}" for r in settled)
+    return f"Against the task's rate of {lr_text(task_lr)} for the rest of the model: " + "; ".join(parts) + "."
 
 
 def runs_so_far_text(sweep: dict | None) -> str | None:
