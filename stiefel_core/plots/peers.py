@@ -31,11 +31,11 @@ PEER_COLORS = {  # the book's colours where the arm has one (plots.ARM_COLORS); 
 PEER_LABELS = {
     "baseline": "AdamW",
     "stiefel": "Stiefel rule",
-    "per_entry": "per-entry moments",
+    "per_entry": "Per-entry moments",
     "muon": "Muon",
     "muon_no_decay": "Muon, no decay on $W_Q, W_K$",
     "geoopt_radam": "geoopt RiemannianAdam",
-    "orthogonal_param": "orthogonal parametrization",
+    "orthogonal_param": "Orthogonal parametrization",
     "cayley_adam": label("cayley_adam", capital=True),
 }
 MARKERS = {
