@@ -58,3 +58,25 @@ def test_the_decay_of_largest_gap_is_named_once_every_cell_has_settled():
     runs |= {"baseline@wd=1@qklr=0.001/100": _run(0.53)}  # now λ = 1 has the largest gap, -4 pp
     lines = progress_lines({"config": config, "runs": runs}, None, None, None, None, 12, 6)
     assert lines[-3].endswith("λ = 1, whose judged starts are the ones above")
+
+
+def test_the_p97_lines_name_the_settled_rates_and_count_the_seeds_with_every_arm():
+    def grokked(epoch):
+        return {"history": [{"epoch": e, "val_acc": 0.95 if e >= epoch else 0.5} for e in range(0, 10_001, 500)]}
+
+    times = {1e-4: 6000, 3e-4: 4000, 1e-3: 5000}  # every arm fastest at 3e-4: interior
+    runs = {
+        f"{arm}@qklr={lr:g}/{s}": grokked(t)
+        for arm in ("baseline", "no_decay_qk", "stiefel", "qk_norm")
+        for lr, t in times.items()
+        for s in (100, 101)
+    }
+    sweep = {"config": {"task": {"lr": 1e-3, "epochs": 10_000}, "seeds": [100, 101], "threshold": 0.9}, "runs": runs}
+    arms = ("baseline", "no_decay_qk", "stiefel", "qk_norm", "frozen")
+    judged = {"runs": {f"{arm}/{s}": {} for arm in arms for s in (0, 1)} | {"stiefel/2": {}}}
+    lines = progress_lines(None, None, None, sweep, judged, 12, 6)
+    assert lines[-2] == (
+        "p = 97, the sweep: 24 runs, every choice interior: AdamW 3e-4, AdamW without decay on W_Q, "
+        "W_K 3e-4, the Stiefel rule 3e-4, QK-norm with a learned scale 3e-4 (chosen)"
+    )
+    assert lines[-1] == "p = 97, the judged runs (6 seeds an arm): 11 runs so far, 2 of 6 seeds with every arm"

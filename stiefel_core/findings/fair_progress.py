@@ -8,6 +8,8 @@ from ..results_reading import split_key
 from .cifar10_decays import decay_cells, largest_gap_decay
 from .cifar10_tuned import RELATIVES
 from .fair_fight import picks_text
+from .p97_tuned import SWEPT as P97_SWEPT
+from .p97_tuned import sweep_rows as p97_sweep_rows
 
 __all__ = ["complete_starts", "progress_lines"]
 
@@ -25,6 +27,13 @@ def complete_starts(results: dict | None, arms: tuple[str, ...]) -> list[int]:
 def _runs_text(results: dict | None) -> str:
     n = len((results or {}).get("runs", {}))
     return f"{n} run{'' if n == 1 else 's'} so far" if n else "not yet run"
+
+
+def _p97_sweep_text(sweep: dict | None) -> str:
+    rows = p97_sweep_rows(sweep) if sweep and "config" in sweep else []
+    if len(rows) == len(P97_SWEPT) and all(r["interior"] for r in rows):
+        return f"{_runs_text(sweep).removesuffix(' so far')}, every choice interior: {picks_text(rows)} (chosen)"
+    return _runs_text(sweep)
 
 
 def _cell_text(cell: dict) -> str:
@@ -74,6 +83,8 @@ def progress_lines(
         lines.append(f"CIFAR-10 at λ = 1, {what}: {starts} of {judged_starts} judged starts{done}")
     decay = _decay_text(cells, cifar10_fair_decay, judged_starts)
     lines.append(f"CIFAR-10 at the decay of largest gap at tuned rates: {decay}")
-    lines.append(f"p = 97, the sweep: {_runs_text(p97_sweep)}")
-    lines.append(f"p = 97, the judged runs ({judged_p97} seeds an arm): {_runs_text(p97_fair)}")
+    lines.append(f"p = 97, the sweep: {_p97_sweep_text(p97_sweep)}")
+    seeds = len(complete_starts(p97_fair, (*P97_SWEPT, "frozen")))
+    judged = f"{_runs_text(p97_fair)}, {seeds} of {judged_p97} seeds with every arm" if p97_fair else "not yet run"
+    lines.append(f"p = 97, the judged runs ({judged_p97} seeds an arm): {judged}")
     return lines
