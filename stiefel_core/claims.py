@@ -18,6 +18,7 @@ from .checkout import checkout_root
 from .experiments import get_config
 from .experiments.results import full_results, load_results
 from .findings import summary
+from .findings.fair_fight import tuned_lrs
 from .findings.summary import PENDING, Verdict
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
@@ -196,7 +197,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
 
     return {
         "grokking": lambda: summary.grokking_verdict(
-            *declared.grokking(), tuned=load_results("grokking_p97_fair", "full")
+            *declared.grokking(), declared.p97_rows(), tuned_lrs(load_results("grokking_p97_fair", "full")) or None
         ),
         "cifar10": lambda: _cifar10_claim(declared.cifar10()),
         "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
@@ -217,7 +218,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
 
 
 def _fair_fight_verdict() -> Verdict:
-    from . import protocol
+    from . import declared, protocol
 
     family = protocol.family("grokking_fair")
     return summary.fair_fight_verdict(
@@ -227,6 +228,7 @@ def _fair_fight_verdict() -> Verdict:
         family.margin / 100,
         family.alpha,
         load_results("grokking_fair_peers", "full"),
+        declared.p97_rows(),
     )
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "grokking",
     "tuned_rows",
     "scale_rows",
+    "p97_rows",
     "fair_rows",
     "cifar10",
     "ablation",
@@ -51,6 +52,15 @@ def scale_rows() -> list[dict]:
 
     fair, scale, peers = _fair()
     return tuned.scale_family(fair, scale, families()["grokking_fair_scale"], peers)
+
+
+def p97_rows() -> list[dict]:
+    """The family ``grokking_p97_fair``'s rows: grokking at p = 97, every arm at the W_Q, W_K lr its
+    sweep chose (:func:`findings.p97_tuned.fair_rows`, the final accuracy read within the margin)."""
+    from .findings import p97_tuned
+
+    family = families()["grokking_p97_fair"]
+    return p97_tuned.fair_rows(load_results("grokking_p97_fair", "full"), family.alpha, family.margin / 100)
 
 
 def fair_rows() -> list[dict]:

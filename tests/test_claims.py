@@ -98,15 +98,28 @@ def test_the_map_has_one_count_everywhere():
 
 def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_runs_exist():
     from stiefel_core import declared
-    from stiefel_core.findings import summary
+    from stiefel_core.findings import p97_tuned, summary
 
     results, family = declared.grokking()
-    untuned = summary.grokking_verdict(results, family, tuned=None)
+    untuned = summary.grokking_verdict(results, family, None)
     assert untuned.sentence.endswith(
         "Both trained W_Q, W_K at the task's rate (0.001), so AdamW's was untuned; the comparison at tuned rates has "
         "not run yet."
     )
-    assert "untuned" not in summary.grokking_verdict(results, family, tuned={"runs": {}}).sentence
+
+    def run(epoch, end=0.999):
+        history = [{"epoch": e, "val_acc": end if e >= epoch else 0.4} for e in range(0, 20_001, 1000)]
+        return {"history": history, "final": history[-1], "provenance": {}}
+
+    runs = {f"{arm}/{s}": run(3000 + 1000 * (arm == "stiefel")) for arm in ("baseline", "stiefel") for s in range(6)}
+    rows = p97_tuned.fair_rows({"runs": runs}, 0.05, 0.02)
+    tuned = summary.grokking_verdict(results, family, rows, {"baseline": 3e-6, "stiefel": 3e-4})
+    assert "the comparison at tuned rates has not run yet" not in tuned.sentence
+    assert "(AdamW 3e-6, the Stiefel rule 3e-4; 6 paired seeds)" in tuned.sentence
+    assert "final accuracy equivalent (+0.0 pp)" in tuned.sentence  # every run ends at 99.9 %
+    assert tuned.sentence.endswith("(with 6 paired seeds and 7 comparisons no difference of time could be decided).")
+    assert "at tuned lrs: time to 90 % inconclusive (median epoch 4,000 against 3,000)" in tuned.headline
+    assert tuned.word == "not reproduced"  # nothing higher at either rate
 
 
 def test_the_record_behind_a_finding_is_collapsed_and_the_finding_is_not():

@@ -64,7 +64,8 @@ def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one
     assert line.startswith(
         "At $p = 97$ (rates AdamW 1e-3, the Stiefel rule 1e-3; 20,000 epochs), the Stiefel rule against AdamW: time"
     )
-    assert line.endswith("QK-norm against the Stiefel rule: not yet run.")
+    assert "With both at the task's rate" not in line  # no earlier reading given
+    assert pt.scale_text(rows) == "At $p = 97$, QK-norm with a learned scale against the Stiefel rule: not yet run."
     assert pt.takeaway([], {}) == "At $p = 97$: not yet run."
     assert pt.fair_rows(None) == [] and not math.isnan(gain["p"])
 
@@ -106,3 +107,49 @@ def test_the_rates_are_read_against_the_tasks_slowest_first_and_only_once_settle
     assert "QK-norm" not in text
     assert "never move" in pt.rates_text([{"arm": "baseline", "chosen": 0.0, "interior": True}], 1e-3)
     assert pt.rates_text(rows[2:], 1e-3) is None
+
+
+def test_the_floor_of_an_exact_paired_test_is_what_the_test_gives_and_holm_multiplies_it():
+    from stiefel_core.stats import permutation_logrank
+
+    # a gets there before b in every one of six pairs: the most extreme labelling there is
+    extreme = permutation_logrank([1, 2, 3, 4, 5, 6], [True] * 6, [10] * 6, [False] * 6, paired=True)
+    assert extreme.p_value == pytest.approx(2 / 64) == pytest.approx(pt.floor_p(6, 1))
+    assert pt.floor_p(6, 7) == pytest.approx(7 * 2 / 64) and pt.floor_p(2, 7) == 1.0
+    assert pt.seeds_needed(7) == 9 and pt.floor_p(9, 7) < 0.05 <= pt.floor_p(8, 7)
+    assert pt.seeds_needed(1) == 6
+
+
+def test_the_final_accuracy_reads_four_words_and_the_floor_is_said_where_it_binds():
+    runs = {}
+    for s in range(6):
+        runs[f"baseline/{s}"] = _run(3000)
+        runs[f"stiefel/{s}"] = _run(4000)
+        runs[f"qk_norm/{s}"] = _run(None if s < 3 else 5000)  # three seeds end at 40 %
+    rows = pt.fair_rows({"runs": runs}, 0.05, 0.02)
+    found = {(r["a"], r["b"]): r for r in rows}
+    assert found["stiefel", "baseline"]["final_word"] == "equivalent"  # every run ends at 99 %
+    assert found["qk_norm", "stiefel"]["final_word"] == "inconclusive"  # -29.5 pp, spread wide
+    assert all(r["verdict"] == "inconclusive" for r in rows)  # below the floor, whatever the runs
+    assert "final accuracy **equivalent**, +0.0 pp" in pt.row_text(found["stiefel", "baseline"])
+    short = pt.short_text(found["stiefel", "baseline"])
+    assert short == "time to 90 % inconclusive (median epoch 4,000 against 3,000), final accuracy equivalent (+0.0 pp)"
+    assert pt.short_text(None) == "not yet run"
+    text = pt.floor_text(rows)
+    assert "no lower than p = 0.031" in text and "lifts the smallest to 0.22" in text and "at least 9 paired" in text
+    assert pt.floor_note(rows) == " (with 6 paired seeds and 7 comparisons no difference of time could be decided)"
+    assert pt.floor_text([]) is None and pt.floor_note([]) == ""
+    assert "final_word" not in pt.fair_rows({"runs": runs})[0]  # no margin given: no word
+    before = {
+        "endpoint": {"verdict": "inconclusive", "mean_pp": 13.5},
+        "time": {"verdict": "inconclusive", "median": (4320.0, 14800.0)},
+    }
+    line = pt.takeaway(rows, {"baseline": 3e-6, "stiefel": 3e-4}, before)
+    assert line.endswith(
+        "With both at the task's rate it read: final accuracy inconclusive (+13.5 pp), time to 90 % inconclusive, "
+        "median epoch 4,320 against 14,800; at its own rate AdamW gets there no later than the Stiefel rule: its lag "
+        "is gone."
+    )
+    ahead = {**runs, **{f"stiefel/{s}": _run(2000) for s in range(6)}}
+    line = pt.takeaway(pt.fair_rows({"runs": ahead}, 0.05, 0.02), {}, before)
+    assert line.endswith("at tuned rates the Stiefel rule's lead in median time is 1,000 epochs.")

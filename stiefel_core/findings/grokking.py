@@ -306,16 +306,34 @@ def what_changed(results: dict | None, family, epoch: int = 20_000) -> list[str]
     return out
 
 
-def takeaways(results: dict | None, family, tuned_rows: list[dict], scale_rows: list[dict], label) -> list[str]:
-    """The chapter's key takeaways: the family's two verdicts at p = 97 and, at p = 31 where every
-    arm has its tuned W_Q, W_K lr, the Stiefel rule against AdamW and scale alone against the
-    Stiefel rule (rows of :func:`tuned.fair_family` and :func:`tuned.scale_family`). Chapter: grokking."""
-    from . import tuned
+def takeaways(
+    results: dict | None,
+    family,
+    tuned_rows: list[dict],
+    scale_rows: list[dict],
+    label,
+    p97_rows: list[dict] = (),
+) -> list[str]:
+    """The chapter's key takeaways: the family's two verdicts at p = 97 with every arm at the
+    task's rate; then, where every arm has its tuned W_Q, W_K lr, the Stiefel rule against AdamW
+    and scale alone against the Stiefel rule, at p = 97 (``p97_rows``, :func:`p97_tuned.fair_rows`)
+    and at p = 31 (rows of :func:`tuned.fair_family` and :func:`tuned.scale_family`). Chapter: grokking."""
+    from . import p97_tuned, tuned
 
     rows = family_findings(results, family)
-    out = [f"**{q[:1].upper() + q[1:]} (p = 97)**: {v} ({ours})." for q, _, ours, v in rows[:2]]
+    out = [
+        f"**{q[:1].upper() + q[1:]} (p = 97, every arm at the task's rate)**: {v} ({ours})."
+        for q, _, ours, v in rows[:2]
+    ]
+    find97 = {(r["a"], r["b"]): r for r in p97_rows}
+    gain97 = find97.get(("stiefel", "baseline"))
+    at97 = (
+        f"At p = 97, with each arm at its tuned rate, the Stiefel rule against AdamW: {p97_tuned.short_text(gain97)}"
+        if gain97
+        else "At p = 97 the tuned runs are not yet run"
+    )
     out.append(
-        "**Does the gain survive a tuned baseline?** At p = 97 the tuned runs are not yet run. At p = 31, "
+        f"**Does the gain survive a tuned baseline?** {at97}. At p = 31, "
         + tuned.beats(tuned.find(tuned_rows, "stiefel", "baseline"), label, family.margin, capital=False)
         + "."
     )
@@ -323,5 +341,7 @@ def takeaways(results: dict | None, family, tuned_rows: list[dict], scale_rows: 
         tuned.beats(tuned.find(scale_rows, arm, "stiefel"), label, family.margin, capital=False)
         for arm in ("qk_norm", "sphere")
     ]
-    out.append("**Does scale alone do what the Stiefel rule does?** At p = 31: " + "; ".join(scale) + ".")
+    qk97 = find97.get(("qk_norm", "stiefel"))
+    tail = f"; at p = 97, {label('qk_norm')} against the Stiefel rule: {p97_tuned.short_text(qk97)}" if qk97 else ""
+    out.append("**Does scale alone do what the Stiefel rule does?** At p = 31: " + "; ".join(scale) + tail + ".")
     return out + [f"**{q[:1].upper() + q[1:]}**: {v}." for q, _, _, v in rows[2:]]

@@ -6,7 +6,9 @@ declared before their runs. Pure functions of the results dicts; no experiment i
 The endpoint is time to 90 % validation accuracy (the paired permutation log-rank test, runs that
 never get there censored at the last epoch), Holm across every comparison the family declares
 (one not yet run counts with p = 1). Beside it: the seeds that get there, and the final validation
-accuracy's mean paired difference. A judged run adopted from the grokking chapter's long runs was
+accuracy, read in the four words within the family's margin (Holm across the same comparisons).
+With few seeds an exact paired test has a floor (:func:`floor_p`): the chapter says where the
+family cannot decide a difference of time at all. A judged run adopted from the grokking chapter's long runs was
 seen before the family was declared; a comparison resting on one says so."""
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import numpy as np
 from ..choices import epochs_to, sweep_row, time_scores
 from ..labels import label
 from ..results_reading import parse_grid_arm, runs_of, split_key
-from ..stats import paired_comparison
-from .fair_fight import lr_text, picks_text
+from ..stats import family_verdicts, paired_comparison
+from .fair_fight import finals, lr_text, picks_text
 from .regimes import time_rows
 
 __all__ = [
@@ -33,7 +35,16 @@ __all__ = [
     "fair_rows",
     "adopted_seeds",
     "row_text",
+    "table",
+    "short_text",
+    "floor_p",
+    "seeds_needed",
+    "floor_text",
+    "floor_note",
     "takeaway",
+    "what_changed",
+    "scale_text",
+    "fight_line",
 ]
 
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")
@@ -126,15 +137,17 @@ def adopted_seeds(results: dict | None, arm: str) -> list[int]:
     return sorted(s for s, run in runs_of(results, arm).items() if (run.get("provenance") or {}).get("adopted_from"))
 
 
-def fair_rows(results: dict | None, alpha: float = 0.05) -> list[dict]:
+def fair_rows(results: dict | None, alpha: float = 0.05, margin: float | None = None) -> list[dict]:
     """Every comparison of the family with two or more paired seeds: the time rows of
     :func:`regimes.time_rows` (Holm over all the family's declared comparisons), each with
     ``final`` (the final validation accuracy's paired comparison, in pp), ``past``
     (seeds past 90 % in each arm) and ``seen_before`` (whether both arms' runs were all adopted,
-    so the comparison's outcome was known before the family was declared)."""
+    so the comparison's outcome was known before the family was declared); with ``margin`` (a
+    fraction), also ``final_word``, the final accuracy's verdict (:func:`final_verdicts`)."""
     if not results:
         return []
     rows = time_rows(results, THRESHOLD, alpha, pairs=PAIRS, declared=len(PAIRS))
+    words = final_verdicts(results, margin, alpha) if margin is not None else {}
     for row in rows:
         a, b = runs_of(results, row["a"]), runs_of(results, row["b"])
         seeds = sorted(set(a) & set(b))
@@ -143,39 +156,196 @@ def fair_rows(results: dict | None, alpha: float = 0.05) -> list[dict]:
         row["final"] = paired_comparison(100 * fa, 100 * fb)
         row["past"] = (int((fa >= THRESHOLD).sum()), int((fb >= THRESHOLD).sum()))
         row["seen_before"] = set(seeds) <= set(adopted_seeds(results, row["a"])) & set(adopted_seeds(results, row["b"]))
+        if (row["a"], row["b"]) in words:
+            row["final_word"] = words[row["a"], row["b"]].word
     return rows
+
+
+def final_verdicts(results: dict, margin: float, alpha: float = 0.05) -> dict[tuple[str, str], object]:
+    """The final validation accuracy beside the endpoint: ``a − b`` for each declared pair on the
+    seeds both finished, read in four words within ``margin`` (a fraction) by
+    :func:`stats.family_verdicts`, Holm across all the family's pairs (one with fewer than three
+    paired seeds keeps its place with p = 1). ``{(a, b): Verdict}``."""
+    values = finals(results)
+    family = {}
+    for a, b, _ in PAIRS:
+        seeds = sorted(set(values.get(a, {})) & set(values.get(b, {})))
+        family[a, b] = [values[a][s] - values[b][s] for s in seeds]
+    verdicts = family_verdicts({f"{a} - {b}": d for (a, b), d in family.items()}, margin, alpha)
+    return {(a, b): verdicts[f"{a} - {b}"] for a, b in family}
+
+
+def floor_p(seeds: int, comparisons: int) -> float:
+    """The smallest Holm-adjusted p that any comparison of a family of ``comparisons`` exact paired
+    permutation tests on ``seeds`` pairs can reach: the exact test's smallest two-sided p is
+    ``2 / 2**seeds`` (the observed labelling and its mirror image), and Holm multiplies the
+    smallest p by the family's size."""
+    return min(1.0, comparisons * 2.0 / 2**seeds)
+
+
+def seeds_needed(comparisons: int, alpha: float = 0.05) -> int:
+    """The fewest paired seeds at which :func:`floor_p` falls below ``alpha``."""
+    seeds = 1
+    while floor_p(seeds, comparisons) >= alpha:
+        seeds += 1
+    return seeds
+
+
+def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
+    """What the family can decide about time with the seeds it has ("With 6 paired seeds ...");
+    ``None`` before any comparison has run."""
+    if not rows:
+        return None
+    seeds, m = min(r["seeds"] for r in rows), len(PAIRS)
+    floor = floor_p(seeds, m)
+    if floor < alpha:
+        return None
+    return (
+        f"With {seeds} paired seeds an exact paired permutation test can go no lower than p = {2 / 2**seeds:.2g}, and "
+        f"Holm's correction over the family's {m} comparisons lifts the smallest to {floor:.2g}, above {alpha:g}: "
+        "whatever the runs had done, no comparison of time in this family could read sooner or later, only "
+        f"inconclusive. The family was declared so before its runs, and is reported as declared; telling a "
+        f"difference of time apart would take at least {seeds_needed(m, alpha)} paired seeds."
+    )
 
 
 def _median(survival) -> str:
     return "never" if math.isinf(survival.median) else f"epoch {survival.median:,.0f}"
 
 
+def _medians(row: dict) -> str:
+    """ "median epoch 4,380 against 3,740" (or "... against never")."""
+    text = f"median {_median(row['a_survival'])} against {_median(row['b_survival'])}"
+    return text.replace("against epoch", "against")
+
+
 def row_text(row: dict | None) -> str:
     """ "time to 90 % **sooner**, median epoch x against y (p = ..; Holm p = ..), seeds past 90 %: a against b;
-    final accuracy +d pp [lo, hi]", or "not yet run"."""
+    final accuracy [**word**,] +d pp [lo, hi]", or "not yet run"."""
     if row is None:
         return "not yet run"
     word = {"higher": "sooner", "lower": "later"}.get(row["verdict"], row["verdict"])
     f = row["final"]
     seen = "; its runs were seen before the rule was declared" if row["seen_before"] else ""
+    final_word = f"**{row['final_word']}**, " if row.get("final_word") else ""
     return (
-        f"time to 90 % **{word}**, median {_median(row['a_survival'])} against {_median(row['b_survival'])} over "
+        f"time to 90 % **{word}**, {_medians(row)} over "
         f"{row['seeds']} paired seeds (p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}); seeds past 90 %: "
-        f"{row['past'][0]} against {row['past'][1]}; final accuracy {f.mean_difference:+.1f} pp "
+        f"{row['past'][0]} against {row['past'][1]}; final accuracy {final_word}{f.mean_difference:+.1f} pp "
         f"[{f.ci_low:+.1f}, {f.ci_high:+.1f}]{seen}"
     )
 
 
-def takeaway(rows: list[dict], lrs: dict[str, float]) -> str:
-    """The grokking chapter's sentence at p = 97: the Stiefel rule against AdamW at tuned rates,
-    and QK-norm against the Stiefel rule, or "not yet run"."""
-    find = {(r["a"], r["b"]): r for r in rows}
-    gain = find.get(("stiefel", "baseline"))
+def table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """The family's comparisons as a table, ``(headers, rows)``: medians, seeds past 90 %, the
+    adjusted p and word of time, the final accuracy's difference and word."""
+    headers = ["Comparison", "Seeds", "Median epoch to 90 %", "Past 90 %", "Holm p", "Time", "Final acc. (pp)", "Final"]
+    body = []
+    for r in rows:
+        f = r["final"]
+        medians = f"{_median(r['a_survival'])} vs {_median(r['b_survival'])}".replace("epoch ", "")
+        body.append(
+            [
+                f"{label(r['a'], capital=True)} vs {label(r['b'])}",
+                str(r["seeds"]),
+                medians,
+                f"{r['past'][0]} vs {r['past'][1]}",
+                f"{r['p_holm']:.2g}",
+                {"higher": "sooner", "lower": "later"}.get(r["verdict"], r["verdict"]),
+                f"{f.mean_difference:+.1f} [{f.ci_low:+.1f}, {f.ci_high:+.1f}]",
+                r.get("final_word", ""),
+            ]
+        )
+    return headers, body
+
+
+def short_text(row: dict | None) -> str:
+    """A comparison in a few words: "time to 90 % inconclusive (median epoch 4,380 against 3,740),
+    final accuracy equivalent (+0.1 pp)", or "not yet run"."""
+    if row is None:
+        return "not yet run"
+    word = {"higher": "sooner", "lower": "later"}.get(row["verdict"], row["verdict"])
+    medians = _medians(row)
+    final = f"final accuracy {row['final_word']}" if row.get("final_word") else "final accuracy"
+    return f"time to 90 % {word} ({medians}), {final} ({row['final'].mean_difference:+.1f} pp)"
+
+
+def floor_note(rows: list[dict], alpha: float = 0.05) -> str:
+    """ " (with 6 paired seeds and 7 comparisons no difference of time could be decided)" where
+    :func:`floor_text` applies, else ""."""
+    if not rows or floor_p(min(r["seeds"] for r in rows), len(PAIRS)) < alpha:
+        return ""
+    seeds = min(r["seeds"] for r in rows)
+    return f" (with {seeds} paired seeds and {len(PAIRS)} comparisons no difference of time could be decided)"
+
+
+def _before_text(before: dict | None, gain: dict) -> str:
+    """The same comparison at the task's rate (:func:`grokking.family_rows`, the family
+    ``grokking_p97``) beside the tuned one: what it read then, and whether its gap in median time
+    is still there."""
+    if before is None:
+        return ""
+    e, t = before["endpoint"], before["time"]
+    sa, sb = t["median"]
+    ta, tb = gain["a_survival"].median, gain["b_survival"].median
+    then = (
+        f" With both at the task's rate it read: final accuracy {e['verdict']} ({e['mean_pp']:+.1f} pp), time to 90 % "
+        f"{t['verdict']}, median epoch {sa:,.0f} against {sb:,.0f}"
+    )
+    if ta >= tb:
+        return then + "; at its own rate AdamW gets there no later than the Stiefel rule: its lag is gone."
+    return then + f"; at tuned rates the Stiefel rule's lead in median time is {tb - ta:,.0f} epochs."
+
+
+def takeaway(rows: list[dict], lrs: dict[str, float], before: dict | None = None) -> str:
+    """The grokking chapter's sentence at p = 97: the Stiefel rule against AdamW at tuned rates
+    (beside ``before``, the same comparison at the task's rate, when given), or "not yet run"."""
+    gain = {(r["a"], r["b"]): r for r in rows}.get(("stiefel", "baseline"))
     if gain is None:
         return "At $p = 97$: not yet run."
     rates = ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
-    qk_norm = row_text(find.get(("qk_norm", "stiefel")))
     return (
-        f"At $p = 97$ (rates {rates}; 20,000 epochs), the Stiefel rule against AdamW: {row_text(gain)}. "
-        f"QK-norm against the Stiefel rule: {qk_norm}."
+        f"At $p = 97$ (rates {rates}; 20,000 epochs), the Stiefel rule against AdamW: {row_text(gain)}."
+        + _before_text(before, gain)
+    )
+
+
+def what_changed(rows: list[dict], before: dict | None) -> list[str]:
+    """The grokking chapter's line on what tuning the rates changed at p = 97: the Stiefel rule
+    against AdamW at the task's rate (``before``, :func:`grokking.family_rows`) and at tuned rates;
+    empty until both exist."""
+    gain = {(r["a"], r["b"]): r for r in rows}.get(("stiefel", "baseline"))
+    if gain is None or before is None:
+        return []
+    e, t = before["endpoint"], before["time"]
+    word = {"higher": "sooner", "lower": "later"}.get(gain["verdict"], gain["verdict"])
+    was = {"higher": "sooner", "lower": "later"}.get(t["verdict"], t["verdict"])
+    sa, sb = t["median"]
+    return [
+        f"At p = 97 the Stiefel rule against AdamW, with each at its own tuned W_Q, W_K rate, ends "
+        f"**{gain.get('final_word', 'inconclusive')}** ({gain['final'].mean_difference:+.1f} pp) where, with both at "
+        f"the task's rate, it read *{e['verdict']}* ({e['mean_pp']:+.1f} pp); its time to 90 % reads **{word}** "
+        f"({_medians(gain)}) where it read *{was}* "
+        f"(median epoch {sa:,.0f} against {sb:,.0f}). What changed is AdamW's rate, untuned before."
+    ]
+
+
+def scale_text(rows: list[dict]) -> str:
+    """QK-norm against the Stiefel rule at p = 97, tuned rates: "At $p = 97$, QK-norm against the
+    Stiefel rule: ..." ("not yet run" before its runs)."""
+    row = {(r["a"], r["b"]): r for r in rows}.get(("qk_norm", "stiefel"))
+    return f"At $p = 97$, {label('qk_norm')} against the Stiefel rule: {row_text(row)}."
+
+
+def fight_line(rows: list[dict]) -> str | None:
+    """The fair fight's takeaway at p = 97 (``None`` before the Stiefel rule and AdamW have paired
+    runs): the Stiefel rule against AdamW and QK-norm against the Stiefel rule, in a few words."""
+    found = {(r["a"], r["b"]): r for r in rows}
+    gain = found.get(("stiefel", "baseline"))
+    if gain is None:
+        return None
+    return (
+        f"At p = 97 (20,000 epochs, {gain['seeds']} paired seeds), each arm at its tuned rate: the Stiefel rule "
+        f"against AdamW: {short_text(gain)}; {label('qk_norm')} against the Stiefel rule: "
+        f"{short_text(found.get(('qk_norm', 'stiefel')))}{floor_note(rows)}."
     )

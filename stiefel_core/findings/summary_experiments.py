@@ -14,6 +14,7 @@ from . import ablation, grokking
 from . import routing as routing_findings
 from .cifar10_tuned import best_decays_text
 from .claim_verdict import PENDING, Verdict
+from .fair_fight import lr_text
 
 __all__ = [
     "claim_word",
@@ -44,19 +45,27 @@ def _pp(row: dict, digits: int = 1) -> str:
     return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
-def grokking_verdict(results: dict | None, family, tuned: dict | None = None) -> Verdict:
-    """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`): reproduced
-    when the Stiefel rule's final accuracy is *higher*; partly when only its time to 90 % is
-    (sooner); not reproduced otherwise. Its runs train W_Q, W_K at the task's lr; while ``tuned``
-    (the results at tuned lrs, ``grokking_p97_fair``) is missing, the sentence says so."""
+def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None = None, lrs=None) -> Verdict:
+    """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`, every arm
+    at the task's lr) and, once run, ``grokking_p97_fair`` (``tuned_rows``,
+    :func:`p97_tuned.fair_rows`, each arm at its tuned W_Q, W_K lr, ``lrs``): reproduced when the
+    Stiefel rule's final accuracy is *higher* in both; partly when any of its final accuracies or
+    times to 90 % is (sooner); not reproduced otherwise. While the tuned rows are missing, the
+    sentence says so."""
+    from . import p97_tuned
+
     rows = grokking.family_rows(results, family)
     if rows is None:
         return PENDING
     e, t = rows["endpoint"], rows["time"]
+    gain = {(r["a"], r["b"]): r for r in tuned_rows or []}.get(("stiefel", "baseline"))
+    finals = [e["verdict"]] + ([gain.get("final_word", "inconclusive")] if gain else [])
+    times = [t["verdict"]] + ([gain["verdict"]] if gain else [])
+    held = "higher"
+    word = "reproduced" if all(w == held for w in finals) else "partly" if held in finals + times else "not reproduced"
     table = grokking.endpoint_accuracies(results, 20_000)
     seeds = rows["seeds"]
     means = {arm: 100 * sum(table[arm][k] for k in seeds) / len(seeds) for arm in ("stiefel", "baseline")}
-    word = "reproduced" if e["verdict"] == "higher" else "partly" if t["verdict"] == "higher" else "not reproduced"
     sa, sb = t["median"]
     headline = (
         f"{e['verdict']}: {means['stiefel']:.1f} % vs {means['baseline']:.1f} % at epoch 20,000; "
@@ -70,11 +79,19 @@ def grokking_verdict(results: dict | None, family, tuned: dict | None = None) ->
         f"epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) reads "
         f"{t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
     )
-    if not tuned:
+    if gain is None:
         sentence += (
             f" Both trained W_Q, W_K at the task's rate ({config['lr']:g}), so AdamW's was untuned; the comparison "
             "at tuned rates has not run yet."
         )
+        return Verdict(word, headline, sentence)
+    rates = ", ".join(f"{label(arm)} {lr_text(lrs[arm])}" for arm in ("baseline", "stiefel")) if lrs else "tuned"
+    headline += f"; at tuned lrs: {p97_tuned.short_text(gain)}"
+    sentence += (
+        f" Both trained W_Q, W_K at the task's rate ({config['lr']:g}), AdamW's untuned; with each at the rate its "
+        f"sweep chose ({rates}; {gain['seeds']} paired seeds), the Stiefel rule against AdamW reads "
+        f"{p97_tuned.short_text(gain)}{p97_tuned.floor_note(tuned_rows)}."
+    )
     return Verdict(word, headline, sentence)
 
 
