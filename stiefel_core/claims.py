@@ -111,6 +111,7 @@ def _regimes() -> str:
         full_task=full_results("grokking"),
         tuned_map=load_results("grokking_decay_map_tuned", "full"),
         fair_rows=declared.fair_rows(),
+        p97_rows=declared.p97_rows(),
     )
 
 

@@ -91,7 +91,14 @@ def _regimes() -> list[str]:
         fair_rows(),
         tuned_map=full_results("grokking_decay_map_tuned"),
         per_decay_map=full_results("grokking_decay_map_per_decay"),
+        p97_rows=_p97_rows(),
     )
+
+
+def _p97_rows() -> list[dict]:
+    from . import declared
+
+    return declared.p97_rows()
 
 
 def _peers() -> list[str]:

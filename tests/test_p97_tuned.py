@@ -153,3 +153,20 @@ def test_the_final_accuracy_reads_four_words_and_the_floor_is_said_where_it_bind
     ahead = {**runs, **{f"stiefel/{s}": _run(2000) for s in range(6)}}
     line = pt.takeaway(pt.fair_rows({"runs": ahead}, 0.05, 0.02), {}, before)
     assert line.endswith("at tuned rates the Stiefel rule's lead in median time is 1,000 epochs.")
+
+
+def test_the_controls_are_turned_to_the_regimes_orientation_with_their_words():
+    runs = {}
+    for s in range(6):
+        runs[f"baseline/{s}"] = _run(5000)
+        runs[f"stiefel/{s}"] = _run(4000)
+        runs[f"frozen/{s}"] = _run(3000)
+    rows = pt.fair_rows({"runs": runs}, 0.05, 0.02)
+    turned = {(r["a"], r["b"]): r for r in pt.control_rows(rows)}
+    assert set(turned) == {("stiefel", "baseline"), ("stiefel", "frozen"), ("frozen", "baseline")}
+    row = turned["stiefel", "frozen"]  # the family holds frozen against the Stiefel rule
+    assert row["a_survival"].median == 4000 and row["b_survival"].median == 3000 and "final" not in row
+    forced = [{**r, "verdict": "lower", "final_word": "higher"} for r in rows]
+    flipped = {(r["a"], r["b"]): r for r in pt.control_rows(forced)}["stiefel", "frozen"]
+    assert (flipped["verdict"], flipped["final_word"]) == ("higher", "lower")
+    assert pt.control_rows([]) == []

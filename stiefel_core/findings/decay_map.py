@@ -260,12 +260,14 @@ def claim(
     full_task: dict | None = None,
     tuned_map: dict | None = None,
     fair_rows: list[dict] | None = None,
+    p97_rows: list[dict] | None = None,
 ) -> str:
     """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
     ``grokking_decay_map-full`` and the map's task: the map's one count
     (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
     (``grokking-full``, p = 97), the readings of time to 90 %; with ``fair_rows`` (the fair
-    fight's judged rows), the readings of the same controls at tuned lrs first. ``rules``: the
+    fight's judged rows), the readings of the same controls at tuned lrs first; with ``p97_rows``
+    (:func:`p97_tuned.fair_rows`), the readings of time to 90 % at p = 97 at tuned lrs. ``rules``: the
     declared families' :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``,
     ``controls_p97_time``). Chapter: regimes."""
     if not controls or not decay_map:
@@ -290,6 +292,19 @@ def claim(
         f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; {tuned_controls}the controls at the "
         f"task's lr (20 seeds, λ = 1): {regimes.readings_text(readings)}"
         + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
+        + _tuned_full_task_reading(p97_rows)
+    )
+
+
+def _tuned_full_task_reading(p97_rows: list[dict] | None) -> str:
+    from .p97_tuned import control_rows
+
+    rows = control_rows(p97_rows or [])
+    if not rows:
+        return ""
+    return (
+        f"; at p = 97 with each arm at its tuned W_Q, W_K lr (≥ {min(r['seeds'] for r in rows)} paired seeds), time "
+        f"to 90 %: {regimes.readings_text(regimes.supported_readings(rows))}"
     )
 
 

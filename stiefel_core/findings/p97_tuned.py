@@ -22,7 +22,7 @@ from ..labels import label
 from ..results_reading import parse_grid_arm, runs_of, split_key
 from ..stats import family_verdicts, paired_comparison
 from .fair_fight import finals, lr_text, picks_text
-from .regimes import time_rows
+from .regimes import CONTROL_PAIRS, time_rows
 
 __all__ = [
     "rates_text",
@@ -45,6 +45,7 @@ __all__ = [
     "what_changed",
     "scale_text",
     "fight_line",
+    "control_rows",
 ]
 
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")
@@ -349,3 +350,28 @@ def fight_line(rows: list[dict]) -> str | None:
         f"against AdamW: {short_text(gain)}; {label('qk_norm')} against the Stiefel rule: "
         f"{short_text(found.get(('qk_norm', 'stiefel')))}{floor_note(rows)}."
     )
+
+
+_FLIP = {"higher": "lower", "lower": "higher"}
+
+
+def control_rows(rows: list[dict]) -> list[dict]:
+    """The family's rows that are the mechanism's controls, each turned to the orientation of
+    :data:`regimes.CONTROL_PAIRS` (``a`` against ``b``; turning a row swaps its arms, its curves, its
+    seeds past 90 % and *higher* with *lower*), for :func:`regimes.supported_readings`."""
+    wanted = [(a, b) for a, b, _ in CONTROL_PAIRS]
+    found = {(r["a"], r["b"]): r for r in rows}
+    out = []
+    for a, b in wanted:
+        if (a, b) in found:
+            out.append(found[a, b])
+        elif (b, a) in found:
+            r = found[b, a]
+            turned = {**r, "a": a, "b": b, "a_survival": r["b_survival"], "b_survival": r["a_survival"]}
+            turned["verdict"] = _FLIP.get(r["verdict"], r["verdict"])
+            turned["past"] = r["past"][::-1]
+            if "final_word" in r:
+                turned["final_word"] = _FLIP.get(r["final_word"], r["final_word"])
+            turned.pop("final", None)  # a − b's interval, not b − a's
+            out.append(turned)
+    return out

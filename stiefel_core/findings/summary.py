@@ -188,12 +188,14 @@ def regimes_takeaways(
     fair_rows: list[dict],
     tuned_map: dict | None = None,
     per_decay_map: dict | None = None,
+    p97_rows: list[dict] = (),
 ) -> list[str]:
     """The regimes chapter's findings: the map's one count (at tuned rates, then at the task's),
     the controls' readings at the endpoint (at tuned rates from ``fair_rows``, the fair fight's
     judged families' rows, :func:`fair_fight.declared_rows`; then at the task's rate) and, at
-    p = 97, on time to 90 %; then the fair fight's two answers."""
-    from . import fair_fight
+    p = 97, on time to 90 % (at tuned rates from ``p97_rows``, :func:`p97_tuned.fair_rows`; then at
+    the task's rate); then the fair fight's two answers."""
+    from . import fair_fight, p97_tuned
 
     if not controls or not decay_map:
         return ["Not yet measured: no finished full run."]
@@ -221,6 +223,13 @@ def regimes_takeaways(
             f"**The controls at tuned rates (p = 31, {seeds} paired seeds)**, {TUNED_CONTROLS}: "
             f"{text[:1].upper()}{text[1:]}."
         )
+    p97_controls = p97_tuned.control_rows(list(p97_rows))
+    if p97_controls:
+        text = regimes.readings_text(regimes.supported_readings(p97_controls))
+        out.append(
+            f"**The controls on time to 90 % (p = 97, tuned rates, {min(r['seeds'] for r in p97_controls)} paired "
+            f"seeds)**: {text[:1].upper()}{text[1:]}{p97_tuned.floor_note(list(p97_rows))}."
+        )
     which = "The map" if tuned is None else "The map at the task's one rate"
     out.append(f"**{which}**: {decay_map_findings.count_text(cells)} (Holm across the five decays).")
     untuned = "" if tuned_readings is None else ", at the task's one rate"
@@ -230,7 +239,7 @@ def regimes_takeaways(
             regimes.control_rows(controls, control.margin, control.alpha),
         ),
         (
-            "The controls on time to 90 % (p = 97)",
+            "The controls on time to 90 % (p = 97" + (", at the task's rate)" if p97_controls else ")"),
             regimes.time_rows(full_task, alpha=rules["controls_p97_time"].alpha) if full_task else [],
         ),
     ):
