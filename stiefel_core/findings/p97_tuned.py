@@ -210,6 +210,11 @@ def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
     )
 
 
+def _time_word(verdict: str) -> str:
+    """A time verdict in words: *higher* is sooner, *lower* later."""
+    return {"higher": "sooner", "lower": "later"}.get(verdict, verdict)
+
+
 def _median(survival) -> str:
     return "never" if math.isinf(survival.median) else f"epoch {survival.median:,.0f}"
 
@@ -225,7 +230,7 @@ def row_text(row: dict | None) -> str:
     final accuracy [**word**,] +d pp [lo, hi]", or "not yet run"."""
     if row is None:
         return "not yet run"
-    word = {"higher": "sooner", "lower": "later"}.get(row["verdict"], row["verdict"])
+    word = _time_word(row["verdict"])
     f = row["final"]
     seen = "; its runs were seen before the rule was declared" if row["seen_before"] else ""
     final_word = f"**{row['final_word']}**, " if row.get("final_word") else ""
@@ -252,7 +257,7 @@ def table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 medians,
                 f"{r['past'][0]} vs {r['past'][1]}",
                 f"{r['p_holm']:.2g}",
-                {"higher": "sooner", "lower": "later"}.get(r["verdict"], r["verdict"]),
+                _time_word(r["verdict"]),
                 f"{f.mean_difference:+.1f} [{f.ci_low:+.1f}, {f.ci_high:+.1f}]",
                 r.get("final_word", ""),
             ]
@@ -265,7 +270,7 @@ def short_text(row: dict | None) -> str:
     final accuracy equivalent (+0.1 pp)", or "not yet run"."""
     if row is None:
         return "not yet run"
-    word = {"higher": "sooner", "lower": "later"}.get(row["verdict"], row["verdict"])
+    word = _time_word(row["verdict"])
     medians = _medians(row)
     final = f"final accuracy {row['final_word']}" if row.get("final_word") else "final accuracy"
     return f"time to 90 % {word} ({medians}), {final} ({row['final'].mean_difference:+.1f} pp)"
@@ -319,8 +324,8 @@ def what_changed(rows: list[dict], before: dict | None) -> list[str]:
     if gain is None or before is None:
         return []
     e, t = before["endpoint"], before["time"]
-    word = {"higher": "sooner", "lower": "later"}.get(gain["verdict"], gain["verdict"])
-    was = {"higher": "sooner", "lower": "later"}.get(t["verdict"], t["verdict"])
+    word = _time_word(gain["verdict"])
+    was = _time_word(t["verdict"])
     sa, sb = t["median"]
     return [
         f"At p = 97 the Stiefel rule against AdamW, with each at its own tuned W_Q, W_K rate, ends "
