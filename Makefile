@@ -63,11 +63,13 @@ help:
 	@sed -n '2,13s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 venv: $(STAMP)
-$(STAMP): pyproject.toml requirements.txt
+# Two packages, both editable: the library (stiefel_core, the root pyproject, torch alone) and the
+# book's machinery (bookpkg/: stiefel_book, with the chapters' and the tools' extras).
+$(STAMP): pyproject.toml bookpkg/pyproject.toml requirements.txt
 	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q -c requirements.txt -e '.[book,dev,test]'
+	$(PY) -m pip install -q -c requirements.txt -e . -e './bookpkg[book,dev,test]'
 	touch $@
 
 node: $(NODE_STAMP)
@@ -80,7 +82,7 @@ book: $(STAMP) $(NODE_STAMP)
 	@echo "book: open _build/html/index.html"
 
 test: $(STAMP) $(NODE_STAMP)
-	$(VENV)/bin/ruff check stiefel_core tests tools benchmarks
+	$(VENV)/bin/ruff check stiefel_core bookpkg tests tools benchmarks
 	$(ONE_THREAD) $(PY) -m pytest -q tests -m "not ($(READER_MARKS))" $(call PARALLEL,loadfile)
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
@@ -101,8 +103,7 @@ lab: $(STAMP)
 	$(INLINE) $(PY) -m jupyterlab $(LAB_ARGS)
 
 results: $(STAMP)
-	@if [ -f stiefel_core/__main__.py ]; then $(PY) -m stiefel_core run-all --profile full; \
-	else echo "results: stiefel_core has no command line yet (stiefel_core/__main__.py); nothing was run" >&2; exit 1; fi
+	$(PY) -m stiefel_book run-all --profile full
 
 bench: $(STAMP)
 	$(PY) benchmarks/step_time.py

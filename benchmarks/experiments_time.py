@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from record import Recorder
 
-from stiefel_core.experiments import get_config, run_experiment
+from stiefel_book.experiments import get_config, run_experiment
 
 TARGETS = {"grokking": 120.0, "cifar10": 600.0}  # seconds on one H200
 

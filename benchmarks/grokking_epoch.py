@@ -18,7 +18,7 @@ import time
 import torch
 from record import Recorder
 
-from stiefel_core.experiments import get_config, grokking
+from stiefel_book.experiments import get_config, grokking
 
 
 def seconds_per_epoch(arm: str, config, device: torch.device) -> float:

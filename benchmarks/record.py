@@ -1,5 +1,5 @@
 """Benchmarks print what they measure and keep it in ``benchmarks/results/NAME.json``, from
-which the README's benchmark section is generated (``python -m stiefel_core claims --write-readme``).
+which the README's benchmark section is generated (``python -m stiefel_book claims --write-readme``).
 ``$STIEFEL_BENCH_RESULTS`` names another folder (the device check writes under its ``OUT``)."""
 
 from __future__ import annotations

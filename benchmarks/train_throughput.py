@@ -12,7 +12,7 @@ p = 97, one full-batch step), for the AdamW baseline and the Stiefel arm:
 - bare step: forward, backward and optimizer step of the experiment's own model and optimizer on a
   fixed batch, nothing else; eager, and with the forward under ``torch.compile``;
 - as the experiment runs it: a step of an unlogged epoch inside the experiment's training
-  function (eager, the CPU default of ``stiefel_core.compiling``);
+  function (eager, the CPU default of ``stiefel_book.compiling``);
 - logged epoch: a logged epoch's training steps (per-step displacements, running sums), and the
   whole logged epoch with its evaluation, per step;
 - a run's step: every epoch of a short run at the config's logging interval, per step.
@@ -35,10 +35,10 @@ import torch.nn.functional as F
 from record import Recorder
 from torch.utils.flop_counter import FlopCounterMode
 
+from stiefel_book.data import modular_data
+from stiefel_book.experiments import cifar10, get_config, grokking
+from stiefel_book.models import ModularTransformer
 from stiefel_core.combined import configure_optimizer
-from stiefel_core.data import modular_data
-from stiefel_core.experiments import cifar10, get_config, grokking
-from stiefel_core.models import ModularTransformer
 
 ARMS = ("baseline", "stiefel")
 PATHS = ("bare", "compiled", "experiment", "logged_steps", "logged_epoch", "amortized")

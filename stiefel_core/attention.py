@@ -63,7 +63,7 @@ class SelfAttention(nn.Module):
 
     def _score_inputs(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
         """Queries and keys ``(..., H, T, r)`` as the scores ``q kᵀ / √r`` use them: unchanged here;
-        :class:`~stiefel_core.tempered.TemperedAttention` normalises and rescales them per head."""
+        :class:`~stiefel_book.tempered.TemperedAttention` normalises and rescales them per head."""
         return q, k
 
     def attention_weights(self, x: Tensor) -> Tensor:

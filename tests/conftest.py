@@ -11,7 +11,7 @@ import torch
 from hypothesis import settings
 from PIL import Image
 
-from stiefel_core.data import CLASSES
+from stiefel_book.data import CLASSES
 
 settings.register_profile("default", deadline=None, max_examples=40, derandomize=True)
 settings.load_profile("default")

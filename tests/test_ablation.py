@@ -8,13 +8,13 @@ import pytest
 import torch
 from tiny import TINY
 
-from stiefel_core import protocol
-from stiefel_core.experiments import ablation, get_config, grokking, run_experiment
-from stiefel_core.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
-from stiefel_core.findings import ablation as ablation_findings
+from stiefel_book import protocol
+from stiefel_book.experiments import ablation, get_config, grokking, run_experiment
+from stiefel_book.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
+from stiefel_book.findings import ablation as ablation_findings
+from stiefel_book.stats import paired_comparison
 from stiefel_core.manifold import orthonormality_error
 from stiefel_core.optim import StiefelAdam
-from stiefel_core.stats import paired_comparison
 
 DEFAULTS = {"step_rule": "scale_free", "second_moment": "frame", "projector": "tangent", "trust_radius": 0.5}
 
@@ -26,7 +26,7 @@ def stiefel_group(opt):
 
 @pytest.mark.parametrize("arm", list(VARIANTS))
 def test_each_variant_changes_exactly_one_switch(arm):
-    from stiefel_core.experiments import cifar10
+    from stiefel_book.experiments import cifar10
 
     config = get_config("cifar10", "ci", d_model=16, n_heads=2)
     group = stiefel_group(cifar10.build_optimizer(cifar10.build_model(config, arm, 0), config, arm))
@@ -115,8 +115,8 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
     model_arms = [a for a in ABLATION_ARMS if a != "baseline"]
     for arm in model_arms:  # a few steps of every rule stay orthonormal
         torch.manual_seed(0)
+        from stiefel_book.models import ModularTransformer
         from stiefel_core.combined import configure_optimizer
-        from stiefel_core.models import ModularTransformer
 
         model = ModularTransformer(8, 7, 16, 2, 32)
         opt = configure_optimizer(model, lr=1e-2, weight_decay=1.0, **frame_options(arm, 0.5))

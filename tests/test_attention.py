@@ -77,7 +77,7 @@ def test_last_position_shortcuts_match_the_full_output(causal):
 
 
 def test_the_modular_model_reads_the_last_position_as_a_full_pass_would():
-    from stiefel_core.models import ModularTransformer
+    from stiefel_book.models import ModularTransformer
 
     torch.manual_seed(0)
     model = ModularTransformer(14, 13, 24, 3, 48).double()

@@ -1,4 +1,4 @@
-"""The five certificates of stiefel_core.certify: each passes, and each fails when it should.
+"""The five certificates of stiefel_book.certify: each passes, and each fails when it should.
 
 A certificate that could not fail would certify nothing: every one is also run on a broken
 optimizer (or a broken premise) and must report ``passed = False`` there. The helpers it rests
@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from stiefel_core import certify
-from stiefel_core.certify import (
+from stiefel_book import certify
+from stiefel_book.certify import (
     TOLERANCE,
     QuadraticProblem,
     certify_conditioning,
@@ -282,7 +282,7 @@ def test_a_failing_certificate_shows_the_failing_value():
 
 
 def test_explorer_views_report_what_they_draw():
-    from stiefel_core.widgets import propositions as views
+    from stiefel_book.widgets import propositions as views
 
     fig, text, data = views.steepest_descent_view(d=8, r=2)
     assert data["direction_error"] <= TOLERANCE and data["best_sample"] < 1.0 and "St(8, 2)" in text
@@ -303,7 +303,7 @@ def test_explorer_views_report_what_they_draw():
 
 
 def test_explorers_redraw_when_a_control_moves():
-    from stiefel_core.widgets import propositions as views
+    from stiefel_book.widgets import propositions as views
 
     ex = views.scale_explorer()
     ex.set(step_rule="fixed", log10_scale=-4.0)
@@ -322,7 +322,7 @@ def test_explorers_redraw_when_a_control_moves():
     [("steepest_descent_grid", 4), ("scale_grid", 6), ("conditioning_grid", 4), ("equivariance_grid", 4)],
 )
 def test_static_grids_draw_one_panel_per_setting(name, panels):
-    from stiefel_core.plots import propositions as figures
+    from stiefel_book.plots import propositions as figures
 
     fig = getattr(figures, name)()
     assert sum(ax.get_visible() for ax in fig.axes) == panels
@@ -330,10 +330,10 @@ def test_static_grids_draw_one_panel_per_setting(name, panels):
 
 
 def test_package_reexports_every_public_name_from_the_module_that_defines_it():
-    from stiefel_core import threads
+    from stiefel_book import threads
 
     assert certify.one_thread is threads.one_thread  # kept for old imports
     for name in certify.__all__:
         obj = getattr(certify, name)
         if callable(obj) and name != "one_thread":  # functions and classes; the rest are constants
-            assert obj.__module__.startswith("stiefel_core.certify"), name
+            assert obj.__module__.startswith("stiefel_book.certify"), name

@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 from tiny import TINY
 
-from stiefel_core.experiments import cifar10_decay as cd
-from stiefel_core.experiments import get_config, run_experiment
-from stiefel_core.experiments.results import write_results
+from stiefel_book.experiments import cifar10_decay as cd
+from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.experiments.results import write_results
 
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from tiny import tiny
 
-from stiefel_core.experiments import cifar10, get_config, run_experiment
-from stiefel_core.findings import cifar10 as cifar10_findings
-from stiefel_core.stats import paired_comparison
+from stiefel_book.experiments import cifar10, get_config, run_experiment
+from stiefel_book.findings import cifar10 as cifar10_findings
+from stiefel_book.stats import paired_comparison
 
 
 def test_profiles_say_what_the_protocol_needs():

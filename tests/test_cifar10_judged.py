@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 from tiny import TINY
 
-from stiefel_core.choices import ladder_around
-from stiefel_core.experiments import cifar10_judged as judged
-from stiefel_core.experiments import get_config, run_experiment
-from stiefel_core.experiments.results import write_results
+from stiefel_book.choices import ladder_around
+from stiefel_book.experiments import cifar10_judged as judged
+from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.experiments.results import write_results
 
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}  # the task's own: one start per run
 
@@ -77,7 +77,7 @@ def test_the_relatives_sweep_starts_at_three_rungs_and_asks_for_what_is_missing(
 
 
 def test_the_core_sweep_grows_below_its_ladder_to_lr_0_as_frozen_frames(isolated):
-    from stiefel_core.experiments import cifar10_fair
+    from stiefel_book.experiments import cifar10_fair
 
     base = get_config("cifar10_qk_lr", "ci")
     config = dataclasses.replace(base, task=dataclasses.replace(base.task, **SHRUNK))

@@ -2,8 +2,8 @@
 
 import json
 
-from stiefel_core import claims
-from stiefel_core.experiments.results import checkout_root
+from stiefel_book import claims
+from stiefel_book.experiments.results import checkout_root
 from tools import readme as readme_tool
 
 PACKAGE_ROOT = checkout_root()
@@ -12,7 +12,7 @@ PACKAGE_ROOT = checkout_root()
 def test_the_readme_is_what_the_results_and_certificates_say():
     readme = (PACKAGE_ROOT / "README.md").read_text()
     assert readme_tool.render_readme(readme) == readme, (
-        "README is stale: run `python -m stiefel_core claims --write-readme`"
+        "README is stale: run `python -m stiefel_book claims --write-readme`"
     )
 
 
@@ -46,7 +46,7 @@ def test_without_results_every_verdict_is_certified_or_pending(tmp_path, monkeyp
 
 
 def test_a_claim_word_gathers_the_verdicts_it_rests_on():
-    from stiefel_core.findings.summary import word_of
+    from stiefel_book.findings.summary import word_of
 
     assert word_of(["reproduced", "reproduced"]) == "reproduced"
     assert word_of(["not reproduced: the baseline is better", "not measured"]) == "not reproduced"
@@ -56,7 +56,7 @@ def test_a_claim_word_gathers_the_verdicts_it_rests_on():
 
 
 def test_labels_name_arms_and_grid_arms_in_words():
-    from stiefel_core.labels import label
+    from stiefel_book.labels import label
 
     assert label("no_decay_qk") == "AdamW without decay on W_Q, W_K"
     assert label("stiefel@wd=0.3") == "the Stiefel rule, λ = 0.3"
@@ -66,9 +66,9 @@ def test_labels_name_arms_and_grid_arms_in_words():
 def test_the_map_has_one_count_everywhere():
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
     README quote the decay map's count from one function (findings.decay_map.count_text)."""
-    from stiefel_core import pages
-    from stiefel_core.experiments import get_config, load_results
-    from stiefel_core.findings import decay_map, summary
+    from stiefel_book import pages
+    from stiefel_book.experiments import get_config, load_results
+    from stiefel_book.findings import decay_map, summary
 
     dmap = load_results("grokking_decay_map", "full")
     cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
@@ -97,8 +97,8 @@ def test_the_map_has_one_count_everywhere():
 
 
 def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_runs_exist():
-    from stiefel_core import declared
-    from stiefel_core.findings import p97_tuned, summary
+    from stiefel_book import declared
+    from stiefel_book.findings import p97_tuned, summary
 
     results, family = declared.grokking()
     untuned = summary.grokking_verdict(results, family, None)
@@ -123,7 +123,7 @@ def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_run
 
 
 def test_the_record_behind_a_finding_is_collapsed_and_the_finding_is_not():
-    from stiefel_core.pages import admonition
+    from stiefel_book.pages import admonition
 
     shut = admonition("What changed", ["a line"], "note", collapsed=True).data
     assert ":class: note dropdown\n- a line\n:::" in shut

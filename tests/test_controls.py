@@ -6,13 +6,13 @@ import math
 import pytest
 import torch
 
+from stiefel_book.experiments import decay_map, get_config, grokking
+from stiefel_book.experiments.calibration import calibration_epochs, matched_lr, median_step
+from stiefel_book.experiments.metrics import bilinear_change, principal_angles
+from stiefel_book.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
+from stiefel_book.models import ModularTransformer
 from stiefel_core.combined import configure_optimizer
-from stiefel_core.experiments import decay_map, get_config, grokking
-from stiefel_core.experiments.calibration import calibration_epochs, matched_lr, median_step
-from stiefel_core.experiments.metrics import bilinear_change, principal_angles
-from stiefel_core.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
 from stiefel_core.manifold import random_frame
-from stiefel_core.models import ModularTransformer
 
 TINY = dict(
     p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=40, log_every=10, seeds=(0,), cpu_threads=1
@@ -95,7 +95,7 @@ def test_decay_map_arms_name_their_decay_and_reject_what_is_off_the_grid():
 
 
 def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books():
-    from stiefel_core.experiments import trust_region
+    from stiefel_book.experiments import trust_region
 
     config = get_config("grokking_trust_region", "ci")
     task = dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
@@ -113,7 +113,7 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
 
 
 def test_cifar10_controls_build_what_they_say():
-    from stiefel_core.experiments import cifar10, cifar10_long
+    from stiefel_book.experiments import cifar10, cifar10_long
 
     config = get_config("cifar10", "ci")
     model = cifar10.build_model(config, "no_decay_qk", 0)

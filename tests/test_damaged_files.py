@@ -4,9 +4,9 @@ remedy, and nothing else touched."""
 import pytest
 import torch
 
-from stiefel_core.__main__ import main
-from stiefel_core.experiments.results import DamagedResultsError, load_results
-from stiefel_core.train import fit, save_atomically
+from stiefel_book.__main__ import main
+from stiefel_book.experiments.results import DamagedResultsError, load_results
+from stiefel_book.train import fit, save_atomically
 
 TRUNCATED = '{"runs": {"baseline/0": '
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from PIL import Image
 
-from stiefel_core.data import (
+from stiefel_book.data import (
     CLASSES,
     CIFAR10Data,
     DataError,

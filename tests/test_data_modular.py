@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stiefel_core.data import ModularData, modular_data
+from stiefel_book.data import ModularData, modular_data
 
 
 def _pairs(x: torch.Tensor) -> set[tuple[int, int]]:

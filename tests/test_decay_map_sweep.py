@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 import torch
 
-from stiefel_core.experiments import decay_map_sweep as dms
-from stiefel_core.experiments import get_config, run_experiment
-from stiefel_core.experiments.results import results_path, write_results
+from stiefel_book.experiments import decay_map_sweep as dms
+from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.experiments.results import results_path, write_results
 
 
 def _short(config, epochs=40):
@@ -75,8 +75,8 @@ def test_the_judged_map_reads_each_decays_choice_and_adopts_the_tuned_maps_runs(
 
 
 def test_the_chapter_reads_the_per_decay_map_only_once_complete_and_says_how_far_it_has_come():
-    from stiefel_core.findings import decay_map as fdm
-    from stiefel_core.pages import regimes_rules
+    from stiefel_book.findings import decay_map as fdm
+    from stiefel_book.pages import regimes_rules
 
     def history(acc):
         return [{"epoch": e, "val_acc": acc} for e in (750, 1500)]

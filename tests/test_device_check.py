@@ -20,7 +20,7 @@ import device_job  # noqa: E402
 import device_plan  # noqa: E402
 import device_pool  # noqa: E402
 
-from stiefel_core.experiments import p97_fair  # noqa: E402
+from stiefel_book.experiments import p97_fair  # noqa: E402
 
 
 def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path):

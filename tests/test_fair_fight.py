@@ -5,10 +5,10 @@ import dataclasses
 
 import pytest
 
-from stiefel_core.choices import LADDER, choice, is_interior, late_score, next_rungs
-from stiefel_core.experiments import fair_fight, run_experiment
-from stiefel_core.experiments.grid import grid_arm
-from stiefel_core.experiments.results import results_path, write_results
+from stiefel_book.choices import LADDER, choice, is_interior, late_score, next_rungs
+from stiefel_book.experiments import fair_fight, run_experiment
+from stiefel_book.experiments.grid import grid_arm
+from stiefel_book.experiments.results import results_path, write_results
 
 
 def test_the_grid_grows_upward_while_the_largest_rung_scores_best():
@@ -91,7 +91,7 @@ def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):
 
 
 def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_it():
-    from stiefel_core.findings.fair_fight import answers, family_rows, verdict_counts
+    from stiefel_book.findings.fair_fight import answers, family_rows, verdict_counts
 
     seeds = range(20)
     values = {
@@ -112,7 +112,7 @@ def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_
 
 
 def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, tmp_path):
-    from stiefel_core.experiments import grokking
+    from stiefel_book.experiments import grokking
     from stiefel_core.step_checks import NonFiniteGradientError
 
     def diverge(*args, **kwargs):
@@ -127,8 +127,8 @@ def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, t
 
 
 def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_reads_everywhere():
-    from stiefel_core.findings import fair_fight as ff
-    from stiefel_core.findings.summary import fair_fight_verdict
+    from stiefel_book.findings import fair_fight as ff
+    from stiefel_book.findings.summary import fair_fight_verdict
 
     judged = set(fair_fight.FAIR_ARMS) | {"frozen"} | set(fair_fight.PEER_ARMS) | set(fair_fight.SCALE_ARMS)
     declared = {arm for arms, refs in ff.FAMILIES.values() for arm in (*arms, *refs)}
@@ -156,8 +156,8 @@ def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_
 
 
 def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads_untested():
-    from stiefel_core.findings import ablation as ablation_findings
-    from stiefel_core.findings import fair_fight as ff
+    from stiefel_book.findings import ablation as ablation_findings
+    from stiefel_book.findings import fair_fight as ff
 
     def results(arms, shift):
         runs = {
@@ -188,7 +188,7 @@ def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads
 
 
 def test_the_cap_reads_idle_only_where_the_decay_map_saw_it_never_bind_at_the_full_rules_tuned_lr():
-    from stiefel_core.findings.ablation import cap_idle
+    from stiefel_book.findings.ablation import cap_idle
 
     task = {"p": 31, "lr": 3e-3, "epochs": 1500, "seeds": [0]}
 

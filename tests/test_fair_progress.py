@@ -1,6 +1,6 @@
 """Where the fair fight stands beyond p = 31 (findings.fair_progress), on constructed files."""
 
-from stiefel_core.findings.fair_progress import complete_starts, progress_lines
+from stiefel_book.findings.fair_progress import complete_starts, progress_lines
 
 
 def _run(acc):

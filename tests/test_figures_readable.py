@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from figure_checks import code_like, cut_off, legends_over_axes, overlapping, smallest_font, words  # noqa: E402
 
-from stiefel_core.experiments.variants import ABLATION_ARMS  # noqa: E402
+from stiefel_book.experiments.variants import ABLATION_ARMS  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +31,7 @@ def _finals(arms, starts=(0, 1, 2), metric="test_acc") -> dict:
 
 @pytest.mark.parametrize("arms", [ABLATION_ARMS, ("baseline", "stiefel", "fixed_step", "frozen")])
 def test_every_arm_of_the_arms_figure_has_its_name_apart_from_the_next(arms):
-    from stiefel_core.plots.cifar10 import ARM_LABELS, arms_figure
+    from stiefel_book.plots.cifar10 import ARM_LABELS, arms_figure
 
     fig = arms_figure(_finals(arms), arms=arms, title="final test accuracy")
     (ax,) = fig.axes
@@ -56,7 +56,7 @@ def _survival(arm, reached, censored):
 
 
 def test_the_survival_legends_sit_under_their_panels_within_the_column():
-    from stiefel_core.plots.regimes import survival_curves
+    from stiefel_book.plots.regimes import survival_curves
 
     panels = {
         "p = 97, full": [_survival(a, 5, 1) for a in ("baseline", "stiefel", "frozen", "no_decay_qk")],
@@ -74,7 +74,7 @@ def test_the_survival_legends_sit_under_their_panels_within_the_column():
 def test_the_gain_curves_legend_leaves_the_bands_alone():
     from types import SimpleNamespace
 
-    from stiefel_core.plots.regimes import gain_curves
+    from stiefel_book.plots.regimes import gain_curves
 
     comparison = SimpleNamespace(mean_difference=5.0, ci_low=-5.0, ci_high=25.0, n=20)  # bands over the whole panel
     gains = {
@@ -90,8 +90,8 @@ PEERS = ("stiefel", "baseline", "per_entry", "muon", "muon_no_decay", "geoopt_ra
 
 
 def test_the_peers_survival_figure_colours_and_names_every_arm_as_the_book_does():
-    from stiefel_core.plots import ARM_COLORS
-    from stiefel_core.plots.peers import survival_figure
+    from stiefel_book.plots import ARM_COLORS
+    from stiefel_book.plots.peers import survival_figure
 
     fig = survival_figure([_survival(arm, 13, 7) for arm in PEERS])
     (ax,) = fig.axes
@@ -103,7 +103,7 @@ def test_the_peers_survival_figure_colours_and_names_every_arm_as_the_book_does(
 
 
 def test_the_peers_movement_figure_has_one_legend_under_its_panels():
-    from stiefel_core.plots.peers import movement_figure
+    from stiefel_book.plots.peers import movement_figure
 
     epochs = np.arange(25, 1525, 25)
     series = {
@@ -152,7 +152,7 @@ def _grokking_run(arm_index: int, epochs=range(0, 2001, 20)) -> dict:
 
 @pytest.mark.parametrize("starts", [1, 6])
 def test_the_grokking_accuracy_curves_count_runs_in_words_and_explain_the_line_styles_underneath(starts):
-    from stiefel_core.plots.grokking import accuracy_curves
+    from stiefel_book.plots.grokking import accuracy_curves
 
     runs = {f"{arm}/{s}": _grokking_run(i) for i, arm in enumerate(("baseline", "stiefel")) for s in range(starts)}
     runs["frozen/0"] = _grokking_run(2)  # another arm's run: not drawn, not counted
@@ -164,7 +164,7 @@ def test_the_grokking_accuracy_curves_count_runs_in_words_and_explain_the_line_s
 
 
 def test_the_grokking_collapse_window_is_two_rows_of_three_panels_and_one_legend():
-    from stiefel_core.plots.grokking import collapse_window
+    from stiefel_book.plots.grokking import collapse_window
 
     fig = collapse_window(_grokking_run(0)["history"], _grokking_run(1)["history"], 400, 1600)
     assert len(fig.axes) == 6 and fig.get_figheight() <= 4.0  # it was 6.7 in tall, taller than a screen
@@ -173,7 +173,7 @@ def test_the_grokking_collapse_window_is_two_rows_of_three_panels_and_one_legend
 
 
 def test_the_grokking_explorer_names_its_arms_in_words():
-    from stiefel_core.plots.grokking import draw_explore
+    from stiefel_book.plots.grokking import draw_explore
 
     fig, ax = plt.subplots()
     draw_explore(ax, {"baseline": _grokking_run(0)["history"], "stiefel": _grokking_run(1)["history"]})
@@ -181,7 +181,7 @@ def test_the_grokking_explorer_names_its_arms_in_words():
 
 
 def test_the_scale_invariance_legends_sit_under_their_panels():
-    from stiefel_core.plots.propositions import scale_invariance_figure
+    from stiefel_book.plots.propositions import scale_invariance_figure
 
     cs = 10.0 ** np.arange(-8, 9)
     found = {
@@ -221,7 +221,7 @@ def _cifar_results(arms=("baseline", "stiefel", "fixed_step", "frozen"), starts=
 
 
 def test_the_cifar_gains_keep_their_bars_tall_under_a_far_preprint_line():
-    from stiefel_core.plots.cifar10 import gains_figure
+    from stiefel_book.plots.cifar10 import gains_figure
 
     fig = gains_figure(_cifar_results(), preprint_gain=8.98, title="full profile: final test accuracy, paired by start")
     left, far, bars = fig.axes
@@ -234,7 +234,7 @@ def test_the_cifar_gains_keep_their_bars_tall_under_a_far_preprint_line():
 
 
 def test_the_cifar_gains_draw_a_near_preprint_line_on_the_bars_own_axis():
-    from stiefel_core.plots.cifar10 import gains_figure
+    from stiefel_book.plots.cifar10 import gains_figure
 
     fig = gains_figure(_cifar_results(), preprint_gain=-0.5)
     left, bars = fig.axes
@@ -243,7 +243,7 @@ def test_the_cifar_gains_draw_a_near_preprint_line_on_the_bars_own_axis():
 
 
 def test_the_cifar_curves_have_one_legend_entry_per_arm_under_the_panels():
-    from stiefel_core.plots.cifar10 import curves_figure
+    from stiefel_book.plots.cifar10 import curves_figure
 
     fig = curves_figure(_cifar_results()["runs"], title="live run, ci profile: accuracy by step")
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -253,7 +253,7 @@ def test_the_cifar_curves_have_one_legend_entry_per_arm_under_the_panels():
 
 
 def test_the_cifar_movement_figure_has_one_legend_under_its_panels():
-    from stiefel_core.plots.cifar10 import movement_figure
+    from stiefel_book.plots.cifar10 import movement_figure
 
     fig = movement_figure(
         _cifar_results(), (24.0, 40.0), title="full profile: per-step displacement of $W_Q$ and $W_K$"
@@ -265,7 +265,7 @@ def test_the_cifar_movement_figure_has_one_legend_under_its_panels():
 def test_the_cifar_size_sweep_has_one_legend_under_its_panels():
     from types import SimpleNamespace
 
-    from stiefel_core.plots.cifar10 import sweep_figure
+    from stiefel_book.plots.cifar10 import sweep_figure
 
     def arm(mean):
         return SimpleNamespace(mean=mean, std=0.3)
@@ -285,7 +285,7 @@ def test_the_cifar_size_sweep_has_one_legend_under_its_panels():
 
 
 def test_the_learning_rate_sweep_names_the_matrices_in_mathtext():
-    from stiefel_core.plots.peers import sweep_figure
+    from stiefel_book.plots.peers import sweep_figure
 
     rows = [
         {"arm": arm, "scores": {1e-3: 0.8 + 0.01 * i, 3e-3: 0.85, 1e-2: 0.7}, "chosen": 3e-3}
@@ -296,7 +296,7 @@ def test_the_learning_rate_sweep_names_the_matrices_in_mathtext():
 
 
 def test_the_sweep_per_decay_draws_a_panel_each_and_says_which_have_not_run():
-    from stiefel_core.plots.peers import decay_sweep_figure
+    from stiefel_book.plots.peers import decay_sweep_figure
 
     rows = [
         {"arm": arm, "scores": {3e-4: 0.49 + 0.002 * i, 1e-3: 0.505, 3e-3: 0.50, 1e-2: 0.498}, "chosen": 1e-3}
@@ -320,7 +320,7 @@ def test_the_sweep_per_decay_draws_a_panel_each_and_says_which_have_not_run():
 
 
 def test_a_sweep_scored_in_epochs_is_drawn_in_epochs():
-    from stiefel_core.plots.peers import sweep_figure
+    from stiefel_book.plots.peers import sweep_figure
 
     rows = [{"arm": "stiefel", "scores": {1e-4: 9000.0, 3e-4: 4000.0, 1e-3: 5000.0}, "chosen": 3e-4}]
     fig = sweep_figure(rows, criterion="epochs to 90 %", scale=1.0)

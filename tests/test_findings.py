@@ -2,7 +2,7 @@
 wording live in one module: starts and pairing, the Markdown tables of the grokking and
 ablation chapters, the chapters' preprint-against-ours text, and a chapter's live run."""
 
-from stiefel_core import findings, preprint
+from stiefel_book import findings, preprint
 
 
 def _run(acc, fingerprint="f", order=1):
@@ -121,8 +121,8 @@ def test_the_cifar10_reports_set_ours_beside_the_preprint():
 
 
 def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_folder(monkeypatch):
-    import stiefel_core.experiments as experiments
-    from stiefel_core.experiments import runner
+    import stiefel_book.experiments as experiments
+    from stiefel_book.experiments import runner
 
     calls = []
     monkeypatch.setattr(runner, "run_experiment", lambda name, profile, **kw: calls.append((name, profile, kw)) or {})

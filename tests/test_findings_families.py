@@ -7,14 +7,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from stiefel_core.findings import cifar10_family, fair_fight, peers, tuned
-from stiefel_core.labels import label
+from stiefel_book.findings import cifar10_family, fair_fight, peers, tuned
+from stiefel_book.labels import label
 
 FAMILY = SimpleNamespace(margin=2.0, alpha=0.05, name="grokking_fair", set_after_runs=False, after_runs=None)
 
 
 def test_the_tuned_arms_are_the_experiments_arms():
-    from stiefel_core.experiments import fair_fight as experiment
+    from stiefel_book.experiments import fair_fight as experiment
 
     assert (tuned.FAIR_ARMS, tuned.SCALE_ARMS, tuned.PEER_ARMS) == (
         experiment.FAIR_ARMS,

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from stiefel_core.findings import decay_map, regimes, regimes_before
-from stiefel_core.stats import VERDICTS, direction, paired_comparison
+from stiefel_book.findings import decay_map, regimes, regimes_before
+from stiefel_book.stats import VERDICTS, direction, paired_comparison
 
 RULE = decay_map.Rule(margin=2.0, alpha=0.05)
 RULES = {"decay_map": RULE, "controls_p31": RULE, "controls_p97_time": decay_map.Rule(None)}

@@ -1,4 +1,4 @@
-"""stiefel_core.gauge: the generators are symmetries of the right kind, the projections are the
+"""stiefel_book.gauge: the generators are symmetries of the right kind, the projections are the
 orthogonal projections onto their span, the three certificates pass, and they fail where they
 should (a loss with a term in W_Q alone); the chapter's figures and explorer draw without a kernel.
 """
@@ -16,10 +16,8 @@ import torch  # noqa: E402
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from stiefel_core import gauge  # noqa: E402
-from stiefel_core.attention import SelfAttention  # noqa: E402
-from stiefel_core.frames import is_frame  # noqa: E402
-from stiefel_core.gauge import (  # noqa: E402
+from stiefel_book import gauge  # noqa: E402
+from stiefel_book.gauge import (  # noqa: E402
     RUN_TOLERANCE,
     TOLERANCE,
     direction_cosines,
@@ -37,6 +35,8 @@ from stiefel_core.gauge import (  # noqa: E402
     skew_basis,
     tangency_error,
 )
+from stiefel_core.attention import SelfAttention  # noqa: E402
+from stiefel_core.frames import is_frame  # noqa: E402
 from stiefel_core.manifold import orthonormality_error, orthonormalize, project_tangent, random_frame  # noqa: E402
 
 DT = torch.float64
@@ -347,7 +347,7 @@ def test_projected_run_rejects_unknown_modes():
 
 
 def test_figures_draw():
-    from stiefel_core.plots import gauge as plots
+    from stiefel_book.plots import gauge as plots
 
     assert len([ax for ax in plots.orbit_grid(ts=(1.0,)).axes if ax.get_visible()]) == 2
     runs = gauge.projected_runs()
@@ -359,7 +359,7 @@ def test_figures_draw():
 def test_figures_are_readable_at_the_column_width():
     from figure_checks import cut_off, legends_over_axes, overlapping, smallest_font
 
-    from stiefel_core.plots import gauge as plots
+    from stiefel_book.plots import gauge as plots
 
     runs = gauge.projected_runs(steps=3)
     components = plots.gauge_components_figure(gauge.gradient_components())
@@ -373,7 +373,7 @@ def test_figures_are_readable_at_the_column_width():
 
 
 def test_orbit_explorer_moves_along_the_orbit_without_a_kernel():
-    from stiefel_core.widgets.gauge import orbit_explorer
+    from stiefel_book.widgets.gauge import orbit_explorer
 
     ex = orbit_explorer(t=0.5)
     assert ex.calls == 1 and re.search(r"relative change ≤ 1e-12 +True", ex.text)
@@ -400,7 +400,7 @@ def test_stiefeladam_is_gauge_equivariant_and_adamw_is_not():
 def test_moved_start_figure_draws():
     from figure_checks import cut_off, legends_over_axes, smallest_font
 
-    from stiefel_core.plots import gauge as plots
+    from stiefel_book.plots import gauge as plots
 
     fig = plots.moved_start_figure(gauge.moved_start_runs(steps=20, n_draws=2))
     assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 7  # two draws of three cases, and 1e-10
@@ -416,11 +416,11 @@ def test_package_reexports_every_public_name_from_the_module_that_defines_it():
     for name in gauge.__all__:
         obj = getattr(gauge, name)
         if callable(obj):  # functions and classes; the rest are constants
-            assert obj.__module__.startswith("stiefel_core.gauge."), name
+            assert obj.__module__.startswith("stiefel_book.gauge."), name
 
 
 def test_a_certificate_and_a_figure_share_their_training_runs(monkeypatch):
-    from stiefel_core.plots import gauge as plots
+    from stiefel_book.plots import gauge as plots
 
     runs = gauge.projected_runs(steps=3)
     assert gauge.certify_projected_run(runs) == gauge.certify_projected_run(

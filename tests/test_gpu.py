@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch import nn
 
+from stiefel_book.experiments import get_config, grokking
 from stiefel_core.attention import SelfAttention
 from stiefel_core.combined import configure_optimizer
-from stiefel_core.experiments import get_config, grokking
 from stiefel_core.frames import FrameParameter, is_frame
 from stiefel_core.manifold import orthonormality_error, orthonormalize, project_tangent, random_frame, retract_polar
 from stiefel_core.optim import StiefelAdam, reference_update

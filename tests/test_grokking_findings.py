@@ -3,7 +3,7 @@ and the verdicts against the preprint, on hand-made histories whose answers are 
 
 import math
 
-from stiefel_core.findings import grokking
+from stiefel_book.findings import grokking
 
 
 def history(grok_at, spikes_at=(), final=1.0, dip=None, epochs=20_000, every=20):

@@ -1,7 +1,9 @@
-"""The library's imports run one way: no module imports one that imports it back (directly or
-around a cycle, at the top or inside a function), and no import runs against the layers
-(experiments never read findings; plots draw what they are handed; the library never needs the
-explorers). Read from the source with ``ast``, so an import hidden in a function counts too."""
+"""Imports run one way: no module imports one that imports it back (directly or around a cycle,
+at the top or inside a function), and no import runs against the layers: the library
+(``stiefel_core``) never imports the book's package (``stiefel_book``) nor anything but torch;
+in the book, experiments never read findings, plots draw what they are handed, and nothing below
+the explorers needs them. Read from the source with ``ast``, so an import hidden in a function
+counts too."""
 
 import ast
 import sys
@@ -9,17 +11,32 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "stiefel_core"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "stiefel_core"  # the library
+BOOK = REPO / "bookpkg" / "stiefel_book"  # the book's machinery
+# What the library may never import: the book, and what only the book installs.
+NOT_IN_LIBRARY = ("stiefel_book", "numpy", "scipy", "matplotlib", "yaml", "IPython", "ipywidgets", "tqdm", "PIL")
 
 
-def _modules(package: Path = ROOT) -> dict[str, Path]:
-    """``{dotted name: path}`` of every module of ``package``."""
+def _modules(*packages: Path) -> dict[str, Path]:
+    """``{dotted name: path}`` of every module of ``packages`` (both packages by default)."""
 
-    def name(path: Path) -> str:
+    def name(path: Path, package: Path) -> str:
         parts = path.relative_to(package.parent).with_suffix("").parts
         return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
-    return {name(p): p for p in package.rglob("*.py")}
+    return {name(p, package): p for package in (packages or (ROOT, BOOK)) for p in package.rglob("*.py")}
+
+
+def foreign_imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import in ``path`` (``numpy`` for ``numpy.linalg``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
 
 
 def import_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -86,7 +103,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _in(module: str, layer: str) -> bool:
-    return module == f"stiefel_core.{layer}" or module.startswith(f"stiefel_core.{layer}.")
+    return module == f"stiefel_book.{layer}" or module.startswith(f"stiefel_book.{layer}.")
 
 
 FORBIDDEN = (  # (importer's layer, imported layer, why)
@@ -106,8 +123,31 @@ def upward_edges(edges: dict[str, set[str]]) -> list[str]:
         for b in sorted(targets):
             found += [f"{a} -> {b}: {why}" for low, high, why in FORBIDDEN if _in(a, low) and _in(b, high)]
             if _in(b, "widgets") and not _in(a, "widgets"):
-                found.append(f"{a} -> {b}: the library never needs the explorers")
+                found.append(f"{a} -> {b}: nothing below the explorers needs them")
+            if a.startswith("stiefel_core") and b.startswith("stiefel_book"):
+                found.append(f"{a} -> {b}: the library never imports the book")
     return found
+
+
+def test_the_library_imports_torch_alone():
+    """``stiefel_core`` imports nothing of the book and none of the book's requirements."""
+    found = {
+        f"{p.relative_to(REPO)}: {name}"
+        for p in ROOT.rglob("*.py")
+        for name in foreign_imports(p)
+        if name in NOT_IN_LIBRARY
+    }
+    assert found == set()
+
+
+def test_the_library_loads_with_only_torch(tmp_path):
+    """Every library module imports where the book's requirements cannot: a blocker refuses them."""
+    import subprocess
+
+    names = " ".join(f"stiefel_core.{p.stem}," for p in ROOT.glob("[!_]*.py"))
+    code = f"import sys\nfor name in {NOT_IN_LIBRARY!r}: sys.modules[name] = None\nimport {names.rstrip(',')}\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
 
 
 def test_no_module_imports_itself_back():
@@ -123,15 +163,17 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
     made_up = {
         "stiefel_core.optim": {"stiefel_core.step_checks"},
         "stiefel_core.step_checks": {"stiefel_core.optim"},
-        "stiefel_core.experiments.peers": {"stiefel_core.findings.peers"},
-        "stiefel_core.findings.peers": set(),
-        "stiefel_core.plots.cifar10": {"stiefel_core.experiments"},
-        "stiefel_core.experiments": set(),
-        "stiefel_core.certify": {"stiefel_core.widgets.static"},
-        "stiefel_core.widgets.static": set(),
+        "stiefel_book.experiments.peers": {"stiefel_book.findings.peers"},
+        "stiefel_book.findings.peers": set(),
+        "stiefel_book.plots.cifar10": {"stiefel_book.experiments"},
+        "stiefel_book.experiments": set(),
+        "stiefel_book.certify": {"stiefel_book.widgets.static"},
+        "stiefel_book.widgets.static": set(),
+        "stiefel_core.convert": {"stiefel_book.models"},
+        "stiefel_book.models": set(),
     }
     assert cycles(made_up) == [["stiefel_core.optim", "stiefel_core.step_checks"]]
-    assert len(upward_edges(made_up)) == 3
+    assert len(upward_edges(made_up)) == 4
     package = tmp_path / "stiefel_core"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -139,23 +181,25 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "b.py").write_text("from .. import a\n")
     found = import_edges(_modules(package))
+    (package / "c.py").write_text("import numpy.linalg\nfrom stiefel_book.plots import x\n")
+    assert foreign_imports(package / "c.py") == {"numpy", "stiefel_book"}
     assert found["stiefel_core.a"] == {"stiefel_core.sub", "stiefel_core.sub.b"}  # a package's __init__ runs first
     assert found["stiefel_core.sub.b"] == {"stiefel_core.a"}
 
 
 def test_the_light_modules_name_the_experiments_arms():
     """The arm names a light module keeps (so that it loads no torch) are the experiment's own."""
-    from stiefel_core.experiments import cifar10, grokking, peers
-    from stiefel_core.findings import grokking as grokking_findings
-    from stiefel_core.findings import peers as peers_findings
-    from stiefel_core.plots.cifar10 import CHAPTER_ARMS
+    from stiefel_book.experiments import cifar10, grokking, peers
+    from stiefel_book.findings import grokking as grokking_findings
+    from stiefel_book.findings import peers as peers_findings
+    from stiefel_book.plots.cifar10 import CHAPTER_ARMS
 
     assert CHAPTER_ARMS == cifar10.ARMS
     assert grokking_findings.ARMS == grokking.ARMS
     assert peers_findings.ARMS == peers.PEER_ARMS
 
 
-@pytest.mark.parametrize("module", ["stiefel_core.findings", "stiefel_core.results_reading", "stiefel_core.choices"])
+@pytest.mark.parametrize("module", ["stiefel_book.findings", "stiefel_book.results_reading", "stiefel_book.choices"])
 def test_reading_results_runs_no_git(module):
     """Importing a reader runs no subprocess (no ``git`` at import)."""
     import subprocess
@@ -168,9 +212,9 @@ def test_reading_results_runs_no_git(module):
 def test_the_readers_and_findings_load_no_torch():
     import subprocess
 
-    findings = " ".join(f"stiefel_core.findings.{p.stem}," for p in (ROOT / "findings").glob("[!_]*.py"))
+    findings = " ".join(f"stiefel_book.findings.{p.stem}," for p in (BOOK / "findings").glob("[!_]*.py"))
     code = (
-        f"import sys\nimport {findings} stiefel_core.results_reading, stiefel_core.choices\n"
+        f"import sys\nimport {findings} stiefel_book.results_reading, stiefel_book.choices\n"
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from tiny import TINY
 
-from stiefel_core.experiments import EXPERIMENTS, cifar10_size, get_config, run_experiment
-from stiefel_core.findings import cifar10_family, long_sizes, long_training
-from stiefel_core.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
-from stiefel_core.stats import VERDICTS
+from stiefel_book.experiments import EXPERIMENTS, cifar10_size, get_config, run_experiment
+from stiefel_book.findings import cifar10_family, long_sizes, long_training
+from stiefel_book.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
+from stiefel_book.stats import VERDICTS
 
 FAMILY = SimpleNamespace(margin=0.5, alpha=0.05)  # the CIFAR-10 margin (pp) and α of cifar10_long and cifar10_size
 
@@ -46,7 +46,7 @@ def test_size_arms_name_their_decay_and_size():
 
 def test_the_size_sweep_refuses_to_guess_its_decay(isolated):
     config = get_config("cifar10_size", "full")
-    with pytest.raises(ValueError, match="run `python -m stiefel_core run cifar10_long --profile full` first"):
+    with pytest.raises(ValueError, match="run `python -m stiefel_book run cifar10_long --profile full` first"):
         cifar10_size.chosen_decay(config, long_results={"config": {"weight_decays": [0.05]}, "runs": {}})
     assert cifar10_size.chosen_decay(config, grid({0.05: [0.01] * 3, 1.0: [0.1] * 3})) == 1.0
 
@@ -75,8 +75,8 @@ def test_the_size_sweep_trains_every_size_for_the_same_epochs_from_paired_starts
 
 
 def test_regime_rows_give_each_decay_its_budget_and_comparisons():
-    from stiefel_core.experiments import _as_json, cifar10
-    from stiefel_core.findings.long_training import regime_rows, regime_table
+    from stiefel_book.experiments import _as_json, cifar10
+    from stiefel_book.findings.long_training import regime_rows, regime_table
 
     config = get_config("cifar10_long", "full")
     results = {"config": {**_as_json(config), "weight_decays": [0.3]}, "runs": {}}
@@ -109,7 +109,7 @@ def long_grid(config_decays=(0.05, 1.0)) -> dict:
     around zero (equivalent within ±0.5 pp), frozen frames 2 pp behind the Stiefel rule by a
     spread of 0.1 pp (higher); at λ = 0.05, three starts at +1, -1, 0 pp (inconclusive), frozen
     frames equal to the Stiefel rule in every start (equivalent)."""
-    from stiefel_core.experiments import _as_json
+    from stiefel_book.experiments import _as_json
 
     at_one = [0.002, -0.001, 0.001, -0.001, 0.001, -0.002, 0.002, 0.0, 0.0005, -0.0005, -0.001, -0.001]
     results = grid({0.05: [0.01, -0.01, 0.0], 1.0: at_one}, seeds=range(12))
@@ -145,8 +145,8 @@ def test_the_long_family_reads_equivalent_and_inconclusive_where_the_numbers_say
 
 
 def test_the_preprints_protocol_reads_every_start_at_the_decay_chosen_on_the_first_three():
-    from stiefel_core.experiments import _as_json
-    from stiefel_core.findings.long_training import protocol_comparison
+    from stiefel_book.experiments import _as_json
+    from stiefel_book.findings.long_training import protocol_comparison
 
     config = get_config("cifar10_long", "full")
     results = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04, 0.01, 0.02]}, seeds=range(5))
@@ -205,7 +205,7 @@ def test_the_size_table_gives_each_size_its_fit_and_its_gain():
 
 
 def test_the_cifar10_panel_lays_decay_against_size():
-    from stiefel_core.findings.long_training import panel_table
+    from stiefel_book.findings.long_training import panel_table
 
     long = grid({0.05: [0.01, 0.02, 0.0], 1.0: [0.03, 0.02, 0.04]})
     long["config"]["task"] = {"train_size": 10_000}
@@ -243,7 +243,7 @@ def stated_grid() -> dict:
     """A long grid as the chapters state it: both arms fit at two decays with the gain
     inconclusive there; at λ = 1 they do not fit, the Stiefel rule is behind over 12 starts, both
     reach their best test accuracy; the cost of freezing and decay on W_Q, W_K inconclusive everywhere."""
-    from stiefel_core.experiments import _as_json
+    from stiefel_book.experiments import _as_json
 
     behind = [-0.01, -0.011, -0.009, -0.01, -0.012, -0.008, -0.01, -0.011, -0.009, -0.01, -0.01, -0.01]
     results = grid({0.05: [0.01, -0.01, 0.0], 0.3: [0.005, -0.002, 0.0], 1.0: behind}, seeds=range(12))
@@ -325,7 +325,7 @@ def test_a_size_run_that_changes_a_stated_reading_is_named():
 
 
 def test_what_changed_names_each_word_the_retired_rule_gave_otherwise():
-    from stiefel_core.findings import regimes_before
+    from stiefel_book.findings import regimes_before
 
     results = stated_grid()
     for seed in (0, 1, 2):  # Stiefel − frozen at λ = 0.3: about -1 pp with a small spread over 3 starts

@@ -5,8 +5,8 @@ checkpoints written before still load)."""
 import torch
 from torch import nn
 
+from stiefel_book.models import PatchTransformer
 from stiefel_core.attention import SelfAttention
-from stiefel_core.models import PatchTransformer
 
 
 def reference_blocks(d_model: int, n_heads: int, depth: int, mlp_ratio: int, stiefel: bool) -> nn.ModuleList:

@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from stiefel_core.experiments import get_config, p97_fair, run_experiment
-from stiefel_core.experiments.results import write_results
+from stiefel_book.experiments import get_config, p97_fair, run_experiment
+from stiefel_book.experiments.results import write_results
 
 
 def _run(epoch_at_90: int | None, horizon: int = 10_000) -> dict:
@@ -71,7 +71,7 @@ def test_a_judged_run_records_its_resolved_lr(tmp_path):
 def test_a_sweep_run_stops_where_its_score_is_fixed_and_scores_as_the_full_run(tmp_path):
     import torch
 
-    from stiefel_core.experiments import grokking
+    from stiefel_book.experiments import grokking
 
     task = dataclasses.replace(grokking.PROFILES["ci"], epochs=400, log_every=10, checkpoint_every=50)
     cpu = torch.device("cpu")
@@ -94,7 +94,7 @@ def test_a_judged_run_the_long_runs_already_hold_is_adopted_and_is_that_run_bit_
 
     import torch
 
-    from stiefel_core.experiments import grokking
+    from stiefel_book.experiments import grokking
 
     base = get_config("grokking_p97_fair", "ci")
     task = dataclasses.replace(base.task, epochs=30)
@@ -130,8 +130,8 @@ def test_a_judged_run_the_long_runs_already_hold_is_adopted_and_is_that_run_bit_
 def test_a_grid_that_falls_to_the_ladders_bottom_asks_for_frozen_frames_and_runs_them(tmp_path):
     import torch
 
-    from stiefel_core.choices import LADDER
-    from stiefel_core.experiments import grokking
+    from stiefel_book.choices import LADDER
+    from stiefel_book.experiments import grokking
 
     slower = {("baseline", lr): [4000 + 1e7 * lr] * 2 for lr in (1e-4, 3e-4, 1e-3)}  # the first grid: slower
     bottom = _sweep({**slower, ("baseline", LADDER[0]): [2000, 2000], ("baseline", LADDER[1]): [3000, 3000]})

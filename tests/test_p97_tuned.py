@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from stiefel_core.findings import p97_tuned as pt
+from stiefel_book.findings import p97_tuned as pt
 
 
 def _run(epoch_at_90: int | None, horizon: int = 20_000, adopted: bool = False) -> dict:
@@ -71,7 +71,7 @@ def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one
 
 
 def test_the_runs_so_far_are_read_one_by_one_while_no_rung_is_complete():
-    from stiefel_core.findings import p97_tuned
+    from stiefel_book.findings import p97_tuned
 
     def run(reach_at, end):
         history = [
@@ -110,7 +110,7 @@ def test_the_rates_are_read_against_the_tasks_slowest_first_and_only_once_settle
 
 
 def test_the_floor_of_an_exact_paired_test_is_what_the_test_gives_and_holm_multiplies_it():
-    from stiefel_core.stats import permutation_logrank
+    from stiefel_book.stats import permutation_logrank
 
     # a gets there before b in every one of six pairs: the most extreme labelling there is
     extreme = permutation_logrank([1, 2, 3, 4, 5, 6], [True] * 6, [10] * 6, [False] * 6, paired=True)

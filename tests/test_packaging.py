@@ -1,5 +1,5 @@
-"""`pip install .` gives the library with its minimum requirements: the wheel's metadata holds no
-exact pins and no book packages, and in a clean venv that has only the wheel and its requirements
+"""`pip install .` gives the library alone with its minimum requirements: the wheel holds only
+``stiefel_core`` (the book's package is ``bookpkg/``, apart), its metadata torch alone, no pins, and in a clean venv that has only the wheel and its requirements
 (torch and torch's own) the library imports and trains: a model's frames stepped by
 ``configure_optimizer``, a bad gradient named. (The unit suites run once, in the main environment.)
 
@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -56,7 +57,8 @@ pytestmark = pytest.mark.packaging
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
+    readme = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["readme"]
+    for name in ("pyproject.toml", readme):
         shutil.copy(ROOT / name, source / name)
     shutil.copytree(ROOT / "stiefel_core", source / "stiefel_core", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
@@ -79,9 +81,16 @@ def test_the_wheel_requires_torch_alone_with_a_lower_bound(wheel):
     core = [r for r in requires if r.marker is None]
     assert [r.name for r in core] == ["torch"]
     assert all(spec.operator == ">=" for spec in core[0].specifier)
-    extras = {str(r.marker).split('"')[1] for r in requires if r.marker is not None}
-    assert {"book", "test", "dev"} <= extras
+    assert [r for r in requires if r.marker is not None] == []  # no extras: the book's live in bookpkg/
     assert not any(op == "==" for r in requires for op in (s.operator for s in r.specifier))  # no exact pins
+
+
+def test_the_wheel_holds_the_library_alone(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        top = {n.split("/")[0] for n in z.namelist() if ".dist-info/" not in n}
+        modules = {n for n in z.namelist() if n.endswith(".py")}
+    assert top == {"stiefel_core"}
+    assert "stiefel_core/optim.py" in modules and not any("experiments" in n or "findings" in n for n in modules)
 
 
 def test_the_installed_library_trains_in_a_clean_venv_with_only_the_core_requirements(wheel, tmp_path):

@@ -8,11 +8,11 @@ import pytest
 import torch
 from tiny import TINY as TINY_CIFAR_TASK
 
-from stiefel_core.experiments import get_config, grokking, peers, run_experiment
-from stiefel_core.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
-from stiefel_core.findings.peers import chosen_lr, sweep_rows
+from stiefel_book.experiments import get_config, grokking, peers, run_experiment
+from stiefel_book.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
+from stiefel_book.findings.peers import chosen_lr, sweep_rows
+from stiefel_book.models import ModularTransformer
 from stiefel_core.manifold import orthonormality_error
-from stiefel_core.models import ModularTransformer
 
 TINY = dict(
     p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, seeds=(0,), cpu_threads=1
@@ -112,7 +112,7 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
     )
     sweep = run_experiment("grokking_peers_lr", "ci", config=sweep_config, directory=tmp_path, progress=False)
     assert len(sweep["runs"]) == 4
-    from stiefel_core.experiments import results as results_module
+    from stiefel_book.experiments import results as results_module
 
     monkeypatch.setattr(
         peers, "load_results", lambda name, profile: results_module.load_results(name, profile, tmp_path)
@@ -128,8 +128,8 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
 
 
 def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
-    from stiefel_core.experiments import cifar10
-    from stiefel_core.experiments.results import write_results
+    from stiefel_book.experiments import cifar10
+    from stiefel_book.experiments.results import write_results
 
     arms = ["stiefel", "muon", "geoopt_radam", "orthogonal_param"]
     runs = {
@@ -177,7 +177,7 @@ def _history(acc_end: float, reach_at: int | None, epochs=(0, 500, 1000, 1500)):
 
 
 def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
-    from stiefel_core.findings import peers as findings
+    from stiefel_book.findings import peers as findings
 
     # the Stiefel rule reaches 100 % at epoch 500; Muon 95 % at 1,000; per_entry never (censored); the rest tie with the
     # rule
@@ -205,7 +205,7 @@ def test_peer_findings_read_paired_gains_censored_times_and_ingredients():
 
 
 def test_the_cifar10_peer_findings_read_test_accuracy_with_its_regime():
-    from stiefel_core.findings import peers as findings
+    from stiefel_book.findings import peers as findings
 
     task = dataclasses.asdict(get_config("cifar10_peers", "full").task)
     test_acc = {
@@ -257,8 +257,8 @@ def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale(
 
 
 def test_the_claim_reads_the_relatives_at_cifar10_rates_once_each_has_a_test():
-    from stiefel_core.findings.peer_readings import PEERS
-    from stiefel_core.findings.peers import family_claim
+    from stiefel_book.findings.peer_readings import PEERS
+    from stiefel_book.findings.peers import family_claim
 
     def row(arm: str, n: int, p: float, verdict: str = "inconclusive") -> dict:
         return {

@@ -6,7 +6,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from stiefel_core.plots import peers, rates, routing  # noqa: E402
+from stiefel_book.plots import peers, rates, routing  # noqa: E402
 
 ROWS = [
     {"arm": "stiefel", "scores": {0.0: 0.48, 1e-6: 0.477, 3e-6: 0.476}, "chosen": 0.0, "interior": True},

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stiefel_core import protocol
-from stiefel_core.experiments.results import provenance
+from stiefel_book import protocol
+from stiefel_book.experiments.results import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

@@ -6,7 +6,7 @@ import pytest
 import torch
 from tiny import tiny
 
-from stiefel_core.experiments import cifar10, get_config, grokking
+from stiefel_book.experiments import cifar10, get_config, grokking
 
 GROKKING = dict(
     p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0,)

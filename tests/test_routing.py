@@ -7,11 +7,11 @@ import hashlib
 import pytest
 import torch
 
-import stiefel_core.experiments as experiments
-from stiefel_core.data.gutenberg import CorpusError, load_corpus
-from stiefel_core.data.routing import IGNORE, generator, induction, induction_targets, mqar
-from stiefel_core.experiments import routing, routing_arms, routing_sweep, run_experiment
-from stiefel_core.nanogpt import GPTConfig
+import stiefel_book.experiments as experiments
+from stiefel_book.data.gutenberg import CorpusError, load_corpus
+from stiefel_book.data.routing import IGNORE, generator, induction, induction_targets, mqar
+from stiefel_book.experiments import routing, routing_arms, routing_sweep, run_experiment
+from stiefel_book.nanogpt import GPTConfig
 
 CPU = torch.device("cpu")
 

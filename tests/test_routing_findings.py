@@ -4,9 +4,9 @@ cells, and "not yet run" before the runs."""
 
 import numpy as np
 
-from stiefel_core.findings import routing as fr
-from stiefel_core.findings import routing_trials as rt
-from stiefel_core.labels import label
+from stiefel_book.findings import routing as fr
+from stiefel_book.findings import routing_trials as rt
+from stiefel_book.labels import label
 
 
 def judged(values: dict[str, list[float]], metric: str = "val_acc", steps: int = 100) -> dict:
@@ -67,7 +67,7 @@ def test_curves_band_the_seeds_and_cells_place_each_run_at_its_lr_and_decay():
     assert set(cells) == {(3e-3, 0.1), (0.0, 0.1), (1e-2, 0.1), (3e-3, 1.0)}
     cell = fr.cell_curves(cells, 1e-2, 0.1, "val_acc")
     assert set(cell) == {"stiefel", "frozen"}  # frozen frames stand in every cell of their decay
-    from stiefel_core.widgets.routing import lr_decay_explorer
+    from stiefel_book.widgets.routing import lr_decay_explorer
 
     ex = lr_decay_explorer(cells, "val_acc", "query accuracy")
     assert "stiefel: final 0.4 (2 seeds)" in ex.set(lr=3e-3, weight_decay=0.1).text
@@ -174,7 +174,7 @@ def test_the_sweep_figure_draws_a_line_per_arm_and_circles_each_choice():
     import matplotlib
 
     matplotlib.use("Agg")
-    from stiefel_core.plots.routing import sweep_figure
+    from stiefel_book.plots.routing import sweep_figure
 
     sweep = sweep_file(
         {"baseline": {3e-4: [0.5, 0.6], 1e-3: [0.9, 0.8], 3e-3: [0.4, 0.4]}, "stiefel": {3e-4: [0.2, 0.2]}}
@@ -194,7 +194,7 @@ def test_the_learning_curves_put_the_tasks_side_by_side_with_one_legend():
     import matplotlib
 
     matplotlib.use("Agg")
-    from stiefel_core.plots.routing import learning_curves
+    from stiefel_book.plots.routing import learning_curves
 
     results = judged({"baseline": [0.9, 0.8], "stiefel": [0.7, 1.0]})
     curves = fr.curves(results, "val_acc")
@@ -228,7 +228,7 @@ def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in
 
 
 def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
-    from stiefel_core.findings.summary import routing_verdict
+    from stiefel_book.findings.summary import routing_verdict
 
     assert routing_verdict({"mqar": [], "induction": [], "charlm": []}).word == "pending"
     rng = np.random.default_rng(4)
@@ -286,9 +286,9 @@ def decay_map_file(losses: dict[str, dict[float, list[float]]]) -> dict:
 
 
 def test_the_routing_map_reads_lower_loss_as_better_on_the_seeds_every_cell_finished():
-    from stiefel_core import protocol
-    from stiefel_core.findings import routing_map as rm
-    from stiefel_core.plots.regimes import decay_map_figure
+    from stiefel_book import protocol
+    from stiefel_book.findings import routing_map as rm
+    from stiefel_book.plots.regimes import decay_map_figure
 
     rng = np.random.default_rng(2)
     base = {wd: list(0.3 + rng.normal(0, 0.001, 6)) for wd in (0.0, 1.0)}
@@ -324,7 +324,7 @@ def test_a_decided_difference_under_the_margin_says_so_and_a_wide_one_does_not()
 
 
 def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_configuration_is_the_maps():
-    from stiefel_core.findings import routing_map as rm
+    from stiefel_book.findings import routing_map as rm
 
     task = {"lr": 3e-3, "weight_decay": 0.1, "qk_lrs": [["stiefel", 1e-2]], "seeds": [0, 1]}
     dmap = {"config": {"task": task, "weight_decays": [0.0, 0.1], "seeds": [0, 1]}, "runs": {"stiefel@wd=0/0": {}}}
@@ -336,7 +336,7 @@ def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_conf
 
 
 def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
-    from stiefel_core.findings.routing_summary import summary
+    from stiefel_book.findings.routing_summary import summary
 
     rng = np.random.default_rng(6)
     loss = rng.uniform(0.3, 0.4, 10)
@@ -357,7 +357,7 @@ def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
 
 
 def test_the_maps_mean_rows_give_each_arms_level_and_blank_a_cell_missing_a_seed():
-    from stiefel_core.findings import routing_map as rm
+    from stiefel_book.findings import routing_map as rm
 
     results = decay_map_file({"baseline": {0.0: [1.0, 3.0], 1.0: [0.5]}, "stiefel": {0.0: [0.2, 0.4], 1.0: [0.1, 0.3]}})
     rows = dict(rm.mean_rows(results, [0, 1], ("baseline", "stiefel")))

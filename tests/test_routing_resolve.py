@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from stiefel_core.experiments import routing_sweep, run_experiment
-from stiefel_core.experiments.results import results_path, write_results
-from stiefel_core.experiments.routing_sweep import SWEEPS, SWEPT_ARMS, SweepError, resolver
+from stiefel_book.experiments import routing_sweep, run_experiment
+from stiefel_book.experiments.results import results_path, write_results
+from stiefel_book.experiments.routing_sweep import SWEEPS, SWEPT_ARMS, SweepError, resolver
 
 TASKS = {"mqar": "mqar_qk_lr", "induction": "induction_qk_lr", "charlm": "charlm_qk_lr"}
 SETTLED = {1e-3: 0.5, 3e-3: 0.9, 1e-2: 0.4}  # each arm's choice 3e-3, interior
@@ -40,7 +40,7 @@ def write_sweep(tmp_path, sweep_name, **kwargs):
 @pytest.mark.parametrize("task", ["mqar", "induction", "charlm"])
 def test_each_judged_profile_is_swept_on_other_seeds_with_enough_of_them(task):
     sweep_profiles, _ = SWEEPS[TASKS[task]]
-    from stiefel_core.experiments.runner import EXPERIMENTS
+    from stiefel_book.experiments.runner import EXPERIMENTS
 
     judged = EXPERIMENTS[task].profiles
     assert set(judged) <= set(sweep_profiles)
@@ -51,7 +51,7 @@ def test_each_judged_profile_is_swept_on_other_seeds_with_enough_of_them(task):
 
 @pytest.mark.parametrize("task", ["mqar", "induction", "charlm"])
 def test_resolve_reads_every_arms_choice_from_the_sweep(task, tmp_path):
-    from stiefel_core.experiments.runner import get_config
+    from stiefel_book.experiments.runner import get_config
 
     write_sweep(tmp_path, TASKS[task])
     resolved = resolver(TASKS[task])(get_config(task, "ci"), tmp_path)
@@ -59,14 +59,14 @@ def test_resolve_reads_every_arms_choice_from_the_sweep(task, tmp_path):
 
 
 def test_resolve_refuses_a_missing_an_unsettled_or_a_foreign_sweep(tmp_path):
-    from stiefel_core.experiments.runner import get_config
+    from stiefel_book.experiments.runner import get_config
 
     resolve, config = resolver("mqar_qk_lr"), get_config("mqar", "ci")
-    with pytest.raises(SweepError, match=r"run `python -m stiefel_core sweep mqar_qk_lr --profile ci` first"):
+    with pytest.raises(SweepError, match=r"run `python -m stiefel_book sweep mqar_qk_lr --profile ci` first"):
         resolve(config, tmp_path)
     edge = {arm: SETTLED for arm in SWEPT_ARMS} | {"muon": {1e-3: 0.5, 3e-3: 0.9}}  # muon's best is its top rung
     write_sweep(tmp_path, "mqar_qk_lr", scores=edge)
-    with pytest.raises(SweepError, match=r"has not settled \['muon'\].*grow it with `python -m stiefel_core sweep"):
+    with pytest.raises(SweepError, match=r"has not settled \['muon'\].*grow it with `python -m stiefel_book sweep"):
         resolve(config, tmp_path)
     write_sweep(tmp_path, "mqar_qk_lr", kv_pairs=config.kv_pairs - 1)
     with pytest.raises(SweepError, match="another setting"):
@@ -94,7 +94,7 @@ def test_a_judged_run_records_the_resolved_lrs_and_trains_each_arm_at_its_own(tm
 
 
 def test_the_decay_map_runs_each_arm_at_each_decay_at_its_resolved_lr(tmp_path):
-    from stiefel_core.experiments import routing_decay_map
+    from stiefel_book.experiments import routing_decay_map
 
     write_sweep(tmp_path, "induction_qk_lr")
     results = run_experiment(

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from stiefel_core.stats import (
+from stiefel_book.stats import (
     VERDICTS,
     binomial_two_sided,
     family_verdicts,
@@ -313,7 +313,7 @@ def test_monte_carlo_is_seeded_and_near_the_exact_p(monkeypatch):
     ta, ea = censored_sample(rng, 8, 3.0)
     tb, eb = censored_sample(rng, 8, 5.0)
     exact = permutation_logrank(ta, ea, tb, eb, paired=True)
-    monkeypatch.setattr("stiefel_core.stats.logrank.MAX_EXACT", 10)
+    monkeypatch.setattr("stiefel_book.stats.logrank.MAX_EXACT", 10)
     for paired, reference in [(True, exact), (False, None)]:
         first = permutation_logrank(ta, ea, tb, eb, paired=paired, n_resamples=20_000, seed=7)
         again = permutation_logrank(ta, ea, tb, eb, paired=paired, n_resamples=20_000, seed=7)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from stiefel_core.tables import Table, markdown_table
+from stiefel_book.tables import Table, markdown_table
 
 
 def test_markdown_and_text_forms_hold_the_same_cells():

@@ -8,9 +8,9 @@ import pytest
 import torch
 from tiny import tiny
 
-from stiefel_core import compiling
-from stiefel_core.experiments import cifar10
-from stiefel_core.experiments.metrics import Displacement
+from stiefel_book import compiling
+from stiefel_book.experiments import cifar10
+from stiefel_book.experiments.metrics import Displacement
 
 
 def test_displacement_sums_the_steps_it_is_told_about():

@@ -3,8 +3,8 @@ rows turned into the controls' pairs, and the readings they decide stated before
 
 from types import SimpleNamespace
 
-from stiefel_core.findings import regimes, summary
-from stiefel_core.findings.decay_map import Rule
+from stiefel_book.findings import regimes, summary
+from stiefel_book.findings.decay_map import Rule
 
 TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)
 RULES = {name: Rule(2.0) for name in ("decay_map", "decay_map_tuned", "controls_p31")}

@@ -3,8 +3,8 @@ and then stated first, with the map at the task's one rate beside it."""
 
 from types import SimpleNamespace
 
-from stiefel_core.findings import decay_map, summary
-from stiefel_core.findings.decay_map import Rule
+from stiefel_book.findings import decay_map, summary
+from stiefel_book.findings.decay_map import Rule
 
 DECAYS, SEEDS, ARMS = (0.0, 1.0), range(10), ("baseline", "stiefel", "frozen", "no_decay_qk")
 TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)

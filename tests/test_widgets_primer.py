@@ -12,11 +12,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from stiefel_book.plots import COLORS, RC, arm_color, figsize, grid_figure, setting_label, style  # noqa: E402
+from stiefel_book.plots import primer as primer_plots  # noqa: E402
+from stiefel_book.widgets import Explorer, explorer, log_slider, slider  # noqa: E402
+from stiefel_book.widgets.primer import T_MAX, draw_retraction, retraction_explorer  # noqa: E402
 from stiefel_core.manifold import orthonormality_error, retract_polar  # noqa: E402
-from stiefel_core.plots import COLORS, RC, arm_color, figsize, grid_figure, setting_label, style  # noqa: E402
-from stiefel_core.plots import primer as primer_plots  # noqa: E402
-from stiefel_core.widgets import Explorer, explorer, log_slider, slider  # noqa: E402
-from stiefel_core.widgets.primer import T_MAX, draw_retraction, retraction_explorer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

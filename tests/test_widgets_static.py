@@ -1,4 +1,4 @@
-"""Static explorers (stiefel_core.widgets.static): the widget's own grid, drawn by its own
+"""Static explorers (stiefel_book.widgets.static): the widget's own grid, drawn by its own
 function, and HTML that the page's explorers.js can read."""
 
 import base64
@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from stiefel_core.widgets import explorer, log_slider, slider  # noqa: E402
-from stiefel_core.widgets.static import MAX_SETTINGS, control_grid, static_explorer  # noqa: E402
+from stiefel_book.widgets import explorer, log_slider, slider  # noqa: E402
+from stiefel_book.widgets.static import MAX_SETTINGS, control_grid, static_explorer  # noqa: E402
 
 
 def draw(a: float = 1.0, kind: str = "line", n: int = 2):

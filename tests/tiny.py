@@ -1,7 +1,7 @@
 """CIFAR-10 configurations shrunk to seconds (160 training images, a 16-wide model), shared by
 the tests that train on :func:`conftest.jpeg_copy`."""
 
-from stiefel_core.experiments import get_config
+from stiefel_book.experiments import get_config
 
 TINY = dict(
     train_size=160,

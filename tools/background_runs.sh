@@ -3,7 +3,7 @@
 #
 #   tools/background_runs.sh DIR "CMD; CMD; ..." ["CMD; ..." ...]
 #
-# Each quoted list is one chain, run in order on one core (one thread) by `python -m stiefel_core
+# Each quoted list is one chain, run in order on one core (one thread) by `python -m stiefel_book
 # CMD --profile full`; give one chain per free core. The runs use a worktree of this checkout's
 # HEAD pinned in DIR/wt (made once; delete it to re-pin), write their results files to DIR/results
 # (seeded from book/results, never overwriting a file already there) and their checkpoints to
@@ -13,7 +13,7 @@
 #       "sweep grokking_p97_qk_lr --arms baseline no_decay_qk; sweep cifar10_qk_lr --arms baseline@wd=0.05"
 #
 # Pause them while a chapter executes or `make test` runs, and go on after:
-#   kill -STOP $(pgrep -f "stiefel_core (run|sweep)")    kill -CONT $(pgrep -f "stiefel_core (run|sweep)")
+#   kill -STOP $(pgrep -f "stiefel_book (run|sweep)")    kill -CONT $(pgrep -f "stiefel_book (run|sweep)")
 # Bring a results file back to the book (then re-execute the chapters that read it):
 #   cp DIR/results/NAME-full.json book/results/
 # A machine that is replaced between sessions loses DIR. Before it goes, keep what the chapters do
@@ -75,7 +75,7 @@ for chain in "$@"; do
       [[ ${#words[@]} -gt 0 ]] || continue
       echo "== $(date -u +%FT%TZ) ${words[*]}"
       status=0
-      "$python" -m stiefel_core "${words[@]}" --profile full || status=$?
+      "$python" -m stiefel_book "${words[@]}" --profile full || status=$?
       echo "== exit $status $(date -u +%FT%TZ)"
     done
   ) >> "$log" 2>&1 < /dev/null &

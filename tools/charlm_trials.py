@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from stiefel_core.experiments import charlm
+from stiefel_book.experiments import charlm
 
 OUT = Path(__file__).with_suffix(".json")
 ARMS = ("frozen", "baseline")

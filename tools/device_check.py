@@ -191,7 +191,7 @@ def environment(dry: bool) -> dict:
     import torch
 
     try:
-        from stiefel_core.experiments.results import git_commit
+        from stiefel_book.experiments.results import git_commit
 
         commit = git_commit()
     except Exception as error:  # the tests will say more; the check goes on
@@ -234,7 +234,7 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
     if bench:
         lines += [
             f"  cp {' '.join('F/benchmarks/results/' + b for b in bench)} benchmarks/results/",
-            "  python -m stiefel_core claims --write-readme    # the README's benchmark block",
+            "  python -m stiefel_book claims --write-readme    # the README's benchmark block",
         ]
     runs = [f for f in runs if f.exists()]
     if runs:

@@ -159,7 +159,7 @@ def worker(experiment: str, arm: str, seed: int, profile: str, device: str, dry:
     run resolves its lr from the sweep file there, as the experiment's resolve step does."""
     from device_plan import config
 
-    from stiefel_core.experiments import run_experiment
+    from stiefel_book.experiments import run_experiment
 
     cfg = config(experiment, profile, dry)
     run_experiment(experiment, profile, arms=[arm], seeds=[seed], device=device, progress=False, config=cfg)

@@ -1,7 +1,7 @@
 """The device job's plan (issue 28): grokking at p = 97 at tuned W_Q, W_K lrs.
 
 First the runs the sweep ``grokking_p97_qk_lr`` still lacks, its grid grown by its own rule
-(:func:`stiefel_core.experiments.p97_fair.pending_arms`, the rule ``p97_fair.sweep`` grows it by);
+(:func:`stiefel_book.experiments.p97_fair.pending_arms`, the rule ``p97_fair.sweep`` grows it by);
 then, once no sweep run is pending and the experiment's resolve step accepts the sweep's
 choices, the judged runs of ``grokking_p97_fair`` (its seeds, paired: seed by seed), which resolve
 their lrs from the sweep file themselves before they run. Each returned results file holds at
@@ -63,7 +63,7 @@ def results_read(profile: str = "full") -> list[str]:
 
 def config(experiment: str, profile: str, dry: bool):
     """The experiment's configuration (the dry run: its task cut to :data:`DRY_TASK`), unresolved."""
-    from stiefel_core.experiments import get_config
+    from stiefel_book.experiments import get_config
 
     base = get_config(experiment, profile)
     return dataclasses.replace(base, task=dataclasses.replace(base.task, **DRY_TASK)) if dry else base
@@ -118,13 +118,13 @@ class Plan:
         return self.configs[run.experiment].task.epochs
 
     def _load(self, experiment: str) -> dict | None:
-        from stiefel_core.experiments.results import load_results
+        from stiefel_book.experiments.results import load_results
 
         return load_results(experiment, self.profile, self.results)
 
     def sweep_runs(self) -> list[Run]:
         """The sweep's pending round (:func:`p97_fair.pending_arms`), each rung's seeds not yet run."""
-        from stiefel_core.experiments import p97_fair
+        from stiefel_book.experiments import p97_fair
 
         sweep, cfg = self._load(SWEEP), self.configs[SWEEP]
         done = set(sweep["runs"]) if sweep else set()
@@ -133,7 +133,7 @@ class Plan:
 
     def fair_runs(self) -> list[Run]:
         """The judged runs not yet run, once the experiment's resolve step accepts the sweep."""
-        from stiefel_core.experiments import EXPERIMENTS as REGISTRY
+        from stiefel_book.experiments import EXPERIMENTS as REGISTRY
 
         experiment = REGISTRY[FAIR]
         try:
@@ -187,8 +187,8 @@ class Plan:
 def merge(source: Path, target: Path) -> dict:
     """Add ``source``'s runs that ``target`` lacks (under the results files' lock); refuse a
     file of another experiment, profile or configuration."""
-    from stiefel_core.experiments.results import write_results
-    from stiefel_core.results_reading import without_seeds
+    from stiefel_book.experiments.results import write_results
+    from stiefel_book.results_reading import without_seeds
 
     new = json.loads(source.read_text())
     target.parent.mkdir(parents=True, exist_ok=True)

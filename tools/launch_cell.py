@@ -1,15 +1,15 @@
 """The first cell of every chapter: what a Colab or Binder kernel needs before the chapter runs.
 
-Where ``stiefel_core`` imports (``make lab``, ``make test``, Binder's image, which installs it in
+Where ``stiefel_book`` imports (``make lab``, ``make test``, Binder's image, which installs it in
 ``binder/postBuild``), the cell does nothing. In a hosted kernel without it (Colab), it clones
 the book's repository (the URL of ``_config.yml``, which the launch buttons use too) and
-pip-installs the library from that checkout with the chapters' minimum requirements
-(``stiefel-core[chapters]``: lower bounds, no pins, so Colab keeps its own torch and GPU),
+pip-installs the library and the book's package (``bookpkg/``) from that checkout with the
+chapters' minimum requirements (``stiefel-book[chapters]``: lower bounds, no pins, so Colab keeps its torch and GPU),
 and points ``STIEFEL_RESULTS`` at the checkout's results files; the explorers' copies for the
 static page draw only their first setting there (``STIEFEL_STATIC_EXPLORERS=off``). ``STIEFEL_INSTALL_SOURCE``
 names a checkout to install from instead (the bootstrap test uses it, offline). Chapters that
 train on CIFAR-10 also fetch the official archive where ``STIEFEL_CIFAR10`` is unset, its MD5
-checked by :func:`stiefel_core.data.load_cifar10` before anything reads it.
+checked by :func:`stiefel_book.data.load_cifar10` before anything reads it.
 
 The cell is generated here, from one template, so the twelve copies cannot drift:
 ``python tools/launch_cell.py --write`` puts it first in every twin (then ``make sync``);
@@ -29,25 +29,26 @@ CIFAR10_CHAPTERS = ("cifar10_patches", "ablation", "regimes")  # chapters whose 
 EXTRAS = {"use_on_your_model": "chapters,dev"}  # transformers' GPT-2 and geoopt beside the chapters' own
 MARKER = "# Launch cell (Colab, Binder)"
 
-TEMPLATE = """{marker}: where stiefel_core is not installed, install it from the book's repository
-# with its minimum requirements (a hosted kernel keeps its own torch and GPU). Elsewhere it does
-# nothing. STIEFEL_INSTALL_SOURCE: a checkout to install from instead of a fresh clone.
+TEMPLATE = """{marker}: where the book's package is not installed, install it and the library
+# from the book's repository with their minimum requirements (a hosted kernel keeps its own torch
+# and GPU). Elsewhere it does nothing. STIEFEL_INSTALL_SOURCE: a checkout to install from instead.
 import importlib.util, os, subprocess, sys
-if importlib.util.find_spec("stiefel_core") is None:
+if importlib.util.find_spec("stiefel_book") is None:
     source = os.path.abspath(os.environ.get("STIEFEL_INSTALL_SOURCE", "stiefel-attention-book"))
     if not os.path.isdir(source):
         subprocess.run(["git", "clone", "--quiet", "--depth", "1", "{url}", source], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source + "[{extras}]"], check=True)
+    packages = [source, os.path.join(source, "bookpkg") + "[{extras}]"]  # the library, the book's package
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *packages], check=True)
     os.environ.setdefault("STIEFEL_RESULTS", os.path.join(source, "book", "results"))  # the results files the chapter reads
     os.environ.setdefault("STIEFEL_STATIC_EXPLORERS", "off")  # the widgets are live here: no copies for a static page
     importlib.invalidate_caches()
     import torch
-    print(f"stiefel_core installed from {{source}}; profile:", os.environ.get("STIEFEL_PROFILE") or
+    print(f"stiefel_core and stiefel_book installed from {{source}}; profile:", os.environ.get("STIEFEL_PROFILE") or
           ("full (CUDA found: the live runs train at full size, minutes to hours)" if torch.cuda.is_available() else "ci"))"""  # noqa: E501 (the chapters' launch cell, verbatim)
 
 CIFAR10 = """
 if "STIEFEL_CIFAR10" not in os.environ:  # no local copy named: the official archive, its MD5 checked, into the cache
-    from stiefel_core.data import load_cifar10
+    from stiefel_book.data import load_cifar10
     load_cifar10(download=True)"""
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stiefel_core import protocol
-from stiefel_core.choices import late_scores
-from stiefel_core.experiments.results import load_results
-from stiefel_core.findings import routing as fr
+from stiefel_book import protocol
+from stiefel_book.choices import late_scores
+from stiefel_book.experiments.results import load_results
+from stiefel_book.findings import routing as fr
 
 OUT = Path(__file__).with_suffix(".json")
 
@@ -45,7 +45,7 @@ def check(task: str) -> dict:
     family = protocol.family(family_name)
     sweep = load_results(f"{task}_qk_lr", "full")
     if not sweep:
-        raise SystemExit(f"no sweep {task}_qk_lr yet: run `python -m stiefel_core sweep {task}_qk_lr --profile full`")
+        raise SystemExit(f"no sweep {task}_qk_lr yet: run `python -m stiefel_book sweep {task}_qk_lr --profile full`")
     rungs = best_rungs(sweep)
     finals = {
         arm: {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from stiefel_core.experiments import charlm, routing
+from stiefel_book.experiments import charlm, routing
 
 OUT = Path(__file__).with_suffix(".json")
 STEPS = 200

@@ -49,7 +49,7 @@ KERNEL_ENV = {
     "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     "OMP_NUM_THREADS": "1",  # one thread a kernel, and KERNELS kernels at once
     # The explorers' copies for the static page draw only what is asked for: this test drives
-    # the live widgets, and the copies' outputs are never compared (stiefel_core/widgets/static.py).
+    # the live widgets, and the copies' outputs are never compared (bookpkg/stiefel_book/widgets/static.py).
     "STIEFEL_STATIC_EXPLORERS": "off",
 }
 KERNELS = int(os.environ.get("LAB_TEST_KERNELS", "2"))  # chapters run at the same time

@@ -1,0 +1,399 @@
+"""CIFAR-10 patches: a small vision transformer whose arms differ only in the geometry and the
+optimizer of the attention's W_Q, W_K.
+
+Arms (every other parameter is trained by AdamW in every arm):
+
+- ``baseline``: W_Q, W_K are plain matrices, trained by AdamW with weight decay;
+- ``stiefel``: W_Q, W_K are frames on St(d_model, d_head), trained by ``StiefelAdam``;
+- ``fixed_step``: frames, trained by ``StiefelAdam(step_rule="fixed")``: ``ξ = -lr m̂``,
+  degree one in the gradient (the preprint's "fixed-step Riemannian update");
+- ``frozen``: frames, orthonormal at initialisation and never updated.
+
+Pairing: start ``s`` seeds the model's initialisation (``torch.manual_seed(s)``, identical for
+every arm: the baseline's plain W_Q, W_K start at the same frames) and the data order (a
+``torch.Generator`` seeded from ``s``, whose state is checkpointed with the run). Each run
+records a fingerprint of its initial weights and a checksum of the order it saw, so a results
+file shows its own pairing.
+
+Two experiments: ``cifar10`` (the four arms on the full training set) and ``cifar10_sweep``
+(baseline and Stiefel on nested, class-balanced subsets of 10 %, 20 %, 40 % and 100 % of it,
+each trained for the same number of steps).
+
+The preprint fixes none of the settings below except the arms, 12 paired starts and the
+optimizer of the frames. Every default says why it was chosen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from stiefel_core.combined import configure_optimizer
+from stiefel_core.manifold import orthonormality_error
+
+from .. import preprint
+from ..compiling import compile_model
+from ..models import PatchTransformer
+from ..train import fit
+from .calibration import calibration_epochs, matched_lr, median_step
+from .cifar10_config import (  # re-exported: the experiments and chapters read them as cifar10.X
+    ARMS,
+    CONTROL_ONLY_ARMS,
+    PROFILES,  # noqa: F401
+    SWEEP_ARM_NAMES,
+    SWEEP_ARMS,  # noqa: F401
+    SWEEP_FRACTIONS,  # noqa: F401
+    SWEEP_PROFILES,  # noqa: F401
+    CIFAR10Config,
+    lr_factors,  # noqa: F401
+    warmup_cosine,
+)
+from .cifar10_data import prepared_data  # re-exported: the chapter reads cifar10.prepared_data
+from .metrics import Displacement, geometry_since_start, trust_region_metrics
+from .registry import Experiment
+from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
+from .variants import (
+    ABLATION_ARMS,
+    CONTROL_ARMS,
+    VARIANTS,  # noqa: F401 (re-exported as cifar10.VARIANTS, as before)
+    euclidean_optimizer,
+    frame_options,
+    is_euclidean,
+    trains_frames,
+)
+
+__all__ = [
+    "ENTRIES",
+    "prepared_data",
+    "build_model",
+    "build_optimizer",
+    "train",
+    "train_arm",
+    "matched_frame_lr",
+    "run",
+    "run_sweep",
+    "RUNNABLE_ARMS",
+    "sweep_arm",
+]
+
+RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
+
+
+# --- model and optimizer ------------------------------------------------------------------
+
+
+def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
+    """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
+    identical initial weights in every arm.
+    Chapter: cifar10_patches; the relatives' arms: peers."""
+    if arm not in RUNNABLE_ARMS + FOREIGN_ARMS:
+        raise ValueError(
+            f"unknown arm {arm!r}; cifar10 has {ARMS}, its ablation {ABLATION_ARMS}, the controls {CONTROL_ARMS}, "
+            f"the relatives {FOREIGN_ARMS}"
+        )
+    torch.manual_seed(seed)
+    model = PatchTransformer(
+        patch_size=config.patch_size,
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        depth=config.depth,
+        mlp_ratio=config.mlp_ratio,
+        stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS),
+    )
+    if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K (chapter "Among its relatives"): the same values
+        for block in model.blocks:
+            prepare_projections(block.attn, arm)
+    if arm == "frozen":
+        for block in model.blocks:
+            block.attn.W_Q.requires_grad_(False)
+            block.attn.W_K.requires_grad_(False)
+    return model
+
+
+def build_optimizer(
+    model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None
+) -> torch.optim.Optimizer:
+    """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
+    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is W_Q, W_K's lr (default ``lr``), frames or not.
+    Chapter: cifar10_patches."""
+    common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
+    if arm in FOREIGN_ARMS:
+        opt = relative_optimizer(model, arm, frame_lr=config.lr if frame_lr is None else frame_lr, **common)
+    elif is_euclidean(arm) and frame_lr is not None:  # baseline, no_decay_qk with W_Q, W_K at their own lr
+        opt = euclidean_optimizer(model, qk_lr=frame_lr, decay_qk=arm != "no_decay_qk", **common)
+    elif not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
+        no_decay = (
+            [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")]
+            if arm == "no_decay_qk"
+            else ()
+        )
+        opt = configure_optimizer(model, **common, no_decay=no_decay)
+    else:
+        opt = configure_optimizer(model, **common, frame_lr=frame_lr, **frame_options(arm, config.trust_radius))
+    for group in opt.param_groups:
+        group.setdefault("initial_lr", group["lr"])
+    return opt
+
+
+def _projections(model: PatchTransformer) -> dict[str, torch.Tensor]:
+    """``blocks.i.W_Q`` and ``blocks.i.W_K`` of every block, each of shape (H, d, r)."""
+    return {
+        f"blocks.{i}.{name}": getattr(block.attn, name)
+        for i, block in enumerate(model.blocks)
+        for name in ("W_Q", "W_K")
+    }
+
+
+def _fingerprint(model: PatchTransformer) -> str:
+    digest = hashlib.sha256()
+    for name, p in model.named_parameters():
+        digest.update(name.encode())
+        digest.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+_CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
+
+
+# --- one run ------------------------------------------------------------------------------
+
+
+def train(
+    config: CIFAR10Config,
+    arm: str,
+    seed: int,
+    device: torch.device | str = "cpu",
+    checkpoint: Path | None = None,
+    progress: bool = True,
+    *,
+    train_size: int | None = None,
+    epochs: int | None = None,
+    log_every: int | None = None,
+    checkpoint_every: int | None = None,
+    description: str | None = None,
+    horizon: int | None = None,
+    frame_lr: float | None = None,
+    compile: bool | None = None,
+) -> dict:
+    """Train ``arm`` from start ``seed`` on the first ``train_size`` images of the pool (default
+    all of it) for ``epochs`` epochs; return ``{"history", "final", "data"}``.
+
+    Each logging epoch records the running training loss and accuracy over that epoch, the mean
+    per-step displacement ``‖ΔW‖_F`` of every block's W_Q and W_K bank over that epoch
+    (``step/blocks.i.W_Q``), their distance from initialisation, the mean principal angle
+    (degrees) between each head's subspace now and at the start, the largest orthonormality
+    error ``‖WᵀW - I‖_F``, and the test loss and accuracy. ``horizon`` (default ``epochs``) is
+    the length in epochs that the lr schedule spans: a shorter run is then the first epochs of
+    a longer one (the calibration of ``fixed_step_matched``). ``frame_lr`` goes to the frames.
+    ``compile`` (default: :func:`stiefel_book.compiling.compile_wanted`) runs the training forward
+    under ``torch.compile``; the result says whether it did (``compiled``).
+    """
+    device = torch.device(device)
+    train_x, train_y, test_x, test_y, provenance = prepared_data(config, device)
+    n = len(train_x) if train_size is None else train_size
+    if not 0 < n <= len(train_x):
+        raise ValueError(f"train_size must lie in [1, {len(train_x)}], got {n}")
+    train_x, train_y = train_x[:n], train_y[:n]  # a prefix of the balanced order: nested, balanced
+    epochs = config.epochs if epochs is None else epochs
+    batch = min(config.batch_size, n)
+    steps_per_epoch = n // batch  # the last partial batch is dropped: every step sees `batch` images
+    total_steps = (epochs if horizon is None else horizon) * steps_per_epoch
+    warmup = max(1, round(config.warmup_fraction * total_steps))
+
+    model = build_model(config, arm, seed).to(device)
+    init_fingerprint = _fingerprint(model)
+    forward, compiled = compile_model(model, device, compile)
+    opt = build_optimizer(model, config, arm, frame_lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_cosine(step, warmup, total_steps))  # per step
+    initial = {k: W.detach().clone() for k, W in _projections(model).items()}
+    moved = Displacement(_projections(model))
+    generator = torch.Generator().manual_seed(10_000 + seed)  # the data order of start `seed`
+    order_state = generator.get_state()  # the tensor fit checkpoints and restores in place
+    checksum = torch.zeros((), dtype=torch.int64)
+
+    def train_step(epoch: int, logging: bool) -> dict | None:
+        generator.set_state(order_state)
+        perm = torch.randperm(n, generator=generator)  # (n,)
+        flips = torch.rand(n, generator=generator) < 0.5 if config.hflip else None  # (n,)
+        order_state.copy_(generator.get_state())
+        weights = torch.arange(1, n + 1, dtype=torch.int64)
+        signature = (perm * weights).sum()
+        if flips is not None:
+            signature = signature + 7 * (flips.long() * weights).sum()
+        checksum.copy_((checksum * 1_000_003 + signature % _CHECKSUM_MOD) % _CHECKSUM_MOD)
+        perm = perm.to(device)
+        flips = flips.to(device) if flips is not None else None
+        # logged epochs accumulate on the device and read the sums once, at the epoch's end
+        loss_sum, correct = torch.zeros((), device=device), torch.zeros((), dtype=torch.int64, device=device)
+        for i in range(steps_per_epoch):
+            idx = perm[i * batch : (i + 1) * batch]
+            x, y = train_x[idx], train_y[idx]  # (B, 3, 32, 32), (B,)
+            if flips is not None:
+                x = torch.where(flips[i * batch : (i + 1) * batch, None, None, None], x.flip(-1), x)
+            logits = forward(x)  # (B, 10)
+            loss = F.cross_entropy(logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if logging:
+                moved.before_step()
+            opt.step()
+            schedule.step()
+            if logging:
+                moved.after_step()
+                with torch.no_grad():
+                    loss_sum += loss.detach() * len(y)
+                    correct += (logits.argmax(-1) == y).sum()
+        if not logging:
+            return None
+        seen = steps_per_epoch * batch
+        steps = moved.mean()
+        metrics = {
+            "train_loss": loss_sum.item() / seen,
+            "train_acc": correct.item() / seen,
+            "lr": opt.param_groups[0]["initial_lr"]
+            * warmup_cosine((epoch + 1) * steps_per_epoch - 1, warmup, total_steps),
+            "steps_done": (epoch + 1) * steps_per_epoch,
+        }  # lr: the epoch's last step's
+        with torch.no_grad():
+            metrics.update(trust_region_metrics(opt))
+            current = _projections(model)
+            for k, W in current.items():
+                W = W.detach()
+                metrics[f"step/{k}"] = steps[k]
+                metrics[f"dist/{k}"] = (W - initial[k]).norm().item()
+                metrics[f"orth_error/{k}"] = orthonormality_error(W.double()).max().item()
+            metrics.update(geometry_since_start(current, initial))  # angles, and the bilinear form per head
+        return metrics
+
+    @torch.inference_mode()
+    def evaluate() -> dict:
+        loss, correct = (
+            torch.zeros((), dtype=torch.float64, device=device),
+            torch.zeros((), dtype=torch.int64, device=device),
+        )
+        for start in range(0, len(test_x), 1000):
+            logits = model(test_x[start : start + 1000])
+            y = test_y[start : start + 1000]
+            loss += F.cross_entropy(logits, y, reduction="sum")
+            correct += (logits.argmax(-1) == y).sum()
+        return {"test_loss": loss.item() / len(test_x), "test_acc": correct.item() / len(test_x)}
+
+    history = fit(
+        model,
+        opt,
+        train_step,
+        evaluate,
+        epochs=epochs,
+        log_every=config.log_every if log_every is None else log_every,
+        scheduler=schedule,
+        steps_per_epoch=steps_per_epoch,
+        checkpoint=checkpoint,
+        checkpoint_every=config.checkpoint_every if checkpoint_every is None else checkpoint_every,
+        extra_state={"order": order_state, "checksum": checksum},
+        description=description or f"cifar10 {arm} start {seed}",
+        progress=progress,
+    )
+    final = {
+        **history[-1],
+        "train_size": n,
+        "epochs": epochs,
+        "steps": total_steps,
+        "init_fingerprint": init_fingerprint,
+        "order_checksum": int(checksum),
+    }
+    return {"history": history, "final": final, "data": provenance, "compiled": compiled}
+
+
+def run(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True
+) -> dict:
+    """One run of the ``cifar10`` experiment: ``arm`` from start ``seed`` on the whole pool.
+    Chapter: cifar10_patches."""
+    if arm not in ARMS + CONTROL_ONLY_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10 has {ARMS}, and on request {CONTROL_ONLY_ARMS}")
+    return train_arm(config, arm, seed, device, checkpoint, progress)
+
+
+def train_arm(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, **options
+) -> dict:
+    """:func:`train`, with ``fixed_step_matched``'s frame lr calibrated first and recorded."""
+    if arm != "fixed_step_matched":
+        return train(config, arm, seed, device, checkpoint, progress, **options)
+    calibration = matched_frame_lr(config, seed, device)
+    return {
+        **train(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], **options),
+        "calibration": calibration,
+    }
+
+
+def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
+    """:func:`calibration.matched_lr` on this task: short runs from ``seed`` over the first 5 % of
+    training, rounded up to whole epochs (one record per epoch: its mean per-step displacement),
+    on the full run's lr schedule."""
+    epochs = calibration_epochs(config.epochs)
+    banks = tuple(f"blocks.{i}.{w}" for i in range(config.depth) for w in ("W_Q", "W_K"))
+
+    def measure(arm: str, frame_lr: float) -> float:
+        out = train(
+            config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, frame_lr=frame_lr
+        )
+        return median_step(out["history"], banks)
+
+    return {**matched_lr(measure, config.lr), "epochs": epochs}
+
+
+def sweep_arm(name: str) -> tuple[str, float]:
+    """``"stiefel@20%"`` -> ``("stiefel", 0.2)``. Chapter: cifar10_patches."""
+    if name not in SWEEP_ARM_NAMES:
+        raise ValueError(f"unknown arm {name!r}; cifar10_sweep has {SWEEP_ARM_NAMES}")
+    arm, percent = name.split("@")
+    return arm, int(percent.rstrip("%")) / 100
+
+
+def run_sweep(
+    config: CIFAR10Config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True
+) -> dict:
+    """One run of ``cifar10_sweep``: ``arm`` is ``"<arm>@<percent>%"``. A fraction f of the pool
+    trains for ``epochs / f`` epochs, so every size takes the same number of steps (and logs and
+    checkpoints after the same numbers of steps).
+    Chapter: cifar10_patches."""
+    base, fraction = sweep_arm(arm)
+    return train(
+        config,
+        base,
+        seed,
+        device,
+        checkpoint,
+        progress,
+        train_size=round(config.train_size * fraction),
+        epochs=round(config.epochs / fraction),
+        log_every=max(1, round(config.log_every / fraction)),
+        checkpoint_every=max(1, round(config.checkpoint_every / fraction)),
+        description=f"cifar10 sweep {arm} start {seed}",
+    )
+
+
+PREPRINT = preprint.CIFAR10  # the chapter's first cell reads the abstract's numbers here; they live in preprint
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "cifar10",
+        PROFILES,
+        ARMS,
+        run,
+        "CIFAR-10 patches, 4 arms x 12 paired starts",
+        optional_arms=CONTROL_ONLY_ARMS,
+    ),
+    Experiment(
+        "cifar10_sweep",
+        SWEEP_PROFILES,
+        SWEEP_ARM_NAMES,
+        run_sweep,
+        "CIFAR-10 patches, baseline vs Stiefel over 4 training-set sizes",
+    ),
+)

@@ -1,0 +1,244 @@
+"""The decay map tuned decay by decay (issue 28's fair fight, carried across the map's decays).
+
+``grokking_decay_map_tuned`` gives each arm the W_Q, W_K lr that ``grokking_qk_lr`` chose at
+λ = 1 and keeps it at every decay. On CIFAR-10, where the sweep ran at each decay, each arm's
+best lr moves with the decay, so a map read at λ = 1's rates may compare arms at rates tuned
+elsewhere. Here:
+
+- ``grokking_decay_qk_lr``: AdamW's and the Stiefel rule's W_Q, W_K lr swept at each of the map's
+  other decays (0, 0.1, 0.3, 3) on ``grokking_qk_lr``'s selection seeds (100-104), by its rule:
+  score, a run's mean validation accuracy over the last 20 % of training; first grid, four
+  rungs around the task's lr; growth until the choice is interior, lr 0 (frozen frames) below
+  the ladder. A cell is ``"<arm>@wd=<λ>"``, a run ``"<arm>@wd=<λ>@qklr=<lr>"``.
+- ``grokking_decay_map_per_decay``: the map's grid (λ 0-3, seeds 0-9) for those two arms, each
+  cell at the lr its decay chose (λ = 1: ``grokking_qk_lr``'s choice), resolved before the runs
+  and written into the config. A cell at the lr ``grokking_decay_map_tuned`` already ran is that
+  file's run, adopted (the same computation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from stiefel_core.step_checks import NonFiniteGradientError
+
+from .. import choices
+from ..choices import LADDER, ladder_around, late_scores
+from ..results_reading import grid_arm, parse_grid_arm, without_seeds
+from . import fair_fight, grokking
+from .decay_map import PROFILES as MAP_PROFILES
+from .decay_map import WEIGHT_DECAYS
+from .grid import decay_cell, grid_arms
+from .registry import Experiment
+from .results import load_results
+from .selection import grow_arms
+
+__all__ = [
+    "ENTRIES",
+    "SWEPT",
+    "DecaySweepConfig",
+    "SWEEP_PROFILES",
+    "PerDecayConfig",
+    "PROFILES",
+    "run_sweep",
+    "sweep_scores",
+    "pending",
+    "chosen",
+    "sweep",
+    "resolve",
+    "run",
+    "adopt",
+]
+
+SWEPT = ("baseline", "stiefel")
+KEY = "qklr"
+AT_ONE = 1.0  # the decay whose choice grokking_qk_lr holds
+ADOPTED_FROM = "grokking_decay_map_tuned"
+
+
+@dataclass(frozen=True)
+class DecaySweepConfig:
+    task: grokking.GrokkingConfig = field(default_factory=lambda: MAP_PROFILES["full"].task)
+    weight_decays: tuple[float, ...] = tuple(w for w in WEIGHT_DECAYS if w != AT_ONE)
+    seeds: tuple[int, ...] = fair_fight.SWEEP_PROFILES["full"].seeds  # grokking_qk_lr's selection seeds
+    start_below: int = 2  # the first grid, as grokking_qk_lr's: two rungs under the task's lr, one over
+    start_above: int = 1
+
+
+SWEEP_PROFILES = {
+    "full": DecaySweepConfig(),
+    "ci": DecaySweepConfig(
+        task=MAP_PROFILES["ci"].task, weight_decays=(0.0,), seeds=(100,), start_below=1, start_above=0
+    ),
+}
+_CELLS = tuple(
+    grid_arm(arm, "wd", wd)
+    for arm in SWEPT
+    for wd in sorted({w for p in SWEEP_PROFILES.values() for w in p.weight_decays})
+)
+SWEEP_ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in (0.0, *LADDER))  # lr 0: frozen frames
+
+
+def _cells(config: DecaySweepConfig) -> tuple[str, ...]:
+    return tuple(grid_arm(arm, "wd", wd) for wd in config.weight_decays for arm in SWEPT)
+
+
+def _start(config: DecaySweepConfig) -> tuple[float, ...]:
+    return ladder_around(config.task.lr, config.start_below, config.start_above)
+
+
+def start_arms(config: DecaySweepConfig) -> tuple[str, ...]:
+    """Every cell's first grid."""
+    return tuple(f"{cell}@{KEY}={lr:g}" for cell in _cells(config) for lr in _start(config))
+
+
+def _train(task, arm: str, lr: float, seed: int, device, checkpoint, progress) -> dict:
+    """One grokking run of ``arm`` at W_Q, W_K lr ``lr`` (0: frozen frames), its history compacted;
+    an lr at which the gradients turn non-finite is a result, scored 0, as in ``grokking_qk_lr``."""
+    try:
+        if lr == 0.0:
+            return fair_fight.compact(grokking.run(task, "frozen", seed, device, checkpoint, progress))
+        return fair_fight.compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=lr))
+    except NonFiniteGradientError as error:
+        if checkpoint is not None:
+            checkpoint.unlink(missing_ok=True)
+        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
+        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+
+
+def run_sweep(config: DecaySweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One sweep run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from selection seed ``seed``."""
+    cell, lr = parse_grid_arm(arm, KEY, _CELLS)
+    base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
+    if lr not in (0.0, *LADDER) or weight_decay not in config.weight_decays:
+        raise ValueError(f"{arm!r}: lr must be 0 or lie on the ladder, and λ in {config.weight_decays}")
+    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
+    return _train(task, base, lr, seed, device, checkpoint, progress)
+
+
+def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
+    """``{lr: [late validation accuracy per finished seed]}`` of one ``"<arm>@wd=<λ>"`` cell."""
+    return late_scores(sweep, cell, key=KEY)
+
+
+def pending(sweep: dict | None, config: DecaySweepConfig, cell: str) -> tuple[float, ...]:
+    """The rungs ``cell`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
+    scores = sweep_scores(sweep, cell) if sweep else {}
+    return choices.pending_rungs(scores, len(config.seeds), _start(config), config.task.lr)
+
+
+def chosen(sweep: dict, cell: str) -> dict | None:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell (``None`` before a
+    rung holds every selection seed)."""
+    config = sweep["config"]
+    return choices.settled_or_none(sweep_scores(sweep, cell), len(config["seeds"]), config["task"]["lr"])
+
+
+def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
+    """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
+    config = SWEEP_PROFILES[profile]
+    return grow_arms(
+        run_experiment, "grokking_decay_qk_lr", profile, config, cells or _cells(config), pending, KEY, **options
+    )
+
+
+@dataclass(frozen=True)
+class PerDecayConfig:
+    task: grokking.GrokkingConfig = field(default_factory=lambda: MAP_PROFILES["full"].task)
+    weight_decays: tuple[float, ...] = WEIGHT_DECAYS
+    seeds: tuple[int, ...] = tuple(range(10))  # paired with the map's
+    sweep_profile: str = "full"
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs: one per cell "<arm>@wd=<λ>"
+
+
+PROFILES = {
+    "full": PerDecayConfig(),
+    "ci": PerDecayConfig(task=MAP_PROFILES["ci"].task, weight_decays=(0.0, 1.0), seeds=(0,), sweep_profile="ci"),
+}
+
+
+def map_cells(config: PerDecayConfig) -> tuple[str, ...]:
+    """Every ``"<arm>@wd=<λ>"`` of a profile."""
+    return grid_arms(SWEPT, "wd", config.weight_decays)
+
+
+def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
+    """``config`` with each cell's lr: its decay's choice in ``grokking_decay_qk_lr``, λ = 1's in
+    ``grokking_qk_lr``. Refused, with the command that grows the sweep, while a choice is open."""
+    if config.qk_lrs:
+        return config
+    files = {
+        name: load_results(name, config.sweep_profile, directory) for name in ("grokking_decay_qk_lr", "grokking_qk_lr")
+    }
+    lrs, open_cells = [], []
+    for cell in map_cells(config):
+        base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
+        if weight_decay == AT_ONE:
+            sweep_file, pick = files["grokking_qk_lr"], fair_fight.chosen
+            key = base
+        else:
+            sweep_file, pick, key = files["grokking_decay_qk_lr"], chosen, cell
+        choice = pick(sweep_file, key) if sweep_file else None
+        if choice is None or not choice["interior"]:
+            open_cells.append(cell)
+        else:
+            lrs.append((cell, choice["lr"]))
+    if open_cells:
+        raise ValueError(
+            f"the sweep has not settled {open_cells} (no choice yet, or one at a grid edge): run "
+            f"`python -m stiefel_book sweep grokking_decay_qk_lr --profile {config.sweep_profile}` "
+            f"(λ = 1: `python -m stiefel_book sweep grokking_qk_lr --profile {config.sweep_profile}`)"
+        )
+    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+
+def _lr(config: PerDecayConfig, cell: str) -> float:
+    lrs = dict(config.qk_lrs)
+    if cell not in lrs:
+        raise ValueError(f"{cell!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+    return lrs[cell]
+
+
+def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One judged run: ``"<arm>@wd=<λ>"`` from ``seed`` at its cell's resolved lr."""
+    base, _, task = decay_cell(config, arm, seed, SWEPT)
+    lr = _lr(config, arm)
+    return {**_train(task, base, lr, seed, device, checkpoint, progress), "qk_lr": lr}
+
+
+def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+    """``grokking_decay_map_tuned``'s run of this cell and seed where it trained at this cell's lr
+    on the same task (the same computation): ``(the run, its source)``, else ``None``."""
+    source = load_results(ADOPTED_FROM, config.sweep_profile, directory)
+    if source is None:
+        return None
+    task = without_seeds(json.loads(json.dumps(dataclasses.asdict(config.task))))
+    run = source["runs"].get(f"{arm}/{seed}")
+    if without_seeds(source["config"]["task"]) != task or run is None or run.get("qk_lr") != _lr(config, arm):
+        return None
+    return run, f"{ADOPTED_FROM}-{config.sweep_profile}"
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_decay_qk_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking's decay map (p = 31): AdamW's and the Stiefel rule's W_Q, W_K lr swept at each decay but λ = 1, "
+        "5 selection seeds",
+        arms_of=start_arms,
+    ),
+    Experiment(
+        "grokking_decay_map_per_decay",
+        PROFILES,
+        tuple(dict.fromkeys(cell for profile in PROFILES.values() for cell in map_cells(profile))),
+        run,
+        "grokking's decay map (p = 31, λ 0-3, 10 seeds), AdamW and the Stiefel rule each at its lr tuned at that decay",
+        arms_of=map_cells,
+        resolve=resolve,
+        adopt=adopt,
+    ),
+)

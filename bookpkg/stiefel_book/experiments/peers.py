@@ -1,0 +1,196 @@
+"""The Stiefel rule among its relatives (chapter "Among its relatives"): grokking at the
+ablation's task (p = 31, 1,500 epochs) with W_Q, W_K trained by Muon, geoopt's Riemannian Adam,
+the per-entry Stiefel rule or torch's orthogonal parametrization (:mod:`.relatives`), beside
+the Stiefel rule and the AdamW baseline, 20 seeds paired as in ``grokking_ablation``.
+
+Two experiments:
+
+- ``grokking_peers_lr``: the learning-rate sweep, on the ``ci`` task (the same model and data,
+  600 epochs). Every arm that trains W_Q, W_K apart from AdamW (the Stiefel rule included) gets
+  the same budget: 4 frame lrs x 2 seeds, on seeds 100 and 101, apart from the comparison's
+  0-19, so that no arm's lr is chosen on the seeds it is judged on. geoopt's grid is the others'
+  times sqrt(d r) = 32: its second moment sums a frame's squares where the others average them.
+  An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
+- ``grokking_peers``: the comparison. Each arm trains at the lr that
+  :func:`stiefel_book.choices.chosen_lr` reads from the sweep's results file (a recorded
+  function of it, never a typed-in number), and records it in each run (``frame_lr``,
+  ``lr_from``). The lr is read when a run starts rather than written into the config: the
+  committed ``grokking_peers-full`` file's config has no lrs, and resuming it must not change it.
+  The baseline is the task's AdamW (its lr is the task's, tuned with the task).
+- ``cifar10_peers``: the same arms in the long CIFAR-10 protocol of ``cifar10_long`` (100
+  epochs on 10,000 images) at λ = 1, where decay acts most there, 3 paired starts. Each arm's
+  W_Q, W_K lr is the task's lr times the multiple of the grokking task's lr that its sweep
+  chose (no sweep of its own: a CIFAR-10 run is ~7 minutes on a core).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..choices import chosen_lr, swept_lrs
+from ..results_reading import grid_arm, parse_grid_arm
+from . import ablation, cifar10, cifar10_long, grokking
+from .registry import Experiment
+from .relatives import RELATIVES, without_parametrized_steps
+from .results import load_results
+
+__all__ = [
+    "ENTRIES",
+    "SWEPT_ARMS",
+    "PEER_ARMS",
+    "LrSweepConfig",
+    "PeersConfig",
+    "CifarPeersConfig",
+    "SWEEP_PROFILES",
+    "PROFILES",
+    "CIFAR10_PROFILES",
+    "sweep_arm_names",
+    "SWEEP_ARMS",
+    "run_sweep",
+    "run",
+    "run_cifar10",
+]
+
+SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
+PEER_ARMS = ("baseline", *SWEPT_ARMS)
+FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
+
+
+def _task() -> grokking.GrokkingConfig:
+    return ablation.GROKKING_PROFILES["full"]  # the very task of grokking_ablation
+
+
+def _sweep_task() -> grokking.GrokkingConfig:
+    return ablation.GROKKING_PROFILES["ci"]  # the ci task: the same model and data, 600 epochs
+
+
+@dataclass(frozen=True)
+class LrSweepConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_sweep_task)
+    arms: tuple[str, ...] = SWEPT_ARMS
+    frame_lrs: tuple[float, ...] = FRAME_LRS
+    # geoopt's second moment is a frame's Riemannian ‖g‖², a sum over its d·r entries where the
+    # others' are means (or per entry): the same per-entry step takes sqrt(d r) = 32 times the lr
+    lr_scales: tuple[tuple[str, float], ...] = (("geoopt_radam", 32.0),)
+    seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
+
+
+@dataclass(frozen=True)
+class PeersConfig:
+    task: grokking.GrokkingConfig = field(default_factory=_task)
+    sweep_profile: str = "full"  # the profile of grokking_peers_lr whose file picks the lrs
+    seeds: tuple[int, ...] = tuple(range(20))  # grokking_ablation's seeds
+
+
+def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
+    as_dict = dataclasses.asdict(config)
+    lrs = {arm: swept_lrs(as_dict, arm) for arm in config.arms}
+    return tuple(grid_arm(arm, "flr", lrs[arm][i]) for i in range(len(config.frame_lrs)) for arm in config.arms)
+
+
+SWEEP_PROFILES = {
+    "full": LrSweepConfig(),
+    # the machinery in seconds: two arms at one lr, 100 epochs, one seed
+    "ci": LrSweepConfig(
+        task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)
+    ),
+}
+SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
+
+PROFILES = {
+    "full": PeersConfig(),
+    # one seed at 600 epochs, at the lrs the full sweep chose: a live run for the chapter
+    "ci": PeersConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
+}
+
+
+def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the sweep: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with W_Q, W_K at that lr."""
+    base, frame_lr = parse_grid_arm(arm, "flr", config.arms)
+    grid = swept_lrs(dataclasses.asdict(config), base)
+    if frame_lr not in grid:
+        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid for {base} {grid}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
+
+
+def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the comparison: ``arm`` from ``seed`` at the lr the sweep chose for it."""
+    if arm not in PEER_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; grokking_peers has {PEER_ARMS}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    if arm == "baseline":
+        return grokking.run(task, arm, seed, device, checkpoint, progress)
+    sweep = load_results("grokking_peers_lr", config.sweep_profile)
+    frame_lr = chosen_lr(sweep, arm)
+    outcome = grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
+    return {**outcome, "frame_lr": frame_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+
+
+def _cifar10_task() -> cifar10.CIFAR10Config:
+    return dataclasses.replace(cifar10_long.PROFILES["full"].task, weight_decay=1.0)
+
+
+@dataclass(frozen=True)
+class CifarPeersConfig:
+    task: cifar10.CIFAR10Config = field(default_factory=_cifar10_task)
+    sweep_profile: str = "full"  # the grokking sweep whose chosen lr multiples the arms take
+    seeds: tuple[int, ...] = (0, 1, 2)  # the issue's "at least 3 paired starts"
+
+
+CIFAR10_PROFILES = {
+    "full": CifarPeersConfig(),
+    "ci": CifarPeersConfig(task=dataclasses.replace(cifar10_long.PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
+}
+
+
+def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of ``cifar10_peers``: ``arm`` from start ``seed``, its W_Q, W_K at the task's lr
+    times the multiple its grokking sweep chose."""
+    if arm not in PEER_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; cifar10_peers has {PEER_ARMS}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    description = f"cifar10 peers {arm} start {seed}"
+    if arm == "baseline":
+        return cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description)
+    sweep = load_results("grokking_peers_lr", config.sweep_profile)
+    multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
+    frame_lr = task.lr * multiple
+    outcome = cifar10.train_arm(
+        task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr
+    )
+    return {
+        **without_parametrized_steps(arm, outcome),
+        "frame_lr": frame_lr,
+        "lr_multiple": multiple,
+        "lr_from": f"grokking_peers_lr-{config.sweep_profile}",
+    }
+
+
+ENTRIES = (  # this module's experiments, collected by the runner
+    Experiment(
+        "grokking_peers_lr",
+        SWEEP_PROFILES,
+        SWEEP_ARMS,
+        run_sweep,
+        "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 "
+        "epochs",
+        arms_of=sweep_arm_names,
+    ),
+    Experiment(
+        "grokking_peers",
+        PROFILES,
+        PEER_ARMS,
+        run,
+        "grokking at ci scale, the Stiefel rule against Muon, geoopt, per-entry moments and the orthogonal "
+        "parametrization, 20 seeds",
+    ),
+    Experiment(
+        "cifar10_peers",
+        CIFAR10_PROFILES,
+        PEER_ARMS,
+        run_cifar10,
+        "CIFAR-10 patches, long protocol at λ = 1, the Stiefel rule against its relatives, 3 paired starts",
+    ),
+)

@@ -1,0 +1,196 @@
+"""The W_Q, W_K lr sweeps of the routing tasks (``mqar_qk_lr``, ``induction_qk_lr``,
+``charlm_qk_lr``): the rule of :mod:`.selection`, as ``grokking_qk_lr`` applies it
+(:mod:`.fair_fight`), on each task's ``full`` setting and on selection seeds 100-104, apart from
+the judged seeds. An arm is ``"<arm>@qklr=<lr>"``, every other parameter at the task's lr; the
+grid starts at four rungs around the task's lr and grows until each arm's choice is interior;
+``frozen`` is every arm's lr 0. A run's score is its mean of ``metric`` over the last 20 % of
+training (validation accuracy; for the language model, minus the bits per character).
+
+The judged experiments (``mqar``, ``induction``, ``charlm``) take each arm's W_Q, W_K lr from their
+sweep's file before their runs (:func:`resolver`), and their results file records it (``qk_lrs``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import choices
+from ..choices import LADDER, ladder_around, late_scores
+from ..results_reading import grid_arm, parse_grid_arm
+from .results import load_results
+from .selection import grow
+
+__all__ = [
+    "SWEPT_ARMS",
+    "KEY",
+    "RoutingSweepConfig",
+    "sweep_arms",
+    "start_arms",
+    "runner",
+    "sweep_scores",
+    "pending_rungs",
+    "chosen",
+    "sweep",
+    "resolver",
+    "SweepError",
+]
+
+SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
+KEY = "qklr"
+
+
+@dataclass(frozen=True)
+class RoutingSweepConfig:
+    task: object  # the task's config (its ``steps`` is the score's horizon)
+    metric: str = "val_acc"  # higher is better; a leading "-" negates (``-val_bpc``)
+    seeds: tuple[int, ...] = (100, 101, 102, 103, 104)  # selection seeds, apart from the judged 0-19
+    start_below: int = 2  # the first grid: two rungs under the task's lr, one over it
+    start_above: int = 1
+
+
+def sweep_arms() -> tuple[str, ...]:
+    """Every name a sweep may run: each swept arm at each rung, and ``frozen``."""
+    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen")
+
+
+def start_rungs(config: RoutingSweepConfig) -> tuple[float, ...]:
+    return ladder_around(config.task.lr, config.start_below, config.start_above)
+
+
+def start_arms(config: RoutingSweepConfig) -> tuple[str, ...]:
+    """The first grid of every swept arm, then ``frozen`` (lr 0)."""
+    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in start_rungs(config)), "frozen")
+
+
+def runner(run_task: Callable) -> Callable:
+    """The sweep's run of one ``"<arm>@qklr=<lr>"`` (or ``frozen``) from a seed, by ``run_task``
+    (the task's run function, which takes ``qk_lr``)."""
+
+    def run(config: RoutingSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        task = dataclasses.replace(config.task, seeds=(seed,))
+        if arm == "frozen":
+            return run_task(task, "frozen", seed, device, checkpoint, progress)
+        base, lr = parse_grid_arm(arm, KEY, SWEPT_ARMS)
+        if lr not in LADDER:
+            raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
+        return run_task(task, base, seed, device, checkpoint, progress, qk_lr=lr)
+
+    return run
+
+
+def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
+    """``{lr: [score per finished selection seed]}`` of ``arm``, each in the sign that makes higher
+    better; lr 0 (``frozen``) counts once the arm's grid has reached the ladder's bottom."""
+    return late_scores(results, arm, results["config"]["metric"], key=KEY, horizon="steps")
+
+
+def pending_rungs(results: dict | None, config: RoutingSweepConfig, arm: str) -> tuple[float, ...]:
+    """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
+    scores = sweep_scores(results, arm) if results else {}
+    return choices.pending_rungs(scores, len(config.seeds), start_rungs(config), config.task.lr)
+
+
+def chosen(results: dict, arm: str) -> dict:
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm``."""
+    config = results["config"]
+    return choices.settled(sweep_scores(results, arm), len(config["seeds"]), config["task"]["lr"])
+
+
+def sweep(
+    run_experiment: Callable,
+    name: str,
+    profile: str,
+    config: RoutingSweepConfig,
+    arms: tuple[str, ...] = SWEPT_ARMS,
+    **options,
+) -> dict:
+    """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
+    a time (:func:`.selection.grow`: resumable, each round reads the file)."""
+
+    def pending(results: dict | None) -> list[str]:
+        return [
+            grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
+        ]
+
+    return grow(run_experiment, name, profile, pending, **options)
+
+
+class SweepError(ValueError):
+    """A judged routing experiment whose sweep is missing, unsettled, or of another setting."""
+
+
+UNSWEPT = ("seeds", "qk_lr", "qk_lrs")  # what a judged config may differ in from its sweep's task
+
+
+def _setting(task) -> dict:
+    """A task config as its results file stores it (JSON), without the fields a sweep leaves open."""
+    stored = task if isinstance(task, dict) else json.loads(json.dumps(dataclasses.asdict(task)))
+    return {k: v for k, v in stored.items() if k not in UNSWEPT}
+
+
+def resolver(sweep_name: str) -> Callable:
+    """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
+    config`` with every swept arm's chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
+    kept). It refuses, with the command to run, a setting no sweep profile runs, a sweep not yet
+    run or of another setting, an unsettled choice, and judged seeds that are selection seeds."""
+
+    def resolve(config, directory=None):
+        if config.qk_lrs:  # chosen already (a chapter's live run, a test)
+            return config
+        profiles = SWEEPS[sweep_name][0]
+        profile = next((p for p, c in profiles.items() if _setting(c.task) == _setting(config)), None)
+        if profile is None:
+            raise SweepError(
+                f"no profile of {sweep_name} sweeps this setting ({sorted(profiles)} sweep others): "
+                "judge a setting a sweep profile runs, or add that profile"
+            )
+        command = f"`python -m stiefel_book sweep {sweep_name} --profile {profile}`"
+        sweep_config = profiles[profile]
+        shared = sorted(set(config.seeds) & set(sweep_config.seeds))
+        if shared:
+            raise SweepError(f"judged seeds {shared} are {sweep_name}'s selection seeds: judge on other seeds")
+        results = load_results(sweep_name, profile, directory)
+        if not results:
+            raise SweepError(f"no W_Q, W_K lr sweep of this setting yet: run {command} first")
+        if _setting(results["config"]["task"]) != _setting(config):
+            raise SweepError(
+                f"{sweep_name} ({profile}) holds a sweep of another setting: move it away and run {command}"
+            )
+        lrs, unsettled = [], []
+        for arm in SWEPT_ARMS:
+            try:
+                c = chosen(results, arm)
+            except ValueError:  # no rung with every selection seed yet
+                c = {"lr": None, "interior": False}
+            (lrs if c["interior"] else unsettled).append((arm, c["lr"]))
+        if unsettled:
+            raise SweepError(
+                f"{sweep_name} ({profile}) has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
+                f"rungs unfinished): grow it with {command} first"
+            )
+        return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+    return resolve
+
+
+def _profiles(task_profiles: dict, metric: str) -> dict:
+    return {
+        "full": RoutingSweepConfig(task_profiles["full"], metric),
+        "ci": RoutingSweepConfig(task_profiles["ci"], metric, seeds=(100,), start_below=1, start_above=0),
+    }
+
+
+def _tasks() -> dict[str, tuple[dict, Callable]]:
+    from . import charlm, routing
+
+    return {
+        "mqar_qk_lr": (_profiles(routing.MQAR_PROFILES, "val_acc"), routing.run_mqar),
+        "induction_qk_lr": (_profiles(routing.INDUCTION_PROFILES, "val_acc"), routing.run_induction),
+        "charlm_qk_lr": (_profiles(charlm.PROFILES, "-val_bpc"), charlm.run),
+    }
+
+
+SWEEPS = _tasks()  # sweep name -> (its profiles, the task's run)

@@ -1,0 +1,267 @@
+"""The registry of named experiments (each experiment module's ``ENTRIES``, collected) and their
+runner: every arm x seed not yet in the results file, resumable, sharded under torchrun (see
+:mod:`stiefel_book.experiments`)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from ..results_reading import run_key, without_seeds
+from ..train import load_checkpoint, pick_device
+from . import (
+    ablation,
+    charlm,
+    cifar10,
+    cifar10_decay,
+    cifar10_fair,
+    cifar10_judged,
+    cifar10_long,
+    cifar10_size,
+    decay_map,
+    decay_map_sweep,
+    decay_map_tuned,
+    fair_fight,
+    grokking,
+    p97_fair,
+    peers,
+    routing,
+    routing_decay_map,
+    routing_sweep,
+    trust_region,
+)
+from .registry import PROFILES, Experiment, collect
+from .results import (
+    checkpoints_dir,
+    code_commit,
+    load_results,
+    provenance,
+    refuse_install_folder,
+    results_path,
+    write_results,
+)
+
+__all__ = [
+    "EXPERIMENTS",
+    "default_profile",
+    "get_config",
+    "run_experiment",
+    "run_live",
+    "json_safe",
+]
+
+ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py, charlm.py and routing_sweep.py
+    Experiment(
+        "mqar",
+        routing.MQAR_PROFILES,
+        routing.ARMS,
+        routing.run_mqar,
+        "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
+        resolve=routing_sweep.resolver("mqar_qk_lr"),
+    ),
+    Experiment(
+        "induction",
+        routing.INDUCTION_PROFILES,
+        routing.ARMS,
+        routing.run_induction,
+        "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
+        resolve=routing_sweep.resolver("induction_qk_lr"),
+    ),
+    Experiment(
+        "charlm",
+        charlm.PROFILES,
+        charlm.ARMS,
+        charlm.run,
+        "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
+        resolve=routing_sweep.resolver("charlm_qk_lr"),
+    ),
+    Experiment(
+        "induction_decay_map",
+        routing_decay_map.PROFILES,
+        routing_decay_map.ARMS,
+        routing_decay_map.run,
+        "induction heads over weight decays 0-3 and training length, four arms at their tuned W_Q, W_K lrs, "
+        "10 paired seeds",
+        arms_of=routing_decay_map.arm_names,
+        resolve=routing_decay_map.resolve,
+    ),
+    *(
+        Experiment(
+            name,
+            profiles,
+            routing_sweep.sweep_arms(),
+            routing_sweep.runner(run_task),
+            f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+            arms_of=routing_sweep.start_arms,
+        )
+        for name, (profiles, run_task) in routing_sweep.SWEEPS.items()
+    ),
+)
+EXPERIMENTS = collect(
+    grokking,
+    cifar10,
+    cifar10_long,
+    cifar10_size,
+    ablation,
+    decay_map,
+    decay_map_tuned,
+    decay_map_sweep,
+    trust_region,
+    peers,
+    fair_fight,
+    cifar10_fair,
+    cifar10_judged,
+    cifar10_decay,
+    p97_fair,
+    extra=ROUTING_ENTRIES,
+)
+
+
+def default_profile() -> str:
+    """``$STIEFEL_PROFILE``; unset, ``full`` with CUDA and ``ci`` without.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
+    profile = os.environ.get("STIEFEL_PROFILE") or ("full" if torch.cuda.is_available() else "ci")
+    if profile not in PROFILES:
+        raise ValueError(f"STIEFEL_PROFILE={profile!r}: choose one of {PROFILES}")
+    return profile
+
+
+def _experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+    return EXPERIMENTS[name]
+
+
+def get_config(name: str, profile: str | None = None, **overrides):
+    """The configuration of experiment ``name`` under ``profile``, with ``overrides`` applied.
+    Chapters: grokking, cifar10_patches, ablation, regimes."""
+    profile = profile or default_profile()
+    experiment = _experiment(name)
+    if profile not in experiment.profiles:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+    return dataclasses.replace(experiment.profiles[profile], **overrides)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock beside ``path``: shards of one sweep write one file in turn."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _as_json(config) -> dict:
+    return json_safe(dataclasses.asdict(config))
+
+
+def json_safe(value):
+    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking,
+    cifar10_patches, ablation, regimes."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _checkpoint_progress(path: Path) -> tuple[int, float]:
+    """The epoch a run will resume from and the seconds it has trained so far (0, 0 without a
+    checkpoint, or with a damaged one: :func:`train.load_checkpoint` moves it aside)."""
+    state = load_checkpoint(path)
+    if state is None:
+        return 0, 0.0
+    return int(state["epoch"]), float(state.get("elapsed", 0.0))
+
+
+def run_experiment(
+    name: str,
+    profile: str | None = None,
+    *,
+    arms: list[str] | None = None,
+    seeds: list[int] | None = None,
+    device: str | None = None,
+    directory: Path | None = None,
+    progress: bool = True,
+    config=None,
+    checkpoints: Path | None = None,
+) -> dict:
+    """Run every (arm, seed) of an experiment that its results file does not hold yet.
+
+    After each finished run the file is rewritten (under a lock, atomically), so an interrupted
+    sweep loses no finished run; an unfinished one resumes from its checkpoint. ``directory``
+    and ``checkpoints`` are the results and checkpoint folders (default
+    :func:`results.results_dir` and :func:`results.checkpoints_dir`).
+    Chapters: grokking, cifar10_patches, ablation, regimes.
+    """
+    code_commit()  # the commit of the code this process runs, fixed before its first run trains
+    experiment = _experiment(name)
+    profile = profile or default_profile()
+    config = config or get_config(name, profile)
+    if experiment.resolve is not None:  # settings chosen from earlier results, fixed before the runs
+        config = experiment.resolve(config, directory)
+    arms = list(arms or experiment.default_arms(config))
+    if seeds is None:  # under torchrun, each process takes its share of the seeds
+        world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
+        seeds = list(config.seeds)[rank::world]
+    for arm in arms:
+        if arm not in experiment.arms + experiment.optional_arms:
+            raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms + experiment.optional_arms}")
+    path = results_path(name, profile, directory)
+    header = {"experiment": name, "profile": profile, "config": _as_json(config)}
+    existing = load_results(name, profile, directory)
+    if existing is not None and without_seeds(existing.get("config", {})) != without_seeds(header["config"]):
+        raise ValueError(
+            f"{path} holds runs of another configuration; move it away (or pass another directory) "
+            "before running this one, so that results of two configurations never mix."
+        )
+    dev = pick_device(device)
+    refuse_install_folder(path)
+    checkpoints = refuse_install_folder(checkpoints_dir(checkpoints) / f"{name}-{profile}")
+    for seed in seeds:
+        for arm in arms:
+            key = run_key(arm, seed)
+            done = load_results(name, profile, directory)
+            if done is not None and key in done["runs"]:
+                continue
+            adopted = experiment.adopt(config, arm, seed, directory) if experiment.adopt else None
+            if adopted is not None:  # the same computation, already run: its record, and where it came from
+                outcome, source = adopted
+                outcome["provenance"] = {**outcome.get("provenance", {}), "adopted_from": source}
+            else:
+                checkpoint = checkpoints / f"{arm}-{seed}.pt"
+                (resumed, trained), start = _checkpoint_progress(checkpoint), time.perf_counter()
+                outcome = experiment.run(config, arm, seed, dev, checkpoint, progress)
+                outcome["provenance"] = provenance(
+                    dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed
+                )
+                outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
+            with _locked(path):
+                results = load_results(name, profile, directory) or {**header, "runs": {}}
+                seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))
+                results["config"] = {**header["config"], "seeds": sorted(seeds_asked)}  # a grown profile
+                results["runs"][key] = outcome
+                write_results(results, path)
+    return load_results(name, profile, directory)
+
+
+def run_live(name: str, profile: str, **options) -> dict:
+    """A chapter's live run of experiment ``name`` (every chapter that runs one): under the
+    ``full`` profile it resumes the committed results file; under any other it runs in a fresh
+    temporary folder, so a page's small run never writes beside the book. ``options`` go to
+    :func:`run_experiment` (no progress bars unless asked)."""
+    options.setdefault("progress", False)
+    if profile == "full":
+        return run_experiment(name, "full", **options)
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-{profile}-"))
+    return run_experiment(name, profile, directory=folder, checkpoints=folder / "checkpoints", **options)

@@ -1,0 +1,369 @@
+"""What the ablation's results say (the ablation chapter): the full rule minus each variant,
+paired by start, each component's share of the gain, the verdicts and the claims table's line.
+Pure functions of the results dicts they are handed (``cifar10_ablation`` merged with
+``cifar10``, and ``grokking_ablation``).
+
+Every comparison is paired by start: the full rule minus the variant, so a positive
+difference is what the removed component was worth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
+from ..labels import label
+from ..results_reading import arm_of, without_seeds
+from ..stats import MIN_PAIRS_FOR_VERDICT, mean_and_spread, paired_comparison
+from ..tables import Table
+from . import fair_fight, tuned
+from .cifar10 import regime
+from .regimes import decay_budget, grokking_lr_factors, never_binds
+from .runs import finished_starts, unpaired_starts
+
+__all__ = [
+    "METRIC",
+    "MIN_STARTS_FOR_VERDICT",
+    "UNTESTED",
+    "merged_results",
+    "ablation_rows",
+    "full_rule_accuracy",
+    "shares",
+    "share_line",
+    "family_rows",
+    "family_shares",
+    "share_text",
+    "verdicts",
+    "table",
+    "verdict_table",
+    "tuned_rows",
+    "cap_idle",
+    "what_changed",
+    "takeaways",
+    "claim",
+]
+
+METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
+MIN_STARTS_FOR_VERDICT = MIN_PAIRS_FOR_VERDICT
+UNTESTED = "untested: identical in every start, the component never acts here"
+
+
+def merged_results(ablation: dict, reference: dict | None) -> dict:
+    """``ablation``'s runs with the arms it lacks taken from ``reference`` (``cifar10-full``).
+
+    Refuses (``ValueError``) when the two files were run with different configurations, or when
+    a start's runs did not share initial weights and data order: a merged comparison must be as
+    paired as one file's.
+    Chapter: ablation.
+    """
+    if reference is None:
+        return ablation
+    if without_seeds(ablation["config"]) != without_seeds(reference["config"]):
+        raise ValueError(
+            "the ablation and the reference results were run with different configurations; "
+            "rerun the missing arms in the ablation itself (`python -m stiefel_book run cifar10_ablation`)"
+        )
+    runs = dict(ablation["runs"])
+    for key, run in reference["runs"].items():
+        if arm_of(key) in ABLATION_ARMS:
+            runs.setdefault(key, run)
+    for seed, marks in unpaired_starts(runs).items():
+        raise ValueError(f"start {seed}: the merged runs began from different weights or data orders ({marks})")
+    return {**ablation, "runs": runs}
+
+
+def ablation_rows(results: dict, metric: str) -> list[dict]:
+    """One row per arm other than the full rule, over the starts where every arm finished:
+    its mean accuracy (percent) and the paired comparison full rule − arm (percentage points).
+    Chapter: ablation."""
+    starts = finished_starts(results, ABLATION_ARMS)
+    acc = {
+        arm: np.array([100 * results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts]) for arm in ABLATION_ARMS
+    }
+    component = {variant: name for name, variant in COMPONENTS.items()}
+    rows = []
+    for arm in ABLATION_ARMS:
+        if arm == "stiefel":
+            continue
+        rows.append(
+            {
+                "arm": arm,
+                "removes": component.get(arm, "the whole rule"),
+                "starts": starts,
+                "accuracy": mean_and_spread(acc[arm]) if starts else None,
+                "full_minus_arm": paired_comparison(acc["stiefel"], acc[arm]) if len(starts) >= 2 else None,
+            }
+        )
+    return rows
+
+
+def full_rule_accuracy(results: dict, metric: str):
+    """The full rule's mean and spread of ``metric`` (percent) over the starts every arm finished. Chapter: ablation."""
+    starts = finished_starts(results, ABLATION_ARMS)
+    return mean_and_spread([100 * results["runs"][f"stiefel/{s}"]["final"][metric] for s in starts]) if starts else None
+
+
+def shares(rows: list[dict]) -> dict[str, float] | None:
+    """Each component's share of the baseline-to-full-rule gain: (full − variant) / (full −
+    baseline), on the mean differences. ``None`` unless the gain itself is significant and
+    positive (its 95 % interval above zero): there is nothing to apportion otherwise.
+    Chapter: ablation."""
+    gain = next(r["full_minus_arm"] for r in rows if r["arm"] == "baseline")
+    if gain is None or gain.ci_low <= 0:
+        return None
+    return {
+        r["removes"]: r["full_minus_arm"].mean_difference / gain.mean_difference for r in rows if r["arm"] in VARIANTS
+    }
+
+
+def share_line(rows: list[dict]) -> str:
+    """:func:`shares` in words, or why they are not defined. Chapter: ablation."""
+    share = shares(rows)
+    if share is None:
+        return (
+            "share of the gain over AdamW: not defined, the full rule does not beat AdamW here "
+            "(its interval is not above zero), so there is no gain to apportion"
+        )
+    return "share of the gain over AdamW carried by each component: " + ", ".join(
+        f"{k} {v:.0%}" for k, v in share.items()
+    )
+
+
+def family_rows(results: dict, metric: str, family) -> list[dict]:
+    """The ablation's declared family on one task: the full rule − each other arm (the variants
+    and AdamW), paired over the starts every arm finished, Holm across the family, one of the four
+    words each (:func:`fair_fight.family_rows`; ``family`` from ``book/protocol.yml``). Each row
+    adds ``variant``, ``removes`` (the component), ``accuracy`` (the arm's, percent) and
+    ``identical`` (every start gave the full rule's number: the switch never acted).
+    Chapter: ablation."""
+    starts = finished_starts(results, ABLATION_ARMS)
+    if len(starts) < 2:
+        return []
+    values = {arm: {s: results["runs"][f"{arm}/{s}"]["final"][metric] for s in starts} for arm in ABLATION_ARMS}
+    others = tuple(arm for arm in ABLATION_ARMS if arm != "stiefel")
+    rows = fair_fight.family_rows(values, ("stiefel",), others, family.margin / 100, family.alpha)
+    component = {variant: name for name, variant in COMPONENTS.items()}
+    for r in rows:
+        arm = r["reference"]
+        r["variant"], r["removes"] = arm, component.get(arm, "the whole rule")
+        r["accuracy"] = mean_and_spread([100 * values[arm][s] for s in starts])
+        r["identical"] = all(values[arm][s] == values["stiefel"][s] for s in starts)
+    return rows
+
+
+def _full_rule_label(key: str, capital: bool = False) -> str:
+    text = "the full rule" if key == "stiefel" else label(key)
+    return text[:1].upper() + text[1:] if capital else text
+
+
+def family_shares(rows: list[dict]) -> dict[str, float] | None:
+    """Each component's share of the full rule's gain over AdamW, (full − variant) / (full −
+    AdamW) on the mean differences of :func:`family_rows`; ``None`` unless the full rule is
+    *higher* than AdamW under the family's rule: there is nothing to apportion otherwise.
+    Chapter: ablation."""
+    gain = next((r for r in rows if r["variant"] == "baseline"), None)
+    if gain is None or gain["verdict"] != "higher":
+        return None
+    return {r["removes"]: r["mean_pp"] / gain["mean_pp"] for r in rows if r["variant"] in VARIANTS}
+
+
+def share_text(rows: list[dict]) -> str:
+    """:func:`family_shares` in words, or why they are not defined. Chapter: ablation."""
+    share = family_shares(rows)
+    if share is None:
+        return "no share of a gain to apportion: the full rule is not higher than AdamW here"
+    return "share of the gain over AdamW carried by each component: " + ", ".join(
+        f"{k} {v:.0%}" for k, v in share.items()
+    )
+
+
+def verdicts(rows: list[dict], margin_pp: float, digits: int = 2) -> list[tuple[str, str, str]]:
+    """``(component, we measure, verdict)`` for each row of :func:`family_rows`: the verdict reads
+    "X beats Y by d pp [interval]" (higher or lower, Holm-corrected), "X and Y are equivalent
+    (within ± margin)" or "inconclusive"; a variant identical to the full rule in every start is
+    untested (it never acts). Chapter: ablation."""
+    out = []
+    for r in rows:
+        lo, hi = r["ci_pp"]
+        measured = f"{r['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}], Holm p = {r['p_holm']:.2g}"
+        text = (
+            f"{label(r['variant'], capital=True)} never acts here (identical to the full rule in every start): untested"
+            if r["identical"]
+            else tuned.beats(r, _full_rule_label, margin_pp, digits)
+        )
+        if r.get("untested"):
+            text += f" ({r['untested']})"
+        out.append((r["removes"], measured, text))
+    return out
+
+
+def table(rows: list[dict], margin_pp: float, unit: str = "test accuracy", digits: int = 2) -> Table:
+    """The rows of :func:`family_rows`, one line per arm, in words. Chapter: ablation."""
+    out = []
+    for r, (component, _, verdict) in zip(rows, verdicts(rows, margin_pp, digits)):
+        lo, hi = r["ci_pp"]
+        acc = r.get("accuracy")
+        out.append(
+            [
+                label(r["variant"], capital=True),
+                component,
+                f"{acc.mean:.{digits}f} ± {acc.std:.{digits}f}" if acc else "-",
+                f"{r['mean_pp']:+.{digits}f}",
+                f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
+                f"{r['p_holm']:.2g}",
+                "never acts" if r["identical"] else r["verdict"] + (" (untested)" if r.get("untested") else ""),
+            ]
+        )
+    return Table(
+        ["variant", "removes", f"{unit} (%)", "full rule − variant (pp)", "95 % interval", "Holm p", "verdict"],
+        out,
+        "llrrrrl",
+    )
+
+
+def verdict_table(tasks: dict[str, tuple[list[dict], float]]) -> Table:
+    """The verdicts of every task (``{task: (family_rows(...), margin in pp)}``), one row per
+    task and arm, as :func:`verdicts` words them. Chapter: ablation."""
+    out = []
+    for task, (rows, margin_pp) in tasks.items():
+        if not rows:
+            out.append([task, "-", "-", "not measured yet"])
+            continue
+        out += [[task, label(r["variant"]), c, v] for r, (c, _, v) in zip(rows, verdicts(rows, margin_pp))]
+    return Table(["task", "variant", "removes", "verdict"], out)
+
+
+# the ablation's arms that the W_Q, W_K lr sweep tuned: in the family grokking_fair, then (swept later)
+# in grokking_fair_ablation
+TUNED_VARIANTS = ("fixed_step", "per_entry", "no_projector", "no_trust_region", "baseline")
+CAP_IDLE = (
+    "the cap never binds at the full rule's tuned rate: the trust region is untested, and this row measures the "
+    "two retractions"
+)
+
+
+def cap_idle(fair: dict | None, decay_map: dict | None) -> bool:
+    """Whether the full rule's trust region never capped a step at its tuned lr (``fair``: the file
+    ``grokking_fair``): the decay map's runs at λ = 1 (``grokking_decay_map``, the same task) record
+    it at the task's lr, so this is known only where the tuned lr is the task's. Chapter: ablation."""
+    if not fair or not decay_map:
+        return False
+    task = decay_map["config"]["task"]
+    tuned_lr = dict(fair["config"].get("qk_lrs") or ()).get("stiefel")
+    same_task = without_seeds(fair["config"]["task"]) == without_seeds(task)
+    return same_task and tuned_lr == task["lr"] and bool(never_binds(decay_map, ("stiefel@wd=1",)))
+
+
+def tuned_rows(
+    fair_rows: list[dict], values: dict[str, dict[int, float]] | None = None, cap_idle: bool = False
+) -> list[dict]:
+    """The full rule − each variant the lr sweep tuned (:data:`TUNED_VARIANTS`), read from the
+    families' rows it is handed (``grokking_fair``'s, :func:`tuned.fair_family`, and
+    ``grokking_fair_ablation``'s, :func:`tuned.variant_family`), each at its own tuned lr; a variant
+    whose runs are missing is left out; ``values`` (:func:`fair_fight.finals` of the same files)
+    gives each arm's mean accuracy; ``cap_idle``: the full rule's trust region never capped a step
+    at its tuned lr, so the trust region's row is marked untested (:data:`CAP_IDLE`). Chapter: ablation."""
+    component = {variant: name for name, variant in COMPONENTS.items()}
+    out = []
+    for arm in TUNED_VARIANTS:
+        row = tuned.find(fair_rows, "stiefel", arm)
+        if row is not None:
+            acc = mean_and_spread([100 * v for v in values[arm].values()]) if values and arm in values else None
+            out.append(
+                {
+                    **row,
+                    "variant": arm,
+                    "removes": component.get(arm, "the whole rule"),
+                    "identical": False,
+                    "accuracy": acc,
+                    "untested": CAP_IDLE if cap_idle and arm == "no_trust_region" else None,
+                }
+            )
+    return out
+
+
+def what_changed(cifar: list[dict], grokking: list[dict], at_tuned: list[dict]) -> list[str]:
+    """The ablation's verdicts that changed: on CIFAR-10 and on grokking at the task's lr, the same
+    runs read by the retired rule and by the family's; on grokking, each tuned variant at its tuned
+    lr against the retired reading at the task's lr. Chapter: ablation."""
+    pairs = [(f"CIFAR-10, the full rule − {label(r['variant'])}", r, r) for r in cifar if not r["identical"]]
+    tuned_now = {r["variant"]: r for r in at_tuned}
+    for r in grokking:
+        if r["identical"]:
+            continue
+        now, where = (tuned_now[r["variant"]], "at tuned lrs") if r["variant"] in tuned_now else (r, "same runs")
+        pairs.append((f"grokking, the full rule − {label(r['variant'])} ({where})", r, now))
+    return tuned.changed(pairs, digits=2)
+
+
+def takeaways(cifar: list[dict], grokking: list[dict], at_tuned: list[dict], margins: dict[str, float]) -> list[str]:
+    """The chapter's key takeaways from its families' rows: each task's verdicts in words, the
+    tuned grokking comparisons and the shares. ``margins``: task -> margin (pp). Chapter: ablation."""
+    out = []
+    for task, rows, margin in (
+        ("CIFAR-10, 12 paired starts", cifar, margins["cifar10"]),
+        ("Grokking at the task's lr, 20 seeds", grokking, margins["grokking"]),
+        ("Grokking, each arm at its tuned W_Q, W_K lr", at_tuned, margins["grokking"]),
+    ):
+        if rows:
+            out.append(f"**{task}**: " + ". ".join(v for _, _, v in verdicts(rows, margin, 1)) + ".")
+        else:
+            out.append(f"**{task}**: not yet run.")
+    missing = [label(v) for v in TUNED_VARIANTS if v != "baseline" and v not in {r["variant"] for r in at_tuned}]
+    if at_tuned and missing:
+        out.append(
+            f"At tuned lrs, {' and '.join(missing)}: not yet run; their grokking rows above are at the task's lr."
+        )
+    if cifar:
+        out.append(f"**Shares on CIFAR-10**: {share_text(cifar)}.")
+    return out
+
+
+def claim(results: dict, reference: dict | None, repeat: dict | None = None, decay_map: dict | None = None) -> str:
+    """One line for the book's claims table, from ``cifar10_ablation-full`` merged with
+    ``cifar10-full`` (``reference``), and the grokking repeat (``grokking_ablation-full``) when
+    it has runs; whether the cap ever bound is read from ``grokking_decay_map-full``.
+    Chapter: ablation."""
+    merged = merged_results(results, reference)
+    rows = ablation_rows(merged, METRIC["cifar10_ablation"])
+    if rows[0]["full_minus_arm"] is None:
+        return f"not yet measured ({len(rows[0]['starts'])} start(s) with every arm finished)"
+    parts = [
+        f"{'AdamW' if r['arm'] == 'baseline' else r['removes']}: "
+        + (
+            "untested (identical runs: it never acts)"
+            if r["full_minus_arm"].ties == r["full_minus_arm"].n
+            else f"{r['full_minus_arm'].mean_difference:+.2f} pp "
+            f"[{r['full_minus_arm'].ci_low:+.2f}, {r['full_minus_arm'].ci_high:+.2f}]"
+        )
+        for r in rows
+    ]
+    line = (
+        f"full rule minus each variant, CIFAR-10 ({regime(merged)}), {len(rows[0]['starts'])} paired starts: "
+        + "; ".join(parts)
+    )
+    share = shares(rows)
+    line += "; " + (
+        "shares of the gain: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items())
+        if share
+        else "no gain over AdamW to apportion"
+    )
+    if repeat and repeat.get("runs"):
+        g = ablation_rows(repeat, METRIC["grokking_ablation"])
+        # whether the full rule's cap ever bound at this task's lr: recorded by the decay map's runs at λ = 1
+        idle = never_binds(decay_map or {}, ("stiefel@wd=1",))
+        measured = [
+            f"{'AdamW' if r['arm'] == 'baseline' else r['removes']} {r['full_minus_arm'].mean_difference:+.1f}"
+            + (" (the cap never binds at this lr: untested)" if r["arm"] == "no_trust_region" and idle else "")
+            for r in g
+            if r["full_minus_arm"] is not None
+        ]
+        if measured:
+            c = repeat["config"]
+            budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
+            line += (
+                f"; grokking repeat (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs, "
+                f"{len(g[0]['starts'])} seeds, "
+                f"val. acc. pp): " + ", ".join(measured)
+            )
+    return line

@@ -1,0 +1,239 @@
+"""The CIFAR-10 chapter's verdicts under its declared families (``book/protocol.yml``:
+``cifar10_protocol``, ``cifar10_long``, ``cifar10_size``), in the four words of
+:mod:`stiefel_book.stats` with Holm's correction within each family; the movement ratio as the
+function of the lr that it is; and what changed since the retired rule. Pure functions of the
+results dicts of ``cifar10``, ``cifar10_sweep``, ``cifar10_long`` and ``cifar10_size``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from .. import preprint
+from ..choices import decays_of, largest_gap_decay
+from ..experiments.cifar10_config import SWEEP_FRACTIONS
+from ..results_reading import finished_starts, grid_arm, run_key, size_arm
+from ..stats import family_verdicts
+from .cifar10 import movement_ratios, paired_gain
+from .long_sizes import size_gains
+
+__all__ = [
+    "family_rows",
+    "protocol_family",
+    "long_family",
+    "size_family",
+    "row_text",
+    "movement_by_lr",
+    "what_changed",
+    "takeaways",
+]
+
+
+def _interval(d: np.ndarray, alpha: float) -> tuple[float, float]:
+    if len(d) < 2:
+        return (math.nan, math.nan)
+    half = float(scipy_stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+    return float(d.mean() - half), float(d.mean() + half)
+
+
+def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
+    """``comparisons``: ``(what, paired differences in pp)`` of one declared family, in order.
+    Each row: ``what``, ``n``, ``mean_pp``, ``ci_pp`` (the 95 % t interval), ``p``, ``p_holm``,
+    ``p_tost_holm`` (the equivalence test's, Holm-adjusted) and ``verdict`` (one of four words,
+    Holm across the family, the family's margin in pp)."""
+    if not comparisons:
+        return []
+    verdicts = family_verdicts({w: d for w, d in comparisons}, family.margin, family.alpha)
+    out = []
+    for what, d in comparisons:
+        v = verdicts[what]
+        out.append(
+            {
+                "what": what,
+                "n": len(d),
+                "mean_pp": v.mean_difference,
+                "ci_pp": _interval(np.asarray(d, float), family.alpha),
+                "p": v.p_value,
+                "p_holm": v.p_adjusted,
+                "p_tost_holm": v.tost_p_adjusted,
+                "verdict": v.word,
+            }
+        )
+    return out
+
+
+def _difference(results: dict, a: str, b: str) -> np.ndarray:
+    _, x, y, _ = paired_gain(results, a, b)
+    return np.asarray(x, float) - np.asarray(y, float)
+
+
+def protocol_family(results: dict | None, sweep: dict | None, family) -> list[dict]:
+    """The family ``cifar10_protocol`` (the preprint's 20-epoch protocol... here 2 epochs on
+    50,000 images, as the chapter runs it): the gain, the cost of freezing both ways, and the gain
+    at the sweep's largest size minus at its smallest, paired by start."""
+    if not results:
+        return []
+    comparisons = [
+        ("the Stiefel rule − AdamW", _difference(results, "stiefel", "baseline")),
+        ("fixed step − frozen frames", _difference(results, "fixed_step", "frozen")),
+        ("the Stiefel rule − frozen frames", _difference(results, "stiefel", "frozen")),
+    ]
+    if sweep:
+        small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
+        arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
+        starts = finished_starts(sweep, arms)
+        acc = {a: np.array([100 * sweep["runs"][run_key(a, s)]["final"]["test_acc"] for s in starts]) for a in arms}
+        size = sweep["config"]["train_size"]
+        what = f"gain at {round(size * SWEEP_FRACTIONS[-1]):,} − gain at {round(size * SWEEP_FRACTIONS[0]):,} images"
+        comparisons.append((what, (acc[arms[0]] - acc[arms[1]]) - (acc[arms[2]] - acc[arms[3]])))
+    return family_rows([c for c in comparisons if len(c[1]) >= 2], family)
+
+
+def long_family(long: dict | None, family) -> list[dict]:
+    """The family ``cifar10_long``: the Stiefel rule − AdamW over every start at the decay of
+    largest gap (the preprint's protocol in the long regime), then per decay over starts 0-2 the
+    gain, the cost of freezing (the Stiefel rule − frozen frames) and the controls against AdamW
+    (frozen frames, AdamW without decay on W_Q, W_K). Each row's ``key``: ``(a, b, λ, starts)``,
+    its arms, decay and ``"every start"`` or ``"starts 0-2"``."""
+    if not long or not long.get("runs"):
+        return []
+    comparisons, keys = [], []
+    decay = largest_gap_decay(long)
+    if decay is not None:
+        d = _difference(long, grid_arm("stiefel", "wd", decay), grid_arm("baseline", "wd", decay))
+        comparisons.append((f"the Stiefel rule − AdamW, λ = {decay:g}, every start", d))
+        keys.append(("stiefel", "baseline", decay, "every start"))
+    for wd in decays_of(long):
+        arm = {name: grid_arm(name, "wd", wd) for name in ("baseline", "stiefel", "frozen", "no_decay_qk")}
+        for a, b, what in (
+            ("stiefel", "baseline", "the Stiefel rule − AdamW"),
+            ("stiefel", "frozen", "the Stiefel rule − frozen frames"),
+            ("frozen", "baseline", "frozen frames − AdamW"),
+            ("no_decay_qk", "baseline", "AdamW without decay on W_Q, W_K − AdamW"),
+        ):
+            starts, x, y, _ = paired_gain(long, arm[a], arm[b])
+            keep = [i for i, s in enumerate(starts) if s in (0, 1, 2)]
+            d = np.asarray(x, float)[keep] - np.asarray(y, float)[keep]
+            if len(d) >= 2:
+                comparisons.append((f"{what}, λ = {wd:g}, starts 0-2", d))
+                keys.append((a, b, wd, "starts 0-2"))
+    return _keyed(family_rows(comparisons, family), keys)
+
+
+def size_family(sizes: dict | None, family) -> list[dict]:
+    """The family ``cifar10_size``: the gain at the largest size minus at the smallest (does the
+    gap widen with data), then the gain at each size, paired by start, at matched epochs. Each
+    row's ``key``: ``("widening",)`` or ``("gain", images)``."""
+    cells = size_gains(sizes) if sizes and sizes.get("runs") else []
+    if not cells:
+        return []
+    decay = cells[0]["weight_decay"]
+    sizes_run = sorted({c["train_size"] for c in cells if c["weight_decay"] == decay})
+
+    def gains(n: int) -> dict[int, float]:
+        starts, x, y, _ = paired_gain(sizes, size_arm("stiefel", decay, n), size_arm("baseline", decay, n))
+        return {s: float(a - b) for s, a, b in zip(starts, x, y)}
+
+    by_size = {n: gains(n) for n in sizes_run}
+    small, large = by_size[sizes_run[0]], by_size[sizes_run[-1]]
+    common = sorted(set(small) & set(large))
+    comparisons = [
+        (
+            f"gain at {sizes_run[-1]:,} − gain at {sizes_run[0]:,} images",
+            np.array([large[s] - small[s] for s in common]),
+        )
+    ]
+    comparisons += [(f"the Stiefel rule − AdamW, {n:,} images", np.array(list(g.values()))) for n, g in by_size.items()]
+    keys = [("widening",), *(("gain", n) for n in by_size)]
+    kept = [(c, k) for c, k in zip(comparisons, keys) if len(c[1]) >= 2]
+    return _keyed(family_rows([c for c, _ in kept], family), [k for _, k in kept])
+
+
+def _keyed(rows: list[dict], keys: list[tuple]) -> list[dict]:
+    """Each row with ``key``, what it compares, for the tables that place it (:mod:`.long_training`)."""
+    return [{**row, "key": key} for row, key in zip(rows, keys)]
+
+
+def row_text(row: dict | None, digits: int = 2) -> str:
+    """ "<what>: <verdict>, <mean> pp [<lo>, <hi>] over n starts (Holm p)"."""
+    if row is None:
+        return "not yet run"
+    lo, hi = row["ci_pp"]
+    return (
+        f"{row['what']}: **{row['verdict']}**, {row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}] "
+        f"over {row['n']} starts (Holm p = {row['p_holm']:.2g})"
+    )
+
+
+def movement_by_lr(results: dict | None, lrs: np.ndarray | None = None) -> dict | None:
+    """How many times less a fixed step moves W_Q, W_K than AdamW, as a function of the fixed
+    step's lr: measured at the lr the runs used (``lr``, the median ``ratio`` and the range), and
+    drawn over ``lrs`` by the fixed step's size, lr × gradient (Proposition 2's slope of 1.000):
+    ``ratio × lr / lrs`` (AdamW's lr held). ``None`` before a start finished both arms."""
+    ratios = movement_ratios(results, "fixed_step") if results else {}
+    values = np.concatenate(list(ratios.values())) if ratios else np.array([])
+    if not len(values):
+        return None
+    lr = float(results["config"]["lr"])
+    lrs = np.logspace(-5, 0, 41) if lrs is None else np.asarray(lrs, float)
+    median = float(np.median(values))
+    return {
+        "lr": lr,
+        "ratio": median,
+        "range": (float(values.min()), float(values.max())),
+        "lrs": lrs,
+        "ratios": median * lr / lrs,
+        "preprint": preprint.CIFAR10["ratio"],
+        "lr_for_preprint": tuple(median * lr / r for r in preprint.CIFAR10["ratio"][::-1]),
+    }
+
+
+def _retired(row: dict) -> str:
+    lo, hi = row["ci_pp"]
+    return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
+
+
+def what_changed(*families: list[dict]) -> list[str]:
+    """Each row whose word changed from the retired rule (its 95 % interval against zero, no
+    correction) to the family's four words, one line each; a former tie that reads inconclusive
+    is left out (:data:`tuned.TIE_NOTE` says so once)."""
+    out = []
+    for rows in families:
+        for r in rows:
+            old = _retired(r)
+            if old != r["verdict"] and not (old.startswith("tie") and r["verdict"] == "inconclusive"):
+                out.append(f"{r['what']}: {_retired(r)} before, **{r['verdict']}** now (Holm p = {r['p_holm']:.2g})")
+    return out
+
+
+def takeaways(
+    protocol: list[dict], long: list[dict], size: list[dict], movement: dict | None, tuned: str | None = None
+) -> list[str]:
+    """The chapter's key takeaways from its families' rows and the movement ratio; ``tuned``: the
+    sentence of the comparison at tuned W_Q, W_K lrs (:mod:`.cifar10_tuned`), once it has runs."""
+    out = []
+    if protocol:
+        out.append(
+            f"**The preprint's protocol** (the preprint: {preprint.cifar10_gain()}): {row_text(protocol[0])}. "
+            f"The gap with data: {row_text(protocol[3]) if len(protocol) > 3 else 'not yet run'}."
+        )
+        out.append(f"**What freezing the frames costs, both ways**: {row_text(protocol[1])}; {row_text(protocol[2])}.")
+    if long:
+        out.append(f"**100 epochs on 10,000 images**: {row_text(long[0])}.")
+    if size:
+        out.append(f"**More data at matched epochs**: {row_text(size[0])}.")
+    if movement:
+        low, high = movement["lr_for_preprint"]
+        out.append(
+            f"**How far a fixed step moves the frames is a choice, not a finding**: a fixed step's size is "
+            f"lr × gradient, so the ratio to AdamW's step ({movement['ratio']:.0f}x at the runs' lr "
+            f"{movement['lr']:g}) falls as 1/lr; the preprint's {preprint.movement_range()} is what a fixed-step lr "
+            f"of {low:.2g}-{high:.2g} would give."
+        )
+    out.append(
+        tuned
+        or "**At tuned learning rates**: not yet run (every comparison above is at the task's shared W_Q, W_K lr)."
+    )
+    return out

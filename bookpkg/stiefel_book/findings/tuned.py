@@ -1,0 +1,162 @@
+"""The chapters' verdicts under the declared families (``book/protocol.yml``), with the four words
+of :mod:`stiefel_book.stats` (higher, lower, equivalent, inconclusive), and what changed since the
+retired rule (one comparison at a time, its 95 % interval against zero, no correction). Shared by
+the grokking, ablation, peers and CIFAR-10 chapters; the comparisons themselves are
+:func:`fair_fight.family_rows`, so every chapter reads a family exactly as "A fair fight" does.
+Pure functions of the results dicts and protocol families they are handed."""
+
+from __future__ import annotations
+
+from . import fair_fight as ff
+
+__all__ = [
+    "TIE_NOTE",
+    "FAIR_ARMS",
+    "SCALE_ARMS",
+    "PEER_ARMS",
+    "fair_family",
+    "scale_family",
+    "variant_family",
+    "find",
+    "rule_word",
+    "retired_word",
+    "beats",
+    "verdict_text",
+    "interval_text",
+    "changed",
+    "after_runs_lines",
+]
+
+TIE_NOTE = "A former tie (an interval holding zero) now reads inconclusive unless a line below says otherwise."
+
+# experiments.fair_fight's arms (a test holds them equal; this module loads no torch)
+FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")
+SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")
+PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
+
+
+def _margin(family) -> float:
+    return family.margin / 100  # declared in percentage points; accuracies are fractions
+
+
+def fair_family(fair: dict | None, scale: dict | None, peers: dict | None, family) -> list[dict]:
+    """The family ``grokking_fair`` as every page reads it (:func:`fair_fight.declared_rows`):
+    every arm at its tuned W_Q, W_K lr (frozen frames and the peers included) against AdamW and
+    against the Stiefel rule, Holm across all of them."""
+    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[0]
+
+
+def scale_family(fair: dict | None, scale: dict | None, family, peers: dict | None = None) -> list[dict]:
+    """The family ``grokking_fair_scale`` (:func:`fair_fight.declared_rows`): QK-norm, the sphere
+    and the Stiefel rule with a learned scale against the Stiefel rule and against AdamW, at their
+    tuned lrs."""
+    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[1]
+
+
+def variant_family(fair: dict | None, variants: dict | None, family) -> list[dict]:
+    """The family ``grokking_fair_ablation`` (:func:`fair_fight.variant_rows`): no tangent projector
+    and no trust region against the Stiefel rule and against AdamW, at their tuned lrs."""
+    return ff.variant_rows(fair, variants, _margin(family), family.alpha)
+
+
+def find(rows: list[dict], a: str, b: str) -> dict | None:
+    """The row ``a − b`` of a family, or ``b − a`` turned round (mean, interval and counts
+    swapped, higher and lower exchanged); ``None`` when the family lacks it."""
+    for row in rows:
+        if (row["arm"], row["reference"]) == (a, b):
+            return row
+        if (row["arm"], row["reference"]) == (b, a):
+            lo, hi = row["ci_pp"]
+            word = {"higher": "lower", "lower": "higher"}.get(row["verdict"], row["verdict"])
+            return {
+                **row,
+                "arm": a,
+                "reference": b,
+                "mean_pp": -row["mean_pp"],
+                "ci_pp": (-hi, -lo),
+                "verdict": word,
+                "past": row["past"][::-1],
+            }
+    return None
+
+
+def rule_word(row: dict | None) -> str:
+    """The verdict of a row in the family's four words, or "not yet run"."""
+    return "not yet run" if row is None else row["verdict"]
+
+
+def retired_word(row: dict | None) -> str:
+    """What the retired rule read in the same row: its uncorrected 95 % interval above zero
+    ("higher"), below ("lower"), or holding zero (it printed "tie" or "no significant difference")."""
+    if row is None:
+        return "not yet run"
+    lo, hi = row["ci_pp"]
+    return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
+
+
+def interval_text(row: dict, digits: int) -> str:
+    """A family row's difference and interval: ``"+1.2 pp [-0.3, +2.7]"``."""
+    lo, hi = row["ci_pp"]
+    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: bool = True) -> str:
+    """One row ``a − b`` as a reader reads it: "A beats B by d pp [lo, hi]" (higher or lower, Holm
+    across its family), "A and B are equivalent (within ± m pp): ..." or "A against B:
+    inconclusive, ..."; "not yet run" when the row is missing."""
+    if row is None:
+        return "not yet run"
+    a, b, w = row["arm"], row["reference"], row["verdict"]
+    lo, hi = row["ci_pp"]
+    if w in ("higher", "lower"):
+        win, lose = (a, b) if w == "higher" else (b, a)
+        s = 1 if w == "higher" else -1
+        low, high = sorted((s * lo, s * hi))
+        return (
+            f"{label(win, capital=capital)} beats {label(lose)} by {abs(row['mean_pp']):.{digits}f} pp "
+            f"[{low:.{digits}f}, {high:.{digits}f}], Holm p = {row['p_holm']:.2g}"
+        )
+    if w == "equivalent":
+        return (
+            f"{label(a, capital=capital)} and {label(b)} are equivalent (within ±{margin_pp:g} pp): "
+            f"{interval_text(row, digits)}"
+        )
+    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {interval_text(row, digits)}"
+
+
+def verdict_text(row: dict | None, digits: int = 1) -> str:
+    """A row's word and numbers for a table cell: "higher, +3.1 pp [+0.2, +6.0]" (``-`` when missing)."""
+    return "-" if row is None else f"{row['verdict']}, {interval_text(row, digits)}"
+
+
+def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) -> list[str]:
+    """The verdicts that changed, one line each: ``pairs`` are ``(what, before, now)`` where
+    ``before`` is the row the chapter read before (the retired rule, see :func:`retired_word`) and
+    ``now`` the row it reads now (the family's four words). A row kept in the same word (higher
+    before and after) is left out, and so is a former tie that reads inconclusive (the chapter says
+    that once: :data:`TIE_NOTE`); so is one missing on either side."""
+    out = []
+    for what, before, now in pairs:
+        if before is None or now is None:
+            continue
+        old, new = retired_word(before), rule_word(now)
+        if old == new or (old.startswith("tie") and new == "inconclusive"):
+            continue
+        out.append(
+            f"{what}: {old} ({interval_text(before, digits)}) before, **{new}** now ({interval_text(now, digits)}, "
+            f"Holm p = {now['p_holm']:.2g})"
+        )
+    return out
+
+
+def after_runs_lines(families) -> list[str]:
+    """For each family whose rule was set after the runs it judges: one line saying so, with what
+    was set after the runs and when (the protocol's ``after_runs``)."""
+    from ..labels import FAMILIES
+
+    return [
+        f"The family of {FAMILIES.get(f.name, f.name.replace('_', ' '))}: set after the runs. "
+        f"{f.after_runs[:1].upper()}{f.after_runs[1:]}."
+        for f in families
+        if f.set_after_runs
+    ]
