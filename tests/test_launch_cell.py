@@ -73,13 +73,15 @@ def test_a_chapter_runs_from_its_first_cell_in_a_fresh_kernel_without_the_librar
         ).stdout.strip()
     )
     for dist in closure([*HOSTED, *KERNEL, *CHAPTER_EXTRAS, *BUILD]):
-        if dist.metadata["Name"].lower().replace("_", "-") != "stiefel-core":
+        if dist.metadata["Name"].lower().replace("_", "-") not in ("stiefel-core", "stiefel-book"):
             link_distribution(dist, site)
     checkout = tmp_path / "stiefel-attention-book"  # a copy: pip's build leaves nothing in the worktree
     checkout.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, checkout / name)
-    shutil.copytree(ROOT / "stiefel_core", checkout / "stiefel_core", ignore=shutil.ignore_patterns("__pycache__"))
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "stiefel_core", checkout / "stiefel_core", ignore=skip)
+    shutil.copytree(ROOT / "bookpkg", checkout / "bookpkg", ignore=skip)  # the book's package, beside the library
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_", "JUPYTER"))}
     env.update(
         STIEFEL_INSTALL_SOURCE=str(checkout),
@@ -93,14 +95,14 @@ def test_a_chapter_runs_from_its_first_cell_in_a_fresh_kernel_without_the_librar
         OMP_NUM_THREADS="1",
     )
     probe = subprocess.run(
-        [python, "-c", "import importlib.util as u; print(u.find_spec('stiefel_core'))"],
+        [python, "-c", "import importlib.util as u; print(u.find_spec('stiefel_core'), u.find_spec('stiefel_book'))"],
         capture_output=True,
         text=True,
         env=env,
         check=True,
         cwd=tmp_path,
     )
-    assert probe.stdout.strip() == "None"  # the kernel meets the chapter without the library
+    assert probe.stdout.strip() == "None None"  # the kernel meets the chapter without either package
     notebook = tmp_path / f"{CHAPTER}.ipynb"
     shutil.copy(ROOT / "book" / f"{CHAPTER}.ipynb", notebook)
     script = (
@@ -114,13 +116,13 @@ def test_a_chapter_runs_from_its_first_cell_in_a_fresh_kernel_without_the_librar
     executed = nbformat.read(notebook, as_version=4)
     first = next(c for c in executed.cells if c.cell_type == "code")
     printed = "".join(o.get("text", "") for o in first.outputs)
-    assert f"stiefel_core installed from {checkout}; profile: ci" in printed
+    assert f"installed from {checkout}; profile: ci" in printed
     where = subprocess.run(
-        [python, "-c", "import stiefel_core; print(stiefel_core.__file__)"],
+        [python, "-c", "import stiefel_core, stiefel_book; print(stiefel_core.__file__); print(stiefel_book.__file__)"],
         capture_output=True,
         text=True,
         env=env,
         check=True,
         cwd=tmp_path,
     )
-    assert where.stdout.strip().startswith(str(site))  # installed into the kernel's own environment, not linked
+    assert all(line.startswith(str(site)) for line in where.stdout.split())  # installed into the kernel's own env
