@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {  # name -> module; imported on first use, so that `import stiefel_core` stays light
     "StiefelAdam": "optim",
+    "ManifoldMuon": "manifold_muon",
     "FrameParameter": "frames",
     "is_frame": "frames",
     "declare_frames": "frames",

@@ -18,10 +18,13 @@ from torch.optim import Optimizer
 
 from .frame_steps import evaluate_closure
 from .frames import is_frame, retag_frames
+from .manifold_muon import ManifoldMuon
 from .optim import StiefelAdam
 from .step_checks import check_step
 
-__all__ = ["CombinedOptimizer", "split_frames", "configure_optimizer"]
+__all__ = ["CombinedOptimizer", "split_frames", "configure_optimizer", "FRAME_OPTIMIZERS"]
+
+FRAME_OPTIMIZERS = ("stiefel_adam", "manifold_muon")  # configure_optimizer's choices for the frames
 
 
 class CombinedOptimizer(Optimizer):
@@ -83,7 +86,7 @@ class CombinedOptimizer(Optimizer):
         if self.check_finite:
             check_step(*self.optimizers)
         for opt in self.optimizers:
-            if isinstance(opt, StiefelAdam):
+            if isinstance(opt, (StiefelAdam, ManifoldMuon)):
                 opt.step(checked=True)  # the check is this optimizer's: above, over every optimizer at once
             else:
                 opt.step()
@@ -126,7 +129,7 @@ class CombinedOptimizer(Optimizer):
                 "CombinedOptimizer.add_param_group: a group mixes frames and other parameters; add them as two groups"
             )
         for opt in self.optimizers:
-            if isinstance(opt, StiefelAdam) == all(frames):
+            if isinstance(opt, (StiefelAdam, ManifoldMuon)) == all(frames):
                 opt.add_param_group({**param_group, "params": params})
                 return
         raise TypeError(
@@ -185,6 +188,7 @@ def configure_optimizer(
     no_decay: Iterable[str] = (),
     frames: str | Iterable[str] | None = None,
     foreach: bool | None = True,
+    frame_optimizer: str = "stiefel_adam",
     **stiefel_options,
 ) -> Optimizer:
     """One optimizer for a whole model: :class:`FrameParameter` s to :class:`StiefelAdam`, every
@@ -200,8 +204,13 @@ def configure_optimizer(
     with no other parameters, plain ``StiefelAdam``; with both, a :class:`CombinedOptimizer`.
     ``foreach`` goes to AdamW: its multi-tensor path, which torch picks by itself on CUDA only, is
     on by default here (on the CPU it is the same update in fewer kernels; ``None``: torch's choice).
+    ``frame_optimizer="manifold_muon"`` trains the frames with :class:`ManifoldMuon` instead (at
+    ``frame_lr``, its spectral step; ``stiefel_options`` are then its own: ``momentum``,
+    ``dual_steps``, ``check_finite``, ...; ``betas`` and ``eps`` go to AdamW only).
     Chapter: use_on_your_model.
     """
+    if frame_optimizer not in FRAME_OPTIMIZERS:
+        raise ValueError(f"configure_optimizer: frame_optimizer={frame_optimizer!r}; choose one of {FRAME_OPTIMIZERS}")
     chosen, rest = split_frames(model, frames)
     exempt = set(no_decay)
     unknown = exempt - {name for name, _ in rest}
@@ -220,7 +229,9 @@ def configure_optimizer(
             "bfloat16. (StiefelAdam computes in float32 and accepts float16 frames.)"
         )
     optimizers: list[Optimizer] = []
-    if chosen:
+    if chosen and frame_optimizer == "manifold_muon":
+        optimizers.append(ManifoldMuon(chosen, lr=lr if frame_lr is None else frame_lr, **stiefel_options))
+    elif chosen:
         optimizers.append(
             StiefelAdam(chosen, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options)
         )
