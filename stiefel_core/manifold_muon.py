@@ -5,6 +5,7 @@ frames, below ``combined``."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Callable, Iterable
 
@@ -15,10 +16,28 @@ from .frame_steps import FrameOptimizer, bank, bank_view, evaluate_closure, new_
 from .manifold import compute_dtype, full_precision_matmul, orthonormality_error, polar_factor
 from .step_checks import check_step, orthonormality_tolerance
 
-__all__ = ["ManifoldMuon", "dual_direction"]
+__all__ = ["ManifoldMuon", "dual_direction", "check_hyperparameters"]
 
 IN_PLACE_NUMEL = 2**18  # as StiefelAdam: a parameter this large is its own bank, stepped in place
 SOLVE_DTYPE = torch.float64  # the r x r dual solve: cheap beside the (d, r) products, and exact
+
+
+def check_hyperparameters(group: dict) -> None:
+    """Refuse, before anything changes, what torch's Muon refuses (a negative or non-finite lr,
+    a momentum outside [0, 1), a negative weight decay) and a dual step count or tolerance that
+    cannot work. ``ManifoldMuon`` checks its defaults, then every group at each step."""
+    lr, momentum, decay = group["lr"], group["momentum"], group["weight_decay"]
+    if not 0.0 <= lr < math.inf:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"Invalid momentum value: {momentum}")
+    if not 0.0 <= decay < math.inf:
+        raise ValueError(f"Invalid weight_decay value: {decay}")
+    steps = group["dual_steps"]
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"Invalid dual_steps: {steps!r} (a count >= 0)")
+    if not 0.0 < group["dual_tol"] < math.inf:
+        raise ValueError(f"Invalid dual_tol: {group['dual_tol']}")
 
 
 def _skew(X: Tensor) -> Tensor:
@@ -149,16 +168,6 @@ class ManifoldMuon(FrameOptimizer):
         dual_tol: float = 1e-4,
         check_finite: bool = True,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not (isinstance(dual_steps, int) and dual_steps >= 0):
-            raise ValueError(f"Invalid dual_steps: {dual_steps!r} (a count >= 0)")
-        if not dual_tol > 0.0:
-            raise ValueError(f"Invalid dual_tol: {dual_tol}")
         defaults = dict(
             lr=lr,
             momentum=momentum,
@@ -167,6 +176,7 @@ class ManifoldMuon(FrameOptimizer):
             dual_steps=dual_steps,
             dual_tol=dual_tol,
         )
+        check_hyperparameters(defaults)
         super().__init__(params, defaults)
         self.check_finite = check_finite
         self.dual_solves, self.dual_steps_taken = 0, 0  # diagnostics: see mean_dual_steps
@@ -200,6 +210,8 @@ class ManifoldMuon(FrameOptimizer):
                 if p.grad.is_sparse:
                     raise RuntimeError("ManifoldMuon does not support sparse gradients")
             work.append((group, params))
+        for group, _ in work:  # a scheduler or a hand may have changed them since construction
+            check_hyperparameters(group)
         if self.check_finite and not checked:
             check_step(self)
         for group, params in work:
