@@ -94,9 +94,11 @@ def dual_direction(W: Tensor, M: Tensor, *, max_steps: int = 8, tol: float = 1e-
     part normal to the frame dominates, as for d >> r). It starts from ``S = 0``, i.e. ``msign``
     of the tangent projection ``P_W(M)``, and stops after ``max_steps`` steps or when every
     frame's residual ``‖sym(WᵀA)‖_F / r`` is at most ``tol`` (one host synchronisation a step).
-    Finally ``A`` is projected onto the tangent space exactly and capped at spectral norm 1, so it
-    is always feasible. The ``r x r`` solve runs in float64 (eigh, O(r³) per frame, cheap beside
-    the ``(d, r)`` products): an exact ``msign``, whatever the momentum's conditioning.
+    Every iterate's ``A`` is projected onto the tangent space exactly and capped at spectral norm
+    1, so it is feasible; each frame keeps its best-aligned iterate (on ill-conditioned momenta, or
+    d < 2r, the steps converge slowly and need not improve monotonically). The ``r x r`` solve
+    runs in float64 (eigh, O(r³) per frame, cheap beside the ``(d, r)`` products): an exact
+    ``msign``, whatever the momentum's conditioning.
     """
     F, d, r = W.shape
     B = W.mT @ M  # (F, r, r)
