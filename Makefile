@@ -83,7 +83,7 @@ book: $(STAMP) $(NODE_STAMP)
 
 test: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/ruff check stiefel_core bookpkg tests tools benchmarks
-	$(ONE_THREAD) $(PY) -m pytest -q tests -m "not ($(READER_MARKS))" $(call PARALLEL,loadfile)
+	$(ONE_THREAD) $(PY) -m pytest -q tests -m "not ($(READER_MARKS))" --durations=15 $(call PARALLEL,loadfile)
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \
 	else env $(EMULATED_CPU) $(NB_ENV) $(NO_STATIC_GRIDS) $(ONE_THREAD) $(NBVAL) $(call PARALLEL,loadscope) $(NOTEBOOKS) || [ $$? -eq 5 ]; fi

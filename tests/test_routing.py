@@ -103,10 +103,11 @@ def test_every_arm_starts_from_the_same_function_and_trains_its_own_parameters()
         assert "transformer.wte.weight" in moved
 
 
-def test_stiefel_frames_stay_orthonormal():
+@pytest.mark.parametrize("arm", ["stiefel", "manifold_muon"])
+def test_frames_stay_orthonormal(arm):
     config = GPTConfig(vocab_size=16, block_size=8, n_layer=1, n_head=2, n_embd=16)
-    model = routing_arms.build(config, "stiefel", 0)
-    opt = routing_arms.make_optimizer(model, "stiefel", lr=1e-2, qk_lr=3e-2, weight_decay=0.1, betas=(0.9, 0.98))
+    model = routing_arms.build(config, arm, 0)
+    opt = routing_arms.make_optimizer(model, arm, lr=1e-2, qk_lr=3e-2, weight_decay=0.1, betas=(0.9, 0.98))
     for _ in range(5):
         opt.zero_grad()
         model(torch.randint(16, (4, 8))).logsumexp(-1).mean().backward()

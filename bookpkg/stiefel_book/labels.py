@@ -19,6 +19,7 @@ ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "no_trust_region": "no trust region",
     "muon": "Muon",
     "muon_no_decay": "Muon without decay",
+    "manifold_muon": "manifold Muon",
     "geoopt_radam": "geoopt's Riemannian Adam",
     "orthogonal_param": "orthogonal parametrization",
     "qk_norm": "QK-norm with a learned scale",

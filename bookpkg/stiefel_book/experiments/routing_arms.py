@@ -7,6 +7,9 @@ of the book's own attention, q·k/√r of order one on LayerNormed inputs; ``"pr
 nanoGPT's std-0.02 init, logits ~20 times smaller, attention near uniform). Then:
 
 - ``stiefel``: the frames trained by StiefelAdam at ``qk_lr`` (``configure_optimizer``);
+- ``manifold_muon``: the same frames trained by ManifoldMuon at ``qk_lr`` (Muon's direction on
+  frames: the spectral-norm steepest tangent step, then the polar retraction), the fourth corner
+  of {Adam's direction, Muon's} x {free, on frames};
 - ``frozen``: the frames never trained (lr 0): what training W_Q, W_K is worth at all;
 - ``baseline``, ``no_decay_qk``, ``qk_norm``, ``muon``: ``unstiefelize`` back to a plain fused
   ``c_attn``, whose weight is then held as per-head blocks (:class:`QKVBlocks`, the same values
@@ -31,8 +34,8 @@ from ..nanogpt import GPT, GPTConfig
 
 __all__ = ["ARMS", "QKVBlocks", "build", "make_optimizer", "qk_names", "qk_metrics"]
 
-ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
-FRAME_ARMS = ("stiefel", "frozen")
+ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon", "manifold_muon")
+FRAME_ARMS = ("stiefel", "frozen", "manifold_muon")
 
 
 class QKVBlocks(nn.Module):
@@ -95,6 +98,16 @@ def make_optimizer(
     qk = set(qk_names(model))
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]  # nanoGPT: gains and biases
+    if arm == "manifold_muon":  # Muon's own step size: no trust region (a step moves a frame by qk_lr)
+        return configure_optimizer(
+            model,
+            lr=lr,
+            weight_decay=weight_decay,
+            betas=betas,
+            frame_lr=qk_lr,
+            no_decay=no_decay,
+            frame_optimizer="manifold_muon",
+        )
     if arm in FRAME_ARMS:
         return configure_optimizer(
             model,

@@ -65,6 +65,7 @@ ARM_COLORS = {
     "sphere": "#44AA99",
     "stiefel_temp": "#003F72",
     "cayley_adam": "#AA4499",
+    "manifold_muon": "#117733",  # Tol's green: Muon's direction on frames
 }
 
 # Names under which chapters refer to the two arms of a comparison.

@@ -12,8 +12,8 @@ from . import ARM_COLORS, figsize, rates, style
 
 __all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "sweep_figure"]
 
-ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
-MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D"}
+ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon", "manifold_muon")
+MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D", "manifold_muon": "P"}
 
 
 def color(arm: str) -> str:
