@@ -1,7 +1,8 @@
 """`pip install .` gives the library alone with its minimum requirements: the wheel holds only
-``stiefel_core`` (the book's package is ``bookpkg/``, apart), its metadata torch alone, no pins, and in a clean venv that has only the wheel and its requirements
-(torch and torch's own) the library imports and trains: a model's frames stepped by
-``configure_optimizer``, a bad gradient named. (The unit suites run once, in the main environment.)
+``stiefel_core`` (the book's package is ``bookpkg/``, apart), its metadata torch alone, no pins,
+and in a clean venv that has only the wheel and its requirements (torch and torch's own) the
+library imports and trains: a model's frames stepped by ``configure_optimizer``, a bad gradient
+named. (The unit suites run once, in the main environment.)
 
 The clean venv reuses this environment's installed torch (by linking its files in) and installs
 the wheel with `pip --no-index`: no download, and pip fails if the wheel asks for anything the
