@@ -17,10 +17,10 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from .frame_steps import evaluate_closure
-from .frames import is_frame, retag_frames
+from .frames import declared_frames, is_frame, retag_frames
 from .manifold_muon import ManifoldMuon
 from .optim import StiefelAdam
-from .step_checks import check_step
+from .step_checks import check_hyperparameters, check_loaded_state, check_step
 
 __all__ = ["CombinedOptimizer", "split_frames", "configure_optimizer", "FRAME_OPTIMIZERS"]
 
@@ -37,9 +37,12 @@ class CombinedOptimizer(Optimizer):
       (``lr``, ``betas``, ...), which schedulers read (``OneCycleLR`` cycles ``betas[0]``);
     - step pre and post hooks (``register_step_pre_hook``, the global ones) and state-dict hooks
       fire; ``state_dict()`` and ``load_state_dict()`` round-trip every inner optimizer;
-    - with ``check_finite`` (default), one :func:`~stiefel_core.step_checks.check_step` over *all* inner
-      optimizers runs before any parameter changes, so a step is never partial: a non-finite
-      gradient anywhere, or a frame that left the manifold, raises a named error first.
+    - every step first checks every group's hyperparameters
+      (:func:`~stiefel_core.step_checks.check_hyperparameters`); with ``check_finite`` (default),
+      one :func:`~stiefel_core.step_checks.check_step` over *all* inner optimizers runs before any
+      parameter changes, so a step is never partial: a non-finite gradient anywhere, or a frame
+      that left the manifold, raises a named error first; ``load_state_dict`` checks every inner
+      state (:func:`~stiefel_core.step_checks.check_loaded_state`) before it loads any.
 
     A closure is evaluated once per step. Under ``torch.compile`` the step runs eagerly.
     Chapter: use_on_your_model.
@@ -83,6 +86,7 @@ class CombinedOptimizer(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
         loss = evaluate_closure(closure)
+        check_hyperparameters(*self.optimizers)
         if self.check_finite:
             check_step(*self.optimizers)
         for opt in self.optimizers:
@@ -112,6 +116,8 @@ class CombinedOptimizer(Optimizer):
             raise ValueError(
                 f"state_dict holds {len(saved)} optimizers; this CombinedOptimizer has {len(self.optimizers)}"
             )
+        for opt, s in zip(self.optimizers, saved):  # all checked before any loads: a load is never partial
+            check_loaded_state(opt, s)
         for opt, s in zip(self.optimizers, saved):
             opt.load_state_dict(s)
         for hook in self._optimizer_load_state_dict_post_hooks.values():
@@ -156,9 +162,12 @@ def split_frames(
 ) -> tuple[list[tuple[str, nn.Parameter]], list[tuple[str, nn.Parameter]]]:
     """``(frames, rest)``: the model's trainable named parameters, frames first.
 
-    Frames are the :class:`FrameParameter` s, plus those whose names match the shell-style
+    Frames are the :class:`FrameParameter` s, the parameters their modules declared as frames
+    (:func:`~stiefel_core.frames.declare_frames`), and those whose names match the shell-style
     pattern(s) ``frames`` (``"*.attn.W_Q"``). A declared frame that lost its tag is tagged again,
     with a :class:`~stiefel_core.frames.FrameTagWarning`: it never falls to the other optimizer.
+    A frame sharded by FSDP2's ``fully_shard`` (a ``DTensor``, whose class FSDP does not keep) is
+    found by its declared name and left as FSDP made it.
     Chapter: use_on_your_model.
     """
     retag_frames(model, warn=True)
@@ -170,9 +179,10 @@ def split_frames(
         raise ValueError(
             f"split_frames: patterns {unmatched} match no trainable parameter; names are {[n for n, _ in named]}"
         )
+    declared = {f"{prefix}.{n}" if prefix else n for prefix, m in model.named_modules() for n in declared_frames(m)}
     chosen, rest = [], []
     for name, p in named:
-        selected = is_frame(p) or any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
+        selected = is_frame(p) or name in declared or any(fnmatch.fnmatchcase(name, pat) for pat in patterns)
         (chosen if selected else rest).append((name, p))
     return chosen, rest
 
@@ -189,6 +199,7 @@ def configure_optimizer(
     frames: str | Iterable[str] | None = None,
     foreach: bool | None = True,
     frame_optimizer: str = "stiefel_adam",
+    maximize: bool = False,
     **stiefel_options,
 ) -> Optimizer:
     """One optimizer for a whole model: :class:`FrameParameter` s to :class:`StiefelAdam`, every
@@ -207,6 +218,9 @@ def configure_optimizer(
     ``frame_optimizer="manifold_muon"`` trains the frames with :class:`ManifoldMuon` instead (at
     ``frame_lr``, its spectral step; ``stiefel_options`` are then its own: ``momentum``,
     ``dual_steps``, ``check_finite``, ...; ``betas`` and ``eps`` go to AdamW only).
+    ``maximize`` goes to both. Gradient clipping leaves the frames' steps as they are (scale
+    free: only ``trust_radius`` caps them); a scheduler given one rate (``OneCycleLR(max_lr=x)``)
+    overrides ``frame_lr``: give one per group (see :class:`StiefelAdam`).
     Chapter: use_on_your_model.
     """
     if frame_optimizer not in FRAME_OPTIMIZERS:
@@ -233,7 +247,14 @@ def configure_optimizer(
         optimizers.append(ManifoldMuon(chosen, lr=lr if frame_lr is None else frame_lr, **stiefel_options))
     elif chosen:
         optimizers.append(
-            StiefelAdam(chosen, lr=lr if frame_lr is None else frame_lr, betas=betas, eps=eps, **stiefel_options)
+            StiefelAdam(
+                chosen,
+                lr=lr if frame_lr is None else frame_lr,
+                betas=betas,
+                eps=eps,
+                maximize=maximize,
+                **stiefel_options,
+            )
         )
     if rest:
         decayed = [(name, p) for name, p in rest if name not in exempt]
@@ -241,7 +262,9 @@ def configure_optimizer(
         if exempt:
             groups.append({"params": [(name, p) for name, p in rest if name in exempt], "weight_decay": 0.0})
         optimizers.append(
-            torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach)
+            torch.optim.AdamW(
+                groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach, maximize=maximize
+            )
         )
     if not optimizers:
         raise ValueError("configure_optimizer: the model has no trainable parameters")

@@ -12,7 +12,8 @@ from torch import Tensor
 from torch.optim import Optimizer
 
 from .manifold import check_frame_shape, compute_dtype
-from .step_checks import _param_name
+from .sharded import local
+from .step_checks import _param_name, check_loaded_state
 
 __all__ = [
     "FrameOptimizer",
@@ -91,9 +92,14 @@ def adam_states(optimizer: Optimizer, kind: str) -> Iterator[tuple[dict, Tensor,
 class FrameOptimizer(Optimizer):
     """An optimizer of frames: ``load_state_dict`` puts ``exp_avg_sq``, ``step`` and
     ``trust_capped`` back as saved (torch casts every floating state tensor to its parameter's
-    dtype), so a resumed run is bit-identical to an uninterrupted one, for low-precision frames too."""
+    dtype), so a resumed run is bit-identical to an uninterrupted one, for low-precision frames too.
+    It first checks what it loads (:func:`~stiefel_core.step_checks.check_loaded_state`: finite,
+    of the right shapes, usable hyperparameters), and loads nothing when the check fails."""
+
+    riemannian = True  # it keeps its parameters on their manifold: not a Euclidean step of a frame
 
     def load_state_dict(self, state_dict: dict) -> None:
+        check_loaded_state(self, state_dict)
         super().load_state_dict(state_dict)
         saved_ids = [i for g in state_dict["param_groups"] for i in g["params"]]
         params = [p for g in self.param_groups for p in g["params"]]
@@ -115,7 +121,7 @@ def trust_region_fraction(optimizer: Optimizer) -> float | None:
             state = optimizer.state.get(p)
             if state and "trust_capped" in state:
                 capped += float(state["trust_capped"].sum())
-                taken += float(state["step"]) * n_frames(p)
+                taken += float(state["step"]) * n_frames(local(p))
     return capped / taken if taken else None
 
 

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from .manifold import check_frame_shape
+from .sharded import is_sharded
 
 __all__ = ["FrameParameter", "is_frame", "declare_frames", "declared_frames", "retag_frames", "FrameTagWarning"]
 
@@ -88,7 +89,7 @@ def _retag(module: nn.Module) -> list[str]:
     retagged = []
     for name in declared_frames(module):
         p = module._parameters.get(name)
-        if p is not None and not is_frame(p):
+        if p is not None and not is_frame(p) and not is_sharded(p):  # FSDP2's own parameter: found by name
             module._parameters[name] = FrameParameter(p.data, p.requires_grad)
             retagged.append(name)
     return retagged

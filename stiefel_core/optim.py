@@ -33,7 +33,15 @@ from .manifold import (
     retract_polar,
     sym,
 )
-from .step_checks import check_step, orthonormality_tolerance
+from .sharded import check_whole_frames, local
+from .step_checks import (
+    InvalidHyperparameterError,
+    check_hyperparameters,
+    check_step,
+    group_problems,
+    orthonormality_tolerance,
+    watch_euclidean_steps,
+)
 
 __all__ = [
     "StiefelAdam",
@@ -62,6 +70,12 @@ UPDATE_OPTIONS = (
 IN_PLACE_NUMEL = (
     2**18
 )  # a parameter this large is stepped on its own, in place: copies would cost more than a kernel launch
+REFUSED = {  # torch.optim's options that cannot mean anything here, and why
+    "fused": "there is no fused kernel: the step is already batched, one bank of frames per kernel (foreach)",
+    "capturable": "the step makes host decisions (buckets, Newton-Schulz counts) and keeps `step` on the CPU, "
+    "so it cannot be captured in a CUDA graph",
+    "differentiable": "the step runs under no_grad; differentiating through the polar retraction is not supported",
+}
 
 
 class StiefelAdam(FrameOptimizer):
@@ -99,13 +113,35 @@ class StiefelAdam(FrameOptimizer):
         check_finite: before touching anything, in one host synchronisation per step
             (:func:`check_step`), raise :class:`NonFiniteGradientError` when a gradient holds inf
             or nan, and :class:`FrameOffManifoldError` when a frame was changed off the manifold
-            after the optimizer was built (``model.apply(init)``, scaling, noise). With
+            after the optimizer was built (``model.apply(init)``, scaling, noise, an AdamW given
+            the frames: ``‖WᵀW - I‖`` is checked, not the norm). With
             ``check_finite=False`` such a frame is re-projected by the retraction instead: its
             step uses the Gram matrix's trace as the spectral bound, so it stays finite and lands
             near the manifold (each later step forms the Gram matrix again and finishes the job).
+        maximize: ascend the objective instead of descending it, as torch's Adam.
+        foreach: ``None`` or ``True`` (default: every frame of one shape, dtype and device in one
+            bank, one kernel); ``False`` steps each parameter on its own (the same update, more
+            kernels). ``fused``, ``capturable`` and ``differentiable`` are refused with the reason
+            (they mean nothing here); ``False``/``None`` are accepted, as torch's defaults.
+
+    Every step checks each group's hyperparameters first (:func:`check_hyperparameters`: lr,
+    eps and weight decay finite and >= 0, betas in [0, 1), trust radius None or > 0, the options
+    known), so a value a scheduler or a param group sets after construction raises
+    :class:`InvalidHyperparameterError` before anything changes; ``load_state_dict`` checks the
+    state it loads (finite, of the right shapes) before loading anything.
+
+    **Gradient clipping** (``clip_grad_norm_``) does nothing to a frame's step: the scale-free
+    step is invariant to the gradient's scale; only ``trust_radius`` caps ``‖ξ‖_F`` (it clips the
+    other parameters' AdamW steps as usual). **Schedulers** drive every group's ``lr``; one given
+    a single rate (``OneCycleLR(max_lr=x)``) sets the frames' groups to it too, overriding a
+    separate frame lr: give it one rate per group (``max_lr=[frame_lr, lr]`` in
+    ``optimizer.param_groups``' order). **Distributed**: under DistributedDataParallel nothing
+    changes; under FSDP2 (``fully_shard``) each rank steps the whole frames of its shard of a bank
+    ``(n_frames, d, r)`` (:mod:`stiefel_core.sharded`), and a placement that cuts a frame is refused.
     """
 
     holds_frames = True  # check_step checks this optimizer's parameters as frames
+    hyperparameter_choices = CHOICES  # check_hyperparameters: the options' allowed values
 
     def __init__(
         self,
@@ -120,19 +156,38 @@ class StiefelAdam(FrameOptimizer):
         second_moment: str = "frame",
         projector: str = "tangent",
         check_finite: bool = True,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        fused: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ):
+        for option, value in (("fused", fused), ("capturable", capturable), ("differentiable", differentiable)):
+            if value:
+                raise RuntimeError(f"StiefelAdam does not support {option}={value!r}: {REFUSED[option]}.")
+        if foreach not in (None, True, False) or maximize not in (True, False):
+            raise ValueError(
+                f"StiefelAdam: foreach must be None, True or False and maximize a bool, got {foreach!r}, {maximize!r}"
+            )
         options = {"step_rule": step_rule, "second_moment": second_moment, "projector": projector}
         defaults = adam_defaults(lr, betas, eps, weight_decay, trust_radius=trust_radius, **options)
         for option, value in options.items():
             if value not in CHOICES[option]:
                 raise ValueError(f"Invalid {option}: {value!r}; choose one of {CHOICES[option]}")
-        super().__init__(params, defaults)
+        super().__init__(params, {**defaults, "maximize": maximize, "foreach": foreach})
         self.check_finite = check_finite
+        watch_euclidean_steps()  # an AdamW given these frames is then named by the off-manifold error
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
+        problems = group_problems(self.param_groups[-1], CHOICES)
+        if problems:
+            del self.param_groups[-1]
+            raise InvalidHyperparameterError(f"StiefelAdam: the param group holds {'; '.join(problems)}")
         for name, p in new_parameters(self, "StiefelAdam"):
-            error = orthonormality_error(p.detach()).max().item() if p.numel() else 0.0
+            check_whole_frames(p, name)
+            W = local(p.detach())
+            error = orthonormality_error(W).max().item() if W.numel() else 0.0
             tolerance = orthonormality_tolerance(p)
             if not error <= tolerance:
                 raise ValueError(
@@ -141,18 +196,25 @@ class StiefelAdam(FrameOptimizer):
                     "`with torch.no_grad(): p.copy_(stiefel_core.manifold.orthonormalize(p))`."
                 )
 
+    def state_shapes(self, p: Tensor, group: dict) -> dict[str, tuple[int, ...]]:
+        """The shapes of ``p``'s state tensors (of this rank's shard, for a sharded ``p``)."""
+        shape = tuple(local(p).shape)
+        batch = shape[:-2]
+        v_shape = shape if group.get("second_moment", "frame") == "entry" else batch
+        return {"step": (), "exp_avg": shape, "exp_avg_sq": v_shape, "trust_capped": batch}
+
     def _init_state(self, p: Tensor, group: dict) -> dict:
         state = self.state[p]
+        W = local(p)  # a sharded frame's state is this rank's, of its shard's shape
+        shapes = self.state_shapes(p, group)
         if not state:
-            batch = p.shape[:-2]
             state["step"] = torch.zeros(
                 (), dtype=torch.float32
             )  # on the CPU, as torch's Adam: bias corrections are host floats
-            state["exp_avg"] = torch.zeros(p.shape, dtype=p.dtype, device=p.device)  # contiguous: a bank
-            v_shape = p.shape if group["second_moment"] == "entry" else batch
-            state["exp_avg_sq"] = torch.zeros(v_shape, dtype=compute_dtype(p.dtype), device=p.device)
+            state["exp_avg"] = torch.zeros(W.shape, dtype=W.dtype, device=W.device)  # contiguous: a bank
+            state["exp_avg_sq"] = torch.zeros(shapes["exp_avg_sq"], dtype=compute_dtype(W.dtype), device=W.device)
         if "trust_capped" not in state:  # also for a state saved before the counter existed
-            state["trust_capped"] = torch.zeros(p.shape[:-2], dtype=torch.float32, device=p.device)
+            state["trust_capped"] = torch.zeros(shapes["trust_capped"], dtype=torch.float32, device=W.device)
         return state
 
     def trust_region_fraction(self) -> float | None:
@@ -171,6 +233,7 @@ class StiefelAdam(FrameOptimizer):
         own ``check_finite``).
         Under ``torch.compile`` the step runs eagerly (compile the model's forward and backward instead)."""
         loss = evaluate_closure(closure)
+        check_hyperparameters(self)
 
         work = []  # (group, [params with grads])
         for group_index, group in enumerate(self.param_groups):
@@ -187,7 +250,9 @@ class StiefelAdam(FrameOptimizer):
             buckets: dict[tuple, list[Tensor]] = defaultdict(list)
             for p in params:
                 self._init_state(p, group)
-                buckets[(p.shape[-2:], p.dtype, p.device)].append(p)
+                if local(p).numel():  # a shard may hold no frame
+                    key = (p.shape[-2:], p.dtype, p.device) if group.get("foreach") is not False else (id(p),)
+                    buckets[key].append(p)
             for bucket in buckets.values():
                 self._step_bucket(bucket, group)
         return loss
@@ -201,15 +266,16 @@ class StiefelAdam(FrameOptimizer):
         bank, stepped, and copied back.
         """
         d, r = params[0].shape[-2:]
-        in_place = [p for p in params if p.numel() >= IN_PLACE_NUMEL and bank_view(p, d, r) is not None]
+        in_place = [p for p in params if local(p).numel() >= IN_PLACE_NUMEL and bank_view(local(p), d, r) is not None]
         small = [p for p in params if not any(p is q for q in in_place)]
+        sign = -1.0 if group.get("maximize", False) else 1.0
         for chunk in [[p] for p in in_place] + ([small] if small else []):
             states = [self.state[p] for p in chunk]
             for s in states:
                 s["step"] += 1
             tensors = [
-                chunk,
-                [p.grad for p in chunk],
+                [local(p) for p in chunk],
+                [local(p.grad) if sign > 0 else -local(p.grad) for p in chunk],
                 [s["exp_avg"] for s in states],
                 [s["exp_avg_sq"] for s in states],
             ]
@@ -221,11 +287,11 @@ class StiefelAdam(FrameOptimizer):
             if len(steps) == 1:
                 t = steps.pop()
             else:  # parameters added to the group later have taken fewer steps
-                t = torch.cat([torch.full((n_frames(p),), float(s["step"])) for s, p in zip(states, chunk)]).to(
+                t = torch.cat([torch.full((n_frames(p),), float(s["step"])) for s, p in zip(states, tensors[0])]).to(
                     W.device
                 )
             bank_update_(W, G, m, v, t, **{k: group[k] for k in UPDATE_OPTIONS}, capped=capped)
-            for batch, targets in ((W, chunk), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
+            for batch, targets in ((W, tensors[0]), (m, tensors[2]), (v, tensors[3]), (capped, counters)):
                 unbank(batch, targets)
 
 
