@@ -41,7 +41,8 @@ from torch.nn.utils import parametrize
 from .frames import declare_frames
 from .manifold import orthonormalize
 
-__all__ = ["stiefelize", "unstiefelize", "Conversion", "HeadFrames", "QUERY", "KEY", "FUSED"]
+__all__ = ["stiefelize", "unstiefelize", "check_state_dict", "ConversionMismatchError", "Conversion", "HeadFrames"]
+__all__ += ["QUERY", "KEY", "FUSED"]
 
 QUERY = r"q_proj|query|q|wq|to_q|q_lin"  # separate query projections (last name component)
 KEY = r"k_proj|key|k|wk|to_k|k_lin"  # their key siblings in the same parent module
@@ -204,6 +205,24 @@ def stiefelize(
     converted weight (none for a model converted already); raises ``ValueError`` naming the module and the option to
     pass when a
     projection cannot be converted, or when there is none.
+
+    **Order.** The conversion replaces the Q, K weights by new parameters (the frame banks), so:
+
+    - build the optimizer *after* ``stiefelize`` (:func:`~stiefel_core.combined.configure_optimizer`):
+      one built before holds the old weights, which get no gradient, and never trains Q, K;
+    - re-initialise *before* ``stiefelize`` (or ``unstiefelize``, initialise, ``stiefelize``):
+      an initialiser run afterwards (``_reset_parameters()``, Hugging Face ``_init_weights``,
+      ``model.apply(init)``) writes into the computed weight, a temporary, and leaves Q, K and V
+      as they were;
+    - load a plain checkpoint *before* ``stiefelize``, and ``unstiefelize`` *before* ``state_dict()``,
+      ``save_pretrained`` or ``torch.save`` for a plain model: a converted model's state dict holds
+      frames, not the weights. ``load_state_dict`` of this model checks first and raises
+      :class:`ConversionMismatchError` naming the fix (also after :func:`unstiefelize`); a plain
+      model the library never saw cannot check (``save_pretrained`` then ``from_pretrained``
+      re-initialises Q, K silently): :func:`check_state_dict` does it by hand;
+    - give the frames to ``StiefelAdam`` only: an ``AdamW`` also given them takes them off the
+      manifold, and the next ``StiefelAdam`` step raises an error naming it.
+
     Chapter: use_on_your_model.
     """
     conversions, done, already = [], set(), False
@@ -233,7 +252,49 @@ def stiefelize(
             f"nn.Linear or Conv1D named like {fused!r} (fused), and no {query!r} / {key!r} pair. Pass "
             "fused=, query= and key= (regular expressions on module names) for your model."
         )
+    if not getattr(model, "_stiefel_load_check", False):  # every later load of this model is checked first
+        model.register_load_state_dict_pre_hook(_check_before_loading)
+        model._stiefel_load_check = True
     return conversions
+
+
+class ConversionMismatchError(RuntimeError):
+    """A state dict of a converted model loaded into a plain one, or the reverse; nothing was loaded."""
+
+
+CONVERTED_KEY = re.compile(r"(?:(.*)\.)?parametrizations\.([^.]+)\.original\d+")  # -> the plain weight's name
+
+
+def _plain_names(keys) -> set[str]:
+    found = (CONVERTED_KEY.fullmatch(k) for k in keys)
+    return {f"{m[1]}.{m[2]}" if m[1] else m[2] for m in found if m}
+
+
+def check_state_dict(model: nn.Module, state_dict: dict, prefix: str = "") -> None:
+    """Raise :class:`ConversionMismatchError` when ``state_dict`` is a converted model's and
+    ``model`` is plain (call :func:`unstiefelize` on the source before saving), or the reverse
+    (load it before :func:`stiefelize`). ``load_state_dict`` of a model ``stiefelize`` has seen
+    runs it first; call it for a model the library never saw. Chapter: use_on_your_model."""
+    expected = set(model.state_dict())
+    given = {k[len(prefix) :] for k in state_dict if k.startswith(prefix)}
+    frames_for_plain = sorted(k for k in _plain_names(given) if k in expected and k not in given)
+    if frames_for_plain:
+        raise ConversionMismatchError(
+            f"the state dict holds {frames_for_plain[:3]} as frames (a stiefelized model's), but this model is "
+            "plain. Call stiefel_core.unstiefelize(model) on the trained model before state_dict(), "
+            "save_pretrained or torch.save; or stiefelize this model before loading. Nothing was loaded."
+        )
+    plain_for_frames = sorted(k for k in _plain_names(expected) if k in given and k not in expected)
+    if plain_for_frames:
+        raise ConversionMismatchError(
+            f"the state dict holds {plain_for_frames[:3]} as plain weights, but this model was stiefelized. Load "
+            "plain weights before stiefel_core.stiefelize(model) (or unstiefelize(model), load, stiefelize again). "
+            "Nothing was loaded."
+        )
+
+
+def _check_before_loading(module, state_dict, prefix, *args) -> None:
+    check_state_dict(module, state_dict, prefix)  # a pre-hook of the root: runs before any module loads
 
 
 def _multihead_attention(name: str, module: nn.MultiheadAttention, scale) -> list[Conversion]:
