@@ -98,6 +98,12 @@ class FrameOptimizer(Optimizer):
 
     riemannian = True  # it keeps its parameters on their manifold: not a Euclidean step of a frame
 
+    def state_shapes(self, p: Tensor, group: dict) -> dict[str, tuple[int, ...]]:
+        """The shapes of ``p``'s state tensors, as :func:`adam_states` makes them (one second
+        moment per frame), which ``load_state_dict`` checks before loading."""
+        shape = tuple(local(p).shape)
+        return {"step": (), "exp_avg": shape, "exp_avg_sq": shape[:-2], "trust_capped": shape[:-2]}
+
     def load_state_dict(self, state_dict: dict) -> None:
         check_loaded_state(self, state_dict)
         super().load_state_dict(state_dict)
