@@ -289,6 +289,6 @@ def test_bad_hyperparameters_set_after_construction_change_nothing(kwargs):
     opt.optimizers[0].param_groups[0].update(kwargs)  # as a scheduler or a hand would
     backward(model)
     before = snapshot(model, opt)
-    with pytest.raises(ValueError, match="Invalid"):
+    with pytest.raises(ValueError):  # the combined check or ManifoldMuon's own, whichever sees it first
         opt.step()
     assert_unchanged(model, opt, before)
