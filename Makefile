@@ -8,8 +8,7 @@
 #   make sync      repair notebook/twin pairs
 #   make execute   rerun notebooks as nbval does and store their outputs (NB=book/x.ipynb: one)
 #   make device-check  on a lent GPU: CUDA tests, benchmarks, a paper-scale job into OUT (README)
-#   make device-light / device-restore  before / after a device call: results the job does not read out / back
-# Every target but device-check, device-light and device-restore first brings .venv in step with pyproject.toml and requirements.txt (make venv),
+# Every target but device-check first brings .venv in step with pyproject.toml and requirements.txt (make venv),
 # and node_modules/ with package-lock.json (npm ci: MathJax for the book, axe-core for its test).
 
 SHELL := bash
@@ -56,8 +55,8 @@ BUILD_BOOK := $(VENV)/bin/jupyter-book build . -W --keep-going
 # Tests of what a reader gets: the built book in Chromium, every chapter in a Jupyter server.
 READER_MARKS := browser or lab
 
-.PHONY: help venv node book test test-portable lab results bench sync execute device-check device-light \
-	device-restore clean nbval
+.PHONY: help venv node book test test-portable lab results bench sync execute device-check \
+	clean nbval
 
 help:
 	@sed -n '2,13s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
@@ -115,17 +114,12 @@ bench: $(STAMP)
 # python3 holds torch), reads the checkout through PYTHONPATH, and writes under OUT (the device
 # tool sets it there). DEVICE_CHECK_DRY=1: the same script on the CPU at tiny sizes, in about two
 # minutes (tests/test_device_check.py runs it inside make test). Its steps: tools/device_check.py.
-# The device call sends the checkout, at most 64 MiB, and book/results alone holds more: first
-# `make device-light` (moves the results files the job does not read into the ignored
-# .device-stash/ and prints what would travel; tools/device_tree.py), then the call
-# (`make device-check` there), then `make device-restore` here (moves them back).
+# The device call sends the checkout whole (at most 64 MiB; the results files are gzip JSON and
+# tests/test_results_files.py keeps the tracked files under 60 MiB).
 DEVICE_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 OUT ?= device-results
 device-check:
 	OUT="$(OUT)" $(DEVICE_PY) tools/device_check.py
-
-device-light device-restore:
-	$(DEVICE_PY) tools/device_tree.py $(@:device-%=%)
 
 # Twice: a pass that rewrites the twin makes it the newer file, and the second pass settles.
 sync: $(STAMP)

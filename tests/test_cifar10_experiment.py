@@ -2,13 +2,13 @@
 frames, per-run results files that resume, the sweep's equal step budgets, and the paired
 statistics read back from the results."""
 
-import json
 
 import numpy as np
 import pytest
 import torch
 from tiny import tiny
 
+from stiefel_book import results_files
 from stiefel_book.experiments import cifar10, get_config, run_experiment
 from stiefel_book.findings import cifar10 as cifar10_findings
 from stiefel_book.stats import paired_comparison
@@ -94,7 +94,7 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
 
     with interrupt(cifar10, epoch=1):  # killed after the first checkpoint
         run_experiment("cifar10", "ci", arms=["baseline", "stiefel"], seeds=[0, 1], config=config, progress=False)
-    path = isolated / "results" / "cifar10-ci.json"
+    path = isolated / "results" / "cifar10-ci.json.gz"
     assert not path.exists()  # the first run was interrupted before it finished
     checkpoint = isolated / "checkpoints" / "cifar10-ci" / "baseline-0.pt"
     assert checkpoint.exists()
@@ -110,7 +110,7 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
     monkeypatch.setattr(cifar10, "fit", counting_fit)
     with pytest.raises(KeyboardInterrupt):
         run_experiment("cifar10", "ci", arms=["baseline", "stiefel"], seeds=[0, 1], config=config, progress=False)
-    saved = json.loads(path.read_text())
+    saved = results_files.read(path)
     assert sorted(saved["runs"]) == ["baseline/0", "stiefel/0"]
 
     monkeypatch.setattr(cifar10, "fit", real_fit)

@@ -20,6 +20,7 @@ import device_job  # noqa: E402
 import device_plan  # noqa: E402
 import device_pool  # noqa: E402
 
+from stiefel_book import results_files  # noqa: E402
 from stiefel_book.experiments import p97_fair  # noqa: E402
 
 
@@ -44,24 +45,24 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     assert {
         "device-check.log",
         "summary.json",
-        "runs/grokking_p97_qk_lr-ci.json",
-        "runs/grokking_p97_fair-ci.json",
+        "runs/grokking_p97_qk_lr-ci.json.gz",
+        "runs/grokking_p97_fair-ci.json.gz",
         "benchmarks/results/step_time-tiny-cpu.json",
         "benchmarks/results/peers_step-tiny-cpu.json",
         "benchmarks/results/grokking_epoch-ci-cpu.json",
     } == files
     # the sweep grown by its own rule until every choice is final, then the judged runs at those choices
-    sweep = json.loads((out / "runs" / "grokking_p97_qk_lr-ci.json").read_text())
+    sweep = results_files.read(out / "runs" / "grokking_p97_qk_lr-ci.json.gz")
     assert p97_fair.pending_arms(sweep, device_plan.config(device_plan.SWEEP, "ci", dry=True)) == []
     chosen = {arm: p97_fair.chosen(sweep, arm) for arm in p97_fair.ARMS}
     assert all(c is not None and c["interior"] for c in chosen.values())
-    fair = json.loads((out / "runs" / "grokking_p97_fair-ci.json").read_text())
+    fair = results_files.read(out / "runs" / "grokking_p97_fair-ci.json.gz")
     assert sorted(fair["runs"]) == sorted(f"{arm}/0" for arm in (*p97_fair.ARMS, "frozen"))
     assert dict(map(tuple, fair["config"]["qk_lrs"])) == {arm: c["lr"] for arm, c in chosen.items()}
     for results in (sweep, fair):
         assert all(run["final"]["epoch"] == device_plan.DRY_TASK["epochs"] for run in results["runs"].values())
         assert all(run["provenance"]["device"].startswith("cpu") for run in results["runs"].values())
-    merge = "tools/device_job.py merge F/runs/grokking_p97_qk_lr-ci.json F/runs/grokking_p97_fair-ci.json"
+    merge = "tools/device_job.py merge F/runs/grokking_p97_qk_lr-ci.json.gz F/runs/grokking_p97_fair-ci.json.gz"
     assert "Into the repository" in done.stdout and merge in done.stdout
 
 
@@ -139,7 +140,7 @@ def test_the_plan_sweeps_by_the_rule_then_judges_at_the_settled_choices_from_the
     committed, work = tmp_path / "book-results", tmp_path / "work"
     committed.mkdir()
     monkeypatch.setattr(device_plan, "COMMITTED", committed)  # holding only the files the job reads
-    assert device_plan.results_read("full") == ["grokking_p97_qk_lr-full.json", "grokking_p97_fair-full.json"]
+    assert device_plan.results_read("full") == ["grokking_p97_qk_lr-full", "grokking_p97_fair-full"]
     device_plan.seed_work(work, "full")
     said = []
     plan = device_plan.Plan(work, "full", dry=False, say=said.append)
@@ -172,38 +173,6 @@ def test_the_plan_sweeps_by_the_rule_then_judges_at_the_settled_choices_from_the
     assert any("the plan is cut" in line for line in said)
 
 
-def test_device_light_moves_out_every_results_file_the_job_does_not_read_and_restore_brings_them_back(tmp_path):
-    import device_tree
-
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    results = tmp_path / "book" / "results"
-    results.mkdir(parents=True)
-    for name, size in [
-        ("grokking-full.json", 5000),
-        ("cifar10-full.json", 3000),
-        ("grokking_p97_qk_lr-full.json", 700),
-    ]:
-        (results / name).write_bytes(b"x" * size)
-    (tmp_path / "README.md").write_text("readme")
-    (tmp_path / ".gitignore").write_text("/.device-stash/\n")
-    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
-    (tmp_path / "untracked.txt").write_text("travels too")
-    before = device_tree.travelling_bytes(tmp_path)
-    assert sorted(device_tree.light(tmp_path)) == ["book/results/cifar10-full.json", "book/results/grokking-full.json"]
-    assert device_tree.travelling_bytes(tmp_path) == before - 8000
-    assert sorted(p.name for p in results.iterdir()) == ["grokking_p97_qk_lr-full.json"]
-    with pytest.raises(SystemExit, match="make device-restore"):
-        device_tree.light(tmp_path)
-    assert sorted(device_tree.restore(tmp_path)) == [
-        "book/results/cifar10-full.json",
-        "book/results/grokking-full.json",
-    ]
-    assert device_tree.travelling_bytes(tmp_path) == before and not (tmp_path / device_tree.STASH).exists()
-    # in this checkout: the stash is ignored, and the job's files are the ones that stay
-    assert subprocess.run(["git", "check-ignore", "-q", ".device-stash/x"], cwd=ROOT).returncode == 0
-    assert not {Path(name).name for name in device_tree.movable(ROOT)} & set(device_plan.results_read("full"))
-
-
 def results_file(runs, lr=1e-3, seeds=(0,)):
     return {
         "experiment": "grokking",
@@ -219,7 +188,8 @@ def test_merge_adds_the_new_runs_keeps_the_committed_ones_and_refuses_another_co
     source.write_text(json.dumps(results_file({"baseline/0": 0.9, "frozen/3": 0.7}, seeds=(3,))))
     merged = device_job.merge(source, target)
     assert merged == {"added": ["frozen/3"], "already_there": ["baseline/0"]}
-    results = json.loads(target.read_text())
+    assert not target.exists()  # written as gzip, the plain form removed
+    results = results_files.read(target.with_name("grokking-full.json.gz"))
     assert results["runs"]["baseline/0"]["final"]["val_acc"] == 0.5 and "frozen/3" in results["runs"]
     assert results["config"]["seeds"] == [0, 3]
     source.write_text(json.dumps(results_file({"frozen/4": 0.7}, lr=3e-3)))
@@ -236,7 +206,7 @@ def test_merge_takes_both_experiments_returned_files_each_into_its_own(tmp_path,
     sources = [str(returned / f"{experiment}-full.json") for experiment in device_plan.EXPERIMENTS]
     assert device_job.main(["merge", *sources, "--into", str(into)]) == 0
     for experiment in device_plan.EXPERIMENTS:
-        assert json.loads((into / f"{experiment}-full.json").read_text())["experiment"] == experiment
+        assert results_files.read(into / f"{experiment}-full.json.gz")["experiment"] == experiment
     assert capsys.readouterr().out.count("added 1 runs (stiefel/0)") == 2
 
 

@@ -1,13 +1,13 @@
 """The training loop's resume, the results files, and the command line."""
 
 import dataclasses
-import json
 import re
 
 import pytest
 import torch
 
 import stiefel_book.experiments as experiments
+from stiefel_book import results_files
 from stiefel_book.__main__ import main
 from stiefel_book.experiments import get_config, grokking, run_experiment
 from stiefel_book.experiments.metrics import principal_angles
@@ -103,12 +103,12 @@ def test_unknown_names_are_refused_clearly(isolated, monkeypatch):
 def test_the_command_line_runs_a_shard(isolated, monkeypatch, capsys):
     monkeypatch.setitem(experiments.grokking.PROFILES, "ci", get_config("grokking", "ci", **TINY))
     assert main(["run", "grokking", "--profile", "ci", "--arms", "stiefel", "--seeds", "1", "--no-progress"]) == 0
-    data = json.loads((isolated / "results" / "grokking-ci.json").read_text())
+    data = results_files.read(isolated / "results" / "grokking-ci.json.gz")
     assert list(data["runs"]) == ["stiefel/1"]
     capsys.readouterr()
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"grokking-ci\.json \(1 run\)", out) and re.search(r"grokking-full\.json \(not run\)", out)
+    assert re.search(r"grokking-ci\.json\.gz \(1 run\)", out) and re.search(r"grokking-full\.json\.gz \(not run\)", out)
     sweep = next(line for line in out.splitlines() if line.startswith("grokking_qk_lr"))
     assert "grid arms of baseline, no_decay_qk, stiefel" in sweep and "@qklr=" not in sweep  # not 200 names
 

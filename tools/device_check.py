@@ -22,9 +22,9 @@ returns (at most 8 files, each under 16 MiB, at most two folders down)::
     device-check.log            every step's output, in order
     summary.json                each step's status and seconds, the environment, the job's estimate and outcome
     benchmarks/results/*.json   the three benchmarks' records, as benchmarks/results/ keeps them
-    runs/grokking_p97_qk_lr-full.json   the sweep's runs (the committed ones too): the results-file
-                                        format, with device provenance
-    runs/grokking_p97_fair-full.json    the judged runs, once the sweep has settled its choices
+    runs/grokking_p97_qk_lr-full.json.gz   the sweep's runs (the committed ones too): the results-file
+                                           format (gzip JSON), with device provenance
+    runs/grokking_p97_fair-full.json.gz    the judged runs, once the sweep has settled its choices
     runs/checkpoints.tar                only where the guard stopped runs: their last checkpoints
 
 It prints, last, what to copy into the repository, and exits 1 if a step failed.
@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import device_job
+
+from stiefel_book import results_files
 
 ROOT = Path(__file__).resolve().parents[1]
 RETURNED = {"files": 8, "bytes": 16 * 2**20, "folders": 2}  # what a lent machine brings back from $OUT
@@ -238,7 +240,7 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
         ]
     runs = [f for f in runs if f.exists()]
     if runs:
-        counts = ", ".join(f"{len(json.loads(f.read_text())['runs'])} in {f.name}" for f in runs)
+        counts = ", ".join(f"{len(results_files.read(f)['runs'])} in {f.name}" for f in runs)
         lines += [
             f"  python tools/device_job.py merge {' '.join('F/runs/' + f.name for f in runs)}    "
             f"# their runs ({counts}) into book/results/ (those it lacks)"

@@ -3,7 +3,7 @@ several processes sharing one GPU. First the runs the sweep ``grokking_p97_qk_lr
 epochs a run; its grid grown by its own rule as rounds finish), then, once the sweep's choices are
 settled, the judged runs of ``grokking_p97_fair`` (20,000 epochs, seeds 0-5): :mod:`device_plan`.
 
-    python tools/device_job.py merge device-results/runs/*.json            # into book/results/
+    python tools/device_job.py merge device-results/runs/*.json.gz         # into book/results/
     python tools/device_job.py worker EXPERIMENT ARM SEED --profile full   # one run (the job starts these)
 
 :func:`run_job` brings the committed runs into its folder, sizes the first wave by a stated
@@ -30,6 +30,8 @@ from typing import Callable
 
 from device_plan import EXPERIMENTS, MAX_FILE_BYTES, Plan, Run, merge, seed_work
 from device_pool import Estimate, stop, supervise
+
+from stiefel_book import results_files
 
 __all__ = ["run_job", "bundle_checkpoints", "worker", "merge", "stop", "CHECKPOINT_BUNDLE"]
 
@@ -60,9 +62,13 @@ def run_job(
     plan = Plan(results, profile, dry, say=say)
 
     def returned(experiment: str) -> None:  # the job's file, atomically, where the device returns it
-        if plan.file(experiment).exists():
-            shutil.copyfile(plan.file(experiment), runs_out / ".partial")
-            os.replace(runs_out / ".partial", runs_out / plan.file(experiment).name)
+        file = plan.file(experiment)
+        if file.exists():
+            shutil.copyfile(file, runs_out / ".partial")
+            os.replace(runs_out / ".partial", runs_out / file.name)
+            for form in results_files.forms(runs_out, results_files.stem(file)):  # one form returns, not two
+                if form.name != file.name:
+                    form.unlink(missing_ok=True)
 
     for experiment, runs in seeded.items():
         say(f"{experiment}: {len(runs['committed'])} runs committed, {len(runs['earlier'])} from an earlier call here")

@@ -8,18 +8,19 @@ their lrs from the sweep file themselves before they run. Each returned results 
 most what fits under a lent machine's file size; :func:`merge` adds a returned file's new runs
 to the committed one.
 
-The job reads, of ``book/results``, only :func:`results_read` (the device tree step leaves
-those in the checkout and moves the rest out: ``tools/device_tree.py``).
+The job reads, of ``book/results``, only :func:`results_read`. Results files are found, read and
+written by :mod:`stiefel_book.results_files` (gzip JSON; an older plain ``.json`` is still read).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fcntl
-import json
 import shutil
 from pathlib import Path
 from typing import Callable, NamedTuple
+
+from stiefel_book import results_files
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "book" / "results"  # the only folder of committed results the job reads
@@ -29,7 +30,8 @@ MAX_FILE_BYTES = 15 * 2**20  # a lent machine returns files under 16 MiB
 # the dry run's task, on the ci profiles (p = 31): seconds a run
 DRY_TASK = {"epochs": 40, "log_every": 10, "checkpoint_every": 20}
 # a run's bytes in a results file before any is written: its records (epochs / log_every) at the
-# ~370 bytes a compact record takes (grokking_fair-full.json: 22 kB for 60 records a run)
+# ~370 bytes a compact record takes (grokking_fair-full.json, uncompressed: 22 kB for 60 records a run;
+# gzip makes a returned file smaller, so the prior errs on the safe side)
 PRIOR_BYTES_PER_RECORD = 400
 
 __all__ = [
@@ -57,8 +59,9 @@ class Run(NamedTuple):
 
 
 def results_read(profile: str = "full") -> list[str]:
-    """The committed results files the job reads (from :data:`COMMITTED`): nothing else of it."""
-    return [f"{experiment}-{profile}.json" for experiment in EXPERIMENTS]
+    """The names of the committed results files the job reads (from :data:`COMMITTED`, in either
+    form: ``NAME.json.gz`` or ``NAME.json``): nothing else of it."""
+    return [f"{experiment}-{profile}" for experiment in EXPERIMENTS]
 
 
 def config(experiment: str, profile: str, dry: bool):
@@ -73,8 +76,8 @@ def epochs(experiment: str, profile: str, dry: bool) -> int:
     return config(experiment, profile, dry).task.epochs
 
 
-def _runs(path: Path) -> set[str]:
-    return set(json.loads(path.read_text())["runs"]) if path.exists() else set()
+def _runs(path: Path | None) -> set[str]:
+    return set(results_files.read(path)["runs"]) if path is not None and path.exists() else set()
 
 
 def seed_work(results: Path, profile: str) -> dict[str, dict]:
@@ -84,12 +87,13 @@ def seed_work(results: Path, profile: str) -> dict[str, dict]:
     results.mkdir(parents=True, exist_ok=True)
     out = {}
     for experiment, name in zip(EXPERIMENTS, results_read(profile)):
-        committed, work = COMMITTED / name, results / name
-        if committed.exists():
-            if work.exists():
+        committed, work = results_files.find(COMMITTED, name), results_files.find(results, name)
+        if committed is not None:
+            if work is not None:
                 merge(committed, work)
             else:
-                shutil.copyfile(committed, work)
+                shutil.copyfile(committed, results / committed.name)
+                work = results / committed.name
         out[experiment] = {"committed": _runs(committed), "earlier": _runs(work) - _runs(committed)}
     return out
 
@@ -112,7 +116,7 @@ class Plan:
             self.say(text)
 
     def file(self, experiment: str) -> Path:
-        return self.results / f"{experiment}-{self.profile}.json"
+        return results_files.target(self.results, f"{experiment}-{self.profile}")
 
     def epochs_of(self, run: Run) -> int:
         return self.configs[run.experiment].task.epochs
@@ -186,15 +190,17 @@ class Plan:
 
 def merge(source: Path, target: Path) -> dict:
     """Add ``source``'s runs that ``target`` lacks (under the results files' lock); refuse a
-    file of another experiment, profile or configuration."""
+    file of another experiment, profile or configuration. ``target`` names the file in either
+    form (``NAME.json`` or ``NAME.json.gz``): the one there is read, and it is written as gzip."""
     from stiefel_book.experiments.results import write_results
     from stiefel_book.results_reading import without_seeds
 
-    new = json.loads(source.read_text())
+    new = results_files.read(source)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.with_suffix(".lock"), "w") as lock:
+    with open(results_files.lock_path(target), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        old = json.loads(target.read_text()) if target.exists() else {**new, "runs": {}}
+        target = results_files.target(target.parent, results_files.stem(target))
+        old = results_files.read(target) if target.exists() else {**new, "runs": {}}
         for key in ("experiment", "profile"):
             if old[key] != new[key]:
                 raise ValueError(f"{source} holds {key} {new[key]!r}, {target} {old[key]!r}: merge a file into its own")

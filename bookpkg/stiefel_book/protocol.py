@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import results_files
+
 __all__ = [
     "ProtocolError",
     "Family",
@@ -357,10 +359,10 @@ def violations(protocol: Protocol, results_dir: Path | str, chapters_dir: Path |
     for f in protocol.families.values():
         if not f.set_after_runs:
             for stem in f.results:
-                path = results_dir / f"{stem}.json"
-                if not path.exists():
+                path = results_files.find(results_dir, stem)
+                if path is None:
                     continue  # no run yet: nothing can predate the rule
-                runs = json.loads(path.read_text()).get("runs", {})
+                runs = results_files.read(path)["runs"]
                 for key, run in sorted(runs.items()):
                     if not _governed(f, key) or (run.get("provenance") or {}).get("adopted_from") in f.adopts:
                         continue

@@ -1,5 +1,7 @@
-"""Results files: one JSON per experiment and profile under ``book/results/``, written after
-every finished run so that an interrupted sweep loses nothing and a rerun resumes.
+"""Results files: one gzip JSON per experiment and profile under ``book/results/``
+(``NAME-PROFILE.json.gz``; an older plain ``.json`` is still read), written after every finished
+run so that an interrupted sweep loses nothing and a rerun resumes. Their bytes:
+:mod:`stiefel_book.results_files`.
 
 Folders come from the caller (an argument, ``$STIEFEL_RESULTS``, ``$STIEFEL_CHECKPOINTS``), with
 the checkout's ``book/results`` and ``checkpoints`` as defaults when the library runs from a
@@ -9,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import json
 import os
 import platform
 import subprocess
@@ -17,8 +18,10 @@ from pathlib import Path
 
 import torch
 
+from .. import results_files
 from ..checkout import PACKAGE_DIR, checkout_root, folder
 from ..protocol import protocol_hash
+from ..results_files import DamagedResultsError, ResultsFileError, TwoFormsError
 
 __all__ = [
     "results_dir",
@@ -32,17 +35,14 @@ __all__ = [
     "code_commit",
     "InstallFolderError",
     "DamagedResultsError",
+    "TwoFormsError",
+    "ResultsFileError",
 ]
 
 
 class InstallFolderError(ValueError):
     """A results or checkpoint folder that would lie inside an installed library's folder.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
-
-
-class DamagedResultsError(ValueError):
-    """A results file that is not valid JSON (cut short by a full disk, a copy stopped half way,
-    a merge left unresolved). Nothing reads or writes it until it is restored."""
 
 
 def _folder(directory: Path | str | None, variable: str, default: str, what: str) -> Path:
@@ -84,30 +84,18 @@ def refuse_install_folder(path: Path) -> Path:
 
 
 def results_path(experiment: str, profile: str, directory: Path | None = None) -> Path:
-    """The results file of ``experiment`` under ``profile`` in :func:`results_dir`.
+    """The results file of ``experiment`` under ``profile`` in :func:`results_dir`: the one there
+    (``.json.gz``, or an older plain ``.json``), else the ``.json.gz`` a run will write.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
-    return results_dir(directory) / f"{experiment}-{profile}.json"
+    return results_files.target(results_dir(directory), f"{experiment}-{profile}")
 
 
 def load_results(experiment: str, profile: str, directory: Path | None = None) -> dict | None:
-    """The results file's contents, or ``None`` when no run has written it yet.
+    """The results file's contents, or ``None`` when no run has written it yet; a damaged file
+    (or two forms of one) is an error that names the file and the remedy.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
-    path = results_path(experiment, profile, directory)
-    if not path.exists():
-        return None
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        why = (
-            f"{error.msg}, line {error.lineno} column {error.colno}"
-            if isinstance(error, json.JSONDecodeError)
-            else error.reason
-        )
-        raise DamagedResultsError(
-            f"{path} is damaged: not valid JSON ({why}). Restore it from git "
-            f"(`git checkout -- {path}`), or move it aside to start its runs again; it was left as it is."
-        ) from None
+    path = results_files.find(results_dir(directory), f"{experiment}-{profile}")
+    return None if path is None else results_files.read(path)
 
 
 def full_results(experiment: str) -> dict | None:
@@ -117,16 +105,13 @@ def full_results(experiment: str) -> dict | None:
     return results if results and results.get("runs") else None
 
 
-def write_results(results: dict, path: Path) -> None:
-    """Write JSON atomically (temporary file, then rename); never into the installed library.
+def write_results(results: dict, path: Path) -> Path:
+    """Write a results file atomically as gzip JSON (``NAME.json`` becomes ``NAME.json.gz``, the
+    plain one removed: :func:`stiefel_book.results_files.write`); never into the installed
+    library. Returns the path written.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     refuse_install_folder(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    return results_files.write(results, path)
 
 
 def git_commit() -> str:

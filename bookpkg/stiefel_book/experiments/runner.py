@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from .. import results_files
 from ..results_reading import run_key, without_seeds
 from ..train import load_checkpoint, pick_device
 from . import (
@@ -151,9 +152,10 @@ def get_config(name: str, profile: str | None = None, **overrides):
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """Hold an exclusive lock beside ``path``: shards of one sweep write one file in turn."""
+    """Hold an exclusive lock beside ``path``: shards of one sweep write one file in turn (one lock
+    for both forms of the file: :func:`stiefel_book.results_files.lock_path`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    with open(results_files.lock_path(path), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
