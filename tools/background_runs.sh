@@ -15,34 +15,15 @@
 # Pause them while a chapter executes or `make test` runs, and go on after:
 #   kill -STOP $(pgrep -f "stiefel_book (run|sweep)")    kill -CONT $(pgrep -f "stiefel_book (run|sweep)")
 # Bring a results file back to the book (then re-execute the chapters that read it):
-#   cp DIR/results/NAME-full.json book/results/
+#   python tools/device_job.py merge DIR/results/NAME-full.json.gz    (the runs book/results/ lacks)
 # A machine that is replaced between sessions loses DIR. Before it goes, keep what the chapters do
 # not read yet: `tools/background_runs.sh --stash DIR` copies every results file of DIR that holds runs
 # which book/results/ (and pending_results/) lack into pending_results/ (commit it); the next start seeds DIR from there first.
 set -euo pipefail
 
 root=$(git rev-parse --show-toplevel)
-pending="$root/pending_results"
 if [[ ${1:-} == --stash && $# -eq 2 ]]; then
-  mkdir -p "$pending"
-  for file in "$2"/results/*.json; do
-    name=$(basename "$file")
-    # only a file holding runs that neither the book's copy nor an earlier stash holds
-    if "$root/.venv/bin/python" - "$file" "$root/book/results/$name" "$pending/$name" <<'PY'
-import json, sys
-from pathlib import Path
-new = set(json.loads(Path(sys.argv[1]).read_text())["runs"])
-for kept in sys.argv[2:]:
-    if Path(kept).exists():
-        new -= set(json.loads(Path(kept).read_text())["runs"])
-sys.exit(0 if new else 1)
-PY
-    then
-      cp "$file" "$pending/$name"
-      echo "stashed $name"
-    fi
-  done
-  exit 0
+  exec "$root/.venv/bin/python" "$root/tools/pending_results.py" stash "$2/results"
 fi
 if [[ $# -lt 2 ]]; then
   sed -n '2,23s/^# \{0,1\}//p' "$0" >&2
@@ -57,8 +38,7 @@ if [[ ! -d $dir/wt ]]; then
 fi
 echo "runs pinned at $(git -C "$dir/wt" rev-parse --short HEAD) in $dir/wt"
 mkdir -p "$dir/results" "$dir/ckpt"
-cp -n "$pending"/*.json "$dir/results/" 2>/dev/null || true  # runs not yet in the book come first
-cp -n "$root"/book/results/*-full.json "$dir/results/" 2>/dev/null || true
+"$python" "$root/tools/pending_results.py" seed "$dir/results" > /dev/null  # pending_results first, then the book's
 cifar10=${STIEFEL_CIFAR10:-$(ls "$root"/../shared/data/cifar10-jpeg.tar.xz 2>/dev/null || true)}
 
 n=0
