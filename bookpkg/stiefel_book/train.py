@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import time
 import warnings
 from pathlib import Path
@@ -13,7 +15,50 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-__all__ = ["fit", "pick_device", "save_atomically", "load_checkpoint"]
+__all__ = [
+    "fit",
+    "pick_device",
+    "save_atomically",
+    "load_checkpoint",
+    "Interrupted",
+    "stop_on_interrupt",
+    "stop_requested",
+]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C under :func:`stop_on_interrupt`: the run in progress stopped at the end of an epoch,
+    saved to its checkpoint (``epoch``, ``checkpoint``; both ``None`` when it stopped between runs)."""
+
+    def __init__(self, epoch: int | None = None, checkpoint: Path | None = None):
+        super().__init__(f"stopped at epoch {epoch}" if epoch is not None else "stopped between runs")
+        self.epoch, self.checkpoint = epoch, checkpoint
+
+
+_STOP = {"requested": False}
+
+
+def stop_requested() -> bool:
+    """Whether Ctrl-C asked the runs to stop (under :func:`stop_on_interrupt`)."""
+    return _STOP["requested"]
+
+
+@contextlib.contextmanager
+def stop_on_interrupt():
+    """While the block runs, a first Ctrl-C (SIGINT) asks :func:`fit` to stop at the end of its
+    epoch, save its checkpoint and raise :class:`Interrupted` (a run on its last epoch finishes
+    instead; a runner stops before its next run); a second one interrupts at once."""
+
+    def ask(signum, frame):
+        _STOP["requested"] = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, ask)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _STOP["requested"] = False
 
 
 def pick_device(device: str | torch.device | None = None) -> torch.device:
@@ -147,6 +192,10 @@ def fit(
                 break
         if checkpoint is not None and (epoch + 1) % checkpoint_every == 0 and epoch + 1 < epochs:
             save(epoch + 1)
+        if stop_requested() and epoch + 1 < epochs:  # Ctrl-C: save where it stands, resume from there
+            if checkpoint is not None:
+                save(epoch + 1)
+            raise Interrupted(epoch + 1, checkpoint)
     if checkpoint is not None and Path(checkpoint).exists():
         Path(checkpoint).unlink()
     return history

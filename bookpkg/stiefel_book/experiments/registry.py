@@ -8,9 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["PROFILES", "Experiment", "collect"]
+__all__ = ["PROFILES", "Experiment", "UnknownNameError", "collect"]
 
 PROFILES = ("ci", "full")
+
+
+class UnknownNameError(ValueError):
+    """An experiment, profile or arm that does not exist (a user's typo: the command line says
+    it in one line)."""
 
 
 @dataclass(frozen=True)

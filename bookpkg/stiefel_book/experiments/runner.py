@@ -10,13 +10,14 @@ import fcntl
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from .. import results_files
 from ..results_reading import run_key, without_seeds
-from ..train import load_checkpoint, pick_device
+from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
     charlm,
@@ -38,7 +39,7 @@ from . import (
     routing_sweep,
     trust_region,
 )
-from .registry import PROFILES, Experiment, collect
+from .registry import PROFILES, Experiment, UnknownNameError, collect
 from .results import (
     checkpoints_dir,
     code_commit,
@@ -136,7 +137,7 @@ def default_profile() -> str:
 
 def _experiment(name: str) -> Experiment:
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+        raise UnknownNameError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
     return EXPERIMENTS[name]
 
 
@@ -146,7 +147,7 @@ def get_config(name: str, profile: str | None = None, **overrides):
     profile = profile or default_profile()
     experiment = _experiment(name)
     if profile not in experiment.profiles:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+        raise UnknownNameError(f"unknown profile {profile!r}; choose one of {PROFILES}")
     return dataclasses.replace(experiment.profiles[profile], **overrides)
 
 
@@ -197,13 +198,17 @@ def run_experiment(
     progress: bool = True,
     config=None,
     checkpoints: Path | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> dict:
     """Run every (arm, seed) of an experiment that its results file does not hold yet.
 
     After each finished run the file is rewritten (under a lock, atomically), so an interrupted
     sweep loses no finished run; an unfinished one resumes from its checkpoint. ``directory``
     and ``checkpoints`` are the results and checkpoint folders (default
-    :func:`results.results_dir` and :func:`results.checkpoints_dir`).
+    :func:`results.results_dir` and :func:`results.checkpoints_dir`). ``report`` (the command
+    line's) hears "run k of N" with an estimate of the time left before each run. Under
+    :func:`stiefel_book.train.stop_on_interrupt`, Ctrl-C saves the run in progress at the end of
+    its epoch (or lets it finish on its last) and raises :class:`stiefel_book.train.Interrupted`.
     Chapters: grokking, cifar10_patches, ablation, regimes.
     """
     code_commit()  # the commit of the code this process runs, fixed before its first run trains
@@ -218,7 +223,7 @@ def run_experiment(
         seeds = list(config.seeds)[rank::world]
     for arm in arms:
         if arm not in experiment.arms + experiment.optional_arms:
-            raise ValueError(f"unknown arm {arm!r}; {name} has {experiment.arms + experiment.optional_arms}")
+            raise UnknownNameError(f"unknown arm {arm!r}; {name} has {experiment.arms + experiment.optional_arms}")
     path = results_path(name, profile, directory)
     header = {"experiment": name, "profile": profile, "config": _as_json(config)}
     existing = load_results(name, profile, directory)
@@ -230,12 +235,20 @@ def run_experiment(
     dev = pick_device(device)
     refuse_install_folder(path)
     checkpoints = refuse_install_folder(checkpoints_dir(checkpoints) / f"{name}-{profile}")
+    finished = set((existing or {"runs": {}})["runs"])
+    pending = [run_key(arm, seed) for seed in seeds for arm in arms if run_key(arm, seed) not in finished]
+    durations: list[float] = []  # seconds of each run this call trained, for the estimate
     for seed in seeds:
         for arm in arms:
             key = run_key(arm, seed)
             done = load_results(name, profile, directory)
             if done is not None and key in done["runs"]:
                 continue
+            if stop_requested():  # Ctrl-C after the last run finished: stop before the next
+                raise Interrupted()
+            if report is not None and key in pending:
+                report(_progress(name, key, pending.index(key) + 1, len(pending), durations))
+            began = time.perf_counter()
             adopted = experiment.adopt(config, arm, seed, directory) if experiment.adopt else None
             if adopted is not None:  # the same computation, already run: its record, and where it came from
                 outcome, source = adopted
@@ -248,6 +261,7 @@ def run_experiment(
                     dev, trained + time.perf_counter() - start, resumed_from_epoch=resumed
                 )
                 outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
+                durations.append(time.perf_counter() - began)
             with _locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))
@@ -255,6 +269,21 @@ def run_experiment(
                 results["runs"][key] = outcome
                 write_results(results, path)
     return load_results(name, profile, directory)
+
+
+def _progress(name: str, key: str, k: int, n: int, durations: list[float]) -> str:
+    """``run k of N`` of ``name`` with the time left, estimated from the runs this call trained."""
+    line = f"{name}: run {k} of {n} ({key})"
+    if durations:
+        left = sum(durations) / len(durations) * (n - k + 1)
+        line += f"; about {_duration(left)} left ({len(durations)} run{'s' if len(durations) > 1 else ''} so far)"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
 def run_live(name: str, profile: str, **options) -> dict:
