@@ -283,7 +283,7 @@ def main() -> int:
     say(json.dumps(summary["environment"], indent=1))
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "bookpkg"), os.environ.get("PYTHONPATH")])),
         "PYTHONUNBUFFERED": "1",
         "TQDM_DISABLE": "1",
         "STIEFEL_BENCH_RESULTS": str(out / "benchmarks" / "results"),

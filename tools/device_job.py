@@ -88,7 +88,7 @@ def run_job(
         **os.environ,
         "STIEFEL_RESULTS": str(results),
         "STIEFEL_CHECKPOINTS": str(checkpoints),
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bookpkg")]),
         "TQDM_DISABLE": "1",
         "OMP_NUM_THREADS": "1",
         "TORCHINDUCTOR_COMPILE_THREADS": "1",

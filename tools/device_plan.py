@@ -17,12 +17,16 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import shutil
+import sys
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from stiefel_book import results_files
-
 ROOT = Path(__file__).resolve().parents[1]
+# the checkout's own packages, also on a lent machine that has no .venv: the library and the book's
+sys.path[:0] = [path for path in (str(ROOT), str(ROOT / "bookpkg")) if path not in sys.path]
+
+from stiefel_book import results_files  # noqa: E402
+
 COMMITTED = ROOT / "book" / "results"  # the only folder of committed results the job reads
 SWEEP, FAIR = "grokking_p97_qk_lr", "grokking_p97_fair"
 EXPERIMENTS = (SWEEP, FAIR)  # in the order they run
