@@ -164,10 +164,11 @@ FOUND_ORDER = (
 )
 
 
-def what_we_found() -> Markdown:
-    """The intro's opening, a list: per chapter of :data:`FOUND_ORDER` with a measured verdict, its
+def what_we_found(dropdown: str | None = None) -> Markdown:
+    """The intro's findings, a list: per chapter of :data:`FOUND_ORDER` with a measured verdict, its
     short title (linked) and the verdict's sentence (:func:`summary.what_we_found`), the title's
-    question first, the routing tasks (no claim of the preprint) next, the propositions last."""
+    question first, the routing tasks (no claim of the preprint) next, the propositions last;
+    with ``dropdown``, shut behind a toggle of that title."""
     from . import declared
     from .claims import CLAIMS, chapter_title
     from .findings import routing_summary
@@ -189,7 +190,8 @@ def what_we_found() -> Markdown:
         )
     items.append(("The mathematics", "book/p1_steepest_descent", sentences[-1]))
     lines = [f"- **[{title}]({Path(chapter).name}.ipynb).** {sentence}" for title, chapter, sentence in items]
-    return Markdown("\n".join(lines) + "\n")
+    body = "\n".join(lines) + "\n"
+    return Markdown(f":::{{dropdown}} {dropdown}\n{body}:::\n" if dropdown else body)
 
 
 def hero_figure():

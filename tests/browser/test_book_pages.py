@@ -8,8 +8,9 @@ drew (not a file name), MathJax typeset every formula without a TeX error, no si
 scrolling on a phone, the previous/next links reach the neighbouring chapters in TOC order, and
 after each widget its static explorer, whose every control the test moves through every position
 (each shows a stored figure, and the figure changes). Then the search page finds a word known to
-be in a chapter. What a first-time reader meets (issue 31): the intro's first screen at 1280 x 800
-shows what we found; every experiment chapter's takeaways come before its first shown code; no
+be in a chapter. What a first-time reader meets (issues 31, 51): the intro's first screen at 1280 x 800
+answers "Should I use it?" in words, with no interval or p-value; the decision page has its Summary
+first and its Exercises; every experiment chapter's takeaways come before its first shown code; no
 image is shown wider than its pixels allow at 1.5x (or it is SVG); no arm's code name in prose or
 table headers; the sidebar holds the book's parts.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
@@ -60,6 +61,7 @@ SEARCH_WORD, SEARCH_PAGE = "retraction", "book/primer"
 
 
 PAGES = toc_pages()
+DECISION = "book/should_i_use_it"  # the page that answers the reader's question
 EXPERIMENTS = ["book/grokking", "book/cifar10_patches", "book/ablation", "book/regimes", "book/peers"]
 PARTS = ["Foundations", "The five propositions", "Experiments", "The verdict", "In practice"]
 # Code names a reader must not meet in prose or table headers (labels.py gives each its words).
@@ -434,22 +436,10 @@ def reader_checks(p, page: str) -> list[str]:
     captions = [c.strip() for c in p.locator(".bd-sidebar-primary p.caption").all_inner_texts()]
     if captions != PARTS:
         problems.append(f"the sidebar's parts are {captions}, expected {PARTS}")
-    if page == PAGES[0]:  # the intro: what we found on the first screen
-        found = p.locator("h2", has_text="What we found")
-        top = found.first.bounding_box()["y"] if found.count() else None
-        answer = p.evaluate("""() => { const h = Array.from(document.querySelectorAll('h2')).find(h => /What we found/.test(h.textContent));
-                                   const o = h && h.closest('section').querySelector('.cell_output');
-                                   return o ? {y: o.getBoundingClientRect().y, text: o.innerText.length} : null; }""")  # noqa: E501 (JavaScript evaluated in the page)
-        if (
-            top is None
-            or top > DESKTOP["height"]
-            or not answer
-            or answer["y"] > DESKTOP["height"] * 0.8
-            or answer["text"] < 200
-        ):
-            problems.append(
-                f"the intro's first screen does not show what we found (heading at {top}, findings {answer})"
-            )
+    if page == PAGES[0]:  # the intro: the answer, in words, on the first screen (issue 51)
+        problems += first_screen_answers(p)
+    if page == DECISION:  # the decision page: its Summary first, its Exercises, a readable length
+        problems += decision_page_checks(p)
     if page in EXPERIMENTS:  # the takeaways before the first code a reader sees
         order = p.evaluate(
             """() => {
@@ -463,6 +453,70 @@ def reader_checks(p, page: str) -> list[str]:
             problems.append(f"the chapter's key takeaways: {order} its first shown code cell")
     return problems
 
+
+
+# On the intro's first screen: an interval ("[+1.6, +10.5]") or a p-value ("p = 0.03", "Holm p") is
+# the record, not the answer; both belong behind the toggle below it.
+INTERVAL = re.compile(r"\[\s*[+\-\u2212]?\d[\d.,]*\s*(pp|%)?\s*,\s*[+\-\u2212]?\d")
+P_VALUE = re.compile(r"\bp\s*=\s*0?\.\d|\bHolm p\b|\bp-value", re.IGNORECASE)
+
+
+def first_screen_answers(p) -> list[str]:
+    """The intro's first 1280 x 800 screen: the heading "Should I use it?", the answer under it
+    in words (a paragraph of 200 characters or more that starts within the screen), and no
+    interval or p-value anywhere on that screen."""
+    found = p.evaluate(
+        """() => {
+            const h = Array.from(document.querySelectorAll('h2')).find(h => /Should I use it/.test(h.textContent));
+            if (!h) return null;
+            const o = h.closest('section').querySelector('.cell_output');
+            const seen = Array.from(document.querySelectorAll('article p, article li, article td, article th, article figcaption'))
+                .filter(e => e.offsetParent !== null && e.getBoundingClientRect().top < innerHeight)
+                .map(e => e.innerText).join('\\n');
+            return {top: h.getBoundingClientRect().y, y: o ? o.getBoundingClientRect().y : null,
+                    text: o ? o.innerText.length : 0, seen};
+        }"""  # noqa: E501 (JavaScript evaluated in the page)
+    )
+    if not found or found["top"] > DESKTOP["height"] or found["y"] is None or found["y"] > DESKTOP["height"] * 0.8:
+        return [f"the intro's first screen does not answer \"Should I use it?\" ({found and dict(found, seen='...')})"]
+    problems = []
+    if found["text"] < 200:
+        problems.append(f"the intro's answer is {found['text']} characters: write it in sentences")
+    for name, pattern in (("an interval", INTERVAL), ("a p-value", P_VALUE)):
+        match = pattern.search(found["seen"])
+        if match:
+            problems.append(f"the intro's first screen shows {name}: {match.group(0)!r} (put it behind the toggle)")
+    return problems
+
+
+def decision_page_checks(p) -> list[str]:
+    """The decision page: a Summary heading within the first 1,600 px, an Exercises heading, and
+    at most 12,000 px of page at 1280 px."""
+    found = p.evaluate(
+        """() => {
+            const top = name => { const h = Array.from(document.querySelectorAll('h2')).find(h => h.textContent.trim().startsWith(name));
+                                  return h ? h.getBoundingClientRect().top + scrollY : null; };
+            return {summary: top('Summary'), exercises: top('Exercises'), height: document.documentElement.scrollHeight};
+        }"""  # noqa: E501 (JavaScript evaluated in the page)
+    )
+    problems = []
+    if found["summary"] is None or found["summary"] > 1600:
+        problems.append(f"the decision page's Summary is not within its first 1,600 px (at {found['summary']})")
+    if found["exercises"] is None:
+        problems.append("the decision page has no Exercises section")
+    if found["height"] > 12000:
+        problems.append(f"the decision page is {found['height']} px tall at 1280 px (at most 12,000)")
+    return problems
+
+
+def test_the_decision_page_is_in_practice():
+    """"Should I use it?" is a page of the book, under In practice."""
+    import yaml
+
+    parts = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
+    practice = next(part for part in parts if part["caption"] == "In practice")
+    assert DECISION in [chapter["file"] for chapter in practice["chapters"]]
+    assert (ROOT / f"{DECISION}.ipynb").exists()
 
 def test_index_redirects_to_the_first_page(browser, base_url):
     visit = Visit(browser, base_url, DESKTOP)

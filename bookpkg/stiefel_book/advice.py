@@ -1,0 +1,131 @@
+"""Should I use it? Loads what the intro's answer and the decision page rest on: the declared
+families' rows (:mod:`declared`, the same the chapters and the claims table read), the fair
+fight's sweep, the frames' movement at p = 97, the runs' regime, and the committed benchmark
+record of a step's cost, and hands them to :mod:`findings.advice`. Chapters: intro,
+should_i_use_it.
+
+    from stiefel_book import advice
+    facts = advice.facts()          # a dict: what each sentence of the answer rests on
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from . import declared, protocol
+from .checkout import checkout_root
+from .experiments.results import load_results
+from .findings import advice as found
+
+__all__ = ["facts", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count"]
+
+BENCHMARK = "step_time-gpt2-small-cpu.json"  # benchmarks/results/: StiefelAdam against AdamW on GPT-2's frames
+SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # the fair fight's arms whose sweep the answer reads
+
+
+def facts() -> dict:
+    """Every fact the answer states, by topic: ``tuned`` (the rule against AdamW per task at tuned
+    rates), ``task_rate`` (where the preprint's gain came from), ``share31`` (the task's rate over
+    AdamW's tuned W_Q, W_K rate at p = 31), ``sweep`` (how flat each arm's
+    score is across rates), ``routing`` (the other arms on the routing tasks), ``grokking_scale``
+    (QK-norm against AdamW at p = 31), ``cifar10_muon`` (Muon against AdamW), ``cifar10_frozen``
+    (frozen frames against the rule), ``cifar10_decay`` (CIFAR-10 away from its decay), ``reach``
+    (models, seeds, devices) and ``cost`` (:func:`step_cost`)."""
+    from .findings import fair_fight as ff
+    from .findings import peers
+
+    fair, scale, fair_peers = (
+        load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers")
+    )
+    tuned31, scale31, p97, routing = (
+        declared.tuned_rows(),
+        declared.scale_rows(),
+        declared.p97_rows(),
+        declared.routing(),
+    )
+    cifar = declared.cifar10()
+    family = protocol.family("grokking_fair")
+    before31 = ff.before_rows(load_results("grokking_ablation", "full"), family.margin / 100, family.alpha)
+    p97_runs = load_results("grokking_p97_fair", "full")
+    sweep = load_results("grokking_qk_lr", "full")
+    sweep_rows = ff.sweep_rows(sweep, SWEPT, ff.tuned_lrs(fair, scale, fair_peers)) if sweep else []
+    judged = {
+        task: load_results(name, "full")
+        for task, name in (
+            ("grokking", "grokking_fair"),
+            ("grokking_p97", "grokking_p97_fair"),
+            ("cifar10", "cifar10_fair"),
+            ("mqar", "mqar"),
+            ("induction", "induction"),
+            ("charlm", "charlm"),
+        )
+    }
+    return {
+        "tuned": found.tuned_readings(tuned31, p97, cifar["tuned"], routing),
+        "task_rate": found.task_rate(
+            before31,
+            tuned31,
+            p97,
+            ff.tuned_lrs(p97_runs) if p97_runs else {},
+            p97_runs["config"]["task"]["lr"] if p97_runs else float("nan"),
+            peers.movement_rows(p97_runs) if p97_runs else [],
+        ),
+        "share31": fair["config"]["task"]["lr"] / ff.tuned_lrs(fair)["baseline"] if fair else None,
+        "sweep": found.flat_tops(sweep_rows, SWEPT),
+        "routing": found.routing_readings(routing),
+        "grokking_scale": found.word_of(scale31, "qk_norm", "baseline"),
+        "cifar10_muon": found.word_of(cifar["tuned"], "muon", "baseline"),
+        "cifar10_frozen": found.word_of(cifar["tuned"], "frozen", "stiefel"),
+        "cifar10_decay": found.small_decay(cifar["at_decay"], cifar["best_cells"]),
+        "reach": found.reach(judged),
+        "cost": step_cost(),
+    }
+
+
+def step_cost() -> dict | None:
+    """The committed benchmark record of one optimizer step on GPT-2 small's frames
+    (``benchmarks/results/`` :data:`BENCHMARK`): ``ratio`` (StiefelAdam's step time over AdamW's,
+    contiguous frames), ``state`` (its optimizer state over AdamW's), ``frames``, ``device``,
+    ``date``; ``None`` where no record is found. Outside a checkout (a hosted kernel) the record
+    is looked for beside ``$STIEFEL_RESULTS``, the cloned repository's ``book/results``."""
+    root = checkout_root()
+    if root is None and os.environ.get("STIEFEL_RESULTS"):
+        root = Path(os.environ["STIEFEL_RESULTS"]).resolve().parent.parent
+    path = root / "benchmarks" / "results" / BENCHMARK if root is not None else None
+    if path is None or not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    text = "\n".join(record["lines"])
+
+    def number(pattern: str) -> float:
+        match = re.search(pattern, text)
+        if not match:
+            raise ValueError(f"{path}: no line matches {pattern!r}: the benchmark's output changed")
+        return float(match.group(1))
+
+    return {
+        "ratio": number(r"ratio StiefelAdam / AdamW \(foreach\), contiguous: ([\d.]+)"),
+        "state": number(r"state StiefelAdam: ([\d.]+)x frames") / number(r"AdamW: ([\d.]+)x"),
+        "frames": int(number(r"(\d+) frames of")),
+        "device": record["device"],
+        "date": record["date"],
+    }
+
+
+def listing(items) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def tasks_where(readings: dict[str, str], word: str) -> list[str]:
+    """The tasks (in words, :data:`findings.advice.TASKS`) whose reading is ``word``."""
+    return [found.TASKS[task] for task in found.TASKS if readings.get(task) == word]
+
+
+def task_count(readings: dict[str, str]) -> int:
+    """How many tasks ``readings`` cover, grokking's two sizes counted as one task."""
+    return len({task.split("_")[0] for task in readings})

@@ -1,0 +1,55 @@
+"""The facts behind "Should I use it?" (findings.advice, advice): each reads a family's own word in
+the reader's direction, and a committed benchmark record the way its script writes it."""
+
+import json
+
+import pytest
+
+from stiefel_book import advice
+from stiefel_book.findings import advice as found
+
+
+def test_a_verdict_reads_better_or_worse_by_its_endpoints_direction():
+    assert found.reading("higher") == "better" and found.reading("lower") == "worse"
+    assert found.reading("higher", higher_is_better=False) == "worse"  # a loss: higher is worse
+    assert found.reading("equivalent") == "equivalent" and found.reading(None) is None
+
+
+def test_tuned_readings_take_each_tasks_own_row_and_direction():
+    tuned31 = [{"arm": "stiefel", "reference": "baseline", "verdict": "inconclusive"}]
+    # at p = 97 a time verdict of *higher* (sooner) is a gain even where the final accuracy ties
+    p97 = [{"a": "stiefel", "b": "baseline", "verdict": "higher", "final_word": "equivalent"}]
+    cifar = [{"arm": "frozen", "reference": "baseline", "verdict": "lower"}]  # not the rule's row
+    routing = {"charlm": [{"arm": "stiefel", "reference": "baseline", "verdict": "higher", "reading": "worse"}]}
+    got = found.tuned_readings(tuned31, p97, cifar, routing)
+    assert got == {"grokking": "inconclusive", "grokking_p97": "better", "charlm": "worse"}
+    p97[0]["verdict"] = "inconclusive"
+    assert found.tuned_readings(tuned31, p97, cifar, routing)["grokking_p97"] == "equivalent"
+
+
+def test_flat_tops_read_the_rates_every_arm_ran():
+    rows = [
+        {"arm": "a", "scores": {1e-3: 0.9, 1e-2: 0.3, 1e-1: 0.1}},
+        {"arm": "b", "scores": {1e-4: 0.5, 1e-3: 0.8, 1e-2: 0.8}},
+    ]
+    got = found.flat_tops(rows, ("a", "b"))
+    assert got["rates"] == (1e-3, 1e-2)  # 1e-1 and 1e-4 are not common
+    assert got["top"] == {"a": pytest.approx(1 / 3), "b": 1.0} and got["kept"]["b"] == 1.0
+    assert found.flat_tops(rows, ("a", "b", "c")) == {}  # an arm not swept: no reading
+
+
+def test_reach_counts_seeds_sizes_and_devices():
+    runs = {"baseline/0": {"provenance": {"device": "cpu: x86_64"}}, "baseline/1": {"provenance": {"device": "cuda:0"}}}
+    got = found.reach({"mqar": {"config": {"n_layer": 2, "n_embd": 64}, "runs": runs}, "charlm": None})
+    assert got["sizes"] == {"mqar": (2, 64)} and got["seeds"] == {"mqar": 2} and got["devices"] == {"cpu", "cuda"}
+
+
+def test_step_cost_reads_the_committed_record_and_refuses_a_changed_one(tmp_path, monkeypatch):
+    cost = advice.step_cost()
+    assert cost is not None and cost["ratio"] > 0 and cost["frames"] > 0
+    record = tmp_path / "benchmarks" / "results" / advice.BENCHMARK
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"device": "cpu", "date": "today", "lines": ["something else"]}))
+    monkeypatch.setattr(advice, "checkout_root", lambda: tmp_path)
+    with pytest.raises(ValueError, match="the benchmark's output changed"):
+        advice.step_cost()
