@@ -20,7 +20,7 @@ from .checkout import checkout_root
 from .experiments.results import load_results
 from .findings import advice as found
 
-__all__ = ["facts", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count"]
+__all__ = ["facts", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count", "number_word"]
 
 BENCHMARK = "step_time-gpt2-small-cpu.json"  # benchmarks/results/: StiefelAdam against AdamW on GPT-2's frames
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # the fair fight's arms whose sweep the answer reads
@@ -129,3 +129,9 @@ def tasks_where(readings: dict[str, str], word: str) -> list[str]:
 def task_count(readings: dict[str, str]) -> int:
     """How many tasks ``readings`` cover, grokking's two sizes counted as one task."""
     return len({task.split("_")[0] for task in readings})
+
+
+def number_word(n: int) -> str:
+    """A count as prose writes it: words up to ten, digits above."""
+    words = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    return words[n] if 0 <= n < len(words) else f"{n:,}"
