@@ -89,7 +89,7 @@ def test_every_arm_starts_from_the_same_function_and_trains_its_own_parameters()
     config = GPTConfig(vocab_size=16, block_size=8, n_layer=2, n_head=2, n_embd=16)
     x = torch.randint(16, (3, 8))
     reference = routing_arms.build(config, "baseline", 0)(x)
-    for arm in routing_arms.ARMS:
+    for arm in routing_arms.ARMS + routing_arms.OPTIONAL_ARMS:
         model = routing_arms.build(config, arm, 0)
         if arm != "qk_norm":  # its RMSNorm changes the logits' scale at the start
             torch.testing.assert_close(model(x), reference, rtol=1e-5, atol=1e-6)

@@ -25,10 +25,11 @@ from ..data.routing import IGNORE, TokenBatch, generator, induction, induction_t
 from ..nanogpt import GPTConfig
 from ..threads import threads
 from ..train import fit
-from .routing_arms import ARMS, build, make_optimizer, qk_metrics
+from .routing_arms import ARMS, OPTIONAL_ARMS, build, make_optimizer, qk_metrics
 
 __all__ = [
     "ARMS",
+    "OPTIONAL_ARMS",
     "RoutingTraining",
     "MQARConfig",
     "InductionConfig",
@@ -231,8 +232,8 @@ def _run(config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float
 def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
     """The W_Q, W_K lr ``arm`` trains at: ``qk_lr`` if given, else the config's for the arm
     (``qk_lrs``, then ``qk_lr``); None means the task's lr. ``frozen`` has none."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS}")
+    if arm not in ARMS + OPTIONAL_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS + OPTIONAL_ARMS}")
     if qk_lr is not None and arm == "frozen":
         raise ValueError("frozen frames have no W_Q, W_K lr (lr 0): run 'frozen' without qk_lr")
     if arm == "frozen":

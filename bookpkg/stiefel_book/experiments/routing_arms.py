@@ -32,9 +32,10 @@ from stiefel_core.convert import stiefelize, unstiefelize
 
 from ..nanogpt import GPT, GPTConfig
 
-__all__ = ["ARMS", "QKVBlocks", "build", "make_optimizer", "qk_names", "qk_metrics"]
+__all__ = ["ARMS", "OPTIONAL_ARMS", "QKVBlocks", "build", "make_optimizer", "qk_names", "qk_metrics"]
 
-ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon", "manifold_muon")
+ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")  # what a routing experiment runs
+OPTIONAL_ARMS = ("manifold_muon",)  # run only when named (--arms): the 2x2's fourth corner
 FRAME_ARMS = ("stiefel", "frozen", "manifold_muon")
 
 
@@ -58,8 +59,8 @@ class QKVBlocks(nn.Module):
 
 def build(config: GPTConfig, arm: str, seed: int) -> GPT:
     """``arm``'s model from ``seed`` (the same seed, the same initial function in every arm)."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS}")
+    if arm not in ARMS + OPTIONAL_ARMS:
+        raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS + OPTIONAL_ARMS}")
     torch.manual_seed(seed)
     model = GPT(GPTConfig(**{**config.__dict__, "qk_norm": arm == "qk_norm"}))
     stiefelize(model, scale="unit")

@@ -67,6 +67,7 @@ ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py
         routing.run_mqar,
         "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
         resolve=routing_sweep.resolver("mqar_qk_lr"),
+        optional_arms=routing.OPTIONAL_ARMS,
     ),
     Experiment(
         "induction",
@@ -75,6 +76,7 @@ ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py
         routing.run_induction,
         "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
         resolve=routing_sweep.resolver("induction_qk_lr"),
+        optional_arms=routing.OPTIONAL_ARMS,
     ),
     Experiment(
         "charlm",
@@ -83,6 +85,7 @@ ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py
         charlm.run,
         "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
         resolve=routing_sweep.resolver("charlm_qk_lr"),
+        optional_arms=routing.OPTIONAL_ARMS,
     ),
     Experiment(
         "induction_decay_map",
