@@ -9,6 +9,9 @@ goes into every new run's provenance; :func:`violations` is the check ``make tes
 governed by a family that finished before the family was declared, unless the family says it was
 set after the runs, whose chapters (once the lead marks them ``chapters_checked``) must then say
 "set after the runs".
+
+A family may also carry its rule in fields a reader applies (:mod:`stiefel_book.protocol_fields`,
+read by :mod:`stiefel_book.families`).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import results_files
+from .protocol_fields import _ISO, Endpoint, ProtocolError, _strings, structured
 
 __all__ = [
     "ProtocolError",
     "Family",
+    "Endpoint",
     "Protocol",
     "protocol_path",
     "load",
@@ -58,13 +63,10 @@ _OPTIONAL = {
     "judged_seeds",
     "amended",
     "adopts",
+    "compare",
+    "encoded",
 }
 _CODE_CITED = re.compile(r"\bcommit [0-9a-f]{7}|\b(?:findings|experiments|stiefel_core|stiefel_book)\.\w+")
-_ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?)")
-
-
-class ProtocolError(ValueError):
-    """A protocol file that is missing or does not say what it must. Chapters: all that state verdicts."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,10 @@ class Family:
     adopts: tuple[
         str, ...
     ] = ()  # results files (stems) whose earlier runs it may adopt as its own (``amended`` says why)
+    measure: Endpoint | None = None  # the endpoint in fields (None: the family is declared in words only)
+    pairs: tuple[tuple[str, str], ...] = ()  # (arm, reference): each comparison arm − reference, in order
+    reads: tuple[str, ...] = ()  # results stems read for pairing beside ``results``, not governed by the family
+    encoded: str | None = None  # when the declared English was put in fields, and that no rule changed
 
 
 @dataclass(frozen=True)
@@ -165,15 +171,6 @@ def _declared(value, where: str) -> tuple[_dt.date | _dt.datetime, str]:
     return when, value
 
 
-def _strings(raw: dict, key: str, where: str) -> tuple[str, ...] | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ProtocolError(f"{where}: {key} must be a list of names, got {value!r}")
-    return tuple(value)
-
-
 def _seeds(raw: dict, key: str, where: str) -> tuple[int, ...] | None:
     value = raw.get(key)
     if value is None:
@@ -209,6 +206,9 @@ def _family(name: str, raw, where: str) -> Family:
         raise ProtocolError(f"{where}: the margin must be a positive number (or null: no equivalence test), got {m!r}")
     if m is not None and not unit:
         raise ProtocolError(f"{where}: margin needs margin_unit (what the differences are measured in)")
+    measure, pairs, reads, encoded = structured(raw, unit, where)
+    if measure is not None:
+        raw = {**raw, "endpoint": raw["endpoint"]["why"]}
     for key in ("comparisons", "endpoint", "margin_reason"):
         if not isinstance(raw[key], str) or not raw[key].strip():
             raise ProtocolError(f"{where}: {key} must be a sentence, got {raw[key]!r}")
@@ -267,6 +267,10 @@ def _family(name: str, raw, where: str) -> Family:
         judged_seeds=_seeds(raw, "judged_seeds", where),
         amended=amended,
         adopts=_strings(raw, "adopts", where) or (),
+        measure=measure,
+        pairs=pairs,
+        reads=reads,
+        encoded=encoded,
     )
 
 

@@ -1,0 +1,243 @@
+"""The family reader (stiefel_book.families): on the committed results files its rows equal what the
+findings modules compute for each structured family; on hand-made results it applies the declared
+rule (the pairs, Holm within the family, the margin, the direction) and refuses what it cannot apply."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stiefel_book import families as fam
+from stiefel_book import protocol
+from stiefel_book.stats import holm
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "book" / "results"
+TOL = 1e-12
+
+
+def _load(stem):
+    path = RESULTS / f"{stem}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+@pytest.fixture(scope="module")
+def files():
+    stems = {s for f in protocol.load().families.values() if f.measure for s in f.results + f.reads}
+    return {s: _load(s) for s in stems | {"grokking_fair_peers-full"}}
+
+
+def read(name, files):
+    f = protocol.family(name)
+    return fam.read_family(name, {s: files[s] for s in f.results + f.reads})
+
+
+def same(rows, old, mean, ci, extra=()):
+    """``rows`` equal the old copy's dict rows (keys ``mean``/``ci`` named as that copy names them):
+    the same comparisons in the same order, n, verdict, the numbers to 1e-12."""
+    assert [(r.arm, r.reference) for r in rows] == [(o["arm"], o["reference"]) for o in old]
+    for r, o in zip(rows, old, strict=True):
+        assert (r.n, r.verdict) == (o["n"], o["verdict"]), (r, o)
+        assert abs(r.difference - o[mean]) < TOL and np.allclose(r.interval, o[ci], rtol=0, atol=TOL)
+        assert abs(r.p_corrected - o["p_holm"]) < TOL
+        for new, key in extra:
+            assert (
+                getattr(r, new) == pytest.approx(o[key], rel=0, abs=TOL)
+                if isinstance(o[key], float)
+                else (getattr(r, new) == o[key])
+            ), (new, r, o)
+
+
+def test_every_structured_family_is_tested_here():
+    structured = {n for n, f in protocol.load().families.items() if f.measure}
+    assert structured == {
+        "routing_mqar",
+        "routing_induction",
+        "routing_charlm",
+        "grokking_fair",
+        "grokking_fair_scale",
+        "grokking_fair_ablation",
+        "cifar10_fair",
+        "cifar10_fair_decay",
+        "peers_cifar10",
+    }
+
+
+@pytest.mark.parametrize("task", ["mqar", "induction", "charlm"])
+def test_routing_families_equal_findings_routing(files, task):
+    from stiefel_book.findings import routing as fr
+
+    name, endpoint = fr.TASKS[task]
+    f = protocol.family(name)
+    old = fr.family_rows(fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha)
+    rows = read(name, files)
+    same(rows, old, "mean", "ci")
+    assert [r.reading for r in rows] == [o["reading"] for o in old]
+
+
+OLD_FAIR = [("p_raw", "p"), ("p_equivalence", "tost_p_holm"), ("past", "past"), ("p_past", "mcnemar_p")]
+
+
+def test_grokking_fair_families_equal_the_fair_fight(files):
+    from stiefel_book.findings import tuned
+
+    fair, scale, peers = (files[f"{n}-full"] for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
+    f = protocol.load().families
+    same(
+        read("grokking_fair", files),
+        tuned.fair_family(fair, scale, peers, f["grokking_fair"]),
+        "mean_pp",
+        "ci_pp",
+        OLD_FAIR,
+    )
+    old = tuned.scale_family(fair, scale, f["grokking_fair_scale"], peers)
+    same(read("grokking_fair_scale", files), old, "mean_pp", "ci_pp", OLD_FAIR)
+    old = tuned.variant_family(fair, files["grokking_fair_ablation-full"], f["grokking_fair_ablation"])
+    same(read("grokking_fair_ablation", files), old, "mean_pp", "ci_pp", OLD_FAIR)
+
+
+def test_cifar10_families_equal_their_findings(files):
+    from stiefel_book.findings import cifar10_decays as cd
+    from stiefel_book.findings import cifar10_tuned as ct
+    from stiefel_book.findings import fair_fight as ff
+    from stiefel_book.findings import peers as p
+
+    f = protocol.load().families
+    fair = f["cifar10_fair"]
+    old = ct.fair_rows(files["cifar10_fair-full"], files["cifar10_fair_peers-full"], fair.margin / 100, fair.alpha)
+    same(read("cifar10_fair", files), old, "mean_pp", "ci_pp", OLD_FAIR[:2])
+    decay = f["cifar10_fair_decay"]
+    old = cd.decay_row(files["cifar10_fair_decay-full"], decay.margin / 100, decay.alpha)
+    same(read("cifar10_fair_decay", files), [old], "mean_pp", "ci_pp", OLD_FAIR[:2])
+    peers = f["peers_cifar10"]  # as declared.peers_cifar10 computes it, before its rows are reordered
+    values = ff.finals(files["cifar10_peers-full"], metric="test_acc")
+    old = ff.family_rows(values, p.PEERS, ("stiefel", "baseline"), peers.margin / 100, peers.alpha)
+    same(read("peers_cifar10", files), old, "mean_pp", "ci_pp", OLD_FAIR[:2])
+
+
+# --- hand-made families and results -----------------------------------------------------------
+
+FAMILY = """\
+  {name}:
+    declared: "2026-12-01T10:00Z"
+    results: [toy-full]
+    comparisons: "a and b against r"
+    endpoint:
+      why: "final loss"
+      metric: loss
+      at: {at}
+      test: paired_t
+      unit: nats
+      direction: lower_is_better
+    correction: holm
+    alpha: 0.05
+    margin: {margin}
+    margin_unit: nats
+    margin_reason: "a reason"
+    encoded: "2026-12-06, in fields"
+    compare: {compare}
+{extra}"""
+
+
+def write(tmp_path, name="toy", margin=0.5, at="final", compare="{arms: [a, b], references: [r]}", extra=""):
+    path = tmp_path / f"{name}.yml"
+    text = FAMILY.format(name=name, margin=margin, at=at, compare=compare, extra=extra)
+    path.write_text("version: 1\nfamilies:\n" + text)
+    return path
+
+
+def results(**arms):
+    """``{"toy-full": results}`` with one run per seed of each arm, its final ``loss`` the value given."""
+    runs = {
+        f"{arm}/{s}": {"final": {"loss": v}, "history": [{"epoch": 7, "loss": v + 1}]}
+        for arm, vs in arms.items()
+        for s, v in enumerate(vs)
+    }
+    return {"toy-full": {"config": {}, "runs": runs}}
+
+
+R = [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_pairs_by_seed_and_holm_within_the_family(tmp_path):
+    data = results(
+        r=R, a=[x - 1.0 + 0.1 * (-1) ** i for i, x in enumerate(R)], b=[x + 0.05 * i for i, x in enumerate(R)]
+    )
+    rows = fam.read_family("toy", data, path=write(tmp_path))
+    assert [(r.arm, r.reference, r.n) for r in rows] == [("a", "r", 5), ("b", "r", 5)]
+    assert rows[0].difference == pytest.approx(-0.98) and rows[0].verdict == "lower" and rows[0].reading == "better"
+    assert np.allclose([r.p_corrected for r in rows], holm([r.p_raw for r in rows]))
+    alone = fam.read_family("toy", data, path=write(tmp_path, compare="{pairs: [[a, r]]}"))
+    assert alone[0].p_corrected == alone[0].p_raw < rows[0].p_corrected  # the family's size is what Holm corrects for
+
+
+def test_the_margin_decides_equivalent_or_inconclusive(tmp_path):
+    data = results(r=R, a=[x + 0.01 * (-1) ** i for i, x in enumerate(R)], b=R)
+    wide = fam.read_family("toy", data, path=write(tmp_path, margin=0.5, compare="{pairs: [[a, r]]}"))
+    narrow = fam.read_family("toy", data, path=write(tmp_path, margin=0.001, compare="{pairs: [[a, r]]}"))
+    assert (wide[0].verdict, narrow[0].verdict) == ("equivalent", "inconclusive")
+    assert wide[0].p_raw == narrow[0].p_raw and wide[0].p_equivalence < 0.05 < narrow[0].p_equivalence
+
+
+def test_a_missing_arm_keeps_its_place_and_the_endpoints_epoch_and_seeds_are_the_declared_ones(tmp_path):
+    data = results(r=R, a=[x - 1 for x in R])
+    rows = fam.read_family("toy", data, path=write(tmp_path))
+    assert (rows[1].n, rows[1].verdict, rows[1].p_corrected) == (0, "inconclusive", 1.0) and math.isnan(
+        rows[1].difference
+    )
+    assert rows[0].p_corrected == pytest.approx(min(1.0, 2 * rows[0].p_raw))
+    at_epoch = fam.read_family("toy", results(r=R, a=R), path=write(tmp_path, at=7))
+    assert at_epoch[0].regime == "epoch 7" and at_epoch[0].difference == 0.0
+    seeds = fam.read_family("toy", data, path=write(tmp_path, extra="    judged_seeds: [0, 1, 2]\n"))
+    assert seeds[0].n == 3
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(compare="{arms: [a, b]}"), "compare needs both arms and references"),
+        (dict(compare="{pairs: [[a, a]]}"), "compare.pairs must be"),
+        (dict(compare="{pairs: [[a, r], [r, a]]}"), "names a pair of arms twice"),
+        (dict(at="the end"), "endpoint.at must be"),
+        (dict(extra="    judged: yes\n"), "unknown keys"),
+    ],
+)
+def test_a_malformed_family_is_refused_with_one_clear_error(tmp_path, change, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.load(write(tmp_path, **change))
+
+
+def test_a_malformed_endpoint_or_a_family_in_words_is_refused(tmp_path):
+    path = write(tmp_path)
+    for old, new, message in [
+        ("test: paired_t", "test: t_test", "test be one of"),
+        ("unit: nats\n      direction", "unit: bits\n      direction", "must be the margin's unit"),
+        ('    encoded: "2026-12-06, in fields"\n', "", "needs compare and encoded"),
+    ]:
+        path.write_text(write(tmp_path).read_text().replace(old, new, 1))
+        with pytest.raises(protocol.ProtocolError, match=message):
+            protocol.load(path)
+    words = tmp_path / "words.yml"
+    words.write_text(
+        write(tmp_path).read_text().split("    endpoint:")[0]
+        + '    endpoint: "final loss"\n    correction: holm\n    alpha: 0.05\n'
+        + '    margin_pp: 2.0\n    margin_reason: "r"\n'
+    )
+    with pytest.raises(fam.FamilyError, match="declared in words only"):
+        fam.read_family("toy", results(r=R), path=words)
+
+
+def test_results_that_do_not_fit_the_family_are_refused(tmp_path):
+    path = write(tmp_path)
+    with pytest.raises(fam.FamilyError, match="lacks the files"):
+        fam.read_family("toy", {}, path=path)
+    with pytest.raises(fam.FamilyError, match="records no 'loss'"):
+        fam.read_family("toy", {"toy-full": {"runs": {"a/0": {"final": {"acc": 1.0}}}}}, path=path)
+
+
+def test_table_lays_out_every_row(tmp_path):
+    rows = fam.read_family("toy", results(r=R, a=[x - 1 for x in R], b=R), path=write(tmp_path))
+    text = fam.table(rows)
+    assert len(text.splitlines()) == 2 + len(rows) and "lower" in text and "nats" in text
