@@ -65,16 +65,50 @@ def test_every_structured_family_is_tested_here():
     }
 
 
+def routing_rows_as_they_were(values, endpoint, margin, alpha):
+    """findings.routing.family_rows as it was written by hand before the reader replaced it (commit
+    e3a48ea): the oracle the reader must equal on the routing families."""
+    from scipy import stats
+
+    from stiefel_book.stats import family_verdicts
+
+    family, pairs = {}, {}
+    for ref in ("baseline", "stiefel"):
+        for arm in ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon"):
+            if arm == ref or arm not in values or ref not in values or (ref, arm) in pairs:
+                continue
+            seeds = sorted(set(values[arm]) & set(values[ref]))
+            pairs[(arm, ref)] = seeds
+            family[f"{arm} - {ref}"] = [endpoint.scale * (values[arm][s] - values[ref][s]) for s in seeds]
+    verdicts = family_verdicts(family, margin, alpha)
+    rows = []
+    for (arm, ref), seeds in pairs.items():
+        v, d = verdicts[f"{arm} - {ref}"], np.asarray(family[f"{arm} - {ref}"])
+        half = float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+        row = {"arm": arm, "reference": ref, "n": len(seeds), "mean": v.mean_difference, "p_holm": v.p_adjusted}
+        rows.append({**row, "ci": (v.mean_difference - half, v.mean_difference + half), "verdict": v.word})
+        rows[-1]["reading"] = endpoint.better(v.word)
+    return rows
+
+
 @pytest.mark.parametrize("task", ["mqar", "induction", "charlm"])
 def test_routing_families_equal_findings_routing(files, task):
+    from stiefel_book import declared
     from stiefel_book.findings import routing as fr
 
     name, endpoint = fr.TASKS[task]
     f = protocol.family(name)
-    old = fr.family_rows(fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha)
+    old = routing_rows_as_they_were(fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha)
     rows = read(name, files)
     same(rows, old, "mean", "ci")
     assert [r.reading for r in rows] == [o["reading"] for o in old]
+    assert declared.routing()[task] == fr.as_rows(rows)  # what the chapter reads is the reader's rows
+    assert (endpoint.metric, endpoint.unit, endpoint.scale, endpoint.higher_is_better) == (
+        f.measure.metric,
+        f.measure.unit,
+        f.measure.scale,
+        f.measure.higher_is_better,
+    )  # the chapter's endpoint is the declared one
 
 
 OLD_FAIR = [("p_raw", "p"), ("p_equivalence", "tost_p_holm"), ("past", "past"), ("p_past", "mcnemar_p")]

@@ -159,14 +159,12 @@ def peers_cifar10() -> list[dict]:
 
 def routing() -> dict[str, list[dict]]:
     """The routing chapter's rows per task (``mqar``, ``induction``, ``charlm``): each task's
-    family (``routing_<task>``) over its judged runs (:func:`findings.routing.family_rows`)."""
+    family (``routing_<task>``) read by the family reader (:func:`families.read_family`) over its
+    judged runs, as the chapter's sentences read them (:func:`findings.routing.as_rows`)."""
+    from .families import read_family
     from .findings import routing as fr
 
-    out = {}
-    for task, (family, endpoint) in fr.TASKS.items():
-        f = families()[family]
-        out[task] = fr.family_rows(fr.finals(load_results(task, "full"), endpoint.metric), endpoint, f.margin, f.alpha)
-    return out
+    return {task: fr.as_rows(read_family(family)) for task, (family, _) in fr.TASKS.items()}
 
 
 def routing_counts() -> dict[str, str]:

@@ -24,7 +24,7 @@ from . import protocol as _protocol
 from .results_reading import split_key, value_at
 from .stats import family_verdicts, mcnemar_exact, paired_comparison
 
-__all__ = ["FamilyError", "Row", "read_family", "paired_values", "find", "table"]
+__all__ = ["FamilyError", "Row", "read_family", "judge", "paired_values", "find", "table"]
 
 
 class FamilyError(ValueError):
@@ -110,29 +110,63 @@ def read_family(name: str, results: dict | None = None, *, path=None) -> list[Ro
     family = _structured(name, path)
     e = family.measure
     files = _load(family.results + family.reads, results)
-    values = paired_values(family, files)
     counted = paired_values(family, files, family.count_metric) if family.count_past is not None else None
-    seeds = {p: sorted(set(values.get(p[0], {})) & set(values.get(p[1], {}))) for p in family.pairs}
-    differences = {
-        f"{a} - {b}": [e.scale * (values[a][s] - values[b][s]) for s in seeds[a, b]] for a, b in family.pairs
-    }
-    verdicts = family_verdicts(differences, family.margin, family.alpha, correction=family.correction)
+    return judge(
+        paired_values(family, files),
+        family.pairs,
+        family.margin,
+        family.alpha,
+        correction=family.correction,
+        scale=e.scale,
+        unit=e.unit,
+        regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
+        higher_is_better=e.higher_is_better,
+        family=name,
+        count_past=family.count_past,
+        counted=counted,
+    )
+
+
+def judge(
+    values: dict[str, dict[int, float]],
+    pairs,
+    margin: float,
+    alpha: float = 0.05,
+    *,
+    correction: str = "holm",
+    scale: float = 1.0,
+    unit: str = "",
+    regime: str = "final",
+    higher_is_better: bool = True,
+    family: str = "",
+    count_past: float | None = None,
+    counted: dict[str, dict[int, float]] | None = None,
+) -> list[Row]:
+    """The rule applied to ``values`` (``{arm: {seed: value}}``): each pair ``(arm, reference)`` of
+    ``pairs`` on the seeds both hold, its differences times ``scale`` (in ``unit``, as ``margin``),
+    the verdicts of :func:`stats.family_verdicts` corrected across all the pairs (a pair with no
+    runs keeps its place), and beside them, with ``count_past``, the seeds whose ``counted`` value
+    (``values`` by default) passes it, with their exact McNemar p."""
+    counted = values if counted is None else counted
+    seeds = {p: sorted(set(values.get(p[0], {})) & set(values.get(p[1], {}))) for p in pairs}
+    differences = {f"{a} - {b}": [scale * (values[a][s] - values[b][s]) for s in seeds[a, b]] for a, b in pairs}
+    verdicts = family_verdicts(differences, margin, alpha, correction=correction)
     rows = []
-    for a, b in family.pairs:
+    for a, b in pairs:
         v, d = verdicts[f"{a} - {b}"], np.asarray(differences[f"{a} - {b}"])
         if len(d) >= 2:
-            c = paired_comparison(d, np.zeros_like(d), confidence=1 - family.alpha)
+            c = paired_comparison(d, np.zeros_like(d), confidence=1 - alpha)
             interval = (c.ci_low, c.ci_high)
         else:
             interval = (math.nan, math.nan)
         past = p_past = None
-        if counted is not None:
-            pa = [counted[a][s] > family.count_past for s in seeds[a, b]]
-            pb = [counted[b][s] > family.count_past for s in seeds[a, b]]
+        if count_past is not None:
+            pa = [counted[a][s] > count_past for s in seeds[a, b]]
+            pb = [counted[b][s] > count_past for s in seeds[a, b]]
             past, p_past = (sum(pa), sum(pb)), (mcnemar_exact(pa, pb).p_value if pa else math.nan)
         rows.append(
             Row(
-                family=name,
+                family=family,
                 arm=a,
                 reference=b,
                 n=v.n,
@@ -142,9 +176,9 @@ def read_family(name: str, results: dict | None = None, *, path=None) -> list[Ro
                 p_corrected=v.p_adjusted,
                 p_equivalence=v.tost_p_adjusted,
                 verdict=v.word,
-                unit=e.unit,
-                regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
-                higher_is_better=e.higher_is_better,
+                unit=unit,
+                regime=regime,
+                higher_is_better=higher_is_better,
                 past=past,
                 p_past=p_past,
             )

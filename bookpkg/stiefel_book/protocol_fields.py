@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ProtocolError", "Endpoint", "TESTS", "DIRECTIONS", "structured"]
+__all__ = ["ProtocolError", "Endpoint", "TESTS", "DIRECTIONS", "expand", "structured"]
 
 TESTS = ("paired_t",)  # the tests the family reader applies (stats.family_verdicts: paired t and TOST)
 DIRECTIONS = ("higher_is_better", "lower_is_better")
@@ -45,6 +45,15 @@ class Endpoint:
     higher_is_better: bool
 
 
+def expand(arms, references) -> tuple[tuple[str, str], ...]:
+    """Each of ``arms`` against each of ``references``, reference by reference: ``(arm, reference)``,
+    an arm never against itself, each pair of arms once (``b − a`` is dropped after ``a − b``)."""
+    pairs: list[tuple[str, str]] = []
+    for ref in references:
+        pairs += [(a, ref) for a in arms if a != ref and (ref, a) not in pairs and (a, ref) not in pairs]
+    return tuple(pairs)
+
+
 def _expand(compare: dict, where: str) -> tuple[tuple[str, str], ...]:
     """``compare``'s comparisons: its ``pairs``, or each of ``arms`` against each of ``references``
     (reference by reference), an arm never against itself and each pair of arms once."""
@@ -69,9 +78,7 @@ def _expand(compare: dict, where: str) -> tuple[tuple[str, str], ...]:
         )
         if not arms or not refs:
             raise ProtocolError(f"{where}: compare needs both arms and references (non-empty lists of names)")
-        pairs = []
-        for ref in refs:
-            pairs += [(a, ref) for a in arms if a != ref and (ref, a) not in pairs and (a, ref) not in pairs]
+        pairs = list(expand(arms, refs))
     if len({frozenset(p) for p in pairs}) != len(pairs):
         raise ProtocolError(f"{where}: compare names a pair of arms twice: {pairs}")
     return tuple(pairs)

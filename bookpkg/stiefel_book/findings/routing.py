@@ -9,12 +9,11 @@ An endpoint's verdict word compares the metric itself: on induction (loss) and t
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
-from ..stats import family_verdicts
+from ..families import Row, judge
+from ..protocol_fields import expand
 
 __all__ = [
     "TASKS",
@@ -23,6 +22,7 @@ __all__ = [
     "Endpoint",
     "finals",
     "family_rows",
+    "as_rows",
     "answers",
     "sanity",
     "result_text",
@@ -78,14 +78,6 @@ def finals(results: dict | None, metric: str) -> dict[str, dict[int, float]]:
     return out
 
 
-def _half_width(d: np.ndarray, alpha: float) -> float:
-    from scipy import stats
-
-    if len(d) < 2:
-        return math.nan
-    return float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-
-
 def family_rows(
     values: dict[str, dict[int, float]],
     endpoint: Endpoint,
@@ -94,34 +86,40 @@ def family_rows(
     arms: tuple[str, ...] = JUDGED_ARMS,
 ) -> list[dict]:
     """Every comparison of one declared family (each arm against AdamW and against the Stiefel
-    rule), on the seeds both finished, in the endpoint's unit (``margin`` too): the mean paired
-    difference arm − reference, its t interval, the Holm-corrected verdict (one of four words)."""
-    family, pairs = {}, {}
-    for ref in REFERENCES:
-        for arm in arms:
-            if arm == ref or arm not in values or ref not in values or (ref, arm) in pairs:
-                continue
-            seeds = sorted(set(values[arm]) & set(values[ref]))
-            pairs[(arm, ref)] = seeds
-            family[f"{arm} - {ref}"] = [endpoint.scale * (values[arm][s] - values[ref][s]) for s in seeds]
-    verdicts = family_verdicts(family, margin, alpha) if family else {}
-    rows = []
-    for (arm, ref), seeds in pairs.items():
-        v, d = verdicts[f"{arm} - {ref}"], np.asarray(family[f"{arm} - {ref}"])
-        half = _half_width(d, alpha)
-        rows.append(
-            {
-                "arm": arm,
-                "reference": ref,
-                "n": len(seeds),
-                "mean": v.mean_difference,
-                "ci": (v.mean_difference - half, v.mean_difference + half),
-                "p_holm": v.p_adjusted,
-                "verdict": v.word,
-                "reading": endpoint.better(v.word),
-            }
-        )
-    return rows
+    rule), on the seeds both finished, in the endpoint's unit (``margin`` too), by the family reader
+    (:func:`families.judge`: Holm across every declared pair, one without runs keeping its place):
+    :func:`as_rows` of its rows."""
+    rows = judge(
+        values,
+        expand(arms, REFERENCES),
+        margin,
+        alpha,
+        scale=endpoint.scale,
+        unit=endpoint.unit,
+        higher_is_better=endpoint.higher_is_better,
+    )
+    return as_rows(rows)
+
+
+def as_rows(rows: list[Row]) -> list[dict]:
+    """The reader's rows (:func:`families.read_family`) as this chapter's sentences read them, those
+    with paired seeds only (the others have not run): ``arm``, ``reference``, ``n``, ``mean`` (the
+    paired difference), ``ci`` (its t interval), ``p_holm``, ``verdict`` and ``reading`` (better,
+    worse or the verdict)."""
+    return [
+        {
+            "arm": r.arm,
+            "reference": r.reference,
+            "n": r.n,
+            "mean": r.difference,
+            "ci": r.interval,
+            "p_holm": r.p_corrected,
+            "verdict": r.verdict,
+            "reading": r.reading,
+        }
+        for r in rows
+        if r.n
+    ]
 
 
 def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
