@@ -275,3 +275,22 @@ def test_table_lays_out_every_row(tmp_path):
     rows = fam.read_family("toy", results(r=R, a=[x - 1 for x in R], b=R), path=write(tmp_path))
     text = fam.table(rows)
     assert len(text.splitlines()) == 2 + len(rows) and "lower" in text and "nats" in text
+
+
+def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files):
+    from stiefel_book.findings import routing as fr
+    from stiefel_book.findings.routing_summary import summary
+    from stiefel_book.findings.summary import routing_verdict
+    from stiefel_book.labels import label
+
+    old, new = {}, {}
+    for task, (name, endpoint) in fr.TASKS.items():
+        f = protocol.family(name)
+        old[task] = routing_rows_as_they_were(
+            fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha
+        )
+        new[task] = fr.as_rows(read(name, files))
+    judged = {"mqar": 10, "induction": 10, "charlm": 5}
+    assert summary(new, label) == summary(old, label) and fr.closing(new, label) == fr.closing(old, label)
+    assert fr.takeaways(new, label, judged) == fr.takeaways(old, label, judged)
+    assert routing_verdict(new) == routing_verdict(old)
