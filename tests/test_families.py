@@ -2,7 +2,6 @@
 findings modules compute for each structured family; on hand-made results it applies the declared
 rule (the pairs, Holm within the family, the margin, the direction) and refuses what it cannot apply."""
 
-import json
 import math
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 from stiefel_book import families as fam
-from stiefel_book import protocol
+from stiefel_book import protocol, results_files
 from stiefel_book.stats import holm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,8 +18,8 @@ TOL = 1e-12
 
 
 def _load(stem):
-    path = RESULTS / f"{stem}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    path = results_files.find(RESULTS, stem)
+    return results_files.read(path) if path else None
 
 
 @pytest.fixture(scope="module")
