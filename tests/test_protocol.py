@@ -226,3 +226,71 @@ def test_invalid_protocols_say_what_is_wrong(tmp_path, text, message):
 def test_a_missing_file_says_where_to_put_it(tmp_path):
     with pytest.raises(protocol.ProtocolError, match="book/protocol.yml"):
         protocol.load(tmp_path / "absent.yml")
+
+
+# --- power (issue 52) ---------------------------------------------------------------------------
+
+POWER = {
+    "value": 11,
+    "unit": "pp",
+    "of": "the Stiefel rule − AdamW: 20 pairs",
+    "declared": "2026-12-06T09:00Z, after the runs it describes",
+}
+
+
+def test_every_family_of_the_book_states_its_power_and_the_old_ones_say_it_came_after():
+    p = protocol.load()
+    for name, f in p.families.items():
+        assert f.power is not None, name
+        stated = protocol._declared(f.power["declared"], name)[0]
+        if protocol._day(stated) > protocol._day(f.declared):
+            assert "after the runs" in f.power["declared"], name
+
+
+def test_the_new_families_power_is_what_the_stats_compute():
+    from stiefel_book.stats import power
+
+    p97, mqar = (protocol.family(n) for n in ("grokking_p97_primary", "routing_mqar_fresh"))
+    assert len(p97.judged_seeds) == 12 and p97.power["floor_p"] == pytest.approx(power.floor_p(12), rel=0.01)
+    assert p97.power["floor_p"] < p97.alpha < power.holm_floor(6, 7)  # 12 seeds can decide; 6 under Holm could not
+    fresh = set(mqar.judged_seeds)
+    assert (
+        len(fresh) == 30
+        and not fresh & set(range(10))
+        and not fresh & set(protocol.family("routing_mqar").selection_seeds)
+    )
+    assert mqar.power["value"] == round(30 * power.mcnemar_smallest_difference(30, 0.6))
+    assert mqar.power["floor_p"] == pytest.approx(power.floor_p(power.pairs_for_floor(mqar.alpha)), rel=0.01)
+
+
+def test_a_family_declared_before_its_runs_must_state_its_power(tmp_path):
+    path = write_protocol(tmp_path, family_text(declared="2026-12-06T10:00Z, before any run"))
+    with pytest.raises(protocol.ProtocolError, match="must state its power"):
+        protocol.load(path)
+    ok = family_text(
+        declared="2026-12-06T10:00Z", smallest_detectable_effect={**POWER, "declared": "2026-12-06T10:00Z"}
+    )
+    assert protocol.load(write_protocol(tmp_path, ok)).families["toy"].power["value"] == 11
+    late = family_text(declared="2026-12-06T10:00Z", smallest_detectable_effect={**POWER, "declared": "2026-12-07"})
+    with pytest.raises(protocol.ProtocolError, match="after the runs|not later"):
+        protocol.load(write_protocol(tmp_path, late))
+
+
+@pytest.mark.parametrize(
+    "power, message",
+    [
+        ({**POWER, "declared": "2026-12-06T09:00Z, computed later"}, "after the runs"),
+        ({**POWER, "value": -1}, "positive number"),
+        ({**POWER, "value": None}, "value .* or floor_p"),
+        ({**POWER, "floor_p": 2}, "floor_p must be a probability"),
+        ({k: v for k, v in POWER.items() if k != "of"}, "must be a mapping with"),
+    ],
+)
+def test_a_bad_power_statement_says_what_is_wrong(tmp_path, power, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.load(write_protocol(tmp_path, family_text(smallest_detectable_effect=power)))
+
+
+def test_an_old_family_may_state_its_power_after_its_runs_when_it_says_so(tmp_path):
+    text = family_text(smallest_detectable_effect=POWER)  # declared 2026-12-01, power 2026-12-06
+    assert protocol.load(write_protocol(tmp_path, text)).families["toy"].power["of"].startswith("the Stiefel")

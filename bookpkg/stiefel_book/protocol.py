@@ -65,7 +65,12 @@ _OPTIONAL = {
     "adopts",
     "compare",
     "encoded",
+    "smallest_detectable_effect",
 }
+# A family declared from this day on, before its runs, states its power first (issue 52).
+POWER_REQUIRED_FROM = _dt.date(2026, 12, 6)
+_POWER_KEYS = {"value", "unit", "of", "declared"}
+_POWER_OPTIONAL = {"floor_p", "equivalence_margin", "range"}
 _CODE_CITED = re.compile(r"\bcommit [0-9a-f]{7}|\b(?:findings|experiments|stiefel_core|stiefel_book)\.\w+")
 
 
@@ -102,6 +107,7 @@ class Family:
     pairs: tuple[tuple[str, str], ...] = ()  # (arm, reference): each comparison arm − reference, in order
     reads: tuple[str, ...] = ()  # results stems read for pairing beside ``results``, not governed by the family
     encoded: str | None = None  # when the declared English was put in fields, and that no rule changed
+    power: dict | None = None  # smallest_detectable_effect: value, unit, of, declared (+ floor_p, ...)
 
 
 @dataclass(frozen=True)
@@ -178,6 +184,48 @@ def _seeds(raw: dict, key: str, where: str) -> tuple[int, ...] | None:
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise ProtocolError(f"{where}: {key} must be a list of integer seeds, got {value!r}")
     return tuple(value)
+
+
+def _day(when: _dt.date | _dt.datetime) -> _dt.date:
+    return when.date() if isinstance(when, _dt.datetime) else when
+
+
+def _power(raw, family_declared, set_after: bool, where: str) -> dict | None:
+    """The family's ``smallest_detectable_effect``: what it could detect (``value`` in ``unit``, or
+    null with ``floor_p`` for an exact test), of which comparison (``of``) and when it was stated
+    (``declared``: a date first; stated after the family's runs, it must say "after the runs")."""
+    where = f"{where}: smallest_detectable_effect"
+    if raw is None:
+        if not set_after and _day(family_declared) >= POWER_REQUIRED_FROM:
+            raise ProtocolError(
+                f"{where} is missing: a family declared before its runs (from {POWER_REQUIRED_FROM}) must state its "
+                "power: the smallest effect its primary comparison detects, or its exact test's floor p"
+            )
+        return None
+    if not isinstance(raw, dict) or _POWER_KEYS - set(raw) or set(raw) - _POWER_KEYS - _POWER_OPTIONAL:
+        raise ProtocolError(
+            f"{where} must be a mapping with {sorted(_POWER_KEYS)} and optionally {sorted(_POWER_OPTIONAL)}, "
+            f"got {raw!r}"
+        )
+    value, floor = raw["value"], raw.get("floor_p")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0):
+        raise ProtocolError(f"{where}: value must be a positive number (or null with floor_p), got {value!r}")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 < floor <= 1):
+        raise ProtocolError(f"{where}: floor_p must be a probability in (0, 1], got {floor!r}")
+    if value is None and floor is None:
+        raise ProtocolError(f"{where}: give value (the smallest detectable effect) or floor_p (an exact test's floor)")
+    for key in ("unit", "of"):
+        if not isinstance(raw[key], str) or not (raw[key].strip() or key == "unit" and value is None):
+            raise ProtocolError(f"{where}: {key} must be words, got {raw[key]!r}")
+    stated, text = _declared(raw["declared"], where)
+    after = _day(stated) > _day(family_declared) or set_after
+    if after and "after the runs" not in text:
+        raise ProtocolError(
+            f'{where}: stated on {_day(stated)}, after the family\'s declaration, so declared must say "after the runs"'
+        )
+    if not set_after and _day(family_declared) >= POWER_REQUIRED_FROM and after:
+        raise ProtocolError(f"{where}: a family declared before its runs states its power with it, not later")
+    return dict(raw)
 
 
 def _family(name: str, raw, where: str) -> Family:
@@ -271,6 +319,7 @@ def _family(name: str, raw, where: str) -> Family:
         pairs=pairs,
         reads=reads,
         encoded=encoded,
+        power=_power(raw.get("smallest_detectable_effect"), declared, after, where),
     )
 
 

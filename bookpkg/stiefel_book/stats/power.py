@@ -107,9 +107,7 @@ def _tost_power(margin: float, n: int, level: float) -> float:
     return float(integrate.quad(given, 0, top, limit=200)[0])
 
 
-def smallest_equivalence_margin(
-    n: int, sd: float, m: int = 1, alpha: float = 0.05, power: float = POWER
-) -> float:
+def smallest_equivalence_margin(n: int, sd: float, m: int = 1, alpha: float = 0.05, power: float = POWER) -> float:
     """The smallest equivalence margin (in ``sd``'s unit) that the paired TOST on ``n`` pairs, at
     Holm's strictest level ``alpha / m``, establishes with probability ``power`` when the two arms
     are truly equal: a family whose declared margin is below it will rarely read "equivalent"."""
