@@ -196,7 +196,7 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
     """Each experiment claim's verdict from the declared families' rows its chapter reads (:mod:`declared`)."""
     from . import declared
 
-    return {
+    found = {
         "grokking": lambda: summary.grokking_verdict(
             *declared.grokking(), declared.p97_rows(), tuned_lrs(load_results("grokking_p97_fair", "full")) or None
         ),
@@ -216,6 +216,27 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
         "fair_fight": _fair_fight_verdict,
         "routing": lambda: summary.routing_verdict(declared.routing()),
     }
+    two_axes = ("grokking", "cifar10", "movement", "ablation", "regimes", "fair_fight")
+    return {name: _with_axes(v, name) if name in two_axes else v for name, v in found.items()}
+
+
+def _with_axes(verdict: Callable[[], Verdict], name: str) -> Callable[[], Verdict]:
+    """``verdict`` with its two axes (:mod:`axes`: against the preprint's own baseline, at tuned rates)
+    and the claim's word from them (:func:`findings.claim_axes.overall`); pending stays pending."""
+
+    def with_axes() -> Verdict:
+        from dataclasses import replace
+
+        from . import axes
+        from .findings.claim_axes import overall
+
+        v = verdict()
+        if v.word == "pending":
+            return v
+        baseline, tuned = getattr(axes, name)()
+        return replace(v, word=overall(baseline, tuned), baseline=baseline, tuned=tuned)
+
+    return with_axes
 
 
 def _fair_fight_verdict() -> Verdict:
@@ -378,16 +399,26 @@ class ClaimsTable:
             return f"{title} (to come)"
         return f"[{title}]({self.link(chapter)})"
 
+    @staticmethod
+    def _axes(v: Verdict) -> tuple[str, str]:
+        """The two axes' cells: a claim with axes gives each; a certificate its headline (no rate to
+        tune); a new result (not in the preprint) its headline at tuned rates."""
+        if v.baseline is not None or v.tuned is not None:
+            return (str(v.baseline) if v.baseline else "—"), (str(v.tuned) if v.tuned else "—")
+        if v.word == "new":
+            return "— (not in the preprint)", v.headline
+        return v.headline, "—"
+
     def short_markdown(self) -> str:
-        """The short table alone."""
+        """The short table alone: one line per claim, its verdict and its two axes."""
         return markdown_table(
-            ["Claim", "The preprint", "Verdict", "We measure", "Chapter"],
-            [(c, p, str(v), v.headline, self._chapter(ch)) for (c, p, _, ch), v in zip(self.rows, self.verdicts)],
+            ["Claim", "The preprint", "Verdict", "Against the preprint's baseline", "At tuned rates", "Chapter"],
+            [(c, p, str(v), *self._axes(v), self._chapter(ch)) for (c, p, _, ch), v in zip(self.rows, self.verdicts)],
         )
 
     def details_markdown(self) -> str:
-        """Each row's full measurement, behind a toggle."""
-        items = "\n".join(f"- **{c}**: {m}" for c, _, m, _ in self.rows)
+        """Each row's headline and full measurement, behind a toggle."""
+        items = "\n".join(f"- **{c}** ({v.headline}): {m}" for (c, _, m, _), v in zip(self.rows, self.verdicts))
         return f"<details>\n<summary>What we measure for each claim, in full</summary>\n\n{items}\n\n</details>\n"
 
     def _repr_markdown_(self) -> str:
@@ -395,7 +426,8 @@ class ClaimsTable:
 
     def __repr__(self) -> str:
         return "\n".join(
-            f"{c}\n    preprint: {p}\n    verdict: {v} ({v.headline})\n    we measure: {m}"
+            f"{c}\n    preprint: {p}\n    verdict: {v} ({v.headline})\n    axes: {' | '.join(self._axes(v))}"
+            f"\n    we measure: {m}"
             for (c, p, m, _), v in zip(self.rows, self.verdicts)
         )
 

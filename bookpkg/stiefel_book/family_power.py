@@ -111,7 +111,6 @@ def _grokking_p97(f) -> list[Comparison]:
 
 def _map(stem: str, pairs, rule_name: str):
     def rows(f) -> list[Comparison]:
-        from . import pages
         from .findings import decay_map
 
         results = load_results(stem, "full")
@@ -119,7 +118,7 @@ def _map(stem: str, pairs, rule_name: str):
             return []
         task = get_config("grokking_decay_map", "full").task
         cells = decay_map.final_cells(
-            results, pairs, pages.regimes_rules()[rule_name], lr=task.lr, warmup_epochs=task.warmup_epochs
+            results, pairs, decay_map.rules(protocol.load())[rule_name], lr=task.lr, warmup_epochs=task.warmup_epochs
         )
         return _accuracy(cells, f)
 

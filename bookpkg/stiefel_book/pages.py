@@ -143,6 +143,8 @@ def chapter_verdict(chapter: str) -> Markdown:
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
     lines = [
         f"**{c.claim}** (the preprint: {c.preprint}): {v} — {v.headline}."
+        + (f" Against the preprint's baseline: {v.baseline}." if v.baseline else "")
+        + (f" At tuned rates: {v.tuned}." if v.tuned else "")
         for c in CLAIMS
         if c.chapter == path
         for v in [c.verdict()]

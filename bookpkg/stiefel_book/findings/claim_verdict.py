@@ -6,17 +6,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Verdict", "MARKS", "PENDING"]
+__all__ = ["Verdict", "Axis", "MARKS", "PENDING"]
 
 MARKS = {
     "certified": "✓",
     "reproduced": "✓",
     "partly": "◐",
-    "not reproduced": "✗",
+    "not reproduced": "✗",  # decided against: an axis reads lower, or equivalent (no gain)
+    "not shown": "○",  # neither axis decided, and the families could not reach their margins
     "not certified": "✗",
     "pending": "…",
     "new": "+",
 }
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a claim (against the preprint's own baseline, or at tuned rates): ``word``, one of
+    higher, lower, equivalent, inconclusive or "not shown", and ``text``, the readings it rests on
+    with their regimes and numbers."""
+
+    word: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"**{self.word}**: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -27,6 +41,8 @@ class Verdict:
     word: str
     headline: str
     sentence: str
+    baseline: Axis | None = None  # against the preprint's own baseline (its shared, untuned rate)
+    tuned: Axis | None = None  # with each arm at its tuned W_Q, W_K rate
 
     @property
     def mark(self) -> str:
