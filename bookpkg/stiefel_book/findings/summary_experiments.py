@@ -138,7 +138,7 @@ def cifar10_gain_verdict(
             f"{at_decay['verdict']} at tuned lrs at {where}, the decay of largest gap ({_pp(at_decay, 2)}, "
             f"{at_decay['n']} starts; a decay the preprint never tuned, not counted)"
         )
-        headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where})"
+        headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where}; not counted)"
     if best:
         cells = best_decays_text(best["cells"])
         parts.append(
