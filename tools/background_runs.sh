@@ -47,7 +47,7 @@ for chain in "$@"; do
   log="$dir/chain$n.log"
   (
     export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 STIEFEL_RESULTS="$dir/results" STIEFEL_CHECKPOINTS="$dir/ckpt" \
-      STIEFEL_CIFAR10="$cifar10" PYTHONPATH="$dir/wt" TQDM_MININTERVAL=30
+      STIEFEL_CIFAR10="$cifar10" PYTHONPATH="$dir/wt:$dir/wt/bookpkg" TQDM_MININTERVAL=30
     cd "$dir/wt"
     IFS=';' read -ra commands <<< "$chain"
     for command in "${commands[@]}"; do

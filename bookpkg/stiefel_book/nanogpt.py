@@ -12,6 +12,7 @@ Attention weights are kept when ``keep_attention`` is set (the induction score r
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["GPTConfig", "GPT", "CausalSelfAttention"]
+__all__ = ["GPTConfig", "GPT", "CausalSelfAttention", "recording_logits"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class GPTConfig:
 
 
 class CausalSelfAttention(nn.Module):
+    record_logits = False  # every attention keeps its last forward's largest logit (:func:`recording_logits`)
+
     def __init__(self, config: GPTConfig):
         super().__init__()
         assert config.n_embd % config.n_head == 0
@@ -48,6 +51,7 @@ class CausalSelfAttention(nn.Module):
         self.register_buffer("mask", mask.view(1, 1, config.block_size, config.block_size), persistent=False)
         self.keep_attention = False
         self.attention: Tensor | None = None  # (B, nh, T, T) of the last forward, when kept
+        self.max_logit: Tensor | None = None  # the last forward's largest logit, while ``record_logits``
 
     def forward(self, x: Tensor) -> Tensor:
         B, T, C = x.size()
@@ -61,10 +65,23 @@ class CausalSelfAttention(nn.Module):
             q = q * self.temperature.view(1, -1, 1, 1)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
         att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+        if CausalSelfAttention.record_logits:
+            self.max_logit = att.detach().amax()
         att = F.softmax(att, dim=-1)
         self.attention = att.detach() if self.keep_attention else None
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
+
+
+@contextlib.contextmanager
+def recording_logits():
+    """While inside, every attention keeps its last forward's largest pre-softmax logit in
+    ``max_logit`` (one ``amax`` a forward; values unchanged)."""
+    before, CausalSelfAttention.record_logits = CausalSelfAttention.record_logits, True
+    try:
+        yield
+    finally:
+        CausalSelfAttention.record_logits = before
 
 
 class MLP(nn.Module):

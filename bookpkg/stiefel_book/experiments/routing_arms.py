@@ -142,7 +142,8 @@ def make_optimizer(
 @torch.no_grad()
 def qk_metrics(model: GPT) -> dict:
     """Per layer: the RMS Frobenius norm of a head's effective W_Q and W_K (a frame's is √r at unit
-    scale) and, with qk_norm, the mean temperature."""
+    scale), with qk_norm the mean temperature, and while logits are recorded the last forward's
+    largest attention logit."""
     out = {}
     for i, attn in enumerate(model.attentions()):
         W = attn.c_attn.weight
@@ -152,4 +153,6 @@ def qk_metrics(model: GPT) -> dict:
             out[f"norm/{i}.{name}"] = torch.linalg.matrix_norm(heads).pow(2).mean().sqrt().item()
         if attn.qk_norm:
             out[f"temperature/{i}"] = attn.temperature.mean().item()
+        if attn.max_logit is not None:  # recorded (``nanogpt.recording_logits``) on the last forward
+            out[f"max_logit/{i}"] = attn.max_logit.item()
     return out

@@ -32,6 +32,7 @@ from . import (
     decay_map_tuned,
     fair_fight,
     grokking,
+    lr_sensitivity,
     p97_fair,
     peers,
     routing,
@@ -125,6 +126,7 @@ EXPERIMENTS = collect(
     cifar10_judged,
     cifar10_decay,
     p97_fair,
+    lr_sensitivity,
     extra=ROUTING_ENTRIES,
 )
 
