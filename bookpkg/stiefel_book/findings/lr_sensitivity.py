@@ -1,0 +1,143 @@
+"""The tuning budget (issue 49): how much each arm loses when its model lr is off, read from the
+results of ``charlm_lr_sensitivity`` and ``induction_lr_sensitivity`` (the declared sweeps of those
+names in ``book/protocol.yml``). Pure functions of a results dict.
+
+- A run's score is its final endpoint (``config["metric"]``: bits per character, or nats), lower
+  better; a diverged run (non-finite loss) and any run above the task's initial loss (a uniform
+  prediction, recorded by each run) score the initial loss.
+- Wortsman et al. (2023)'s LR sensitivity of an arm, per seed: the mean over the rungs of the
+  score minus the seed's best score over the rungs; per arm, the mean over seeds with a 95 % t
+  interval, unadjusted for multiplicity (:func:`sensitivity`). A seed counts once every rung has run.
+- The model-lr check (issue 52): AdamW's mean final loss per rung; its best rung, if interior and
+  better than the task's current model lr by more than the declared margin, becomes the task's
+  model lr (:func:`model_lr_check`).
+- Each run's largest attention logit over layers and logged steps (:func:`logit_peaks`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..results_reading import parse_grid_arm, split_key
+
+__all__ = ["Sensitivity", "scores", "rung_means", "sensitivity", "model_lr_check", "logit_peak", "logit_peaks"]
+
+KEY = "lr"
+CONFIDENCE = 0.95
+
+
+def _score(run: dict, metric: str) -> float:
+    initial = float(run["initial_loss"])
+    loss = float(run["final"].get(metric, math.nan))
+    return min(loss, initial) if math.isfinite(loss) else initial
+
+
+def scores(results: dict, arm: str) -> dict[float, dict[int, float]]:
+    """``{model lr: {seed: score}}`` of ``arm`` (``"baseline"``, ...), diverged runs at the initial loss."""
+    config = results["config"]
+    out: dict[float, dict[int, float]] = {}
+    for key, run in results["runs"].items():
+        name, seed = split_key(key)
+        base, lr = parse_grid_arm(name, KEY, tuple(config["arms"]))
+        if base == arm:
+            out.setdefault(lr, {})[seed] = _score(run, config["metric"])
+    if not out:
+        raise ValueError(f"no runs of arm {arm!r} in this results file (arms: {config['arms']})")
+    return dict(sorted(out.items()))
+
+
+def rung_means(results: dict, arm: str) -> dict[float, float]:
+    """``{model lr: mean score over its seeds}`` for the rungs every declared seed has run."""
+    seeds = set(results["config"]["seeds"])
+    return {lr: float(np.mean(list(s.values()))) for lr, s in scores(results, arm).items() if seeds <= set(s)}
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """An arm's LR sensitivity: the mean over seeds, its 95 % t interval (unadjusted; nan with one
+    seed) and each seed's value."""
+
+    mean: float
+    low: float
+    high: float
+    per_seed: dict[int, float]
+
+    @property
+    def n(self) -> int:
+        return len(self.per_seed)
+
+
+def sensitivity(results: dict, arm: str) -> Sensitivity:
+    """Wortsman et al.'s LR sensitivity of ``arm`` over the file's declared rungs, per seed that has
+    them all; refused while no seed has."""
+    rungs = [float(r) for r in results["config"]["rungs"]]
+    by_rung = scores(results, arm)
+    seeds = sorted({s for runs in by_rung.values() for s in runs})
+    per_seed = {}
+    for seed in seeds:
+        row = [by_rung.get(lr, {}).get(seed) for lr in rungs]
+        if all(v is not None for v in row):
+            per_seed[seed] = float(np.mean(row) - np.min(row))
+    if not per_seed:
+        raise ValueError(f"no seed of {arm!r} has run every rung {rungs} yet")
+    x = np.array(list(per_seed.values()))
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Sensitivity(mean, math.nan, math.nan, per_seed)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return Sensitivity(mean, mean - half, mean + half, per_seed)
+
+
+def model_lr_check(results: dict, margin: float, arm: str = "baseline") -> dict:
+    """The declared model-lr check on ``arm``'s rung means: ``{"current", "best", "gain",
+    "interior", "moves", "lr", "means"}``. ``gain`` is the current lr's mean minus the best's
+    (positive: the best is lower); ``lr`` is the task's model lr after the rule. Refused while
+    the current lr's rung or an edge rung lacks a seed (the rule needs the whole ladder)."""
+    config = results["config"]
+    rungs = [float(r) for r in config["rungs"]]
+    current = float(config["task"]["lr"])
+    means = rung_means(results, arm)
+    missing = [lr for lr in (*rungs, current) if lr not in means]
+    if missing:
+        raise ValueError(f"the model-lr check needs every rung of {arm!r} on every seed; missing {missing}")
+    best = min(means, key=means.get)
+    interior = rungs[0] < best < rungs[-1]
+    gain = means[current] - means[best]
+    moves = interior and gain > margin
+    return {
+        "current": current,
+        "best": best,
+        "gain": gain,
+        "interior": interior,
+        "moves": moves,
+        "lr": best if moves else current,
+        "means": means,
+    }
+
+
+def logit_peak(run: dict) -> float:
+    """A run's largest attention logit over its layers and logged records (finite values only;
+    nan when none was logged or all diverged)."""
+    values = [
+        v
+        for record in run["history"]
+        for k, v in record.items()
+        if k.startswith("max_logit/") and v is not None and math.isfinite(v)
+    ]
+    return max(values) if values else math.nan
+
+
+def logit_peaks(results: dict, arm: str) -> dict[float, dict[int, float]]:
+    """``{model lr: {seed: the run's logit peak}}`` of ``arm``."""
+    arms = tuple(results["config"]["arms"])
+    out: dict[float, dict[int, float]] = {}
+    for key, run in results["runs"].items():
+        name, seed = split_key(key)
+        base, lr = parse_grid_arm(name, KEY, arms)
+        if base == arm:
+            out.setdefault(lr, {})[seed] = logit_peak(run)
+    return dict(sorted(out.items()))

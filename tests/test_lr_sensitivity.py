@@ -1,0 +1,146 @@
+"""The tuning budget's engine (experiments.lr_sensitivity) and its findings (findings.lr_sensitivity)."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from stiefel_book import experiments
+from stiefel_book.experiments import lr_sensitivity, run_experiment
+from stiefel_book.experiments.results import load_results
+from stiefel_book.findings import lr_sensitivity as ls
+from stiefel_book.nanogpt import GPT, GPTConfig, recording_logits
+
+NAME = "induction_lr_sensitivity"
+
+
+def test_the_ci_profile_runs_end_to_end_logs_logits_and_a_rerun_resumes(tmp_path, monkeypatch):
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    arms = ["baseline@lr=0.001", "stiefel@lr=0.1"]
+    results = run_experiment(NAME, "ci", arms=arms[:1], **folders)
+    assert sorted(results["runs"]) == ["baseline@lr=0.001/200"]
+    first = results["runs"]["baseline@lr=0.001/200"]
+    results = run_experiment(NAME, "ci", arms=arms, **folders)  # resumes: the first run is kept as it was
+    assert results["runs"]["baseline@lr=0.001/200"] == first
+    config = results["config"]
+    for arm, lr in (("baseline", 1e-3), ("stiefel", 1e-1)):
+        run = results["runs"][f"{arm}@lr={lr:g}/200"]
+        assert run["model_lr"] == lr
+        assert run["qk_lr"] == pytest.approx(lr * 1e-2 / config["tuned_at"])  # the arm's ratio kept
+        assert run["initial_loss"] == pytest.approx(math.log(config["task"]["vocab_size"]))
+        assert run["history"][-1]["epoch"] == config["task"]["steps"]
+        for record in run["history"]:
+            assert {"max_logit/0", "max_logit/1"} <= set(record)
+    calls = []
+    experiment = experiments.EXPERIMENTS[NAME]
+    monkeypatch.setitem(experiments.EXPERIMENTS, NAME, dataclasses.replace(experiment, run=lambda *a: calls.append(a)))
+    run_experiment(NAME, "ci", arms=arms, **folders)
+    assert calls == []
+    assert load_results(NAME, "ci", tmp_path)["runs"] == results["runs"]
+
+
+def test_a_rate_off_the_declared_ladder_or_an_unknown_arm_is_refused(tmp_path):
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    with pytest.raises(ValueError, match="unknown arm"):
+        run_experiment(NAME, "ci", arms=["baseline@lr=0.002"], **folders)
+    config = experiments.get_config(NAME, "ci")
+    run = experiments.EXPERIMENTS[NAME].run
+    with pytest.raises(ValueError, match="not a declared rung"):
+        run(config, "baseline@lr=0.0003", 200, torch.device("cpu"))
+    with pytest.raises(ValueError, match="expected"):
+        run(config, "frozen@lr=0.001", 200, torch.device("cpu"))
+
+
+def test_the_full_profiles_read_each_arms_ratio_from_the_committed_sweeps():
+    declared = {  # book/protocol.yml: the sweeps' choices over the task's lr
+        "charlm_lr_sensitivity": {"baseline": 10, "muon": 10, "stiefel": 10, "qk_norm": 30},
+        "induction_lr_sensitivity": {"baseline": 10, "muon": 10, "stiefel": 10 / 3, "qk_norm": 1},
+    }
+    for name, ratios in declared.items():
+        config = experiments.EXPERIMENTS[name].resolve(experiments.get_config(name, "full"), None)
+        assert config.rungs == (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1) and config.seeds == (200, 201, 202)
+        assert {arm: config.qk_lr(arm, 1.0) for arm in config.arms} == pytest.approx(ratios)
+
+
+def test_logits_are_recorded_only_inside_the_context_and_are_the_largest_pre_softmax_entry():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(16, 8, 1, 2, 8, mlp=False))
+    x = torch.randint(16, (3, 8))
+    model(x)
+    attn = model.attentions()[0]
+    assert attn.max_logit is None
+    seen = {}
+    attn.c_attn.register_forward_hook(lambda m, i, out: seen.update(qkv=out.detach()))
+    with recording_logits():
+        model(x)
+    q, k, _ = seen["qkv"].split(8, dim=2)
+    q, k = (t.view(3, 8, 2, 4).transpose(1, 2) for t in (q, k))
+    logits = (q @ k.transpose(-2, -1) / 2.0).masked_fill(~torch.ones(8, 8, dtype=torch.bool).tril(), -math.inf)
+    assert attn.max_logit.item() == pytest.approx(logits.max().item(), rel=1e-6)
+
+
+def _results(losses: dict, initial: float = 5.0, logits: dict | None = None) -> dict:
+    """A hand-made results file: ``losses[arm][lr] = [loss per seed 200, 201, ...]``."""
+    runs = {}
+    for arm, by_lr in losses.items():
+        for lr, values in by_lr.items():
+            for i, loss in enumerate(values):
+                peak = (logits or {}).get((arm, lr), 1.0)
+                history = [{"epoch": 1, "max_logit/0": peak / 2, "max_logit/1": 0.5}, {"epoch": 2, "max_logit/0": peak}]
+                run = {"final": {"val_loss": loss}, "initial_loss": initial, "history": history}
+                runs[f"{arm}@lr={lr:g}/{200 + i}"] = run
+    rungs = sorted({lr for by_lr in losses.values() for lr in by_lr})
+    seeds = [200 + i for i in range(max(len(v) for by_lr in losses.values() for v in by_lr.values()))]
+    config = {"arms": ["baseline", "stiefel"], "metric": "val_loss", "rungs": rungs, "seeds": seeds}
+    return {"config": {**config, "task": {"lr": 1e-3}}, "runs": runs}
+
+
+def test_sensitivity_scores_a_diverged_run_at_the_initial_loss_and_gives_a_t_interval():
+    # seed 200: losses 4, 3, nan (diverged -> 5): mean 4 - best 3 = 1; seed 201: 6 (capped at 5), 2, 3: 10/3 - 2
+    results = _results({"stiefel": {1e-4: [4.0, 6.0], 1e-3: [3.0, 2.0], 1e-2: [math.nan, 3.0]}})
+    s = ls.sensitivity(results, "stiefel")
+    assert s.per_seed == pytest.approx({200: 1.0, 201: 4 / 3})
+    assert s.mean == pytest.approx(7 / 6)
+    half = 12.706 * (math.sqrt(2) * (1 / 6)) / math.sqrt(2)  # t(0.975, 1) x sd / sqrt(n)
+    assert (s.low, s.high) == pytest.approx((7 / 6 - half, 7 / 6 + half), rel=1e-3)
+    assert ls.scores(results, "stiefel")[1e-2] == {200: 5.0, 201: 3.0}
+
+
+def test_a_seed_missing_a_rung_does_not_count_and_none_is_refused():
+    results = _results({"stiefel": {1e-4: [4.0, 4.0], 1e-3: [3.0, 2.0]}})
+    del results["runs"]["stiefel@lr=0.001/201"]
+    assert set(ls.sensitivity(results, "stiefel").per_seed) == {200}
+    assert math.isnan(ls.sensitivity(results, "stiefel").low)
+    del results["runs"]["stiefel@lr=0.001/200"]
+    with pytest.raises(ValueError, match="every rung"):
+        ls.sensitivity(results, "stiefel")
+
+
+def test_the_model_lr_check_moves_only_to_an_interior_rung_better_by_more_than_the_margin():
+    base = {1e-4: [4.0, 4.0], 1e-3: [3.0, 3.1], 1e-2: [2.9, 2.9], 1e-1: [math.nan, 9.0]}
+    check = ls.model_lr_check(_results({"baseline": base}), margin=0.02)
+    assert check["best"] == 1e-2 and check["interior"] and check["moves"] and check["lr"] == 1e-2
+    assert check["gain"] == pytest.approx(0.15)
+    assert check["means"][1e-1] == 5.0  # diverged and above-initial runs score the initial loss
+    assert not ls.model_lr_check(_results({"baseline": base}), margin=0.2)["moves"]  # within the margin: stays
+    edge = {**base, 1e-1: [2.0, 2.0]}
+    check = ls.model_lr_check(_results({"baseline": edge}), margin=0.02)
+    assert check["best"] == 1e-1 and not check["interior"] and check["lr"] == 1e-3
+    unfinished = _results({"baseline": base})
+    del unfinished["runs"]["baseline@lr=0.0001/201"]
+    with pytest.raises(ValueError, match="missing"):
+        ls.model_lr_check(unfinished, margin=0.02)
+
+
+def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
+    results = _results({"baseline": {1e-3: [3.0], 1e-1: [math.nan]}}, logits={("baseline", 1e-3): 7.0})
+    results["runs"]["baseline@lr=0.1/200"]["history"][1]["max_logit/0"] = math.inf
+    peaks = ls.logit_peaks(results, "baseline")
+    assert peaks == {1e-3: {200: 7.0}, 1e-1: {200: 0.5}}
+    assert math.isnan(ls.logit_peak({"history": [{"epoch": 1}]}))
+
+
+def test_the_engine_has_one_entry_per_task():
+    names = {e.name for e in lr_sensitivity.ENTRIES}
+    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.TASKS}
