@@ -80,7 +80,8 @@ def train(model, optimizer, batches, world=1):
 
 def full_params(model):
     return {
-        n: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().clone() for n, p in model.named_parameters()
+        n: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu().clone()
+        for n, p in model.named_parameters()
     }
 
 
@@ -91,21 +92,30 @@ class OneFrame(nn.Module):
         declare_frames(self, "W")
 
 
-def worker(rank, world, port, out):
+def worker(rank, world, port, out, backend="gloo"):
+    """One rank: DDP, then FSDP2, on ``backend`` (gloo: CPU processes; nccl: one GPU a rank,
+    tests/test_gpu.py)."""
     from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=TIMEOUT))
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=TIMEOUT))
     torch.set_num_threads(1)
     share = GLOBAL_BATCH // world
-    batches = [(x[rank * share : (rank + 1) * share], y[rank * share : (rank + 1) * share]) for x, y in data()]
+    batches = [
+        (x[rank * share : (rank + 1) * share].to(device), y[rank * share : (rank + 1) * share].to(device))
+        for x, y in data()
+    ]
     result = {}
 
-    ddp = DistributedDataParallel(make_model())
+    ddp = DistributedDataParallel(make_model().to(device), device_ids=[rank] if backend == "nccl" else None)
     result["ddp"] = (train(ddp, configure_optimizer(ddp, lr=1e-2), batches, world), full_params(ddp.module))
 
-    model = make_model()
+    model = make_model().to(device)
     for module in (model.block, model.mha, model):
         fully_shard(module)
     optimizer = configure_optimizer(model, lr=1e-2)
@@ -124,7 +134,7 @@ def worker(rank, world, port, out):
         result["nan"] = "raised"
     result["nan_unchanged"] = all(torch.equal(before[n], p) for n, p in full_params(model).items())
 
-    one = OneFrame()
+    one = OneFrame().to(device)
     fully_shard(one)
     try:
         configure_optimizer(one)
@@ -141,10 +151,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fsdp")
-    context = mp.start_processes(worker, args=(2, free_port(), str(out)), nprocs=2, join=False)
+def run_ranks(out, backend="gloo"):
+    """Both ranks' results (``worker``), each wait bounded."""
+    context = mp.start_processes(worker, args=(2, free_port(), str(out), backend), nprocs=2, join=False)
     start = time.monotonic()
     while not context.join(timeout=2):  # raises if a rank failed
         if time.monotonic() - start > DEADLINE:
@@ -152,6 +161,11 @@ def ranks(tmp_path_factory):
                 process.kill()
             pytest.fail(f"the two ranks did not finish within {DEADLINE} s")
     return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(2)]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    return run_ranks(tmp_path_factory.mktemp("fsdp"))
 
 
 @pytest.fixture(scope="module")

@@ -196,6 +196,25 @@ def test_ddp_with_nccl_keeps_ranks_identical_and_equal_to_one_process(tmp_path):
     check_ddp_ranks(tmp_path, "nccl")
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="FSDP2 with NCCL needs two or more GPUs")
+def test_fsdp_and_ddp_with_nccl_train_frames_as_one_process(tmp_path):
+    """tests/test_fsdp.py's two ranks on two GPUs: DDP and FSDP2 against one CPU process, float64."""
+    from test_fsdp import data, full_params, make_model, run_ranks, train
+
+    from stiefel_core.combined import configure_optimizer
+
+    model = make_model()
+    losses = train(model, configure_optimizer(model, lr=1e-2), data())
+    params = full_params(model)
+    for rank in run_ranks(tmp_path, "nccl"):
+        assert rank["fsdp_inner"][0] == "StiefelAdam" and rank["nan"] == "raised" and rank["nan_unchanged"]
+        for how in ("ddp", "fsdp"):
+            rank_losses, rank_params = rank[how]
+            assert rank_losses == pytest.approx(losses, rel=1e-9), how
+            for name, p in params.items():
+                torch.testing.assert_close(rank_params[name], p, rtol=1e-9, atol=1e-9, msg=f"{how}: {name}")
+
+
 def test_a_short_grokking_run_on_the_gpu():
     config = dataclasses.replace(get_config("grokking", "ci"), epochs=50, log_every=25)
     for arm in grokking.ARMS:
