@@ -33,7 +33,8 @@ def facts() -> dict:
     score is across rates), ``routing`` (the other arms on the routing tasks), ``grokking_scale``
     (QK-norm against AdamW at p = 31), ``cifar10_muon`` (Muon against AdamW), ``cifar10_frozen``
     (frozen frames against the rule), ``cifar10_decay`` (CIFAR-10 away from its decay), ``reach``
-    (models, seeds, devices) and ``cost`` (:func:`step_cost`)."""
+    (models, seeds, devices), ``cost`` (:func:`step_cost`) and ``charlm_lr`` (the character
+    model's model-lr check: :func:`charlm_model_lr`)."""
     from .findings import fair_fight as ff
     from .findings import peers
 
@@ -82,7 +83,21 @@ def facts() -> dict:
         "cifar10_decay": found.small_decay(cifar["at_decay"], cifar["best_cells"]),
         "reach": found.reach(judged),
         "cost": step_cost(),
+        "charlm_lr": charlm_model_lr(),
     }
+
+
+def charlm_model_lr() -> dict | None:
+    """The character model's declared model-lr check (``charlm_lr_sensitivity`` in
+    ``book/protocol.yml``), read from AdamW's rungs: ``{"current", "best", "gain", "moves", "means",
+    ...}`` (:func:`~stiefel_book.findings.lr_sensitivity.model_lr_check`), or ``None`` before its runs."""
+    from .findings import lr_sensitivity
+
+    results = load_results("charlm_lr_sensitivity", "full")
+    if results is None:
+        return None
+    margin = float(protocol.load().sweeps["charlm_lr_sensitivity"]["margin"])
+    return lr_sensitivity.model_lr_check(results, margin)
 
 
 def step_cost() -> dict | None:
