@@ -99,25 +99,12 @@ def make_optimizer(
     qk = set(qk_names(model))
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]  # nanoGPT: gains and biases
-    if arm == "manifold_muon":  # Muon's own step size: no trust region (a step moves a frame by qk_lr)
-        return configure_optimizer(
-            model,
-            lr=lr,
-            weight_decay=weight_decay,
-            betas=betas,
-            frame_lr=qk_lr,
-            no_decay=no_decay,
-            frame_optimizer="manifold_muon",
-        )
     if arm in FRAME_ARMS:
+        frames = (  # manifold Muon: its own step size, no trust region (a step moves a frame by qk_lr)
+            {"frame_optimizer": "manifold_muon"} if arm == "manifold_muon" else {"trust_radius": trust_radius}
+        )
         return configure_optimizer(
-            model,
-            lr=lr,
-            weight_decay=weight_decay,
-            betas=betas,
-            frame_lr=qk_lr,
-            no_decay=no_decay,
-            trust_radius=trust_radius,
+            model, lr=lr, weight_decay=weight_decay, betas=betas, frame_lr=qk_lr, no_decay=no_decay, **frames
         )
     rest = [
         {"params": [p for n, p in named if n not in qk and n not in no_decay], "weight_decay": weight_decay},
