@@ -23,15 +23,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from stiefel_core.step_checks import NonFiniteGradientError
-
-from .. import choices
-from ..choices import LADDER, ladder_around, late_scores
-from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, grokking
 from .registry import Experiment
-from .resolving import resolve_lrs
-from .selection import grow
+from .study import Study, judged_run
 
 __all__ = [
     "ENTRIES",
@@ -48,6 +42,8 @@ __all__ = [
     "SWEEP_ARMS",
     "FairConfig",
     "PROFILES",
+    "study",
+    "train",
     "run_sweep",
     "run",
     "sweep_scores",
@@ -63,7 +59,6 @@ PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam",
 VARIANT_ARMS = ("no_projector", "no_trust_region")  # the ablation's other variants, swept later
 SWEPT_ARMS = (*FAIR_ARMS, *SCALE_ARMS, *PEER_ARMS, *VARIANT_ARMS)
 CENTERS = {"geoopt_radam": 1e-1, "cayley_adam": 1e-1}  # sums of squares, not means: ~sqrt(d r) = 32x the others' lr
-KEY = "qklr"
 KEPT_METRICS = (
     "epoch",
     "train_acc",
@@ -94,20 +89,6 @@ SWEEP_PROFILES = {
     "full": SweepConfig(),
     "ci": SweepConfig(task=dataclasses.replace(_task(), epochs=100), seeds=(100,), start_below=1, start_above=0),
 }
-SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen")
-
-
-def center(arm: str, task_lr: float) -> float:
-    return CENTERS.get(arm, task_lr)
-
-
-def start_rungs(config: SweepConfig, arm: str) -> tuple[float, ...]:
-    return ladder_around(center(arm, config.task.lr), config.start_below, config.start_above)
-
-
-def start_arms(config: SweepConfig) -> tuple[str, ...]:
-    """The first grid of every arm, then ``frozen`` (lr 0)."""
-    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in start_rungs(config, arm)), "frozen")
 
 
 def compact(outcome: dict) -> dict:
@@ -116,39 +97,53 @@ def compact(outcome: dict) -> dict:
     return {**outcome, "history": history, "final": history[-1]}
 
 
+def train(task, arm: str, seed: int, device, checkpoint, progress, qk_lr: float, stop_at: float | None = None) -> dict:
+    """One grokking run of ``arm`` with W_Q, W_K at ``qk_lr`` (0: frozen frames), its history compacted."""
+    if qk_lr == 0.0:
+        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress, stop_at=stop_at))
+    return compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=qk_lr, stop_at=stop_at))
+
+
+def study(config: SweepConfig) -> Study:
+    """``grokking_qk_lr`` at a profile: every swept arm, the late validation accuracy, diverged runs scored 0."""
+    start = (config.start_below, config.start_above)
+    centers = tuple(CENTERS.items())
+    return Study(
+        "grokking_qk_lr", config.task, SWEPT_ARMS, config.seeds, train, start=start, centers=centers, diverged=True
+    )
+
+
+SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names()
+
+
+def center(arm: str, task_lr: float) -> float:
+    return CENTERS.get(arm, task_lr)
+
+
+def start_arms(config: SweepConfig) -> tuple[str, ...]:
+    """The first grid of every arm, then ``frozen`` (lr 0)."""
+    return study(config).start_arms(with_frozen=True)
+
+
 def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``) from ``seed``."""
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    if arm == "frozen":
-        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress))
-    base, lr = parse_grid_arm(arm, KEY, SWEPT_ARMS)
-    if lr not in LADDER:
-        raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
-    try:
-        return compact(grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr))
-    except NonFiniteGradientError as error:  # an lr too large for the arm: a result of the sweep, scored 0
-        if checkpoint is not None:
-            checkpoint.unlink(missing_ok=True)
-        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
-        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late score per finished selection seed]}`` of ``arm`` (lr 0: ``frozen``)."""
-    return late_scores(sweep, arm, key=KEY)
+    return study(SWEEP_PROFILES["full"]).scores(sweep, arm)
 
 
 def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
     """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    scores = sweep_scores(sweep, arm) if sweep else {}
-    return choices.pending_rungs(scores, len(config.seeds), start_rungs(config, arm), center(arm, config.task.lr))
+    return study(config).pending_rungs(sweep, arm)
 
 
 def chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep
     (``None`` before a rung holds every selection seed)."""
-    config = sweep["config"]
-    return choices.settled_or_none(sweep_scores(sweep, arm), len(config["seeds"]), center(arm, config["task"]["lr"]))
+    return study(SWEEP_PROFILES["full"]).chosen(sweep, arm)
 
 
 @dataclass(frozen=True)
@@ -174,34 +169,17 @@ VARIANT_PROFILES = {name: dataclasses.replace(config, arms=VARIANT_ARMS) for nam
 def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
     choice is final: interior, or lr 0)."""
-    return resolve_lrs(config, "grokking_qk_lr", chosen, directory)
+    return study(SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
 def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``arm`` from ``seed`` at its resolved W_Q, W_K lr (``frozen``: none)."""
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    if arm == "frozen":
-        return {**compact(grokking.run(task, arm, seed, device, checkpoint, progress)), "qk_lr": 0.0}
-    lrs = dict(config.qk_lrs)
-    if arm not in lrs:
-        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
-    lr = lrs[arm]
-    if lr == 0.0:  # the sweep chose lr 0: the arm is frozen frames
-        return {**compact(grokking.run(task, "frozen", seed, device, checkpoint, progress)), "qk_lr": 0.0}
-    return {**compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=lr)), "qk_lr": lr}
+    """One judged run: ``arm`` from ``seed`` at its resolved W_Q, W_K lr (``frozen``, or a chosen lr 0: none)."""
+    return judged_run(train, config, arm, seed, device, checkpoint, progress)
 
 
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **options) -> dict:
-    """Grow the sweep for ``arms`` until every choice is final (:func:`.selection.grow`).
-    ``run_experiment`` is the experiments' runner."""
-    config = SWEEP_PROFILES[profile]
-
-    def pending(results: dict | None) -> list[str]:
-        return [
-            grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
-        ]
-
-    return grow(run_experiment, "grokking_qk_lr", profile, pending, **options)
+    """Grow the sweep for ``arms`` until every choice is final. ``run_experiment`` is the experiments' runner."""
+    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

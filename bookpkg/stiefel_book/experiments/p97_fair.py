@@ -19,20 +19,18 @@ judged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 
-from stiefel_core.step_checks import NonFiniteGradientError
-
-from ..choices import LADDER, epochs_to, ladder_around, pending_rungs, settled_or_none, time_scores
-from ..results_reading import grid_arm, parse_grid_arm, without_seeds
+from ..choices import epochs_to
+from ..results_reading import without_seeds
 from . import grokking
-from .fair_fight import compact
+from .fair_fight import compact, train
 from .fair_fight import run as run_judged
 from .registry import Experiment
-from .resolving import resolve_lrs
 from .results import load_results
-from .selection import grow
+from .study import Study
 
 __all__ = [
     "ENTRIES",
@@ -41,6 +39,7 @@ __all__ = [
     "SweepConfig",
     "SWEEP_PROFILES",
     "SWEEP_ARMS",
+    "study",
     "start_arms",
     "run_sweep",
     "epochs_to",
@@ -57,11 +56,6 @@ __all__ = [
 
 ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # swept; frozen frames are judged beside them
 THRESHOLD = 0.9
-KEY = "qklr"
-
-
-def _task(epochs: int) -> grokking.GrokkingConfig:
-    return dataclasses.replace(grokking.PROFILES["full"], epochs=epochs)
 
 
 @dataclass(frozen=True)
@@ -76,72 +70,61 @@ class SweepConfig:
 
 _CI_TASK = dataclasses.replace(grokking.PROFILES["ci"], epochs=200)
 SWEEP_PROFILES = {"full": SweepConfig(), "ci": SweepConfig(task=_CI_TASK, seeds=(100,))}
-SWEEP_ARMS = (*(grid_arm(arm, KEY, lr) for arm in ARMS for lr in LADDER), "frozen")  # frozen: every arm's lr 0
 
 
-def _run_name(arm: str, lr: float) -> str:
-    return grid_arm(arm, KEY, lr) if lr else "frozen"  # lr 0, below the ladder: frozen frames (as grokking_qk_lr)
+def study(config: SweepConfig) -> Study:
+    """``grokking_p97_qk_lr`` at a profile: scored by time to the threshold, the first grid the task's
+    lr, a third and a tenth of it; a run stops where its score is fixed; diverged runs never grok."""
+    stopping = functools.partial(train, stop_at=config.threshold)
+    return Study(
+        "grokking_p97_qk_lr",
+        config.task,
+        config.arms,
+        config.seeds,
+        stopping,
+        metric="time",
+        start=(2, 0),
+        diverged=True,
+    )
 
 
-def _start(config: SweepConfig) -> tuple[float, ...]:
-    return ladder_around(config.task.lr, 2, 0)  # the task's lr, a third and a tenth of it
+SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names()  # frozen: every arm's lr 0
 
 
 def start_arms(config: SweepConfig) -> tuple[str, ...]:
-    return tuple(grid_arm(arm, KEY, lr) for arm in config.arms for lr in _start(config))
+    return study(config).start_arms()
 
 
 def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``, every arm's lr 0) from ``seed`` (a
     diverged run never groks). It stops at its first logged epoch past the threshold, where its score
     is fixed."""
-    if arm == "frozen":
-        task = dataclasses.replace(config.task, seeds=(seed,))
-        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress, stop_at=config.threshold))
-    base, lr = parse_grid_arm(arm, KEY, ARMS)
-    if lr not in LADDER:
-        raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    try:
-        return compact(
-            grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr, stop_at=config.threshold)
-        )
-    except NonFiniteGradientError as error:
-        if checkpoint is not None:
-            checkpoint.unlink(missing_ok=True)
-        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
-        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
 def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster (:func:`choices.time_scores`)."""
-    return time_scores(sweep, arm, KEY)
+    return study(SWEEP_PROFILES["full"]).scores(sweep, arm)
 
 
 def chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
-    return settled_or_none(sweep_scores(sweep, arm), len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
+    return study(SWEEP_PROFILES["full"]).chosen(sweep, arm)
 
 
 def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
-    scores = sweep_scores(results, arm) if results else {}
-    return pending_rungs(scores, len(config.seeds), _start(config), config.task.lr)
+    return study(config).pending_rungs(results, arm)
 
 
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
-    config = SWEEP_PROFILES[profile]
-    return grow(run_experiment, "grokking_p97_qk_lr", profile, lambda r: _pending_names(r, config, arms), **options)
-
-
-def _pending_names(results: dict | None, config: SweepConfig, arms: tuple[str, ...] | None) -> list[str]:
-    return [_run_name(arm, lr) for arm in arms or config.arms for lr in _pending(results, config, arm)]
+    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
 
 
 def pending_arms(results: dict | None, config: SweepConfig) -> list[str]:
     """The sweep's next round by :func:`sweep`'s rule, as run names ``"<arm>@qklr=<lr>"`` (``frozen``
     for lr 0; each for every selection seed the results lack); empty once every arm's choice is final."""
-    return list(dict.fromkeys(_pending_names(results, config, None)))
+    return study(config).pending(results)
 
 
 @dataclass(frozen=True)
@@ -158,7 +141,7 @@ PROFILES = {"full": FairConfig(), "ci": FairConfig(task=_CI_TASK, sweep_profile=
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with each arm's W_Q, W_K lr chosen from ``grokking_p97_qk_lr`` (refused until final)."""
-    return resolve_lrs(config, "grokking_p97_qk_lr", chosen, directory)
+    return study(SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
 run = run_judged  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)

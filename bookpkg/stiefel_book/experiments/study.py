@@ -1,0 +1,222 @@
+"""One study: a W_Q, W_K learning-rate sweep on selection seeds grown by the declared ladder rule,
+the resolve step that reads each arm's rate from the sweep's file before the judged runs, the
+judged runs on paired seeds, and the diverged-run rule. Every experiment that sweeps and judges
+(the fair fight at p = 31 and p = 97, CIFAR-10's core and relatives' sweeps, the decay map tuned
+decay by decay, the routing tasks) declares a :class:`Study` and asks it.
+
+The rule itself (ladder, score, choice, growth, ties, lr 0 below the ladder as frozen frames)
+lives in :mod:`stiefel_book.choices`, declared in ``book/protocol.yml``; this module applies it.
+
+A run of a sweep is ``"<arm>@qklr=<lr>"`` (``qklr`` is the results files' stored key for the W_Q,
+W_K rate, kept as it is); lr 0 is the run ``"frozen"`` shared by every arm, or, where each arm
+is a cell ``"<arm>@wd=<λ>"`` (frozen frames differ by decay), ``"<cell>@qklr=0"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stiefel_core.step_checks import NonFiniteGradientError
+
+from .. import choices
+from ..choices import LADDER, ladder_around
+from ..results_reading import grid_arm
+from .results import load_results
+
+__all__ = ["KEY", "FROZEN", "Study", "grow", "resolve_lrs", "judged_run", "diverged_outcome", "train_or_diverge"]
+
+KEY = "qklr"  # the stored key of a run's W_Q, W_K rate (results files' grammar; in code: ``qk_lr``)
+FROZEN = "frozen"
+
+
+# (task, arm, seed, device, checkpoint, progress, qk_lr) -> outcome; qk_lr 0: frozen frames
+Train = Callable[..., dict]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A sweep of each of ``arms``' W_Q, W_K rate on ``task`` and selection ``seeds``, grown by the
+    ladder rule, whose choices judged runs take. ``metric`` is a run's late score (``"-name"``:
+    lower is better) or ``"time"`` (minus the epochs to the file's ``threshold``)."""
+
+    name: str  # the sweep's experiment: its results file, and the command that grows it
+    task: object  # the sweep's task config; its ``lr`` centers the ladder (unless ``centers``)
+    arms: tuple[str, ...]  # the swept arms, or cells "<arm>@wd=<λ>"
+    seeds: tuple[int, ...]  # the selection seeds
+    train: Train | None = None  # one run (see :data:`Train`)
+    metric: str = "val_acc"
+    horizon: str = "epochs"  # the task's length field the late score reads: "epochs" or "steps"
+    start: tuple[int, int] = (2, 1)  # the first grid: rungs below and above the center
+    centers: tuple[tuple[str, float], ...] = ()  # arms whose ladder centers elsewhere than the task's lr
+    frozen: str | None = FROZEN  # lr 0's run name shared by every arm; None: "<arm>@qklr=0" per arm
+    floor: bool = True  # whether lr 0 (frozen frames, below the ladder) is a run this sweep can make
+    diverged: bool = False  # the diverged-run rule: a run whose gradients turn non-finite scores 0
+    judged_seeds: tuple[int, ...] = ()  # the judged runs' seeds: refused where they meet the selection seeds
+
+    def __post_init__(self):
+        shared = sorted(set(self.seeds) & set(self.judged_seeds))
+        if shared:
+            raise ValueError(f"{self.name}: judged seeds {shared} are its selection seeds: judge on other seeds")
+
+    # --- the grid ------------------------------------------------------------------------------
+
+    def center(self, arm: str, task_lr: float | None = None) -> float:
+        """Where ``arm``'s ladder is centered: its own center, else the task's lr (``task_lr``: a file's)."""
+        return dict(self.centers).get(arm, self.task.lr if task_lr is None else task_lr)
+
+    def start_rungs(self, arm: str) -> tuple[float, ...]:
+        return ladder_around(self.center(arm), *self.start)
+
+    def run_name(self, arm: str, qk_lr: float) -> str:
+        """The results key of ``arm``'s run at ``qk_lr`` (lr 0: :attr:`frozen` where shared)."""
+        return self.frozen if qk_lr == 0.0 and self.frozen else grid_arm(arm, KEY, qk_lr)
+
+    def start_arms(self, with_frozen: bool = False) -> tuple[str, ...]:
+        """Every arm's first grid (then ``frozen``, lr 0, when ``with_frozen``)."""
+        first = tuple(self.run_name(arm, lr) for arm in self.arms for lr in self.start_rungs(arm))
+        return (*first, self.frozen) if with_frozen else first
+
+    def run_names(self, arms: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """Every run the sweep of ``arms`` (default its own) may make: each rung of the ladder, and lr 0
+        (a shared ``frozen`` last; a cell's own lr 0 first)."""
+        arms = arms or self.arms
+        if self.frozen:
+            shared = (self.frozen,) if self.floor else ()
+            return (*(grid_arm(arm, KEY, lr) for arm in arms for lr in LADDER), *shared)
+        rungs = ((0.0,) if self.floor else ()) + LADDER
+        return tuple(grid_arm(arm, KEY, lr) for arm in arms for lr in rungs)
+
+    def parse(self, name: str) -> tuple[str, float]:
+        """``(arm, qk_lr)`` of a run name; refused (one clear error) unless the arm is swept here and
+        the lr a rung (or 0)."""
+        if self.frozen and name == self.frozen:
+            return FROZEN, 0.0
+        arm, sep, value = name.rpartition(f"@{KEY}=")
+        if not sep or arm not in self.arms:
+            decays = sorted({float(a.split("@wd=")[1]) for a in self.arms if "@wd=" in a})
+            cells = f" (λ in {tuple(decays)})" if decays else ""
+            raise ValueError(f"{name!r}: expected '<arm>@{KEY}=<lr>' with the arm one of {self.arms}{cells}")
+        try:
+            lr = float(value)
+        except ValueError:
+            raise ValueError(f"{name!r}: {value!r} is not a number") from None
+        if lr not in LADDER and not (lr == 0.0 and self.floor):
+            raise ValueError(f"{name!r}: lr {lr:g} must lie on the ladder {LADDER}{' or be 0' * self.floor}")
+        return arm, lr
+
+    # --- the rule, on a results file -----------------------------------------------------------
+
+    def scores(self, results: dict | None, arm: str) -> dict[float, list[float]]:
+        """``{lr: [score per finished selection seed]}`` of ``arm`` in the sweep's file (higher is better)."""
+        if not results:
+            return {}
+        if self.metric == "time":
+            return choices.time_scores(results, arm, KEY)
+        metric = results["config"].get("metric", self.metric)  # a file that says what it scored
+        return choices.late_scores(results, arm, metric, key=KEY, horizon=self.horizon)
+
+    def pending_rungs(self, results: dict | None, arm: str) -> tuple[float, ...]:
+        """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
+        scores = self.scores(results, arm)
+        return choices.pending_rungs(scores, len(self.seeds), self.start_rungs(arm), self.center(arm))
+
+    def pending(self, results: dict | None, arms: tuple[str, ...] | None = None) -> list[str]:
+        """The sweep's next round as run names; empty once every choice is final."""
+        names = (self.run_name(arm, lr) for arm in arms or self.arms for lr in self.pending_rungs(results, arm))
+        return list(dict.fromkeys(names))
+
+    def chosen(self, results: dict, arm: str) -> dict | None:
+        """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm``, on the seeds and
+        task lr the file records (``None`` before a rung holds every selection seed)."""
+        config = results["config"]
+        scores = self.scores(results, arm)
+        return choices.settled_or_none(scores, len(config["seeds"]), self.center(arm, config["task"]["lr"]))
+
+    def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
+        """Run the pending rounds of ``arms`` (default all) until every choice is final (resumable)."""
+        return grow(run_experiment, self.name, profile, lambda results: self.pending(results, arms), **options)
+
+    # --- runs ----------------------------------------------------------------------------------
+
+    def run(self, name: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        """One run of the sweep: ``name`` from selection ``seed``."""
+        arm, lr = self.parse(name)
+        task = dataclasses.replace(self.task, seeds=(seed,))
+        return train_or_diverge(self.train, task, arm, seed, device, checkpoint, progress, lr, self.diverged)
+
+    def resolve(self, config, directory=None, choose: Callable[[dict, str], dict | None] | None = None):
+        """``config`` with each of its arms' rates chosen from this sweep's file (:func:`resolve_lrs`)."""
+        return resolve_lrs(config, self.name, choose or self.chosen, directory)
+
+
+def grow(
+    run_experiment: Callable, name: str, profile: str, pending_arms: Callable[[dict | None], list[str]], **options
+) -> dict:
+    """Run ``pending_arms(results)`` of sweep ``name`` with ``run_experiment`` until it names none,
+    each round reading the results file (a stopped sweep resumes); the sweep's results."""
+    while True:
+        results = load_results(name, profile, options.get("directory"))
+        names = list(dict.fromkeys(pending_arms(results)))
+        if not names:
+            return results
+        run_experiment(name, profile, arms=names, **options)
+
+
+def resolve_lrs(config, sweep: str, choose: Callable[[dict, str], dict | None], directory=None):
+    """The resolve step: ``config`` with ``qk_lrs`` set to ``choose(sweep file, arm)["lr"]`` for each
+    of ``config.arms``, read from the file of ``sweep`` at ``config.sweep_profile`` before any run.
+
+    A config that has ``qk_lrs`` is kept. Refused, with the command that grows the sweep, while the
+    file is missing or any arm's choice is open (none yet, or at a grid's edge)."""
+    if config.qk_lrs:
+        return config
+    command = f"`python -m stiefel_book sweep {sweep} --profile {config.sweep_profile}`"
+    results = load_results(sweep, config.sweep_profile, directory)
+    if not results:
+        raise ValueError(f"no W_Q, W_K lr sweep yet for these arms: run {command} first")
+    lrs, open_arms = [], []
+    for arm in config.arms:
+        chosen = choose(results, arm)
+        if chosen is None or not chosen["interior"]:
+            open_arms.append(arm)
+        else:
+            lrs.append((arm, chosen["lr"]))
+    if open_arms:
+        raise ValueError(f"the sweep has not settled {open_arms} (no choice yet, or one at a grid edge): run {command}")
+    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+
+def judged_run(
+    train: Train, config, arm: str, seed: int, device, checkpoint=None, progress=True, *, key: str | None = None
+) -> dict:
+    """One judged run: ``arm`` from ``seed`` on ``config.task`` at the rate ``config.qk_lrs`` holds
+    for it (``key``, default the arm); ``frozen``, or a chosen rate of 0, is frozen frames. The
+    outcome records its ``qk_lr``."""
+    lrs = dict(config.qk_lrs)
+    lr = 0.0 if arm == FROZEN else lrs.get(key or arm)
+    if lr is None:
+        raise ValueError(f"{key or arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+    task = dataclasses.replace(config.task, seeds=(seed,))
+    return {**train(task, arm, seed, device, checkpoint, progress, lr), "qk_lr": lr}
+
+
+def diverged_outcome(epochs: int, error: Exception) -> dict:
+    """The outcome of a run whose gradients turned non-finite (an lr too large for its arm): a
+    result, scored 0 at the task's last epoch, naming the optimizer that diverged."""
+    record = {"epoch": epochs, "train_acc": 0.0, "val_acc": 0.0}
+    return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+
+
+def train_or_diverge(train: Train, task, arm, seed, device, checkpoint, progress, qk_lr, rule: bool = True) -> dict:
+    """``train(...)``; where ``rule``, a run that diverges is :func:`diverged_outcome` and its
+    checkpoint removed (it would resume into the same divergence)."""
+    try:
+        return train(task, arm, seed, device, checkpoint, progress, qk_lr)
+    except NonFiniteGradientError as error:
+        if not rule:
+            raise
+        if checkpoint is not None:
+            checkpoint.unlink(missing_ok=True)
+        return diverged_outcome(task.epochs, error)
