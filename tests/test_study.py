@@ -23,14 +23,12 @@ def studies(sweep: str) -> dict:
     home = {
         "grokking_qk_lr": (fair_fight.study, fair_fight.SWEEP_PROFILES),
         "grokking_p97_qk_lr": (p97_fair.study, p97_fair.SWEEP_PROFILES),
-        "cifar10_qk_lr": (lambda: cifar10_fair.study, lambda: cifar10_fair.PROFILES),
-        "cifar10_peers_qk_lr": (lambda: cifar10_judged.peer_study, lambda: cifar10_judged.PEER_SWEEP_PROFILES),
-        "grokking_decay_qk_lr": (lambda: decay_map_sweep.study, lambda: decay_map_sweep.SWEEP_PROFILES),
+        "cifar10_qk_lr": (cifar10_fair.study, cifar10_fair.PROFILES),
+        "cifar10_peers_qk_lr": (cifar10_judged.peer_study, cifar10_judged.PEER_SWEEP_PROFILES),
+        "grokking_decay_qk_lr": (decay_map_sweep.study, decay_map_sweep.SWEEP_PROFILES),
     }
     if sweep in home:
         make, profiles = home[sweep]
-        if sweep not in ("grokking_qk_lr", "grokking_p97_qk_lr"):
-            make, profiles = make(), profiles()
         return {name: make(config) for name, config in profiles.items()}
     from stiefel_book.experiments import routing_sweep
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..choices import cell_choices, widest
+from ..choices import widest
+from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_judged, cifar10_long
 from .registry import Experiment
 from .results import load_results
@@ -31,9 +32,9 @@ def decay_choices(sweep: dict | None) -> dict[float, dict[str, dict]] | None:
     of the sweep, or ``None`` while a cell has no choice or one at its grid's edge."""
     if not sweep:
         return None
-    out = {}
+    out, study = {}, cifar10_fair.study(cifar10_fair.PROFILES["full"])
     for decay in sweep["config"]["weight_decays"]:
-        picks = cell_choices(sweep, cifar10_fair.SWEPT, decay)
+        picks = {arm: study.chosen(sweep, grid_arm(arm, "wd", decay)) for arm in cifar10_fair.SWEPT}
         if any(pick is None or not pick["interior"] for pick in picks.values()):
             return None
         out[float(decay)] = picks

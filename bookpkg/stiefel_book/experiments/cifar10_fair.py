@@ -10,15 +10,13 @@ epochs), as the grokking sweep does. A run takes ~6-7 minutes on one core.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
-from .. import choices
-from ..choices import LADDER, ladder_around, late_scores
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm
 from . import cifar10, cifar10_long
 from .registry import Experiment
-from .selection import grow_arms
+from .relatives import without_parametrized_steps
+from .study import Study, in_cells
 
 __all__ = [
     "ENTRIES",
@@ -26,6 +24,8 @@ __all__ = [
     "CifarSweepConfig",
     "PROFILES",
     "ARMS",
+    "study",
+    "train",
     "start_arms",
     "run",
     "sweep_scores",
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 SWEPT = ("baseline", "stiefel")
-KEY = "qklr"
 
 
 @dataclass(frozen=True)
@@ -48,60 +47,76 @@ PROFILES = {
     "full": CifarSweepConfig(),
     "ci": CifarSweepConfig(task=cifar10_long.PROFILES["ci"].task, weight_decays=(1.0,), seeds=(100,)),
 }
-_CELLS = tuple(
-    grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays})
-)
-ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in (0.0, *LADDER))  # lr 0: frozen frames
+
+
+def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "W_Q, W_K lr sweep") -> dict:
+    """One CIFAR-10 run of ``arm`` with W_Q, W_K at ``qk_lr`` (0: frozen frames, below the ladder's foot)."""
+    frozen = qk_lr == 0.0
+    outcome = cifar10.train_arm(
+        task,
+        "frozen" if frozen else arm,
+        seed,
+        device,
+        checkpoint,
+        progress,
+        frame_lr=None if frozen else qk_lr,
+        description=f"cifar10 {what} {arm} start {seed}",
+    )
+    return outcome if frozen else without_parametrized_steps(arm, outcome)
 
 
 def _cells(config: CifarSweepConfig) -> tuple[str, ...]:
     return tuple(grid_arm(arm, "wd", wd) for wd in config.weight_decays for arm in SWEPT)
 
 
+def study(config: CifarSweepConfig) -> Study:
+    """``cifar10_qk_lr`` at a profile: each (arm, λ) cell, the late test accuracy, three first rungs."""
+    return Study(
+        "cifar10_qk_lr",
+        config.task,
+        _cells(config),
+        config.seeds,
+        in_cells(train, SWEPT),
+        "test_acc",
+        start=(1, 1),
+        frozen=None,
+    )
+
+
+_CELLS = tuple(
+    grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays})
+)
+ARMS = study(PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
+
+
 def start_arms(config: CifarSweepConfig) -> tuple[str, ...]:
     """Every cell's first grid: the task's lr and its two neighbours on the ladder."""
-    return tuple(f"{cell}@{KEY}={lr:g}" for cell in _cells(config) for lr in ladder_around(config.task.lr, 1, 1))
+    return study(config).start_arms()
 
 
 def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from start ``seed``."""
-    cell, lr = parse_grid_arm(arm, KEY, _CELLS)
-    base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
-    if lr not in (0.0, *LADDER) or weight_decay not in config.weight_decays:
-        raise ValueError(f"{arm!r}: lr must be 0 or lie on the ladder, and λ in {config.weight_decays}")
-    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
-    return cifar10.train_arm(
-        task,
-        "frozen" if lr == 0.0 else base,  # below the ladder's foot, lr 0: the frames never move
-        seed,
-        device,
-        checkpoint,
-        progress,
-        frame_lr=None if lr == 0.0 else lr,
-        description=f"cifar10 W_Q, W_K lr sweep {arm} start {seed}",
-    )
+    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
 def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one ``"<arm>@wd=<λ>"`` cell."""
-    return late_scores(sweep, cell, "test_acc", key=KEY)
+    return study(PROFILES["full"]).scores(sweep, cell)
 
 
 def pending(sweep: dict | None, config: CifarSweepConfig, cell: str) -> tuple[float, ...]:
     """The rungs ``cell`` still needs: unfinished rungs of its grid, else the rule's next ones."""
-    scores = sweep_scores(sweep, cell) if sweep else {}
-    return choices.pending_rungs(scores, len(config.seeds), ladder_around(config.task.lr, 1, 1), config.task.lr)
+    return study(config).pending_rungs(sweep, cell)
 
 
 def chosen(sweep: dict, cell: str) -> dict:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell."""
-    return choices.settled(sweep_scores(sweep, cell), len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell (refused before a complete rung)."""
+    return study(PROFILES["full"]).chosen(sweep, cell, required=True)
 
 
 def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
-    config = PROFILES[profile]
-    return grow_arms(run_experiment, "cifar10_qk_lr", profile, config, cells or _cells(config), pending, KEY, **options)
+    return study(PROFILES[profile]).grow(run_experiment, profile, cells, **options)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

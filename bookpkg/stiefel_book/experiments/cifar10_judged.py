@@ -4,7 +4,7 @@ epochs, 10,000 images) at the preprint's weight decay λ = 1:
 - ``cifar10_peers_qk_lr``: the relatives' W_Q, W_K lr tuned on CIFAR-10 itself (not taken from
   grokking), on selection starts 100-101: a smaller grid than the core arms', three rungs of
   :data:`stiefel_book.choices.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
-  by the rule of :mod:`.selection` until the choice is interior.
+  by the rule of :mod:`.study` until the choice is interior.
 - ``cifar10_fair``: AdamW, the Stiefel rule and frozen frames on the judged starts 0-11 (the
   preprint's twelve), each swept arm at the lr its cell ``"<arm>@wd=1"`` of ``cifar10_qk_lr``
   chose.
@@ -19,16 +19,15 @@ relatives' sweep at least 30, their judged runs 60.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
-from ..choices import LADDER, ladder_around, late_scores, pending_rungs, settled_or_none
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
-from .fair_fight import center
+from .fair_fight import CENTERS, center
 from .registry import Experiment
-from .relatives import RELATIVES, without_parametrized_steps
-from .resolving import resolve_lrs
-from .selection import grow_arms
+from .relatives import RELATIVES
+from .study import Study, judged_run
 
 __all__ = [
     "ENTRIES",
@@ -37,6 +36,8 @@ __all__ = [
     "PeerSweepConfig",
     "PEER_SWEEP_PROFILES",
     "PEER_SWEEP_ARMS",
+    "center",
+    "peer_study",
     "peer_start_arms",
     "run_peer_sweep",
     "peer_sweep_scores",
@@ -52,7 +53,6 @@ __all__ = [
 PEERS = tuple(RELATIVES)  # muon, muon_no_decay, geoopt_radam, per_entry, orthogonal_param
 CORE = ("baseline", "stiefel")  # the swept arms of cifar10_qk_lr; frozen frames beside them
 WEIGHT_DECAY = 1.0  # the decay of the preprint's twelve starts
-KEY = "qklr"
 
 
 def _task(profile: str) -> cifar10.CIFAR10Config:
@@ -70,50 +70,58 @@ class PeerSweepConfig:
 
 
 PEER_SWEEP_PROFILES = {"full": PeerSweepConfig(), "ci": PeerSweepConfig(task=_task("ci"), seeds=(100,))}
-PEER_SWEEP_ARMS = tuple(grid_arm(arm, KEY, lr) for arm in PEERS for lr in LADDER)
 
 
-def _start_rungs(config: PeerSweepConfig, arm: str) -> tuple[float, ...]:
-    return ladder_around(center(arm, config.task.lr), 1, 1)
+def peer_study(config: PeerSweepConfig) -> Study:
+    """``cifar10_peers_qk_lr`` at a profile: three first rungs around each relative's center, the late
+    test accuracy; no lr 0 (the relatives have no frozen run of their own)."""
+    train = functools.partial(cifar10_fair.train, what="relatives' W_Q, W_K lr sweep")
+    centers = tuple(CENTERS.items())
+    return Study(
+        "cifar10_peers_qk_lr",
+        config.task,
+        config.arms,
+        config.seeds,
+        train,
+        "test_acc",
+        start=(1, 1),
+        centers=centers,
+        frozen=None,
+        floor=False,
+    )
+
+
+PEER_SWEEP_ARMS = peer_study(PEER_SWEEP_PROFILES["full"]).run_names(PEERS)
 
 
 def peer_start_arms(config: PeerSweepConfig) -> tuple[str, ...]:
     """Every relative's first grid: three rungs around its center."""
-    return tuple(grid_arm(arm, KEY, lr) for arm in config.arms for lr in _start_rungs(config, arm))
+    return peer_study(config).start_arms()
 
 
 def run_peer_sweep(config: PeerSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the relatives' sweep: ``"<relative>@qklr=<lr>"`` from start ``seed``."""
-    peer, lr = parse_grid_arm(arm, KEY, PEERS)
-    if lr not in LADDER:
-        raise ValueError(f"{arm!r}: the lr must lie on the ladder {LADDER}")
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    description = f"cifar10 relatives' W_Q, W_K lr sweep {arm} start {seed}"
-    outcome = cifar10.train_arm(task, peer, seed, device, checkpoint, progress, frame_lr=lr, description=description)
-    return without_parametrized_steps(peer, outcome)
+    return peer_study(config).run(arm, seed, device, checkpoint, progress)
 
 
 def peer_sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [late test accuracy per finished start]}`` of one relative."""
-    return late_scores(sweep, arm, "test_acc", key=KEY)
+    return peer_study(PEER_SWEEP_PROFILES["full"]).scores(sweep, arm)
 
 
 def _pending(sweep: dict | None, config: PeerSweepConfig, arm: str) -> tuple[float, ...]:
-    scores = peer_sweep_scores(sweep, arm) if sweep else {}
-    return pending_rungs(scores, len(config.seeds), _start_rungs(config, arm), center(arm, config.task.lr))
+    return peer_study(config).pending_rungs(sweep, arm)
 
 
 def peer_chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for one relative (``None``
     before any rung holds every selection start)."""
-    n, around = len(sweep["config"]["seeds"]), center(arm, sweep["config"]["task"]["lr"])
-    return settled_or_none(peer_sweep_scores(sweep, arm), n, around)
+    return peer_study(PEER_SWEEP_PROFILES["full"]).chosen(sweep, arm)
 
 
 def sweep_peers(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the relatives' sweep of ``arms`` (default all) until each choice is interior (resumable)."""
-    config = PEER_SWEEP_PROFILES[profile]
-    return grow_arms(run_experiment, "cifar10_peers_qk_lr", profile, config, arms, _pending, KEY, **options)
+    return peer_study(PEER_SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
 
 
 # --- the judged runs --------------------------------------------------------------------------
@@ -133,35 +141,19 @@ PROFILES = {"full": CifarFairConfig(), "ci": CifarFairConfig(task=_task("ci"), s
 PEER_PROFILES = {name: dataclasses.replace(c, arms=PEERS, sweep="cifar10_peers_qk_lr") for name, c in PROFILES.items()}
 
 
-def _choice(sweep: dict, name: str, arm: str) -> dict | None:
-    if name == "cifar10_qk_lr":
-        scores = cifar10_fair.sweep_scores(sweep, grid_arm(arm, "wd", WEIGHT_DECAY))
-        return settled_or_none(scores, len(sweep["config"]["seeds"]), sweep["config"]["task"]["lr"])
-    return peer_chosen(sweep, arm)
-
-
 def resolve(config: CifarFairConfig, directory=None) -> CifarFairConfig:
-    """``config`` with each arm's W_Q, W_K lr chosen from its sweep's file (refused until every
-    choice is final: interior, or lr 0)."""
-    return resolve_lrs(config, config.sweep, lambda sweep, arm: _choice(sweep, config.sweep, arm), directory)
+    """``config`` with each arm's W_Q, W_K lr chosen from its sweep's file (the core arms: their
+    λ = 1 cell of ``cifar10_qk_lr``); refused until every choice is final: interior, or lr 0."""
+    if config.sweep == "cifar10_qk_lr":
+        core = cifar10_fair.study(cifar10_fair.PROFILES["full"])
+        return core.resolve(config, directory, lambda sweep, arm: core.chosen(sweep, grid_arm(arm, "wd", WEIGHT_DECAY)))
+    return peer_study(PEER_SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
 def run(config: CifarFairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``arm`` from start ``seed`` at its resolved W_Q, W_K lr (``frozen``: none)."""
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    description = f"cifar10 fair fight {arm} start {seed}"
-    lrs = dict(config.qk_lrs)
-    if arm == "frozen" or lrs.get(arm) == 0.0:  # the sweep may choose lr 0: the arm is frozen frames
-        return {
-            **cifar10.train_arm(task, "frozen", seed, device, checkpoint, progress, description=description),
-            "qk_lr": 0.0,
-        }
-    if arm not in lrs:
-        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
-    outcome = cifar10.train_arm(
-        task, arm, seed, device, checkpoint, progress, frame_lr=lrs[arm], description=description
-    )
-    return {**without_parametrized_steps(arm, outcome), "qk_lr": lrs[arm]}
+    """One judged run: ``arm`` from start ``seed`` at its resolved W_Q, W_K lr (``frozen``, or lr 0: none)."""
+    train = functools.partial(cifar10_fair.train, what="fair fight")
+    return judged_run(train, config, arm, seed, device, checkpoint, progress)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -22,10 +22,6 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from stiefel_core.step_checks import NonFiniteGradientError
-
-from .. import choices
-from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from . import fair_fight, grokking
 from .decay_map import PROFILES as MAP_PROFILES
@@ -33,7 +29,7 @@ from .decay_map import WEIGHT_DECAYS
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
 from .results import load_results
-from .selection import grow_arms
+from .study import Study, in_cells, judged_run
 
 __all__ = [
     "ENTRIES",
@@ -42,6 +38,7 @@ __all__ = [
     "SWEEP_PROFILES",
     "PerDecayConfig",
     "PROFILES",
+    "study",
     "run_sweep",
     "sweep_scores",
     "pending",
@@ -53,7 +50,6 @@ __all__ = [
 ]
 
 SWEPT = ("baseline", "stiefel")
-KEY = "qklr"
 AT_ONE = 1.0  # the decay whose choice grokking_qk_lr holds
 ADOPTED_FROM = "grokking_decay_map_tuned"
 
@@ -73,75 +69,65 @@ SWEEP_PROFILES = {
         task=MAP_PROFILES["ci"].task, weight_decays=(0.0,), seeds=(100,), start_below=1, start_above=0
     ),
 }
-_CELLS = tuple(
-    grid_arm(arm, "wd", wd)
-    for arm in SWEPT
-    for wd in sorted({w for p in SWEEP_PROFILES.values() for w in p.weight_decays})
-)
-SWEEP_ARMS = tuple(f"{cell}@{KEY}={lr:g}" for cell in _CELLS for lr in (0.0, *LADDER))  # lr 0: frozen frames
+_train = in_cells(fair_fight.train, SWEPT)  # a cell "<arm>@wd=<λ>" at W_Q, W_K lr qk_lr (0: frozen frames)
 
 
 def _cells(config: DecaySweepConfig) -> tuple[str, ...]:
     return tuple(grid_arm(arm, "wd", wd) for wd in config.weight_decays for arm in SWEPT)
 
 
-def _start(config: DecaySweepConfig) -> tuple[float, ...]:
-    return ladder_around(config.task.lr, config.start_below, config.start_above)
+def study(config: DecaySweepConfig) -> Study:
+    """``grokking_decay_qk_lr`` at a profile: each (arm, λ) cell as ``grokking_qk_lr`` sweeps an arm."""
+    start = (config.start_below, config.start_above)
+    return Study(
+        "grokking_decay_qk_lr",
+        config.task,
+        _cells(config),
+        config.seeds,
+        _train,
+        start=start,
+        frozen=None,
+        diverged=True,
+    )
+
+
+_CELLS = tuple(
+    grid_arm(arm, "wd", wd)
+    for arm in SWEPT
+    for wd in sorted({w for p in SWEEP_PROFILES.values() for w in p.weight_decays})
+)
+SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
 
 
 def start_arms(config: DecaySweepConfig) -> tuple[str, ...]:
     """Every cell's first grid."""
-    return tuple(f"{cell}@{KEY}={lr:g}" for cell in _cells(config) for lr in _start(config))
-
-
-def _train(task, arm: str, lr: float, seed: int, device, checkpoint, progress) -> dict:
-    """One grokking run of ``arm`` at W_Q, W_K lr ``lr`` (0: frozen frames), its history compacted;
-    an lr at which the gradients turn non-finite is a result, scored 0, as in ``grokking_qk_lr``."""
-    try:
-        if lr == 0.0:
-            return fair_fight.compact(grokking.run(task, "frozen", seed, device, checkpoint, progress))
-        return fair_fight.compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=lr))
-    except NonFiniteGradientError as error:
-        if checkpoint is not None:
-            checkpoint.unlink(missing_ok=True)
-        record = {"epoch": task.epochs, "train_acc": 0.0, "val_acc": 0.0}
-        return {"history": [record], "final": record, "diverged": str(error).split(":")[0]}
+    return study(config).start_arms()
 
 
 def run_sweep(config: DecaySweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One sweep run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from selection seed ``seed``."""
-    cell, lr = parse_grid_arm(arm, KEY, _CELLS)
-    base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
-    if lr not in (0.0, *LADDER) or weight_decay not in config.weight_decays:
-        raise ValueError(f"{arm!r}: lr must be 0 or lie on the ladder, and λ in {config.weight_decays}")
-    task = dataclasses.replace(config.task, weight_decay=weight_decay, seeds=(seed,))
-    return _train(task, base, lr, seed, device, checkpoint, progress)
+    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
 def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
     """``{lr: [late validation accuracy per finished seed]}`` of one ``"<arm>@wd=<λ>"`` cell."""
-    return late_scores(sweep, cell, key=KEY)
+    return study(SWEEP_PROFILES["full"]).scores(sweep, cell)
 
 
 def pending(sweep: dict | None, config: DecaySweepConfig, cell: str) -> tuple[float, ...]:
     """The rungs ``cell`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    scores = sweep_scores(sweep, cell) if sweep else {}
-    return choices.pending_rungs(scores, len(config.seeds), _start(config), config.task.lr)
+    return study(config).pending_rungs(sweep, cell)
 
 
 def chosen(sweep: dict, cell: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell (``None`` before a
     rung holds every selection seed)."""
-    config = sweep["config"]
-    return choices.settled_or_none(sweep_scores(sweep, cell), len(config["seeds"]), config["task"]["lr"])
+    return study(SWEEP_PROFILES["full"]).chosen(sweep, cell)
 
 
 def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
     """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
-    config = SWEEP_PROFILES[profile]
-    return grow_arms(
-        run_experiment, "grokking_decay_qk_lr", profile, config, cells or _cells(config), pending, KEY, **options
-    )
+    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, cells, **options)
 
 
 @dataclass(frozen=True)
@@ -202,10 +188,10 @@ def _lr(config: PerDecayConfig, cell: str) -> float:
 
 
 def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``"<arm>@wd=<λ>"`` from ``seed`` at its cell's resolved lr."""
-    base, _, task = decay_cell(config, arm, seed, SWEPT)
-    lr = _lr(config, arm)
-    return {**_train(task, base, lr, seed, device, checkpoint, progress), "qk_lr": lr}
+    """One judged run: ``"<arm>@wd=<λ>"`` from ``seed`` at its cell's resolved lr (a run that
+    diverges scores 0, as in the sweep)."""
+    decay_cell(config, arm, seed, SWEPT)  # refuses a λ off the profile's grid
+    return judged_run(_train, config, arm, seed, device, checkpoint, progress, diverged=True)
 
 
 def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:

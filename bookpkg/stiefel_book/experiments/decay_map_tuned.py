@@ -21,7 +21,6 @@ from .decay_map import MAP_ARMS, WEIGHT_DECAYS, DecayMapConfig, arm_names
 from .decay_map import PROFILES as MAP_PROFILES
 from .grid import decay_cell
 from .registry import Experiment
-from .resolving import resolve_lrs
 from .results import load_results
 
 __all__ = ["ENTRIES", "SWEPT", "DecayMapTunedConfig", "PROFILES", "resolve", "run", "adopt"]
@@ -49,7 +48,7 @@ PROFILES = {name: _tuned(profile, name) for name, profile in MAP_PROFILES.items(
 
 def resolve(config: DecayMapTunedConfig, directory=None) -> DecayMapTunedConfig:
     """``config`` with each swept arm's W_Q, W_K lr chosen by ``grokking_qk_lr`` (refused until final)."""
-    return resolve_lrs(config, "grokking_qk_lr", fair_fight.chosen, directory)
+    return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
 def _lr(config: DecayMapTunedConfig, base: str) -> float:
@@ -63,10 +62,7 @@ def run(config: DecayMapTunedConfig, arm: str, seed: int, device, checkpoint=Non
     """One run: ``"<arm>@wd=<λ>"`` from ``seed`` at λ, W_Q, W_K at the arm's resolved lr (frozen: none)."""
     base, _, task = decay_cell(config, arm, seed, MAP_ARMS)
     lr = 0.0 if base == "frozen" else _lr(config, base)
-    if lr == 0.0:
-        return {**fair_fight.compact(grokking.run(task, "frozen", seed, device, checkpoint, progress)), "qk_lr": 0.0}
-    outcome = grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=lr)
-    return {**fair_fight.compact(outcome), "qk_lr": lr}
+    return {**fair_fight.train(task, base, seed, device, checkpoint, progress, lr), "qk_lr": lr}
 
 
 def adopt(config: DecayMapTunedConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:

@@ -6,7 +6,7 @@ one-layer model, task lr 1e-3, weight decay 1):
   seeds 100-101, 10,000 epochs a run at most. A run's score is how fast it groks: minus the epochs to
   90 % validation accuracy, a run that never gets there counted at 10,000; a run stops once it gets
   there (its score is fixed). An lr's score is the mean
-  over the seeds, and the rule of :mod:`.selection` (highest score; ties to the task's lr; grow
+  over the seeds, and the rule of :mod:`.study` (highest score; ties to the task's lr; grow
   while the choice is at an edge) picks it.
 - ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs (resolved before the runs
   by :func:`resolve`), 20,000 epochs, judged seeds 0-5.

@@ -1,5 +1,5 @@
 """The W_Q, W_K lr sweeps of the routing tasks (``mqar_qk_lr``, ``induction_qk_lr``,
-``charlm_qk_lr``): the rule of :mod:`.selection`, as ``grokking_qk_lr`` applies it
+``charlm_qk_lr``): the rule of :mod:`.study`, as ``grokking_qk_lr`` applies it
 (:mod:`.fair_fight`), on each task's ``full`` setting and on selection seeds 100-104, apart from
 the judged seeds. An arm is ``"<arm>@qklr=<lr>"``, every other parameter at the task's lr; the
 grid starts at four rungs around the task's lr and grows until each arm's choice is interior;
@@ -21,7 +21,7 @@ from .. import choices
 from ..choices import LADDER, ladder_around, late_scores
 from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
-from .selection import grow
+from .study import grow
 
 __all__ = [
     "SWEPT_ARMS",
@@ -108,7 +108,7 @@ def sweep(
     **options,
 ) -> dict:
     """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
-    a time (:func:`.selection.grow`: resumable, each round reads the file)."""
+    a time (:func:`.study.grow`: resumable, each round reads the file)."""
 
     def pending(results: dict | None) -> list[str]:
         return [

@@ -22,10 +22,20 @@ from stiefel_core.step_checks import NonFiniteGradientError
 
 from .. import choices
 from ..choices import LADDER, ladder_around
-from ..results_reading import grid_arm
+from ..results_reading import grid_arm, parse_grid_arm
 from .results import load_results
 
-__all__ = ["KEY", "FROZEN", "Study", "grow", "resolve_lrs", "judged_run", "diverged_outcome", "train_or_diverge"]
+__all__ = [
+    "KEY",
+    "FROZEN",
+    "Study",
+    "grow",
+    "resolve_lrs",
+    "judged_run",
+    "in_cells",
+    "diverged_outcome",
+    "train_or_diverge",
+]
 
 KEY = "qklr"  # the stored key of a run's W_Q, W_K rate (results files' grammar; in code: ``qk_lr``)
 FROZEN = "frozen"
@@ -127,12 +137,13 @@ class Study:
         names = (self.run_name(arm, lr) for arm in arms or self.arms for lr in self.pending_rungs(results, arm))
         return list(dict.fromkeys(names))
 
-    def chosen(self, results: dict, arm: str) -> dict | None:
+    def chosen(self, results: dict, arm: str, required: bool = False) -> dict | None:
         """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm``, on the seeds and
-        task lr the file records (``None`` before a rung holds every selection seed)."""
+        task lr the file records; ``None`` before a rung holds every selection seed (``required``: refused)."""
         config = results["config"]
+        n, center = len(config["seeds"]), self.center(arm, config["task"]["lr"])
         scores = self.scores(results, arm)
-        return choices.settled_or_none(scores, len(config["seeds"]), self.center(arm, config["task"]["lr"]))
+        return choices.settled(scores, n, center) if required else choices.settled_or_none(scores, n, center)
 
     def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
         """Run the pending rounds of ``arms`` (default all) until every choice is final (resumable)."""
@@ -189,17 +200,28 @@ def resolve_lrs(config, sweep: str, choose: Callable[[dict, str], dict | None], 
 
 
 def judged_run(
-    train: Train, config, arm: str, seed: int, device, checkpoint=None, progress=True, *, key: str | None = None
+    train: Train, config, arm: str, seed: int, device, checkpoint=None, progress=True, *, diverged: bool = False
 ) -> dict:
     """One judged run: ``arm`` from ``seed`` on ``config.task`` at the rate ``config.qk_lrs`` holds
-    for it (``key``, default the arm); ``frozen``, or a chosen rate of 0, is frozen frames. The
-    outcome records its ``qk_lr``."""
+    for it; ``frozen``, or a chosen rate of 0, is frozen frames; ``diverged``: the diverged-run rule
+    applies. The outcome records its ``qk_lr``."""
     lrs = dict(config.qk_lrs)
-    lr = 0.0 if arm == FROZEN else lrs.get(key or arm)
+    lr = 0.0 if arm == FROZEN else lrs.get(arm)
     if lr is None:
-        raise ValueError(f"{key or arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
     task = dataclasses.replace(config.task, seeds=(seed,))
-    return {**train(task, arm, seed, device, checkpoint, progress, lr), "qk_lr": lr}
+    return {**train_or_diverge(train, task, arm, seed, device, checkpoint, progress, lr, diverged), "qk_lr": lr}
+
+
+def in_cells(train: Train, arms: tuple[str, ...]) -> Train:
+    """``train`` of a cell ``"<arm>@wd=<λ>"`` (the arm one of ``arms``): the arm, on the task at decay λ."""
+
+    def run(task, cell, seed, device, checkpoint, progress, qk_lr):
+        arm, weight_decay = parse_grid_arm(cell, "wd", arms)
+        task = dataclasses.replace(task, weight_decay=weight_decay)
+        return train(task, arm, seed, device, checkpoint, progress, qk_lr)
+
+    return run
 
 
 def diverged_outcome(epochs: int, error: Exception) -> dict:
