@@ -17,11 +17,10 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import choices
-from ..choices import LADDER, ladder_around, late_scores
-from ..results_reading import grid_arm, parse_grid_arm
+from ..choices import LADDER, ladder_around
+from ..results_reading import grid_arm
 from .results import load_results
-from .study import grow
+from .study import KEY, Study
 
 __all__ = [
     "SWEPT_ARMS",
@@ -39,7 +38,6 @@ __all__ = [
 ]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
-KEY = "qklr"
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,18 @@ class RoutingSweepConfig:
     seeds: tuple[int, ...] = (100, 101, 102, 103, 104)  # selection seeds, apart from the judged 0-19
     start_below: int = 2  # the first grid: two rungs under the task's lr, one over it
     start_above: int = 1
+
+
+def study(name: str, config: RoutingSweepConfig, run_task: Callable | None = None) -> Study:
+    """Sweep ``name`` at a profile: each swept arm, the late ``config.metric`` over the task's steps."""
+
+    def train(task, arm, seed, device, checkpoint, progress, qk_lr):
+        if qk_lr == 0.0:
+            return run_task(task, "frozen", seed, device, checkpoint, progress)
+        return run_task(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
+
+    start = (config.start_below, config.start_above)
+    return Study(name, config.task, SWEPT_ARMS, config.seeds, train, config.metric, "steps", start=start)
 
 
 def sweep_arms() -> tuple[str, ...]:
@@ -62,7 +72,7 @@ def start_rungs(config: RoutingSweepConfig) -> tuple[float, ...]:
 
 def start_arms(config: RoutingSweepConfig) -> tuple[str, ...]:
     """The first grid of every swept arm, then ``frozen`` (lr 0)."""
-    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in start_rungs(config)), "frozen")
+    return study("", config).start_arms(with_frozen=True)
 
 
 def runner(run_task: Callable) -> Callable:
@@ -70,33 +80,29 @@ def runner(run_task: Callable) -> Callable:
     (the task's run function, which takes ``qk_lr``)."""
 
     def run(config: RoutingSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-        task = dataclasses.replace(config.task, seeds=(seed,))
-        if arm == "frozen":
-            return run_task(task, "frozen", seed, device, checkpoint, progress)
-        base, lr = parse_grid_arm(arm, KEY, SWEPT_ARMS)
-        if lr not in LADDER:
-            raise ValueError(f"{arm!r}: lr {lr:g} is not on the ladder {LADDER}")
-        return run_task(task, base, seed, device, checkpoint, progress, qk_lr=lr)
+        return study("", config, run_task).run(arm, seed, device, checkpoint, progress)
 
     return run
+
+
+# reads a sweep's file: the metric, seeds and task lr it records are the file's
+_READER = Study("", None, SWEPT_ARMS, (), horizon="steps")
 
 
 def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
     """``{lr: [score per finished selection seed]}`` of ``arm``, each in the sign that makes higher
     better; lr 0 (``frozen``) counts once the arm's grid has reached the ladder's bottom."""
-    return late_scores(results, arm, results["config"]["metric"], key=KEY, horizon="steps")
+    return _READER.scores(results, arm)
 
 
 def pending_rungs(results: dict | None, config: RoutingSweepConfig, arm: str) -> tuple[float, ...]:
     """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    scores = sweep_scores(results, arm) if results else {}
-    return choices.pending_rungs(scores, len(config.seeds), start_rungs(config), config.task.lr)
+    return study("", config).pending_rungs(results, arm)
 
 
 def chosen(results: dict, arm: str) -> dict:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm``."""
-    config = results["config"]
-    return choices.settled(sweep_scores(results, arm), len(config["seeds"]), config["task"]["lr"])
+    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` (refused before a complete rung)."""
+    return _READER.chosen(results, arm, required=True)
 
 
 def sweep(
@@ -109,13 +115,7 @@ def sweep(
 ) -> dict:
     """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
     a time (:func:`.study.grow`: resumable, each round reads the file)."""
-
-    def pending(results: dict | None) -> list[str]:
-        return [
-            grid_arm(arm, KEY, lr) if lr else "frozen" for arm in arms for lr in pending_rungs(results, config, arm)
-        ]
-
-    return grow(run_experiment, name, profile, pending, **options)
+    return study(name, config).grow(run_experiment, profile, arms, **options)
 
 
 class SweepError(ValueError):
