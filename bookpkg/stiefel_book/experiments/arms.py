@@ -1,0 +1,98 @@
+"""The arms as values: each :class:`Arm` has its name (the results files' readable key, kept as
+stored), its label, the optimizer factory that trains its W_Q, W_K and the settings it changes.
+A run's key ``"<arm>@<setting>=<value>..."`` (``"stiefel@wd=0.3@qklr=0.003"``) is written by
+:func:`key` and read by :func:`parse` alone; the W_Q, W_K rate is ``qk_lr`` in code and ``qklr``
+in stored keys. Light: no torch (factories are named, imported where called)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from ..labels import ARMS as LABELS
+
+__all__ = ["Arm", "ARMS", "SETTINGS", "arm", "key", "parse"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str  # the results files' key
+    factory: str | None  # "module:function" of the optimizer factory (in stiefel_book or stiefel_core); None: frozen
+    settings: tuple[tuple[str, object], ...] = ()  # what the arm changes, as the factory's keyword arguments
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.name]
+
+    @property
+    def trains_qk(self) -> bool:
+        """Whether W_Q, W_K train (and so have a rate to sweep)."""
+        return self.factory is not None
+
+    def optimizer_factory(self):
+        """The factory itself (imported on use)."""
+        if self.factory is None:
+            raise ValueError(f"{self.name!r} trains no W_Q, W_K: it has no optimizer factory of its own")
+        module, _, name = self.factory.partition(":")
+        package = "stiefel_core" if module.startswith("stiefel_core") else __package__
+        return getattr(importlib.import_module(module, None if module.startswith("stiefel_core") else package), name)
+
+
+_EUCLID, _FRAMES = ".variants:euclidean_optimizer", "stiefel_core.combined:configure_optimizer"
+_SCALE, _RELATIVE = ".scale_arms:scale_optimizer", ".relatives:relative_optimizer"
+ARMS: dict[str, Arm] = {
+    a.name: a
+    for a in (
+        Arm("baseline", _EUCLID, (("decay_qk", True),)),
+        Arm("no_decay_qk", _EUCLID, (("decay_qk", False),)),
+        Arm("stiefel", _FRAMES),
+        Arm("fixed_step", _FRAMES, (("step_rule", "fixed"),)),
+        Arm("fixed_step_matched", _FRAMES, (("step_rule", "fixed"), ("calibrated", True))),
+        Arm("no_projector", _FRAMES, (("projector", "euclidean"),)),
+        Arm("per_entry", _FRAMES, (("second_moment", "entry"),)),
+        Arm("no_trust_region", _FRAMES, (("trust_radius", None),)),
+        Arm("frozen", None),
+        Arm("muon", _RELATIVE, (("decay_qk", True),)),
+        Arm("muon_no_decay", _RELATIVE, (("decay_qk", False),)),
+        Arm("geoopt_radam", _RELATIVE),
+        Arm("orthogonal_param", _RELATIVE),
+        Arm("qk_norm", _SCALE),
+        Arm("sphere", _SCALE),
+        Arm("stiefel_temp", _SCALE),
+        Arm("cayley_adam", _SCALE),
+        Arm("manifold_muon", _FRAMES, (("frame_optimizer", "manifold_muon"),)),
+    )
+}
+SETTINGS = {"wd": "weight_decay", "qklr": "qk_lr", "flr": "qk_lr", "lr": "lr", "n": "size", "%": "data_percent"}
+_STORED = {"weight_decay": "@wd=", "qk_lr": "@qklr=", "lr": "@lr=", "size": "@n="}  # code -> stored spelling
+
+
+def arm(name: str) -> Arm:
+    """The arm called ``name``; an unknown name is refused, naming the known ones."""
+    if name not in ARMS:
+        raise ValueError(f"no arm {name!r}; the arms are {sorted(ARMS)}")
+    return ARMS[name]
+
+
+def key(name: str, **settings: float) -> str:
+    """``key("stiefel", weight_decay=0.3, qk_lr=0.003)`` -> ``"stiefel@wd=0.3@qklr=0.003"`` (in the order given)."""
+    arm(name)
+    return name + "".join(f"@{v:g}%" if k == "data_percent" else f"{_STORED[k]}{v:g}" for k, v in settings.items())
+
+
+def parse(run_arm: str) -> tuple[Arm, dict[str, float]]:
+    """``"stiefel@wd=0.3@qklr=0.003"`` -> ``(the Stiefel rule's Arm, {"weight_decay": 0.3, "qk_lr": 0.003})``;
+    a setting keeps its stored order. Refused: an unknown arm or setting, a value that is not a number."""
+    name, *parts = run_arm.split("@")
+    settings = {}
+    for part in parts:
+        stored, sep, value = part.partition("=")
+        if not sep and part.endswith("%"):  # cifar10_sweep's share of the training images, "stiefel@20%"
+            stored, sep, value = "%", "=", part[:-1]
+        if not sep or stored not in SETTINGS:
+            raise ValueError(f"{run_arm!r}: {part!r} is not a setting; the settings are {sorted(SETTINGS)}")
+        try:
+            settings[SETTINGS[stored]] = float(value)
+        except ValueError:
+            raise ValueError(f"{run_arm!r}: {value!r} is not a number") from None
+    return arm(name), settings
