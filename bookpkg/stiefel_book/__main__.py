@@ -232,7 +232,7 @@ def _listing(name: str, sweeps: list[str]) -> list[str]:
     experiment = EXPERIMENTS[name]
     arms = experiment.arms
     shown = ", ".join(arms) if len(arms) <= 12 else f"{len(arms)} grid arms of {', '.join(_bases(arms))}"
-    extra = f" (on request: {', '.join(experiment.optional_arms)})" if experiment.optional_arms else ""
+    extra = f" (on request: {', '.join(_bases(experiment.optional_arms))})" if experiment.optional_arms else ""
     lines = [f"{name:12s} {experiment.description}; arms {shown}{extra}"]
     for profile in PROFILES:
         path = results_path(name, profile)

@@ -24,6 +24,9 @@ from .study import KEY, Study
 
 __all__ = [
     "SWEPT_ARMS",
+    "OPTIONAL_SWEPT_ARMS",
+    "START_AROUND",
+    "optional_sweep_arms",
     "KEY",
     "RoutingSweepConfig",
     "sweep_arms",
@@ -38,6 +41,11 @@ __all__ = [
 ]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
+OPTIONAL_SWEPT_ARMS = ("manifold_muon",)  # swept only when named (--arms): the 2x2's fourth corner
+# The rung an arm's first grid is centred on, and its ties go to, where it is not the task's lr
+# (book/protocol.yml, routing_qk_lr's arms_added: manifold Muon's lr moves a frame by about lr in
+# spectral norm)
+START_AROUND = {"manifold_muon": 1e-2}
 
 
 @dataclass(frozen=True)
@@ -49,8 +57,11 @@ class RoutingSweepConfig:
     start_above: int = 1
 
 
-def study(name: str, config: RoutingSweepConfig, run_task: Callable | None = None) -> Study:
-    """Sweep ``name`` at a profile: each swept arm, the late ``config.metric`` over the task's steps."""
+def study(
+    name: str, config: RoutingSweepConfig, run_task: Callable | None = None, arms=SWEPT_ARMS + OPTIONAL_SWEPT_ARMS
+) -> Study:
+    """Sweep ``name`` at a profile: each of ``arms`` (the optional ones grown only when named), the
+    late ``config.metric`` over the task's steps."""
 
     def train(task, arm, seed, device, checkpoint, progress, qk_lr):
         if qk_lr == 0.0:
@@ -58,7 +69,8 @@ def study(name: str, config: RoutingSweepConfig, run_task: Callable | None = Non
         return run_task(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
     start = (config.start_below, config.start_above)
-    return Study(name, config.task, SWEPT_ARMS, config.seeds, train, config.metric, "steps", start=start)
+    centers = tuple(START_AROUND.items())
+    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start=start, centers=centers)
 
 
 def sweep_arms() -> tuple[str, ...]:
@@ -66,13 +78,19 @@ def sweep_arms() -> tuple[str, ...]:
     return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen")
 
 
-def start_rungs(config: RoutingSweepConfig) -> tuple[float, ...]:
-    return ladder_around(config.task.lr, config.start_below, config.start_above)
+def optional_sweep_arms() -> tuple[str, ...]:
+    """Every name of the arms a sweep runs only when named: each optional arm at each rung."""
+    return tuple(grid_arm(arm, KEY, lr) for arm in OPTIONAL_SWEPT_ARMS for lr in LADDER)
+
+
+def start_rungs(config: RoutingSweepConfig, arm: str | None = None) -> tuple[float, ...]:
+    """``arm``'s first grid: around the task's lr, or the arm's own rung (:data:`START_AROUND`)."""
+    return ladder_around(START_AROUND.get(arm, config.task.lr), config.start_below, config.start_above)
 
 
 def start_arms(config: RoutingSweepConfig) -> tuple[str, ...]:
     """The first grid of every swept arm, then ``frozen`` (lr 0)."""
-    return study("", config).start_arms(with_frozen=True)
+    return study("", config, arms=SWEPT_ARMS).start_arms(with_frozen=True)
 
 
 def runner(run_task: Callable) -> Callable:
@@ -86,7 +104,7 @@ def runner(run_task: Callable) -> Callable:
 
 
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
-_READER = Study("", None, SWEPT_ARMS, (), horizon="steps")
+_READER = Study("", None, SWEPT_ARMS + OPTIONAL_SWEPT_ARMS, (), horizon="steps", centers=tuple(START_AROUND.items()))
 
 
 def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
@@ -131,9 +149,9 @@ def _setting(task) -> dict:
     return {k: v for k, v in stored.items() if k not in UNSWEPT}
 
 
-def resolver(sweep_name: str) -> Callable:
+def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
-    config`` with every swept arm's chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
+    config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
     kept). It refuses, with the command to run, a setting no sweep profile runs, a sweep not yet
     run or of another setting, an unsettled choice, and judged seeds that are selection seeds."""
 
@@ -160,16 +178,18 @@ def resolver(sweep_name: str) -> Callable:
                 f"{sweep_name} ({profile}) holds a sweep of another setting: move it away and run {command}"
             )
         lrs, unsettled = [], []
-        for arm in SWEPT_ARMS:
+        for arm in arms:
             try:
                 c = chosen(results, arm)
             except ValueError:  # no rung with every selection seed yet
                 c = {"lr": None, "interior": False}
             (lrs if c["interior"] else unsettled).append((arm, c["lr"]))
         if unsettled:
+            named = [a for a, _ in unsettled if a in OPTIONAL_SWEPT_ARMS]
+            grow_command = command[:-1] + f" --arms {' '.join(named)}`" if named else command
             raise SweepError(
                 f"{sweep_name} ({profile}) has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
-                f"rungs unfinished): grow it with {command} first"
+                f"rungs unfinished): grow it with {grow_command} first"
             )
         return dataclasses.replace(config, qk_lrs=tuple(lrs))
 

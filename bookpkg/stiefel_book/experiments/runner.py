@@ -106,6 +106,7 @@ ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py
             routing_sweep.runner(run_task),
             f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
             arms_of=routing_sweep.start_arms,
+            optional_arms=routing_sweep.optional_sweep_arms(),
         )
         for name, (profiles, run_task) in routing_sweep.SWEEPS.items()
     ),
