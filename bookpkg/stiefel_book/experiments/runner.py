@@ -36,6 +36,7 @@ from . import (
     p97_fair,
     peers,
     routing,
+    routing_2x2,
     routing_decay_map,
     routing_sweep,
     trust_region,
@@ -128,6 +129,7 @@ EXPERIMENTS = collect(
     cifar10_decay,
     p97_fair,
     lr_sensitivity,
+    routing_2x2,
     extra=ROUTING_ENTRIES,
 )
 

@@ -1,0 +1,114 @@
+"""The 2x2 of update direction and constraint (family ``routing_2x2``, ``book/protocol.yml``):
+per routing task, the constraint effect, the direction effect and their interaction, each a
+contrast of the four arms' endpoints on the same seed, tested as a paired contrast (a two-sided
+one-sample t test of the per-seed values), Holm over the family's six, read in one of the four
+words within each task's declared margin.
+
+The family reader (:mod:`stiefel_book.families`) pairs one arm with one reference; a contrast of
+contrasts is read here, by the same tests (:mod:`stiefel_book.stats`). Each task's endpoint
+(metric, scale, unit, direction) and margin come from its declared family (``routing_mqar``,
+``routing_induction``). Pure: results dicts in, rows out."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _scipy
+
+from .. import protocol
+from ..results_reading import split_key, value_at
+from ..stats import holm, paired_t_p, tost, verdict
+
+__all__ = ["FAMILY", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "read"]
+
+FAMILY = "routing_2x2"
+# Each contrast's weights on the arms' endpoints (per seed). Arms: AdamW (baseline), Muon (muon),
+# the Stiefel rule (stiefel), manifold Muon (manifold_muon).
+CONTRASTS = {
+    "constraint": {"stiefel": 0.5, "baseline": -0.5, "manifold_muon": 0.5, "muon": -0.5},
+    "direction": {"muon": 0.5, "baseline": -0.5, "manifold_muon": 0.5, "stiefel": -0.5},
+    "interaction": {"manifold_muon": 1.0, "muon": -1.0, "stiefel": -1.0, "baseline": 1.0},
+}
+TASKS = {"mqar": "routing_mqar", "induction": "routing_induction"}  # task -> the family declaring its endpoint
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """One contrast of one task, in the endpoint's ``unit`` (positive: the metric higher)."""
+
+    task: str
+    contrast: str
+    n: int  # seeds with every arm of the contrast
+    estimate: float  # mean of the per-seed contrast (NaN with no seed)
+    interval: tuple[float, float]  # its (1 − α) t interval, unadjusted (NaN with fewer than 2 seeds)
+    p_raw: float  # two-sided one-sample t p (NaN untested)
+    p_corrected: float  # Holm over the family (1 untested)
+    p_equivalence: float  # TOST within ± the task's margin, Holm over the family (1 untested)
+    verdict: str  # higher, lower, equivalent or inconclusive
+    unit: str
+    margin: float
+    higher_is_better: bool
+
+
+def contrast_values(results: dict | None, weights: dict[str, float], metric: str, scale: float = 1.0) -> np.ndarray:
+    """The per-seed values of the contrast ``weights`` (arm -> weight) of ``metric`` (final record,
+    times ``scale``), over the seeds every weighted arm finished, in seed order."""
+    by_seed: dict[int, dict[str, float]] = {}
+    for key, run in ((results or {}).get("runs") or {}).items():
+        arm, seed = split_key(key)
+        if arm in weights:
+            by_seed.setdefault(seed, {})[arm] = scale * float(value_at(run, metric))
+    seeds = sorted(s for s, arms in by_seed.items() if set(weights) <= set(arms))
+    return np.array([sum(w * by_seed[s][a] for a, w in weights.items()) for s in seeds], dtype=np.float64)
+
+
+def read(results: dict[str, dict | None], alpha: float | None = None, path=None) -> list[Contrast]:
+    """The family's six rows (task by task, contrast by contrast) from ``results`` (task -> its
+    2x2 results dict, ``None`` before its runs): a contrast with fewer than three seeds keeps its
+    place with p = 1 and reads inconclusive, so the family keeps its declared size."""
+    missing = set(TASKS) - set(results)
+    if missing:
+        raise ValueError(f"{FAMILY} reads {sorted(TASKS)}; results lacks {sorted(missing)} (None: no runs yet)")
+    alpha = protocol.family(FAMILY, path).alpha if alpha is None else alpha
+    cells = []
+    for task, declaring in TASKS.items():
+        f = protocol.family(declaring, path)
+        m = f.measure
+        for name, weights in CONTRASTS.items():
+            cells.append((task, name, m, f.margin, contrast_values(results[task], weights, m.metric, m.scale)))
+    tested = [len(v) >= 3 for *_, v in cells]
+    p = np.array([paired_t_p(v) if t else math.nan for (*_, v), t in zip(cells, tested, strict=True)])
+    tost_p = np.array([tost(c[4], c[3], alpha).p_value if t else math.nan for c, t in zip(cells, tested, strict=True)])
+    p_adj, tost_adj = holm(p, nan="one"), holm(tost_p, nan="one")
+    rows = []
+    for i, (task, name, m, margin, v) in enumerate(cells):
+        n = len(v)
+        estimate = float(v.mean()) if n else math.nan
+        interval = (math.nan, math.nan)
+        if n >= 2:
+            half = float(_scipy.t.ppf(1 - alpha / 2, n - 1)) * float(v.std(ddof=1)) / math.sqrt(n)
+            interval = (estimate - half, estimate + half)
+        word = (
+            verdict(v, margin, alpha, p_value=float(p_adj[i]), tost_p_value=float(tost_adj[i]))
+            if tested[i]
+            else "inconclusive"
+        )
+        rows.append(
+            Contrast(
+                task,
+                name,
+                n,
+                estimate,
+                interval,
+                float(p[i]),
+                float(p_adj[i]),
+                float(tost_adj[i]),
+                word,
+                m.unit,
+                margin,
+                m.higher_is_better,
+            )
+        )
+    return rows
