@@ -62,8 +62,8 @@ def test_the_engine_scores_grows_and_chooses_as_the_old_modules_did_on_the_commi
     expected = SNAPSHOT[sweep]["arms"]
     for part, file in files.items():
         want = expected[part] if part else {a: v for a, v in expected.items() if not a.startswith("__")}
-        assert sorted(want) == sorted(full.arms)
-        for arm in full.arms:
+        assert set(want) <= set(full.arms)  # the routing sweeps also name manifold Muon, swept when named
+        for arm in sorted(want):
             assert _keys(full.scores(file, arm)) == want[arm]["scores"], (part, arm)
             assert list(full.pending_rungs(file, arm)) == want[arm]["pending"], (part, arm)
             old = want[arm]["chosen"]
