@@ -32,7 +32,8 @@ def studies(sweep: str) -> dict:
         return {name: make(config) for name, config in profiles.items()}
     from stiefel_book.experiments import routing_sweep
 
-    return {name: routing_sweep.study(sweep, config) for name, config in routing_sweep.SWEEPS[sweep][0].items()}
+    arms = routing_sweep.SWEPT_ARMS  # the old modules' arms (manifold Muon is swept only when named)
+    return {name: routing_sweep.study(sweep, c, arms=arms) for name, c in routing_sweep.SWEEPS[sweep][0].items()}
 
 
 def _keys(d):
