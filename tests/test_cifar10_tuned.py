@@ -194,13 +194,10 @@ def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
     assert "decay of largest gap" not in before.sentence
     at_decay = {**row("higher", 0.6), "weight_decay": 0.3}
     after = summary.cifar10_gain_verdict(protocol, [], [], row("inconclusive", -0.42), at_decay)
-    assert (
-        "higher at tuned lrs at λ = 0.3, the decay of largest gap (+0.60 pp [+0.40, +0.80], 12 starts)"
-        in after.sentence
-    )
-    assert after.headline.endswith("higher: +0.60 pp (tuned, λ = 0.3)")
-    assert before.word == "not reproduced" and after.word == "partly"  # one family of several reads higher
-    assert "gain is partly reproduced: the Stiefel rule minus AdamW" in after.sentence
+    assert "decay of largest gap" in after.sentence and "+0.60 pp" in after.sentence
+    assert after.headline.endswith("higher: +0.60 pp (tuned, λ = 0.3; not counted)")
+    # a decay the preprint never tuned is stated but not counted in the claim's word (issue 52)
+    assert before.word == after.word == "not reproduced"
 
 
 def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_ran_it():
@@ -252,11 +249,9 @@ def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_
         },
     }
     verdict = summary.cifar10_gain_verdict([{**row, "verdict": "lower"}], [], [], None, None, best)
-    assert (
-        "inconclusive with each arm at its best decay and lr (AdamW at λ = 1, the Stiefel rule at λ = 0.05, an edge "
-        "of the decays tried; "
-        "+0.70 pp [-0.30, +1.70], 12 starts; a comparison set after the runs)" in verdict.sentence
-    )
+    sentence = verdict.sentence
+    assert "each arm at its best decay and lr" in sentence and "+0.70 pp" in sentence
+    assert "set after the runs" in sentence and "not counted" in sentence and verdict.word == "not reproduced"
 
 
 def test_the_answers_have_one_line_per_family_that_has_run():
