@@ -81,7 +81,7 @@ book: $(STAMP) $(NODE_STAMP)
 	@echo "book: open _build/html/index.html"
 
 test: $(STAMP) $(NODE_STAMP)
-	$(VENV)/bin/ruff check stiefel_core bookpkg tests tools benchmarks
+	$(VENV)/bin/ruff check --no-cache stiefel_core bookpkg tests tools benchmarks
 	$(ONE_THREAD) $(PY) -m pytest -q tests -m "not ($(READER_MARKS))" --durations=15 $(call PARALLEL,loadfile)
 	tools/check_pairing.sh $(PY)
 	@if [ -z "$(NOTEBOOKS)" ]; then echo "nbval: no notebooks in book/ yet, skipped"; \

@@ -6,7 +6,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from tiny import TINY
 
 from stiefel_book import protocol
 from stiefel_book.experiments import ablation, get_config, grokking, run_experiment
@@ -15,6 +14,8 @@ from stiefel_book.findings import ablation as ablation_findings
 from stiefel_book.stats import paired_comparison
 from stiefel_core.manifold import orthonormality_error
 from stiefel_core.optim import StiefelAdam
+
+from tiny import TINY
 
 DEFAULTS = {"step_rule": "scale_free", "second_moment": "frame", "projector": "tangent", "trust_radius": 0.5}
 

@@ -4,11 +4,12 @@ sweep before the runs, λ = 1 runs nothing (cifar10_fair holds it), and a run tr
 import dataclasses
 
 import pytest
-from tiny import TINY
 
 from stiefel_book.experiments import cifar10_decay as cd
 from stiefel_book.experiments import get_config, run_experiment
 from stiefel_book.experiments.results import write_results
+
+from tiny import TINY
 
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}
 

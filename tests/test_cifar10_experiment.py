@@ -6,12 +6,13 @@ statistics read back from the results."""
 import numpy as np
 import pytest
 import torch
-from tiny import tiny
 
 from stiefel_book import results_files
 from stiefel_book.experiments import cifar10, get_config, run_experiment
 from stiefel_book.findings import cifar10 as cifar10_findings
 from stiefel_book.stats import paired_comparison
+
+from tiny import tiny
 
 
 def test_profiles_say_what_the_protocol_needs():

@@ -4,12 +4,13 @@ arm's lr from a settled sweep, recorded in their config before the runs."""
 import dataclasses
 
 import pytest
-from tiny import TINY
 
 from stiefel_book.choices import ladder_around
 from stiefel_book.experiments import cifar10_judged as judged
 from stiefel_book.experiments import get_config, run_experiment
 from stiefel_book.experiments.results import write_results
+
+from tiny import TINY
 
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}  # the task's own: one start per run
 

@@ -1,7 +1,6 @@
 """stiefelize / unstiefelize on attention written by others: every layout, the head split each
 model's own code uses, training, export, and the errors."""
 
-import foreign_models as fm
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,6 +11,8 @@ from stiefel_core.convert import HeadFrames, stiefelize, unstiefelize
 from stiefel_core.frames import is_frame
 from stiefel_core.manifold import orthonormality_error, orthonormalize, random_frame
 from stiefel_core.optim import StiefelAdam
+
+import foreign_models as fm
 
 try:
     import transformers  # noqa: F401

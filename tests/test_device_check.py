@@ -15,13 +15,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+from stiefel_book import results_files  # noqa: E402
+from stiefel_book.experiments import p97_fair  # noqa: E402
+
 import device_check  # noqa: E402
 import device_job  # noqa: E402
 import device_plan  # noqa: E402
 import device_pool  # noqa: E402
-
-from stiefel_book import results_files  # noqa: E402
-from stiefel_book.experiments import p97_fair  # noqa: E402
 
 
 def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path):

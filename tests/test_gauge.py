@@ -357,9 +357,9 @@ def test_figures_draw():
 
 
 def test_figures_are_readable_at_the_column_width():
-    from figure_checks import cut_off, legends_over_axes, overlapping, smallest_font
-
     from stiefel_book.plots import gauge as plots
+
+    from figure_checks import cut_off, legends_over_axes, overlapping, smallest_font
 
     runs = gauge.projected_runs(steps=3)
     components = plots.gauge_components_figure(gauge.gradient_components())
@@ -398,9 +398,9 @@ def test_stiefeladam_is_gauge_equivariant_and_adamw_is_not():
 
 
 def test_moved_start_figure_draws():
-    from figure_checks import cut_off, legends_over_axes, smallest_font
-
     from stiefel_book.plots import gauge as plots
+
+    from figure_checks import cut_off, legends_over_axes, smallest_font
 
     fig = plots.moved_start_figure(gauge.moved_start_runs(steps=20, n_draws=2))
     assert len(fig.axes) == 1 and len(fig.axes[0].get_lines()) == 7  # two draws of three cases, and 1e-10

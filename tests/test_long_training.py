@@ -8,12 +8,13 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from tiny import TINY
 
 from stiefel_book.experiments import EXPERIMENTS, cifar10_size, get_config, run_experiment
 from stiefel_book.findings import cifar10_family, long_sizes, long_training
 from stiefel_book.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
 from stiefel_book.stats import VERDICTS
+
+from tiny import TINY
 
 FAMILY = SimpleNamespace(margin=0.5, alpha=0.05)  # the CIFAR-10 margin (pp) and α of cifar10_long and cifar10_size
 

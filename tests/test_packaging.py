@@ -19,8 +19,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from clean_venv import closure, link_distribution
 from packaging.requirements import Requirement
+
+from clean_venv import closure, link_distribution
 from processes import run_bounded
 
 ROOT = Path(__file__).resolve().parents[1]

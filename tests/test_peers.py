@@ -6,13 +6,14 @@ import dataclasses
 import geoopt
 import pytest
 import torch
-from tiny import TINY as TINY_CIFAR_TASK
 
 from stiefel_book.experiments import get_config, grokking, peers, run_experiment
 from stiefel_book.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
 from stiefel_book.findings.peers import chosen_lr, sweep_rows
 from stiefel_book.models import ModularTransformer
 from stiefel_core.manifold import orthonormality_error
+
+from tiny import TINY as TINY_CIFAR_TASK
 
 TINY = dict(
     p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, seeds=(0,), cpu_threads=1

@@ -4,6 +4,7 @@ import sys
 import time
 
 import pytest
+
 from processes import run_bounded
 
 

@@ -4,9 +4,10 @@ once it finishes. One test over the experiments' training paths, older checkpoin
 
 import pytest
 import torch
-from tiny import tiny
 
 from stiefel_book.experiments import cifar10, get_config, grokking
+
+from tiny import tiny
 
 GROKKING = dict(
     p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, epochs=30, log_every=10, checkpoint_every=10, seeds=(0,)

@@ -6,11 +6,12 @@ import warnings
 
 import pytest
 import torch
-from tiny import tiny
 
 from stiefel_book import compiling
 from stiefel_book.experiments import cifar10
 from stiefel_book.experiments.metrics import Displacement
+
+from tiny import tiny
 
 
 def test_displacement_sums_the_steps_it_is_told_about():

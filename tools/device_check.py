@@ -45,9 +45,9 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import device_job
-
 from stiefel_book import results_files
+
+import device_job
 
 ROOT = Path(__file__).resolve().parents[1]
 RETURNED = {"files": 8, "bytes": 16 * 2**20, "folders": 2}  # what a lent machine brings back from $OUT

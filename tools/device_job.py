@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from stiefel_book import results_files
+
 from device_plan import EXPERIMENTS, MAX_FILE_BYTES, Plan, Run, merge, seed_work
 from device_pool import Estimate, stop, supervise
-
-from stiefel_book import results_files
 
 __all__ = ["run_job", "bundle_checkpoints", "worker", "merge", "stop", "CHECKPOINT_BUNDLE"]
 
@@ -163,9 +163,9 @@ def bundle_checkpoints(folder: Path, profile: str, stopped: list[Run], target: P
 def worker(experiment: str, arm: str, seed: int, profile: str, device: str, dry: bool) -> None:
     """One run into ``$STIEFEL_RESULTS`` (its checkpoints in ``$STIEFEL_CHECKPOINTS``); a judged
     run resolves its lr from the sweep file there, as the experiment's resolve step does."""
-    from device_plan import config
-
     from stiefel_book.experiments import run_experiment
+
+    from device_plan import config
 
     cfg = config(experiment, profile, dry)
     run_experiment(experiment, profile, arms=[arm], seeds=[seed], device=device, progress=False, config=cfg)

@@ -31,6 +31,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+
 from toc import toc_pages  # tests/toc.py (tests/ is on sys.path through its conftest)
 
 pytestmark = pytest.mark.browser

@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 import requests
 import websocket
+
 from toc import toc_pages  # tests/toc.py (tests/ is on sys.path through its conftest)
 
 pytestmark = pytest.mark.lab
