@@ -1,0 +1,25 @@
+"""The tuning budget's figure draws what it is handed: a panel a task, a line an arm over the rungs
+at its seeds' mean, a rung whose every seed diverged left out."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from stiefel_book.plots.lr_sensitivity import against_rate  # noqa: E402
+
+
+def test_a_panel_a_task_a_line_an_arm_at_the_seeds_mean_and_no_point_where_all_diverged():
+    runs = {
+        "baseline": {1e-3: {0: 3.0, 1: 2.0}, 1e-2: {0: 2.0, 1: 2.0}, 1e-1: {0: math.nan, 1: math.inf}},
+        "stiefel": {1e-3: {0: 2.5, 1: 2.5}, 1e-2: {0: 2.1, 1: 1.9}, 1e-1: {0: 2.2, 1: 2.4}},
+    }
+    fig = against_rate({"one": runs, "two": {"stiefel": runs["stiefel"]}}, "loss", log_y=True)
+    one, two = fig.axes
+    assert one.get_xscale() == "log" and one.get_yscale() == "log"
+    lines = {line.get_label(): line for line in one.get_lines()}
+    assert set(lines) == {"AdamW", "the Stiefel rule"} and len(two.get_lines()) == 1
+    adam = lines["AdamW"]
+    assert list(adam.get_xdata()) == [1e-3, 1e-2] and list(adam.get_ydata()) == [2.5, 2.0]
+    assert [round(float(y), 9) for y in lines["the Stiefel rule"].get_ydata()] == [2.5, 2.0, 2.3]
