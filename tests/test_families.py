@@ -289,7 +289,7 @@ def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files
             fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha
         )
         new[task] = fr.as_rows(read(name, files))
-    judged = {"mqar": 10, "induction": 10, "charlm": 5}
-    assert summary(new, label) == summary(old, label) and fr.closing(new, label) == fr.closing(old, label)
-    assert fr.takeaways(new, label, judged) == fr.takeaways(old, label, judged)
+    assert summary(new, label) == summary(old, label)
+    for task, (_, endpoint) in fr.TASKS.items():  # the words and numbers the chapter's sentences read
+        assert [fr.result_text(r, endpoint) for r in new[task]] == [fr.result_text(r, endpoint) for r in old[task]]
     assert routing_verdict(new) == routing_verdict(old)

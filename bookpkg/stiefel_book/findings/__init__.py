@@ -1,6 +1,6 @@
 """Everything that reads results: pure functions of the results dicts they are handed (they open
 no file), from which chapters print tables, verdicts and claim lines. One module per chapter
-(:mod:`.cifar10` and its chapter's text tables :mod:`.cifar10_report`, its long runs
+(:mod:`.cifar10`, its long runs
 :mod:`.long_training` and size sweep :mod:`.long_sizes`, :mod:`.ablation`, :mod:`.grokking`,
 :mod:`.regimes` and its map :mod:`.decay_map`, :mod:`.peers`) and :mod:`.runs`, the starts a
 file finished and whether its runs are paired; :mod:`.summary` says the chapters' verdicts in
@@ -9,7 +9,6 @@ words (the intro's "What we found", each chapter's takeaways)."""
 from . import (
     ablation,
     cifar10,
-    cifar10_report,
     decay_map,
     grokking,
     long_sizes,
@@ -23,7 +22,6 @@ from . import (
 __all__ = [
     "ablation",
     "cifar10",
-    "cifar10_report",
     "decay_map",
     "grokking",
     "long_sizes",

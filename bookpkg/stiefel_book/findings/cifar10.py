@@ -1,7 +1,6 @@
-"""What the CIFAR-10 patches results say (the CIFAR-10 chapter): paired gains, the sweep over
-training-set sizes, how far a step moves the frames, what freezing them costs, the verdicts
-against the preprint and the claims table's lines. Pure functions of the results dicts of
-``cifar10`` and ``cifar10_sweep`` they are handed."""
+"""What the CIFAR-10 patches results say (chapter cifar10_patches): paired gains, the sweep over
+training-set sizes, how far a step moves the frames, what freezing them costs, and the claims
+table's lines. Pure functions of the results dicts of ``cifar10`` and ``cifar10_sweep``."""
 
 from __future__ import annotations
 
@@ -9,38 +8,25 @@ import dataclasses
 
 import numpy as np
 
-from .. import preprint
 from ..experiments.cifar10_config import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
 from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
-from ..stats import direction, mean_and_spread, paired_comparison
+from ..stats import mean_and_spread, paired_comparison
 from .regimes import decay_budget
 
-__all__ = [
-    "finished_starts",
-    "paired_gain",
-    "movement_ratios",
-    "sweep_gains",
-    "freezing_cost",
-    "regime",
-    "claim_gain",
-    "claim_movement",
-    "sweep_trend",
-    "verdicts",
-    "mean_angles",
-]
+__all__ = ["finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime"]
+__all__ += ["claim_gain", "claim_movement", "sweep_trend", "mean_angles"]
 
 
 def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc") -> Paired:
     """``(starts, a, b, comparison)``: final ``metric`` (in percentage points for accuracies) of
     ``arm`` and ``against`` over the starts both finished, and their paired comparison
-    (:func:`results_reading.paired`). Chapter: cifar10_patches."""
+    (:func:`results_reading.paired`)."""
     return paired(results, arm, against, metric)
 
 
 def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
     """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
-    at the start, over ``starts`` and every block's W_Q and W_K.
-    Chapter: cifar10_patches."""
+    at the start, over ``starts`` and every block's W_Q and W_K."""
     return {
         arm: np.mean(
             [
@@ -56,8 +42,7 @@ def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
 
 def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
     """One row per size of the sweep: size, starts, mean accuracy of both arms and the paired
-    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts).
-    Chapter: cifar10_patches."""
+    comparison of Stiefel against the baseline (``None`` with fewer than two finished starts)."""
     rows = []
     for fraction in SWEEP_FRACTIONS:
         pct = round(100 * fraction)
@@ -79,15 +64,13 @@ def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
 
 def freezing_cost(results: dict, reference: str = "fixed_step"):
     """``paired_gain(results, reference, "frozen")``: what freezing the frames outright costs
-    (positive: the trained frames did better), in percentage points.
-    Chapter: cifar10_patches."""
+    (positive: the trained frames did better), in percentage points."""
     return paired_gain(results, reference, "frozen")
 
 
 def regime(results: dict) -> str:
     """The regime of a results file's verdicts: its decay budget, training length, and the test
-    accuracy the baseline and the Stiefel arm reached.
-    Chapter: cifar10_patches."""
+    accuracy the baseline and the Stiefel arm reached."""
     fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
     config = dataclasses.replace(
         PROFILES["full"],
@@ -106,8 +89,7 @@ def regime(results: dict) -> str:
 
 def claim_gain(results: dict, sweep: dict | None) -> str:
     """One line for the book's claims table: the paired gain of ``cifar10-full`` and the gains
-    by size of ``cifar10_sweep-full`` (``None``: not run yet).
-    Chapter: cifar10_patches."""
+    by size of ``cifar10_sweep-full`` (``None``: not run yet)."""
     starts, _, _, c = paired_gain(results)
     if c is None:
         return f"not yet measured ({len(starts)} paired start(s) finished)"
@@ -130,8 +112,7 @@ def _ratio_values(results: dict | None) -> np.ndarray:
 
 
 def claim_movement(results: dict) -> str:
-    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost.
-    Chapter: cifar10_patches."""
+    """One line for the book's claims table: the fixed step's movement ratio and freezing's cost."""
     values = _ratio_values(results)
     if not len(values):
         return "not yet measured (no start finished in both arms)"
@@ -150,109 +131,10 @@ def claim_movement(results: dict) -> str:
 
 def sweep_trend(sweep: dict):
     """Whether the gain grows with data: per start, the gain at the largest size minus the gain at
-    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2).
-    Chapter: cifar10_patches."""
+    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2)."""
     small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
     arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
     starts = finished_starts(sweep, arms)
     acc = {arm: np.array([100 * sweep["runs"][run_key(arm, s)]["final"]["test_acc"] for s in starts]) for arm in arms}
     gain_large, gain_small = acc[arms[0]] - acc[arms[1]], acc[arms[2]] - acc[arms[3]]
     return starts, (paired_comparison(gain_large, gain_small) if len(starts) >= 2 else None)
-
-
-def _interval(c) -> str:
-    return f"{c.mean_difference:+.2f} pp, 95% CI [{c.ci_low:+.2f}, {c.ci_high:+.2f}], n = {c.n}"
-
-
-_GAIN = {
-    "higher": None,
-    "lower": "not reproduced: the baseline is better",
-    "tie": "not reproduced: no significant difference",
-}
-_TREND = {
-    "higher": "reproduced",
-    "lower": "not reproduced: the gap narrows",
-    "tie": "not reproduced: no significant change",
-}
-
-
-def verdicts(results: dict | None, sweep: dict | None) -> list[tuple[str, str, str, str]]:
-    """``(claim, preprint, we measure, verdict)`` for the chapter's four claims, by fixed rules:
-    a claim is reproduced when our 95 % interval holds the preprint's number (for the gain and
-    the frozen cost), when our ratios' median lies in its range (movement), or when the gain at
-    50k exceeds the gain at 5k with an interval above zero (sweep, :func:`stats.direction`). It
-    is reproduced qualitatively when the frames move even less than the preprint's range, or
-    when freezing costs even less (the whole interval within ± the preprint's cost)."""
-    quoted = preprint.CIFAR10
-    rows = []
-    c = paired_gain(results)[3] if results else None
-    if c is None:
-        rows.append(("Stiefel gain", preprint.cifar10_gain(), "fewer than 2 finished starts", "not measured"))
-    else:
-        ours = f"{_interval(c)}, t = {c.t_statistic:.3g}, {c.wins}/{c.n}"
-        if c.ci_low <= quoted["gain_pp"] <= c.ci_high:
-            verdict = "reproduced"
-        else:
-            verdict = _GAIN[direction(c, min_pairs=2)] or (
-                "a gain, but " + ("smaller" if c.ci_high < quoted["gain_pp"] else "larger") + " than the preprint's"
-            )
-        rows.append(("Stiefel gain", preprint.cifar10_gain(), ours, verdict))
-    starts, trend = sweep_trend(sweep) if sweep else ([], None)
-    if trend is None:
-        rows.append(
-            ("gap widens with data", preprint.GAP_WIDENS, f"{len(starts)} start(s) with both ends", "not measured")
-        )
-    else:
-        rows.append(
-            (
-                "gap widens with data",
-                preprint.GAP_WIDENS,
-                f"gain at 50k − gain at 5k: {_interval(trend)}",
-                _TREND[direction(trend, min_pairs=2)],
-            )
-        )
-    movement = f"{preprint.movement_range()} less per step than AdamW"
-    values = _ratio_values(results)
-    if not len(values):
-        rows.append(("fixed step barely moves", movement, "no finished start", "not measured"))
-    else:
-        median = float(np.median(values))
-        low, high = quoted["ratio"]
-        verdict = (
-            "reproduced"
-            if low <= median <= high
-            else "qualitatively reproduced: it moves even less"
-            if median > high
-            else "not reproduced: it moves more"
-        )
-        rows.append(
-            (
-                "fixed step barely moves",
-                movement,
-                f"{values.min():.0f}-{values.max():.0f}x (median {median:.0f}x)",
-                verdict,
-            )
-        )
-    f = freezing_cost(results)[3] if results else None
-    if f is None:
-        rows.append(
-            ("freezing the frames costs little", preprint.frozen_cost(), "fewer than 2 finished starts", "not measured")
-        )
-    else:
-        cost = quoted["frozen_cost_pp"]
-        verdict = (
-            "reproduced"
-            if f.ci_low <= cost <= f.ci_high
-            else "qualitatively reproduced: it costs even less"
-            if -cost < f.ci_low and f.ci_high < cost
-            else f"not reproduced: the cost is {'larger' if f.ci_low > cost else 'smaller'}"
-        )
-        rows.append(
-            (
-                "freezing the frames costs little",
-                preprint.frozen_cost(),
-                f"fixed step − frozen: {_interval(f)}",
-                verdict,
-            )
-        )
-    return rows

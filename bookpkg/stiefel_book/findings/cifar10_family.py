@@ -1,67 +1,38 @@
 """The CIFAR-10 chapter's verdicts under its declared families (``book/protocol.yml``:
 ``cifar10_protocol``, ``cifar10_long``, ``cifar10_size``), in the four words of
 :mod:`stiefel_book.stats` with Holm's correction within each family; the movement ratio as the
-function of the lr that it is; and what changed since the retired rule. Pure functions of the
-results dicts of ``cifar10``, ``cifar10_sweep``, ``cifar10_long`` and ``cifar10_size``."""
+function of the lr that it is. Pure functions of the results dicts of ``cifar10``,
+``cifar10_sweep``, ``cifar10_long`` and ``cifar10_size``."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from scipy import stats as scipy_stats
 
 from .. import preprint
 from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10_config import SWEEP_FRACTIONS
+from ..families import judge
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm
-from ..stats import family_verdicts
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import size_gains
 
-__all__ = [
-    "family_rows",
-    "protocol_family",
-    "long_family",
-    "size_family",
-    "row_text",
-    "movement_by_lr",
-    "what_changed",
-    "takeaways",
-]
-
-
-def _interval(d: np.ndarray, alpha: float) -> tuple[float, float]:
-    if len(d) < 2:
-        return (math.nan, math.nan)
-    half = float(scipy_stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-    return float(d.mean() - half), float(d.mean() + half)
+__all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_text", "movement_by_lr", "takeaways"]
 
 
 def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
-    """``comparisons``: ``(what, paired differences in pp)`` of one declared family, in order.
-    Each row: ``what``, ``n``, ``mean_pp``, ``ci_pp`` (the 95 % t interval), ``p``, ``p_holm``,
-    ``p_tost_holm`` (the equivalence test's, Holm-adjusted) and ``verdict`` (one of four words,
-    Holm across the family, the family's margin in pp)."""
+    """``comparisons``: ``(what, paired differences in pp)`` of one declared family, in order, read
+    by the family reader (:func:`families.judge`, each against zero). Each row: ``what``, ``n``,
+    ``mean_pp``, ``ci_pp`` (its t interval), ``p``, ``p_holm``, ``p_tost_holm`` and ``verdict``."""
     if not comparisons:
         return []
-    verdicts = family_verdicts({w: d for w, d in comparisons}, family.margin, family.alpha)
-    out = []
-    for what, d in comparisons:
-        v = verdicts[what]
-        out.append(
-            {
-                "what": what,
-                "n": len(d),
-                "mean_pp": v.mean_difference,
-                "ci_pp": _interval(np.asarray(d, float), family.alpha),
-                "p": v.p_value,
-                "p_holm": v.p_adjusted,
-                "p_tost_holm": v.tost_p_adjusted,
-                "verdict": v.word,
-            }
-        )
-    return out
+    values = {what: dict(enumerate(np.asarray(d, float))) for what, d in comparisons}
+    values[""] = dict.fromkeys(range(max(len(d) for _, d in comparisons)), 0.0)
+    rows = judge(values, [(what, "") for what, _ in comparisons], family.margin, family.alpha)
+    keys = ("what", "n", "mean_pp", "ci_pp", "p", "p_holm", "p_tost_holm", "verdict")
+    return [
+        dict(zip(keys, (r.arm, r.n, r.difference, r.interval, r.p_raw, r.p_corrected, r.p_equivalence, r.verdict)))
+        for r in rows
+    ]
 
 
 def _difference(results: dict, a: str, b: str) -> np.ndarray:
@@ -188,24 +159,6 @@ def movement_by_lr(results: dict | None, lrs: np.ndarray | None = None) -> dict 
         "preprint": preprint.CIFAR10["ratio"],
         "lr_for_preprint": tuple(median * lr / r for r in preprint.CIFAR10["ratio"][::-1]),
     }
-
-
-def _retired(row: dict) -> str:
-    lo, hi = row["ci_pp"]
-    return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
-
-
-def what_changed(*families: list[dict]) -> list[str]:
-    """Each row whose word changed from the retired rule (its 95 % interval against zero, no
-    correction) to the family's four words, one line each; a former tie that reads inconclusive
-    is left out (:data:`tuned.TIE_NOTE` says so once)."""
-    out = []
-    for rows in families:
-        for r in rows:
-            old = _retired(r)
-            if old != r["verdict"] and not (old.startswith("tie") and r["verdict"] == "inconclusive"):
-                out.append(f"{r['what']}: {_retired(r)} before, **{r['verdict']}** now (Holm p = {r['p_holm']:.2g})")
-    return out
 
 
 def takeaways(

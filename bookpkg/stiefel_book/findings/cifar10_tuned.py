@@ -13,26 +13,10 @@ import math
 
 from ..choices import late_scores, rung_scores
 from ..labels import label
-from .fair_fight import family_rows, finals, lr_text, tuned_lrs
+from .fair_fight import family_rows, finals, tuned_lrs
 
-__all__ = [
-    "RELATIVES",
-    "ARMS",
-    "REFERENCES",
-    "peer_sweep_rows",
-    "spread_text",
-    "tuned_lrs",
-    "fair_rows",
-    "shown",
-    "find",
-    "text",
-    "lrs_text",
-    "takeaway",
-    "answer_lines",
-    "best_decays_text",
-    "pending_note",
-    "relatives_counts",
-]
+__all__ = ["RELATIVES", "ARMS", "REFERENCES", "peer_sweep_rows", "tuned_lrs", "fair_rows", "shown", "find", "text"]
+__all__ += ["answer_lines", "best_decays_text"]
 
 RELATIVES = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
 ARMS = ("stiefel", "frozen", *RELATIVES)  # each against each reference (protocol.yml, cifar10_fair)
@@ -44,15 +28,6 @@ def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) 
     (lr -> mean late test accuracy over the rungs every start finished), ``n`` and ``chosen`` (the lr
     its judged runs used, from their config; ``None`` before)."""
     return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
-
-
-def spread_text(rows: list[dict], sep: str = ", ") -> str:
-    """How far the rates tried move each arm's score: "<arm> <max - min> pp, ..." over ``rows``
-    (a cell's rows of :func:`decay_cells`, or :func:`peer_sweep_rows`) with two or more rungs."""
-    spans = [
-        (r["arm"], 100 * (max(r["scores"].values()) - min(r["scores"].values()))) for r in rows if len(r["scores"]) > 1
-    ]
-    return sep.join(f"{label(arm)} {span:.1f} pp" for arm, span in spans)
 
 
 def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
@@ -102,61 +77,6 @@ def text(row: dict | None, judged: int) -> str:
     if row["n"] < judged and not math.isnan(row["p"]):
         tested = f"an interim look, not the declared endpoint: {tested}"
     return f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts ({tested})"
-
-
-def pending_note(rows: list[dict], alpha: float = 0.05) -> str | None:
-    """Where a comparison would read otherwise uncorrected (p < ``alpha``, Holm's p not), why:
-    the family counts the comparisons not yet run with p = 1, and their runs can only lower
-    every corrected p (Holm's adjusted p-values never fall when a raw p rises). ``None`` if none."""
-    missing = sum(r["n"] < 2 for r in rows)
-    held = [r for r in shown(rows) if r["p"] < alpha <= r["p_holm"]]
-    if not held or not missing:
-        return None
-    names = "; ".join(f"{label(r['arm'])} against {label(r['reference'])}" for r in held)
-    return (
-        f"Uncorrected, {names} would not read inconclusive (p < {alpha:g}). The family's correction counts all "
-        f"{len(rows)} declared comparisons, {missing} of which (the relatives') have not run and count with p = 1; "
-        "their runs can only lower the corrected p."
-    )
-
-
-def relatives_counts(rows: list[dict], judged: int, margin_pp: float) -> str | None:
-    """The relatives' verdicts on CIFAR-10 at their own tuned rates, counted per reference (a
-    sentence for a chapter's takeaways), or ``None`` before any relative has paired starts."""
-    relatives = [r for r in shown(rows) if r["arm"] in RELATIVES]
-    if not relatives:
-        return None
-    n = min(r["n"] for r in relatives)
-    starts = f"{n} paired starts" if n >= judged else f"{n} of {judged} paired starts so far, an interim look"
-    parts = []
-    for ref in REFERENCES[::-1]:
-        verdicts = [r["verdict"] for r in relatives if r["reference"] == ref]
-        counts = ", ".join(
-            f"{verdicts.count(w)} {w}" + (f" (within ±{margin_pp:g} pp)" if w == "equivalent" else "")
-            for w in ("higher", "lower", "equivalent", "inconclusive")
-        )
-        parts.append(f"against {label(ref)} {counts}")
-    return (
-        f"On CIFAR-10, each relative at the rate tuned there ({len(relatives) // len(REFERENCES)} relatives, λ = 1, "
-        f"100 epochs on 10,000 images, {starts}, Holm across the family): " + "; ".join(parts) + "."
-    )
-
-
-def lrs_text(lrs: dict[str, float], label) -> str:
-    return ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
-
-
-def takeaway(rows: list[dict], lrs: dict[str, float], judged: int) -> str | None:
-    """The chapter's sentence at tuned lrs, or ``None`` before the judged runs have two pairs."""
-    gain = find(rows, "stiefel", "baseline")
-    if gain is None:
-        return None
-    frozen = [find(rows, "frozen", ref) for ref in REFERENCES]
-    return (
-        f"**At tuned learning rates** ({lrs_text(lrs, label)} for W_Q, W_K, each chosen on separate selection "
-        f"starts; λ = 1, 100 epochs on 10,000 images): the Stiefel rule against AdamW is {text(gain, judged)}. "
-        f"Frozen frames against AdamW: {text(frozen[0], judged)}; against the Stiefel rule: {text(frozen[1], judged)}."
-    )
 
 
 def answer_lines(rows: dict, judged: int) -> list[str]:

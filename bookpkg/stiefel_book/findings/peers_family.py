@@ -1,8 +1,8 @@
 """The relatives under the declared families (``book/protocol.yml``: ``grokking_fair``,
-``peers_grokking``, ``peers_cifar10``), in the four words of :mod:`stiefel_book.stats`: each
-peer against each reference and each ingredient read from a family's rows, the chapter's
-table cells and takeaways, what changed since the retired rule, and the claims table's line.
-Pure functions of the rows they are handed."""
+``peers_grokking``, ``peers_cifar10``), in the four words of :mod:`stiefel_book.stats`: the arms
+in the chapter's order, the peers and the references they are measured against, the ingredient
+comparisons (what each difference a − b isolates), each read from a family's rows, the takeaways
+and the claims table's line. Pure functions of the rows they are handed."""
 
 from __future__ import annotations
 
@@ -11,17 +11,28 @@ import math
 from ..labels import label
 from ..stats import VERDICTS
 from . import fair_fight, tuned
-from .peer_readings import INGREDIENTS, PEERS, REFERENCES, TUNED_PEERS
 
-__all__ = [
-    "merged",
-    "family_peer_rows",
-    "family_ingredient_rows",
-    "comparison_cells",
-    "what_changed",
-    "takeaways",
-    "family_claim",
-]
+__all__ = ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
+__all__ += ["family_ingredient_rows", "takeaways", "family_claim"]
+
+ARMS = ("baseline", "stiefel", "muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")  # the
+# chapter's order: experiments.peers.PEER_ARMS (a test holds them equal; this module loads no torch)
+PEERS = ("per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param")
+REFERENCES = ("stiefel", "baseline")
+TUNED_PEERS = (*PEERS, "cayley_adam")  # the relatives judged at their tuned W_Q, W_K lrs (grokking_fair_peers)
+INGREDIENTS = (  # (a, b, what a − b isolates)
+    ("stiefel", "per_entry", "scalar (per-frame) against per-entry second moments, the rest of the rule the same"),
+    (
+        "stiefel",
+        "geoopt_radam",
+        "the Stiefel rule against the standard Riemannian Adam (canonical metric, Cayley retraction, no trust region)",
+    ),
+    ("muon", "baseline", "orthogonalised updates on unconstrained weights against AdamW (both decayed)"),
+    ("stiefel", "muon_no_decay", "a constraint on the weights against orthogonal updates alone, neither decayed"),
+    ("muon_no_decay", "muon", "weight decay off an orthogonal-update optimizer's W_Q, W_K"),
+    ("orthogonal_param", "baseline", "the constraint by parametrization, stepped by AdamW, against AdamW"),
+    ("stiefel", "orthogonal_param", "the Stiefel rule against the same constraint stepped through a parametrization"),
+)
 
 
 def merged(*results: dict | None) -> dict:
@@ -62,28 +73,6 @@ def family_ingredient_rows(rows: list[dict]) -> list[dict]:
     """:data:`INGREDIENTS` read from a family's rows (``row`` ``None`` where the family does not
     hold that comparison: it is outside the declared family and gets no verdict)."""
     return [{"a": a, "b": b, "meaning": meaning, "row": tuned.find(rows, a, b)} for a, b, meaning in INGREDIENTS]
-
-
-def comparison_cells(row: dict, digits: int = 1) -> list[str]:
-    """A family row as table cells: difference, interval, Holm p, verdict, seeds past 90 %."""
-    lo, hi = row["ci_pp"]
-    return [
-        f"{row['mean_pp']:+.{digits}f}",
-        f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
-        f"{row['p_holm']:.2g}",
-        row["verdict"],
-        f"{row['past'][0]} / {row['past'][1]}",
-    ]
-
-
-def what_changed(before: list[dict], now: list[dict], label, task: str) -> list[str]:
-    """Each peer's verdict that changed between ``before`` (the untuned runs' rows, read by the
-    retired rule) and ``now`` (the family's rows at the tuned lrs), one line each."""
-    pairs = [
-        (f"{task}: {label(r['arm'])} − {label(r['reference'])}", r, tuned.find(now, r["arm"], r["reference"]))
-        for r in before
-    ]
-    return tuned.changed(pairs)
 
 
 def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) -> list[str]:

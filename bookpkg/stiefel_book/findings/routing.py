@@ -15,32 +15,9 @@ from ..choices import late_scores, metric_sign, sweep_row
 from ..families import Row, judge
 from ..protocol_fields import expand
 
-__all__ = [
-    "TASKS",
-    "TASK_NAMES",
-    "TASK_PHRASES",
-    "Endpoint",
-    "finals",
-    "family_rows",
-    "as_rows",
-    "answers",
-    "sanity",
-    "result_text",
-    "curves",
-    "lr_decay_cells",
-    "cell_curves",
-    "takeaways",
-    "SWEPT",
-    "JUDGED_ARMS",
-    "sweep_rows",
-    "lrs_text",
-    "past",
-    "count_text",
-    "soft_solvers",
-    "ceiling_note",
-    "closing",
-    "margin_note",
-]
+__all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
+__all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "cell_curves", "sweep_rows"]
+__all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
 
 REFERENCES = ("baseline", "stiefel")
 TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
@@ -213,27 +190,6 @@ def cell_curves(cells: dict, lr: float, decay: float, metric: str) -> dict[str, 
     return out
 
 
-def takeaways(rows_by_task: dict[str, list[dict]], label, judged: dict[str, int]) -> list[str]:
-    """The chapter's key takeaways (``label``: arm -> words): per task, the sanity check, the Stiefel
-    rule against the tuned baseline and QK-norm against the Stiefel rule, each "not yet run" until
-    its judged runs exist; ``judged``: the declared number of judged seeds per task."""
-    names = TASK_NAMES
-    out = []
-    for task, rows in rows_by_task.items():
-        endpoint = TASKS[task][1]
-        a = answers(rows)
-        n = max((r["n"] for r in rows), default=0)
-        interim = f" (interim: {n} of {judged[task]} judged seeds)" if 0 < n < judged[task] else ""
-        parts = [
-            f"{label('stiefel')} against the tuned {label('baseline')}: {result_text(a['tuned_baseline'], endpoint)}",
-            f"{label('qk_norm')} against {label('stiefel')}: {result_text(a['qk_norm'], endpoint)}",
-        ]
-        if task != "charlm":
-            parts.insert(0, f"sanity check (frozen frames fall short): {sanity(a['frozen'])}")
-        out.append(f"**{names[task]}**{interim}: " + "; ".join(parts) + ".")
-    return out
-
-
 def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
     """Per arm of a task's W_Q, W_K lr sweep: ``scores`` (lr -> mean late score over the selection
     seeds, on the rungs every seed finished; in the metric's own sign, e.g. bits per character),
@@ -245,15 +201,6 @@ def sweep_rows(sweep: dict | None, arms: tuple[str, ...] = SWEPT) -> list[dict]:
     n, center = len(config["seeds"]), config["task"]["lr"]
     sign, _ = metric_sign(config["metric"])
     return [sweep_row(arm, late_scores(sweep, arm, config["metric"], horizon="steps"), n, center, sign) for arm in arms]
-
-
-def lrs_text(rows: list[dict], label) -> str:
-    """ "AdamW 0.001, ..." : each swept arm's chosen W_Q, W_K lr, "(edge)" after one not interior."""
-    return ", ".join(
-        f"{label(r['arm'])} {r['chosen']:g}{'' if r['interior'] else ' (edge)'}"
-        for r in rows
-        if r["chosen"] is not None
-    )
 
 
 def past(values: dict[str, dict[int, float]], threshold: float) -> dict[str, tuple[int, int]]:
@@ -291,20 +238,6 @@ TASK_PHRASES = {  # a task named inside a sentence
     "induction": "the induction task",
     "charlm": "the character model",
 }
-_READ = {
-    "better": "does better than",
-    "worse": "does worse than",
-    "equivalent": "is equivalent to",
-    "inconclusive": "cannot yet be told from",
-}
-
-
-def _versus(row: dict | None, a: str, b: str) -> str:
-    if row is None:
-        return f"{a} against {b} has not run yet"
-    return f"{a} {_READ[row['reading']]} {b}"
-
-
 def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | None:
     """The regime of a bimodal endpoint's verdict when both AdamW and the Stiefel rule end past
     ``threshold`` on every seed (``counts`` as :func:`past` gives them): then the final value cannot
@@ -323,44 +256,3 @@ def margin_note(row: dict | None, margin: float, unit: str) -> str | None:
     if row is None or row["verdict"] not in ("higher", "lower") or abs(row["mean"]) >= margin:
         return None
     return f"by less than the declared margin of ±{margin:g} {unit}, yet distinguishable from no difference"
-
-
-def closing(
-    rows_by_task: dict[str, list[dict]], label, name_unrun: bool = True, notes: dict[str, str | None] | None = None
-) -> list[str]:
-    """The chapter's closing paragraphs in words, one per task with judged runs (with its ``notes``,
-    e.g. :func:`ceiling_note`, after the verdict it qualifies), then (``name_unrun``) one naming the
-    tasks that have none; each sentence follows from a verdict (the numbers stand above)."""
-    out, unrun = [], []
-    for task, rows in rows_by_task.items():
-        if not rows:
-            unrun.append(TASK_PHRASES[task])
-            continue
-        a = answers(rows)
-        words, state, lm = [], sanity(a["frozen"]), task == "charlm"  # the language model has no sanity check
-        if state == "holds":
-            words.append(
-                "frozen frames fall clearly short of the Stiefel rule's trained ones, so "
-                + ("learned routing counts here too" if lm else "the task tests routing")
-            )
-        elif state == "fails":
-            words.append(
-                "frozen frames do not fall short of trained ones"
-                + ("" if lm else ", so the task is too easy to test routing")
-            )
-        else:
-            words.append("whether frozen frames fall short of trained ones cannot yet be told")
-        words.append(_versus(a["tuned_baseline"], label("stiefel"), f"the tuned {label('baseline')}"))
-        if (notes or {}).get(task):
-            words[-1] += f" ({notes[task]})"
-        words.append(_versus(a["qk_norm"], "scale alone (" + label("qk_norm") + ")", label("stiefel")))
-        answered = [row for row in a.values() if row is not None]
-        told = [r for r in rows if r not in answered and r["arm"] != "frozen" and r["reading"] != "inconclusive"]
-        if told:
-            words.append("beyond these, " + ", ".join(_versus(r, label(r["arm"]), label(r["reference"])) for r in told))
-        n = max(r["n"] for r in rows)
-        out.append(f"On {TASK_PHRASES[task]} ({n} paired seeds): " + "; ".join(words) + ".")
-    if unrun and name_unrun:
-        names = " and ".join(unrun) if len(unrun) < 3 else ", ".join(unrun[:-1]) + " and " + unrun[-1]
-        out.append(f"On {names} the judged runs have not run yet, so this chapter does not answer there.")
-    return out

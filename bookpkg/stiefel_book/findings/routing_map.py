@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..labels import label
 from ..results_reading import finished_starts, grid_arm, run_key, seed_of, split_key, without_seeds
-from ..stats import VERDICTS
 from .decay_map import MapCell, Rule, final_cells
 from .regimes import decay_budget
 
-__all__ = ["PAIRS", "ARMS", "METRIC", "with_judged", "map_cells", "seeds_read", "map_text", "mean_rows"]
+__all__ = ["PAIRS", "ARMS", "METRIC", "with_judged", "map_cells", "seeds_read", "mean_rows"]
 
 PAIRS = (("stiefel", "baseline"), ("stiefel", "frozen"))  # the declared family's two rows
 METRIC = "val_loss"  # loss on the repeated half (nats per token); lower is better
@@ -62,27 +60,6 @@ def map_cells(results: dict, family, lr: float, lr_factors) -> list[MapCell]:
         metric=METRIC,
         budget_at=lambda wd, step: decay_budget(lr, wd, factors[:step]),
     )
-
-
-def map_text(cells: list[MapCell], seeds: int, declared: int) -> list[str]:
-    """One sentence per row of the map: the verdict words across the decays, lower loss read as
-    better, with the seeds read (and, while the map is growing, how many are declared)."""
-    reading = {"lower": "better", "higher": "worse", "equivalent": "equivalent", "inconclusive": "inconclusive"}
-    interim = f" (an interim reading: {seeds} of the {declared} declared seeds)" if seeds < declared else ""
-    lines = []
-    for a, b in PAIRS:
-        row = [c for c in cells if (c.a, c.b) == (a, b)]
-        if not row:
-            continue
-        groups = {w: [c.weight_decay for c in row if c.verdict == w] for w in VERDICTS}
-        parts = [f"{reading[w]} at λ = {', '.join(f'{d:g}' for d in groups[w])}" for w in VERDICTS if groups[w]]
-        budgets = [c.budget for c in row]
-        lines.append(
-            f"{label(a, capital=True)} against {label(b)}, on the loss on the repeat after "
-            f"{row[0].epoch:,} steps (decay budgets Σ lr·λ {min(budgets):.3g} to {max(budgets):.3g}), "
-            f"on {seeds} paired seeds{interim}: " + "; ".join(parts) + "."
-        )
-    return lines
 
 
 def mean_rows(results: dict, seeds: list[int], arms: tuple[str, ...] = ARMS) -> list[tuple[str, list[float | None]]]:

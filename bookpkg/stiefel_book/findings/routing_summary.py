@@ -1,6 +1,6 @@
 """The routing chapter's answer across its tasks, in a few sentences for the intro and the regimes
 chapter: each of the chapter's three questions answered once, the tasks grouped by their reading
-(the per-task paragraphs, :func:`routing.closing`, stay in the chapter). Pure functions of the
+(the per-task paragraphs are the chapter's own). Pure functions of the
 families' rows (:func:`routing.family_rows`)."""
 
 from __future__ import annotations
