@@ -198,7 +198,7 @@ def _fake(acc: float, step: float) -> dict:
     return {"final": {"test_acc": acc}, "history": [{"step/blocks.0.W_Q": step}]}
 
 
-def test_verdicts_follow_their_rules():
+def test_the_claims_lines_give_the_gain_by_size_and_the_movement_ratio():
     gains = [0.089, 0.090, 0.091]  # around the preprint's +8.98 pp
     main = {"config": {"train_size": 100}, "runs": {}}
     for s, g in enumerate(gains):
@@ -217,33 +217,7 @@ def test_verdicts_follow_their_rules():
             sweep["runs"].update(
                 {f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)}
             )
-    rows = {claim: verdict for claim, _, _, verdict in cifar10_findings.verdicts(main, sweep)}
-    assert rows == {
-        "Stiefel gain": "reproduced",
-        "gap widens with data": "reproduced",
-        "fixed step barely moves": "reproduced",
-        "freezing the frames costs little": "reproduced",
-    }
-
-    for s in range(3):  # no gain, a narrowing gap, frames that move as much as AdamW's
-        main["runs"][f"stiefel/{s}"] = _fake(0.50 + (-0.001, 0.0, 0.002)[s], 0.03)
-        main["runs"][f"fixed_step/{s}"] = _fake(0.50, 0.03)
-        for pct, g in ((10, 0.05), (100, 0.01 + 0.001 * s)):
-            sweep["runs"][f"stiefel@{pct}%/{s}"] = _fake(0.4 + g, 0.03)
-    rows = {claim: verdict for claim, _, _, verdict in cifar10_findings.verdicts(main, sweep)}
-    assert rows["Stiefel gain"] == "not reproduced: no significant difference"
-    assert rows["gap widens with data"] == "not reproduced: the gap narrows"
-    assert rows["fixed step barely moves"] == "not reproduced: it moves more"
-    assert (
-        rows["freezing the frames costs little"] == "qualitatively reproduced: it costs even less"
-    )  # fixed step = frozen
-    assert all(v == "not measured" for _, _, _, v in cifar10_findings.verdicts(None, None))
-
     main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
     line = cifar10_findings.claim_gain(main, sweep)
-    assert (
-        "over 3 paired starts" in line
-        and "50,000 +1.10" in line
-        and "(jpeg copy of CIFAR-10); regime: Σ lr·λ = " in line
-    )
-    assert cifar10_findings.claim_movement(main).startswith("fixed step moves 1-1x less")
+    assert "over 3 paired starts" in line and "50,000 +5.10" in line and "jpeg" in line and "Σ lr·λ" in line
+    assert cifar10_findings.claim_movement(main).startswith("fixed step moves 30-30x less")

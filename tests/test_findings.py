@@ -2,6 +2,9 @@
 wording live in one module: starts and pairing, the Markdown tables of the grokking and
 ablation chapters, the chapters' preprint-against-ours text, and a chapter's live run."""
 
+import numpy as np
+import pytest
+
 from stiefel_book import findings, preprint
 
 
@@ -95,7 +98,7 @@ def test_the_grokking_findings_are_a_table_of_the_same_rows():
     assert table.headers == ["question", "preprint", "we measure", "verdict"]
 
 
-def test_the_cifar10_reports_set_ours_beside_the_preprint():
+def test_the_cifar10_findings_pair_the_gain_the_movement_and_the_cost_of_freezing():
     def run(acc, step, angle=1.0):
         return {
             "final": {"test_acc": acc, "angle_mean/blocks.0.W_Q": angle, "angle_mean/blocks.0.W_K": angle},
@@ -111,13 +114,12 @@ def test_the_cifar10_reports_set_ours_beside_the_preprint():
             f"frozen/{s}": run(0.49, 0.0),
         }
     results = {"runs": runs}
-    gain = findings.cifar10_report.gain_report(results).splitlines()
-    assert gain[0] == "start  baseline  Stiefel   gain (pp)" and gain[1] == "    0    50.00%   51.00%     +1.00"
-    assert "12/12" in gain[-2] and "3/3" in gain[-2]
-    movement = findings.cifar10_report.movement_report(results, [0, 1, 2], depth=1).splitlines()
-    assert "24-40x" in movement[1] and "30.0x - 30.0x (30.0x)" in movement[1]
-    freezing = findings.cifar10_report.freezing_report(results).splitlines()
-    assert freezing[1].startswith("fixed_step - frozen") and "+0.28" in freezing[1] and "3/3" in freezing[1]
+    starts, a, b, c = findings.cifar10.paired_gain(results)
+    assert starts == [0, 1, 2] and c.mean_difference == pytest.approx(7 / 3) and c.wins == 3
+    ratios = np.concatenate(list(findings.cifar10.movement_ratios(results, "fixed_step").values()))
+    assert ratios == pytest.approx(30.0)  # AdamW's step 0.03 against the fixed step's 0.001
+    assert findings.cifar10.mean_angles(results, ("stiefel",), [0, 1, 2], depth=1) == {"stiefel": 1.0}
+    assert findings.cifar10.freezing_cost(results)[3].mean_difference == pytest.approx(1.0)
 
 
 def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_folder(monkeypatch):
