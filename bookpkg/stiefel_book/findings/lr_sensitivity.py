@@ -20,9 +20,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..results_reading import parse_grid_arm, split_key
+from ..stats import paired_comparison
 
 __all__ = ["Sensitivity", "scores", "rung_means", "sensitivity", "model_lr_check", "logit_peak", "logit_peaks"]
 
@@ -36,18 +36,23 @@ def _score(run: dict, metric: str) -> float:
     return min(loss, initial) if math.isfinite(loss) else initial
 
 
-def scores(results: dict, arm: str) -> dict[float, dict[int, float]]:
-    """``{model lr: {seed: score}}`` of ``arm`` (``"baseline"``, ...), diverged runs at the initial loss."""
-    config = results["config"]
+def _by_rung(results: dict, arm: str, value) -> dict[float, dict[int, float]]:
+    """``{model lr: {seed: value(run)}}`` of ``arm``'s runs, rungs in order."""
     out: dict[float, dict[int, float]] = {}
     for key, run in results["runs"].items():
         name, seed = split_key(key)
-        base, lr = parse_grid_arm(name, KEY, tuple(config["arms"]))
+        base, lr = parse_grid_arm(name, KEY, tuple(results["config"]["arms"]))
         if base == arm:
-            out.setdefault(lr, {})[seed] = _score(run, config["metric"])
-    if not out:
-        raise ValueError(f"no runs of arm {arm!r} in this results file (arms: {config['arms']})")
+            out.setdefault(lr, {})[seed] = value(run)
     return dict(sorted(out.items()))
+
+
+def scores(results: dict, arm: str) -> dict[float, dict[int, float]]:
+    """``{model lr: {seed: score}}`` of ``arm`` (``"baseline"``, ...), diverged runs at the initial loss."""
+    out = _by_rung(results, arm, lambda run: _score(run, results["config"]["metric"]))
+    if not out:
+        raise ValueError(f"no runs of arm {arm!r} in this results file (arms: {results['config']['arms']})")
+    return out
 
 
 def rung_means(results: dict, arm: str) -> dict[float, float]:
@@ -85,11 +90,10 @@ def sensitivity(results: dict, arm: str) -> Sensitivity:
     if not per_seed:
         raise ValueError(f"no seed of {arm!r} has run every rung {rungs} yet")
     x = np.array(list(per_seed.values()))
-    mean = float(x.mean())
     if len(x) < 2:
-        return Sensitivity(mean, math.nan, math.nan, per_seed)
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return Sensitivity(mean, mean - half, mean + half, per_seed)
+        return Sensitivity(float(x.mean()), math.nan, math.nan, per_seed)
+    c = paired_comparison(x, np.zeros_like(x), CONFIDENCE)
+    return Sensitivity(c.mean_difference, c.ci_low, c.ci_high, per_seed)
 
 
 def model_lr_check(results: dict, margin: float, arm: str = "baseline") -> dict:
@@ -133,11 +137,4 @@ def logit_peak(run: dict) -> float:
 
 def logit_peaks(results: dict, arm: str) -> dict[float, dict[int, float]]:
     """``{model lr: {seed: the run's logit peak}}`` of ``arm``."""
-    arms = tuple(results["config"]["arms"])
-    out: dict[float, dict[int, float]] = {}
-    for key, run in results["runs"].items():
-        name, seed = split_key(key)
-        base, lr = parse_grid_arm(name, KEY, arms)
-        if base == arm:
-            out.setdefault(lr, {})[seed] = logit_peak(run)
-    return dict(sorted(out.items()))
+    return _by_rung(results, arm, logit_peak)

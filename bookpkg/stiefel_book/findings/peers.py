@@ -24,7 +24,7 @@ from .peers_family import (
 )
 
 __all__ = ["sweep_scores", "chosen_lr", "SWEEP_CRITERION", "sweep_rows", "arms_in", "movement_rows"]
-__all__ += ["movement_series", "cifar_accuracy_rows", "cifar_regime"]
+__all__ += ["movement_series", "cifar_accuracy_rows"]
 # from peers_family, read here by the chapter:
 __all__ += ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
 __all__ += ["family_ingredient_rows", "takeaways", "family_claim"]
@@ -97,22 +97,6 @@ def cifar_accuracy_rows(results: dict) -> list[dict]:
             }
         )
     return rows
-
-
-def cifar_regime(results: dict) -> str:
-    """The regime of ``cifar10_peers``: images, epochs, λ, the decay budget Σ lr·λ and the
-    accuracy the Stiefel rule and AdamW reached (train / test, %)."""
-    from ..experiments.cifar10_config import lr_factors
-    from .long_training import task_of
-    from .regimes import decay_budget
-
-    task = task_of(results)
-    reached = {r["arm"]: f"{r['train_acc']:.1f} / {r['test_acc']:.1f} %" for r in cifar_accuracy_rows(results)}
-    fits = ", ".join(f"{arm} {reached[arm]}" for arm in ("baseline", "stiefel") if arm in reached)
-    return (
-        f"CIFAR-10 ({task.train_size:,} images, {task.epochs} epochs, λ = {task.weight_decay:g}, "
-        f"Σ lr·λ = {decay_budget(task.lr, task.weight_decay, lr_factors(task)):.3g}; train / test: {fits})"
-    )
 
 
 def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:

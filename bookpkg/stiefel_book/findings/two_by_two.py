@@ -15,11 +15,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _scipy
 
 from .. import protocol
 from ..results_reading import split_key, value_at
-from ..stats import holm, paired_t_p, tost, verdict
+from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
 __all__ = ["FAMILY", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "read"]
 
@@ -84,31 +83,10 @@ def read(results: dict[str, dict | None], alpha: float | None = None, path=None)
     p_adj, tost_adj = holm(p, nan="one"), holm(tost_p, nan="one")
     rows = []
     for i, (task, name, m, margin, v) in enumerate(cells):
-        n = len(v)
-        estimate = float(v.mean()) if n else math.nan
-        interval = (math.nan, math.nan)
-        if n >= 2:
-            half = float(_scipy.t.ppf(1 - alpha / 2, n - 1)) * float(v.std(ddof=1)) / math.sqrt(n)
-            interval = (estimate - half, estimate + half)
-        word = (
-            verdict(v, margin, alpha, p_value=float(p_adj[i]), tost_p_value=float(tost_adj[i]))
-            if tested[i]
-            else "inconclusive"
-        )
-        rows.append(
-            Contrast(
-                task,
-                name,
-                n,
-                estimate,
-                interval,
-                float(p[i]),
-                float(p_adj[i]),
-                float(tost_adj[i]),
-                word,
-                m.unit,
-                margin,
-                m.higher_is_better,
-            )
-        )
+        c = paired_comparison(v, np.zeros_like(v), 1 - alpha) if len(v) >= 2 else None
+        interval = (c.ci_low, c.ci_high) if c else (math.nan, math.nan)
+        word = verdict(v, margin, alpha, p_value=p_adj[i], tost_p_value=tost_adj[i]) if tested[i] else "inconclusive"
+        estimate = float(v.mean()) if len(v) else math.nan
+        rows.append(Contrast(task, name, len(v), estimate, interval, float(p[i]), float(p_adj[i]), float(tost_adj[i]),
+                             word, m.unit, margin, m.higher_is_better))
     return rows
