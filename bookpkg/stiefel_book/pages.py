@@ -5,7 +5,7 @@ certificate's one-line summary with its checks behind a toggle. The words come f
 MyST Markdown. Chapters: every chapter.
 
     from stiefel_book.pages import takeaways
-    takeaways("grokking")   # a "Key takeaways" admonition, shown by IPython.display
+    takeaways("regimes")    # a "Key takeaways" admonition, shown by IPython.display
 """
 
 from __future__ import annotations
@@ -37,15 +37,6 @@ def admonition(title: str, lines: list[str], kind: str = "tip", collapsed: bool 
     body = "\n".join(f"- {line}" for line in lines)
     classes = f"{kind} dropdown" if collapsed else kind
     return Markdown(f":::{{admonition}} {title}\n:class: {classes}\n{body}\n:::\n")
-
-
-def _grokking() -> list[str]:
-    from . import declared
-    from .findings import grokking
-    from .labels import label
-
-    results, family = declared.grokking()
-    return grokking.takeaways(results, family, declared.tuned_rows(), declared.scale_rows(), label)
 
 
 def _cifar10() -> list[str]:
@@ -111,7 +102,6 @@ def _peers() -> list[str]:
 
 
 TAKEAWAYS = {
-    "grokking": _grokking,
     "cifar10_patches": _cifar10,
     "ablation": _ablation,
     "regimes": _regimes,

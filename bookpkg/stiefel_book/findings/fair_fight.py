@@ -5,13 +5,9 @@ learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sw
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ..choices import late_scores, rung_scores
+from ..families import judge
 from ..labels import label, rate_text
-from ..stats import family_verdicts, mcnemar_exact
 
 __all__ = [
     "THRESHOLD",
@@ -86,41 +82,32 @@ def family_rows(
     alpha: float = 0.05,
     threshold: float = THRESHOLD,
 ) -> list[dict]:
-    """Every comparison arm − reference of one declared family, on the seeds both finished: the
-    mean difference (pp), its t interval, the Holm-corrected verdict (one of four words), and the
-    seeds past ``threshold`` in each arm with the exact McNemar p (the endpoint is bimodal)."""
-    family, pairs = {}, {}
+    """Every comparison arm − reference of one declared family on the seeds both finished, read by
+    :func:`families.judge` (Holm across the family, the seeds past ``threshold`` with their exact
+    McNemar p beside), as dicts in pp: ``mean_pp``, ``ci_pp``, ``p``, ``p_holm``, ``tost_p_holm``,
+    ``verdict``, ``past``, ``mcnemar_p``. A pair appears once ("b − a" is "a − b")."""
+    pairs = []
     for ref in references:
         for arm in arms:
-            if arm == ref or arm not in values or ref not in values or (ref, arm) in pairs:
-                continue  # one comparison a pair: "baseline - stiefel" is "stiefel - baseline"
-            seeds = sorted(set(values[arm]) & set(values[ref]))
-            pairs[(arm, ref)] = seeds
-            family[f"{arm} - {ref}"] = [values[arm][s] - values[ref][s] for s in seeds]
-    verdicts = family_verdicts(family, margin, alpha) if family else {}
-    rows = []
-    for (arm, ref), seeds in pairs.items():
-        v = verdicts[f"{arm} - {ref}"]
-        d = np.asarray(family[f"{arm} - {ref}"])
-        half = _half_width(d, alpha)
-        past_a = [values[arm][s] > threshold for s in seeds]
-        past_b = [values[ref][s] > threshold for s in seeds]
-        rows.append(
-            {
-                "arm": arm,
-                "reference": ref,
-                "n": len(seeds),
-                "mean_pp": 100 * v.mean_difference,
-                "ci_pp": (100 * (v.mean_difference - half), 100 * (v.mean_difference + half)),
-                "p": v.p_value,
-                "p_holm": v.p_adjusted,
-                "tost_p_holm": v.tost_p_adjusted,
-                "verdict": v.word,
-                "past": (sum(past_a), sum(past_b)),
-                "mcnemar_p": mcnemar_exact(past_a, past_b).p_value if seeds else math.nan,
-            }
-        )
-    return rows
+            if arm != ref and arm in values and ref in values and (ref, arm) not in pairs and (arm, ref) not in pairs:
+                pairs.append((arm, ref))
+    rows = judge(values, pairs, margin, alpha, count_past=threshold)
+    return [
+        {
+            "arm": r.arm,
+            "reference": r.reference,
+            "n": r.n,
+            "mean_pp": 100 * r.difference,
+            "ci_pp": (100 * r.interval[0], 100 * r.interval[1]),
+            "p": r.p_raw,
+            "p_holm": r.p_corrected,
+            "tost_p_holm": r.p_equivalence,
+            "verdict": r.verdict,
+            "past": r.past,
+            "mcnemar_p": r.p_past,
+        }
+        for r in rows
+    ]
 
 
 def declared_rows(
@@ -138,14 +125,6 @@ def variant_rows(fair: dict | None, variants: dict | None, margin: float, alpha:
     variants without the projector and without the trust region (``variants``, the file
     ``grokking_fair_ablation``) against the Stiefel rule and AdamW (``fair``), Holm within."""
     return family_rows(finals(fair, variants), *VARIANT_FAMILY, margin, alpha)
-
-
-def _half_width(d: np.ndarray, alpha: float) -> float:
-    from scipy import stats
-
-    if len(d) < 2:
-        return math.nan
-    return float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
 
 
 def verdict_counts(rows: list[dict]) -> dict[str, int]:

@@ -17,21 +17,19 @@ import math
 
 import numpy as np
 
-from ..choices import epochs_to, sweep_row, time_scores
+from ..choices import sweep_row, time_scores
+from ..families import judge
 from ..labels import label
-from ..results_reading import parse_grid_arm, runs_of, split_key
-from ..stats import family_verdicts, paired_comparison
-from .fair_fight import finals, lr_text, picks_text
+from ..results_reading import runs_of
+from ..stats import paired_comparison
+from .fair_fight import finals, lr_text
 from .regimes import CONTROL_PAIRS, time_rows
 
 __all__ = [
-    "rates_text",
     "SWEPT",
     "PAIRS",
     "THRESHOLD",
     "sweep_rows",
-    "sweep_text",
-    "runs_so_far_text",
     "fair_rows",
     "adopted_seeds",
     "row_text",
@@ -44,7 +42,6 @@ __all__ = [
     "takeaway",
     "what_changed",
     "scale_text",
-    "fight_line",
     "control_rows",
 ]
 
@@ -72,67 +69,6 @@ def sweep_rows(sweep: dict | None) -> list[dict]:
     return [row for row in rows if row["chosen"] is not None]
 
 
-def sweep_text(rows: list[dict]) -> str:
-    """Where the sweep of :func:`sweep_rows` stands: each arm's chosen rate, or the rate that leads
-    while its grid still grows, and the arms with no complete rung yet."""
-    done = all(r["interior"] for r in rows) and len(rows) == len(SWEPT)
-    missing = [label(arm) for arm in SWEPT if arm not in {r["arm"] for r in rows}]
-    head = "The rates chosen" if done else "The sweep is still running; the rates that lead so far"
-    tail = f"; not yet run: {', '.join(missing)}" if missing else ""
-    if not rows:
-        return "The sweep is still running: no rate has run on every selection seed yet."
-    picks = picks_text(rows, lambda row: "at its grid's edge: still growing")
-    return f"{head}: {picks}{tail}."
-
-
-def _share(lr: float, task_lr: float) -> str:
-    if lr == 0:
-        return "W_Q, W_K never move"
-    if lr == task_lr:
-        return "the task's rate"
-    return f"1/{task_lr / lr:.0f} of it" if lr < task_lr else f"{lr / task_lr:.0f} times it"
-
-
-def rates_text(rows: list[dict], task_lr: float) -> str | None:
-    """Each settled choice of :func:`sweep_rows` against the task's lr ("AdamW 3e-6, 1/333 of it"),
-    the slowest first; ``None`` before any choice is settled."""
-    settled = sorted((r for r in rows if r["interior"]), key=lambda r: r["chosen"])
-    if not settled:
-        return None
-    parts = (f"{label(r['arm'])} {lr_text(r['chosen'])}, {_share(r['chosen'], task_lr)}" for r in settled)
-    return f"Against the task's rate of {lr_text(task_lr)} for the rest of the model: " + "; ".join(parts) + "."
-
-
-def runs_so_far_text(sweep: dict | None) -> str | None:
-    """Each finished sweep run by arm and seed, rate by rate, for while a rung still lacks a
-    selection seed (no choice is read before every seed has run): "AdamW, seed 100: 1e-4 at
-    epoch 7,240, 3e-4 not within 10,000 epochs (16 % at the end)". ``None`` without runs."""
-    if not sweep or not sweep["runs"]:
-        return None
-    config = sweep["config"]
-    horizon, threshold = config["task"]["epochs"], config["threshold"]
-    found: dict[tuple[str, int], list[tuple[float, str]]] = {}
-    for key, run in sweep["runs"].items():
-        grid_arm, seed = split_key(key)
-        if "@qklr=" not in grid_arm:
-            continue  # frozen frames (lr 0) join a grid only at the ladder's bottom
-        arm, lr = parse_grid_arm(grid_arm, "qklr", SWEPT)
-        history = run["history"]
-        epoch = epochs_to(history, threshold, horizon)
-        if epoch < horizon or history[-1]["val_acc"] >= threshold:
-            what = f"at epoch {epoch:,}"
-        else:
-            what = f"not within {horizon:,} epochs ({100 * history[-1]['val_acc']:.0f} % at the end)"
-        found.setdefault((arm, seed), []).append((lr, what))
-    order = sorted(found, key=lambda k: (SWEPT.index(k[0]), k[1]))
-    lines = (
-        f"{label(arm, capital=True)}, seed {seed}: "
-        + ", ".join(f"{lr_text(lr)} {what}" for lr, what in sorted(found[arm, seed]))
-        for arm, seed in order
-    )
-    return ". ".join(lines) + "."
-
-
 def adopted_seeds(results: dict | None, arm: str) -> list[int]:
     """The seeds of ``arm`` whose judged run was adopted from an earlier results file."""
     return sorted(s for s, run in runs_of(results, arm).items() if (run.get("provenance") or {}).get("adopted_from"))
@@ -144,11 +80,13 @@ def fair_rows(results: dict | None, alpha: float = 0.05, margin: float | None = 
     ``final`` (the final validation accuracy's paired comparison, in pp), ``past``
     (seeds past 90 % in each arm) and ``seen_before`` (whether both arms' runs were all adopted,
     so the comparison's outcome was known before the family was declared); with ``margin`` (a
-    fraction), also ``final_word``, the final accuracy's verdict (:func:`final_verdicts`)."""
+    fraction), also ``final_word``, the final accuracy's verdict (:func:`families.judge`)."""
     if not results:
         return []
     rows = time_rows(results, THRESHOLD, alpha, pairs=PAIRS, declared=len(PAIRS))
-    words = final_verdicts(results, margin, alpha) if margin is not None else {}
+    words = {}
+    if margin is not None:  # the final accuracy beside the endpoint, in four words, Holm across the declared pairs
+        words = {(r.arm, r.reference): r.verdict for r in judge(finals(results), [p[:2] for p in PAIRS], margin, alpha)}
     for row in rows:
         a, b = runs_of(results, row["a"]), runs_of(results, row["b"])
         seeds = sorted(set(a) & set(b))
@@ -158,22 +96,8 @@ def fair_rows(results: dict | None, alpha: float = 0.05, margin: float | None = 
         row["past"] = (int((fa >= THRESHOLD).sum()), int((fb >= THRESHOLD).sum()))
         row["seen_before"] = set(seeds) <= set(adopted_seeds(results, row["a"])) & set(adopted_seeds(results, row["b"]))
         if (row["a"], row["b"]) in words:
-            row["final_word"] = words[row["a"], row["b"]].word
+            row["final_word"] = words[row["a"], row["b"]]
     return rows
-
-
-def final_verdicts(results: dict, margin: float, alpha: float = 0.05) -> dict[tuple[str, str], object]:
-    """The final validation accuracy beside the endpoint: ``a − b`` for each declared pair on the
-    seeds both finished, read in four words within ``margin`` (a fraction) by
-    :func:`stats.family_verdicts`, Holm across all the family's pairs (one with fewer than three
-    paired seeds keeps its place with p = 1). ``{(a, b): Verdict}``."""
-    values = finals(results)
-    family = {}
-    for a, b, _ in PAIRS:
-        seeds = sorted(set(values.get(a, {})) & set(values.get(b, {})))
-        family[a, b] = [values[a][s] - values[b][s] for s in seeds]
-    verdicts = family_verdicts({f"{a} - {b}": d for (a, b), d in family.items()}, margin, alpha)
-    return {(a, b): verdicts[f"{a} - {b}"] for a, b in family}
 
 
 def floor_p(seeds: int, comparisons: int) -> float:
@@ -341,20 +265,6 @@ def scale_text(rows: list[dict]) -> str:
     Stiefel rule: ..." ("not yet run" before its runs)."""
     row = {(r["a"], r["b"]): r for r in rows}.get(("qk_norm", "stiefel"))
     return f"At $p = 97$, {label('qk_norm')} against the Stiefel rule: {row_text(row)}."
-
-
-def fight_line(rows: list[dict]) -> str | None:
-    """The fair fight's takeaway at p = 97 (``None`` before the Stiefel rule and AdamW have paired
-    runs): the Stiefel rule against AdamW and QK-norm against the Stiefel rule, in a few words."""
-    found = {(r["a"], r["b"]): r for r in rows}
-    gain = found.get(("stiefel", "baseline"))
-    if gain is None:
-        return None
-    return (
-        f"At p = 97 (20,000 epochs, {gain['seeds']} paired seeds), each arm at its tuned rate: the Stiefel rule "
-        f"against AdamW: {short_text(gain)}; {label('qk_norm')} against the Stiefel rule: "
-        f"{short_text(found.get(('qk_norm', 'stiefel')))}{floor_note(rows)}."
-    )
 
 
 _FLIP = {"higher": "lower", "lower": "higher"}
