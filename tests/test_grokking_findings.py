@@ -1,9 +1,9 @@
 """What the grokking chapter reads from a log: grokking epoch, loss spikes, endpoint stability,
-and the verdicts against the preprint, on hand-made histories whose answers are known."""
+and the declared family's verdict words, on hand-made histories whose answers are known."""
 
 import math
 
-from stiefel_book.findings import grokking
+from stiefel_book.findings import grokking, grokking_runs
 
 
 def history(grok_at, spikes_at=(), final=1.0, dip=None, epochs=20_000, every=20):
@@ -19,51 +19,14 @@ def history(grok_at, spikes_at=(), final=1.0, dip=None, epochs=20_000, every=20)
 
 
 def test_run_summary_reads_grokking_spikes_and_stability():
-    x = grokking.run_summary(history(4000, spikes_at=(6000, 9000), dip=(16000, 0.5)))
+    x = grokking_runs.run_summary(history(4000, spikes_at=(6000, 9000), dip=(16000, 0.5)))
     assert x["grokked_at"] == 4000 and x["spikes"] == 2 and x["after_grokking_min"] == 0.5
     assert x["last_quarter_min"] == 0.5 and math.isclose(x["last_quarter_held"], 1 - 5 / 251)
-    assert grokking.run_summary(history(10**9, final=0.05))["grokked_at"] is None
+    assert grokking_runs.run_summary(history(10**9, final=0.05))["grokked_at"] is None
 
 
 def results(runs):
     return {"runs": {key: {"history": h} for key, h in runs.items()}}
-
-
-def test_findings_follow_their_rules():
-    assert grokking.findings(results({"stiefel/0": history(100), "baseline/0": history(100)}))[0][3] == "not measured"
-    same = results(
-        {
-            f"{arm}/{s}": history(4000 + 100 * s + (3000 if arm == "baseline" else 0), spikes_at=(9000,))
-            for arm in ("stiefel", "baseline")
-            for s in range(3)
-        }
-    )
-    rows = {question: verdict for question, _, _, verdict in grokking.findings(same)}
-    assert rows["accuracy at epoch 20,000"] == "not reproduced: both arms generalise in every seed, no difference"
-    assert rows["the endpoint is unstable"] == "no run fell below 50% after grokking"
-    assert rows["collapse cycles (training-loss spikes of 10x or more)"] == "both arms cycle"
-    assert rows["epoch at which validation accuracy first reaches 90%"] == "Stiefel groks earlier"
-    like_preprint = results(
-        {
-            **{f"stiefel/{s}": history(4000, final=0.97 - 0.01 * s) for s in range(3)},
-            **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s, dip=(17000, 0.4)) for s in range(3)},
-        }
-    )
-    rows = {question: verdict for question, _, _, verdict in grokking.findings(like_preprint)}
-    assert rows["accuracy at epoch 20,000"] == "reproduced: Stiefel ends higher"
-    ours = {question: measured for question, _, measured, _ in grokking.findings(like_preprint)}
-    assert ours["accuracy at epoch 20,000"].endswith("at or above 90% in 3/3 Stiefel and 0/3 baseline seeds")
-    assert rows["the endpoint is unstable"] == "unstable: 3 run(s) fell below 50% after grokking"
-    assert rows["collapse cycles (training-loss spikes of 10x or more)"] == "no cycles"
-
-
-def test_a_run_that_never_groks_is_counted_not_dropped():
-    runs = {f"stiefel/{s}": history(4000) for s in range(3)}
-    runs |= {"baseline/0": history(7000), "baseline/1": history(10**9, final=0.05), "baseline/2": history(3000)}
-    rows = {question: (ours, verdict) for question, _, ours, verdict in grokking.findings(results(runs))}
-    ours, verdict = rows["epoch at which validation accuracy first reaches 90%"]
-    assert verdict == "no interval: a run that never groks has no epoch to average"
-    assert ours == "baseline never reached 90% in seed(s) 1; Stiefel first in 2 of 3 seeds, the baseline in 1"
 
 
 def test_runs_table_has_a_row_per_run():
@@ -112,10 +75,10 @@ def test_the_declared_family_reads_four_words_with_holm_across_endpoint_and_time
         for arm in ("stiefel", "baseline")
         for s in range(7)
     }
-    rows = {q: v for q, _, _, v in grokking.family_findings(results(sooner), family)}
-    assert rows["accuracy at epoch 20,000"] == "not reproduced: the two are equivalent"
+    rows = grokking.family_rows(results(sooner), family)
+    assert rows["endpoint"]["verdict"] == "equivalent"
     # exact paired permutation p = 2 / 2^7, doubled by Holm over the family's two comparisons: 0.031 < 0.05
-    assert rows["time to 90 % validation accuracy"] == "higher: the Stiefel rule reaches 90 % sooner"
+    assert rows["time"]["verdict"] == "higher" and rows["time"]["never"] == (0, 0)
     six = {k: v for k, v in sooner.items() if not k.endswith("/6")}
     time = grokking.family_rows(results(six), family)["time"]
     assert math.isclose(time["p"], 2 / 64) and math.isclose(time["p_holm"], 4 / 64)  # 6 pairs cannot pass Holm
@@ -126,6 +89,5 @@ def test_the_declared_family_reads_four_words_with_holm_across_endpoint_and_time
             **{f"baseline/{s}": history(7000, final=0.6 + 0.02 * s) for s in range(5)},
         }
     )
-    rows = {q: v for q, _, _, v in grokking.family_findings(like_preprint, family)}
-    assert rows["accuracy at epoch 20,000"] == "reproduced: the Stiefel rule ends higher"
-    assert grokking.what_changed(like_preprint, family)[0].startswith("Accuracy at epoch 20,000: *reproduced: Stiefel")
+    rows = grokking.family_rows(like_preprint, family)
+    assert rows["endpoint"]["verdict"] == "higher" and rows["endpoint"]["past"] == (5, 0)
