@@ -27,17 +27,11 @@ def test_the_lines_follow_the_runs_and_say_what_has_not_run():
     relatives = ("muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")
     peers = {"runs": {f"{arm}/{s}": _run(0.5) for arm in relatives for s in range(3)}}
     lines = progress_lines({"config": config, "runs": sweep_runs}, fair, peers, {"runs": {"x/100": {}}}, None, 12, 6)
-    assert lines == [
-        "CIFAR-10 sweep at λ = 1: AdamW 1e-3, the Stiefel rule 1e-3 (chosen)",
-        "CIFAR-10 sweep at λ = 0.3: running; so far the Stiefel rule 1e-3 (still growing)",
-        "CIFAR-10 sweep at λ = 0.05: not yet run",
-        "CIFAR-10 at λ = 1, AdamW and the Stiefel rule at their rates, and frozen frames: 12 of 12 judged starts "
-        "(complete)",
-        "CIFAR-10 at λ = 1, the relatives at their rates: 3 of 12 judged starts",
-        "CIFAR-10 at the decay of largest gap at tuned rates: chosen once every cell of the sweep has settled",
-        "p = 97, the sweep: 1 run so far",
-        "p = 97, the judged runs (6 seeds an arm): not yet run",
-    ]
+    ends = ["(chosen)", "(still growing)", "not yet run", "12 of 12 judged starts (complete)", "3 of 12 judged starts"]
+    words = ["1e-3", "1e-3", "1e-3"]  # AdamW's and the Stiefel rule's choices at λ = 1, the leader at λ = 0.3
+    ends += ["has settled", "1 run so far", "not yet run"]
+    assert len(lines) == len(ends) and all(line.endswith(end) for line, end in zip(lines, ends))
+    assert [w for line in lines[:2] for w in line.replace(",", " ").split() if w.endswith("e-3")] == words
 
 
 def test_the_decay_of_largest_gap_is_named_once_every_cell_has_settled():
@@ -51,13 +45,11 @@ def test_the_decay_of_largest_gap_is_named_once_every_cell_has_settled():
     }
     judged = {"runs": {f"{arm}/{s}": _run(0.5) for arm in ("baseline", "stiefel") for s in range(4)}}
     lines = progress_lines({"config": config, "runs": runs}, None, None, None, None, 12, 6, judged)
-    assert (
-        "CIFAR-10 at the decay of largest gap at tuned rates: λ = 0.3, AdamW and the Stiefel rule: 4 of 12" in lines[-3]
-    )
+    assert "λ = 0.3" in lines[-3] and "4 of 12" in lines[-3]
     top[("baseline", 1.0)] = 0.53  # now λ = 1 has the largest gap, -4 pp
     runs |= {"baseline@wd=1@qklr=0.001/100": _run(0.53)}  # now λ = 1 has the largest gap, -4 pp
     lines = progress_lines({"config": config, "runs": runs}, None, None, None, None, 12, 6)
-    assert lines[-3].endswith("λ = 1, whose judged starts are the ones above")
+    assert "λ = 1" in lines[-3] and "λ = 0.3" not in lines[-3]
 
 
 def test_the_p97_lines_name_the_settled_rates_and_count_the_seeds_with_every_arm():
@@ -75,8 +67,5 @@ def test_the_p97_lines_name_the_settled_rates_and_count_the_seeds_with_every_arm
     arms = ("baseline", "no_decay_qk", "stiefel", "qk_norm", "frozen")
     judged = {"runs": {f"{arm}/{s}": {} for arm in arms for s in (0, 1)} | {"stiefel/2": {}}}
     lines = progress_lines(None, None, None, sweep, judged, 12, 6)
-    assert lines[-2] == (
-        "p = 97, the sweep: 24 runs, every choice interior: AdamW 3e-4, AdamW without decay on W_Q, "
-        "W_K 3e-4, the Stiefel rule 3e-4, QK-norm with a learned scale 3e-4 (chosen)"
-    )
-    assert lines[-1] == "p = 97, the judged runs (6 seeds an arm): 11 runs so far, 2 of 6 seeds with every arm"
+    assert "24 runs" in lines[-2] and "interior" in lines[-2] and lines[-2].count("3e-4") == 4
+    assert "11 runs so far" in lines[-1] and lines[-1].endswith("2 of 6 seeds with every arm")
