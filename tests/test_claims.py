@@ -42,7 +42,7 @@ def test_without_results_every_verdict_is_certified_or_pending(tmp_path, monkeyp
     assert {v.word for v in table.verdicts} <= {"certified", "pending"}
     assert all(v.baseline is None and v.tuned is None for v in table.verdicts)  # no axis without runs
     short = table.short_markdown()
-    assert "| Claim | The preprint | Verdict |" in short and "<details>" in table._repr_markdown_()
+    assert short.startswith("| Claim | The preprint |") and "<details>" in table._repr_markdown_()
     assert "baseline" in short.splitlines()[0] and "tuned" in short.splitlines()[0]  # the two axes' columns
     assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
 
@@ -51,18 +51,18 @@ def test_a_claim_word_gathers_the_verdicts_it_rests_on():
     from stiefel_book.findings.summary import word_of
 
     assert word_of(["reproduced", "reproduced"]) == "reproduced"
-    assert word_of(["not reproduced: the baseline is better", "not measured"]) == "not reproduced"
-    assert word_of(["reproduced", "not reproduced: the gap narrows"]) == "partly"
-    assert word_of(["qualitatively reproduced: it moves even less"]) == "partly"
+    assert word_of(["not reproduced: worse", "not measured"]) == "not reproduced"
+    assert word_of(["reproduced", "not reproduced: narrows"]) == "partly"
+    assert word_of(["qualitatively reproduced"]) == "partly"
     assert word_of(["not measured"]) == "pending"
 
 
 def test_labels_name_arms_and_grid_arms_in_words():
     from stiefel_book.labels import label
 
-    assert label("no_decay_qk") == "AdamW without decay on W_Q, W_K"
+    assert label("no_decay_qk").endswith("without decay on W_Q, W_K")
     assert label("stiefel@wd=0.3") == "the Stiefel rule, λ = 0.3"
-    assert label("fixed_scale") == "a fixed orthonormal scale is what helps"
+    assert "fixed orthonormal scale" in label("fixed_scale")
 
 
 def test_the_map_has_one_count_everywhere():
@@ -125,7 +125,7 @@ def test_the_record_behind_a_finding_is_collapsed_and_the_finding_is_not():
     from stiefel_book.pages import admonition
 
     shut = admonition("What changed", ["a line"], "note", collapsed=True).data
-    assert ":class: note dropdown\n- a line\n:::" in shut
+    assert ":class: note dropdown\n" in shut and shut.endswith("- a line\n:::\n")
     assert ":class: tip\n" in admonition("Key takeaways", ["a finding"]).data
 
 

@@ -91,7 +91,7 @@ def test_a_sweep_run_trains_the_baselines_w_q_w_k_at_their_own_lr(tmp_path):
 
 
 def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_it():
-    from stiefel_book.findings.fair_fight import answers, family_rows, verdict_counts
+    from stiefel_book.findings.fair_fight import answers, family_rows
 
     seeds = range(20)
     values = {
@@ -106,7 +106,6 @@ def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_
         ("frozen", "baseline"): "higher",
         ("frozen", "stiefel"): "equivalent",
     }
-    assert verdict_counts(rows) == {"higher": 2, "lower": 0, "equivalent": 1, "inconclusive": 0}
     assert all(r["p_holm"] >= r["p"] for r in rows)
     assert answers(rows)["tuned_baseline"]["past"] == (20, 0) and answers(rows)["qk_norm"] is None
 
@@ -152,7 +151,6 @@ def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_
     assert row["p_holm"] > alone["p_holm"]  # corrected over the whole family, not over one comparison
     verdict = fair_fight_verdict(fair, None, None, 0.02, 0.05, peers)
     assert verdict.headline.startswith(row["verdict"])
-    assert "relatives" in ff.peers_sentence(rows, str)
 
 
 def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads_untested():

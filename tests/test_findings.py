@@ -49,7 +49,8 @@ def test_the_abstracts_numbers_are_formatted_from_one_place():
     assert preprint.cifar10_gain() == "+8.98 pp, t = 60.6, 12/12"
     assert "97.0%" in preprint.grokking_endpoint() and "61.1%" in preprint.grokking_endpoint()
     assert preprint.cifar10_claim().startswith(preprint.cifar10_gain().split(",")[0])
-    assert preprint.movement_range() in preprint.movement_claim() and preprint.frozen_cost() in preprint.movement_claim()
+    claim = preprint.movement_claim()
+    assert preprint.movement_range() in claim and preprint.frozen_cost() in claim
     assert preprint.ABLATION.endswith(preprint.ABLATION_SHARE)
 
 

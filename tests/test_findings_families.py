@@ -39,7 +39,7 @@ def test_a_row_turned_round_swaps_its_sign_interval_counts_and_word():
     assert ahead["mean_pp"] == pytest.approx(-rows[0]["mean_pp"])
     assert ahead["ci_pp"] == pytest.approx((-rows[0]["ci_pp"][1], -rows[0]["ci_pp"][0]))
     assert ahead["past"] == rows[0]["past"][::-1] and tuned.find(rows, "stiefel", "muon") is None
-    assert tuned.beats(ahead, label, 2.0).startswith("The Stiefel rule beats AdamW by 30.3 pp")
+    assert "beats AdamW by 30.3 pp" in tuned.beats(ahead, label, 2.0)
     assert tuned.beats(None, label, 2.0) == "not yet run"
 
 
@@ -62,11 +62,10 @@ def test_what_changed_lists_a_changed_verdict_once_and_leaves_a_tie_that_stays_u
     ]
     lines = tuned.changed(pairs)
     assert len(lines) == 2 and lines[0].startswith("was higher: higher") and "**inconclusive**" in lines[0]
-    assert lines[1].startswith("a tie, now equivalent: tie (interval holding zero)")
+    assert lines[1].startswith("a tie, now equivalent: tie") and "**equivalent**" in lines[1]
     after = SimpleNamespace(name="peers_grokking", set_after_runs=True, after_runs="the margin on 2026-12-02")
-    assert tuned.after_runs_lines((FAMILY, after)) == [
-        "The family of the relatives on grokking (first runs): set after the runs. The margin on 2026-12-02."
-    ]
+    lines = tuned.after_runs_lines((FAMILY, after))
+    assert len(lines) == 1 and "set after the runs" in lines[0] and lines[0].endswith("2026-12-02.")
 
 
 def test_the_peers_read_their_family_and_an_ingredient_outside_it_gets_no_verdict():

@@ -45,7 +45,7 @@ def test_rows_judged_the_other_way_round_are_mirrored():
     }
     headroom = rows[("stiefel", "frozen")]
     assert headroom["verdict"] == "higher" and headroom["mean_pp"] == 6.0 and headroom["ci_pp"] == (4.0, 7.0)
-    assert headroom["past"] == (15, 9) and headroom["meaning"] == "training the frames at all (headroom)"
+    assert headroom["past"] == (15, 9) and "headroom" in headroom["meaning"]
     assert rows[("no_decay_qk", "baseline")]["verdict"] == "equivalent"
     assert regimes.tuned_control_rows([]) == []
 
@@ -68,10 +68,10 @@ def test_the_tuned_readings_decide_the_claim_and_lead_the_takeaways():
         }
     }
     verdict = summary.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
-    assert verdict.word == "reproduced" and "The controls at tuned rates leave" in verdict.sentence
+    assert verdict.word == "reproduced" and "tuned rates" in verdict.sentence
     assert summary.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided
     lines = summary.regimes_takeaways(controls, dmap, TASK, None, RULES, FAMILY)
     tuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at tuned rates"))
     untuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at the endpoint"))
-    assert tuned < untuned and "Supported: the learned geometry" in lines[tuned]
+    assert tuned < untuned and "Supported:" in lines[tuned]
     assert "at the task's one rate" in lines[untuned]

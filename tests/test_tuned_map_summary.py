@@ -36,7 +36,7 @@ def test_the_takeaways_state_the_tuned_map_first_and_the_untuned_beside_it():
     untuned, tuned = _map({0.0: 0.1, 1.0: 0.1}), _map({0.0: 0.1, 1.0: 0.0})
     lines = summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, RULES, [], tuned_map=tuned)
     assert lines[0].startswith("**The map at tuned rates**") and "equivalent at 1 (λ = 1)" in lines[0]
-    assert lines[1].startswith("**The map at the task's one rate**") and "higher at 2 (λ = 0, 1)" in lines[1]
+    assert "one rate" in lines[1] and "higher at 2 (λ = 0, 1)" in lines[1]
     assert summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, RULES, [])[0].startswith("**The map**:")
 
 
@@ -46,7 +46,7 @@ def test_the_map_tuned_at_each_decay_is_stated_beside_the_others_once_complete()
     per_decay = _map({0.0: -0.1, 1.0: 0.0})  # two arms suffice: only Stiefel − AdamW is read
     per_decay["runs"] = {k: v for k, v in per_decay["runs"].items() if k.startswith(("baseline@", "stiefel@"))}
     lines = summary.regimes_takeaways({"runs": {}}, untuned, TASK, None, rules, [], tuned, per_decay)
-    assert lines[1].startswith("**The map tuned at each decay**") and "lower at 1 (λ = 0)" in lines[1]
+    assert "each decay" in lines[1] and "lower at 1 (λ = 0)" in lines[1]
     partial = {**per_decay, "runs": dict(list(per_decay["runs"].items())[1:])}
     assert not any(
         "each decay" in line

@@ -47,14 +47,6 @@ def _cifar10() -> list[str]:
     return cifar10_family.takeaways(rows["protocol"], rows["long"], rows["size"], rows["movement"])
 
 
-def _ablation() -> list[str]:
-    from . import declared
-    from .findings import ablation
-
-    rows = declared.ablation()
-    return ablation.takeaways(rows["cifar10"], rows["grokking"], rows["tuned"], rows["margins"])
-
-
 def regimes_rules() -> dict:
     """The declared rules of the families the regimes chapter and the intro state
     (``book/protocol.yml``), as :class:`findings.decay_map.Rule` by family name."""
@@ -103,7 +95,6 @@ def _peers() -> list[str]:
 
 TAKEAWAYS = {
     "cifar10_patches": _cifar10,
-    "ablation": _ablation,
     "regimes": _regimes,
     "peers": _peers,
 }

@@ -29,7 +29,6 @@ __all__ = [
     "ablation_rows",
     "full_rule_accuracy",
     "shares",
-    "share_line",
     "family_rows",
     "family_shares",
     "share_text",
@@ -38,8 +37,6 @@ __all__ = [
     "verdict_table",
     "tuned_rows",
     "cap_idle",
-    "what_changed",
-    "takeaways",
     "claim",
 ]
 
@@ -114,19 +111,6 @@ def shares(rows: list[dict]) -> dict[str, float] | None:
     return {
         r["removes"]: r["full_minus_arm"].mean_difference / gain.mean_difference for r in rows if r["arm"] in VARIANTS
     }
-
-
-def share_line(rows: list[dict]) -> str:
-    """:func:`shares` in words, or why they are not defined. Chapter: ablation."""
-    share = shares(rows)
-    if share is None:
-        return (
-            "share of the gain over AdamW: not defined, the full rule does not beat AdamW here "
-            "(its interval is not above zero), so there is no gain to apportion"
-        )
-    return "share of the gain over AdamW carried by each component: " + ", ".join(
-        f"{k} {v:.0%}" for k, v in share.items()
-    )
 
 
 def family_rows(results: dict, metric: str, family) -> list[dict]:
@@ -279,43 +263,6 @@ def tuned_rows(
                     "untested": CAP_IDLE if cap_idle and arm == "no_trust_region" else None,
                 }
             )
-    return out
-
-
-def what_changed(cifar: list[dict], grokking: list[dict], at_tuned: list[dict]) -> list[str]:
-    """The ablation's verdicts that changed: on CIFAR-10 and on grokking at the task's lr, the same
-    runs read by the retired rule and by the family's; on grokking, each tuned variant at its tuned
-    lr against the retired reading at the task's lr. Chapter: ablation."""
-    pairs = [(f"CIFAR-10, the full rule − {label(r['variant'])}", r, r) for r in cifar if not r["identical"]]
-    tuned_now = {r["variant"]: r for r in at_tuned}
-    for r in grokking:
-        if r["identical"]:
-            continue
-        now, where = (tuned_now[r["variant"]], "at tuned lrs") if r["variant"] in tuned_now else (r, "same runs")
-        pairs.append((f"grokking, the full rule − {label(r['variant'])} ({where})", r, now))
-    return tuned.changed(pairs, digits=2)
-
-
-def takeaways(cifar: list[dict], grokking: list[dict], at_tuned: list[dict], margins: dict[str, float]) -> list[str]:
-    """The chapter's key takeaways from its families' rows: each task's verdicts in words, the
-    tuned grokking comparisons and the shares. ``margins``: task -> margin (pp). Chapter: ablation."""
-    out = []
-    for task, rows, margin in (
-        ("CIFAR-10, 12 paired starts", cifar, margins["cifar10"]),
-        ("Grokking at the task's lr, 20 seeds", grokking, margins["grokking"]),
-        ("Grokking, each arm at its tuned W_Q, W_K lr", at_tuned, margins["grokking"]),
-    ):
-        if rows:
-            out.append(f"**{task}**: " + ". ".join(v for _, _, v in verdicts(rows, margin, 1)) + ".")
-        else:
-            out.append(f"**{task}**: not yet run.")
-    missing = [label(v) for v in TUNED_VARIANTS if v != "baseline" and v not in {r["variant"] for r in at_tuned}]
-    if at_tuned and missing:
-        out.append(
-            f"At tuned lrs, {' and '.join(missing)}: not yet run; their grokking rows above are at the task's lr."
-        )
-    if cifar:
-        out.append(f"**Shares on CIFAR-10**: {share_text(cifar)}.")
     return out
 
 

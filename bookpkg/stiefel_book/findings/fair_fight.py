@@ -20,15 +20,12 @@ __all__ = [
     "finals",
     "family_rows",
     "answers",
-    "verdict_counts",
     "sentence",
     "result_text",
     "lr_text",
     "picks_text",
-    "takeaways",
     "what_we_found",
     "before_rows",
-    "peers_sentence",
 ]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
@@ -127,14 +124,6 @@ def variant_rows(fair: dict | None, variants: dict | None, margin: float, alpha:
     return family_rows(finals(fair, variants), *VARIANT_FAMILY, margin, alpha)
 
 
-def verdict_counts(rows: list[dict]) -> dict[str, int]:
-    """How many comparisons read each of the four words."""
-    out = {w: 0 for w in ("higher", "lower", "equivalent", "inconclusive")}
-    for row in rows:
-        out[row["verdict"]] += 1
-    return out
-
-
 def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
     return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
 
@@ -181,53 +170,11 @@ def sentence(row: dict | None, a: str, b: str) -> str:
     return f"{a} against {b}: {result_text(row)}"
 
 
-def takeaways(sweep: dict | None, rows: list[dict], lrs: dict[str, float], judged: int, label) -> list[str]:
-    """The chapter's key takeaways, from the files (``label``: arm -> words). ``judged``: the
-    declared number of judged seeds, so an interim reading says so."""
-    if not sweep:
-        return ["The learning-rate sweep has not run yet: nothing here is tuned."]
-    out = []
-    tuned = ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in lrs.items())
-    out.append(
-        f"Each arm's W_Q, W_K learning rate was chosen on selection seeds by a rule fixed before the sweep: "
-        f"{tuned or 'no arm has a final choice yet'} (every arm used the task's lr, "
-        f"{lr_text(sweep['config']['task']['lr'])}, before)."
-    )
-    a = answers(rows)
-    n = max((r["n"] for r in rows), default=0)
-    interim = f" Interim: {n} of the {judged} judged seeds have run." if 0 < n < judged else ""
-    out.append(sentence(a["tuned_baseline"], label("stiefel", capital=True), label("baseline")) + "." + interim)
-    if a["tuned_baseline"] is None:
-        return out
-    out.append(sentence(a["frozen"], label("frozen", capital=True), label("stiefel")) + ".")
-    for arm in ("qk_norm", "sphere"):
-        out.append(sentence(a[arm], label(arm, capital=True), label("stiefel")) + ".")
-    told = peers_sentence(rows, label)
-    if told:
-        out.append(told + ".")
-    return out
-
-
 def before_rows(before: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
     """The same questions read on the runs made before the sweep (every arm at the task's shared
     W_Q, W_K lr: ``grokking_ablation``), by the same rule: the Stiefel rule and frozen frames
     against AdamW and against the Stiefel rule."""
     return family_rows(finals(before), ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
-
-
-def peers_sentence(rows: list[dict], label) -> str | None:
-    """One sentence on the relatives against AdamW and the Stiefel rule (``None`` before their runs)."""
-    mine = [r for r in rows if r["arm"] in PEERS]
-    if not mine:
-        return None
-    parts = []
-    for ref in ("baseline", "stiefel"):
-        against = [r for r in mine if r["reference"] == ref]
-        words = verdict_counts(against)
-        told = ", ".join(f"{n} {w}" for w, n in words.items() if n)
-        low, high = min(r["mean_pp"] for r in against), max(r["mean_pp"] for r in against)
-        parts.append(f"against {label(ref)}: {told} (mean differences {low:+.1f} to {high:+.1f} pp)")
-    return f"The {len({r['arm'] for r in mine})} relatives, each at its tuned lr, " + "; ".join(parts)
 
 
 def what_we_found(
