@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..labels import label
 from . import decay_map
 from .claim_verdict import Axis
 from .detectable import Power, not_shown, row_power, time_power
@@ -130,8 +129,3 @@ def overall(baseline: Axis | None, tuned: Axis | None) -> str:
     if any(w in ("lower", "equivalent") for w in words):
         return "not reproduced"
     return "not shown"
-
-
-def arm_pair(a: str, b: str) -> str:
-    """ "the Stiefel rule − AdamW" in words."""
-    return f"{label(a)} − {label(b)}"

@@ -4,24 +4,14 @@ the runs instead of being typed. Pure functions of the results dicts; no experim
 
 from __future__ import annotations
 
-from ..results_reading import split_key
+from ..results_reading import finished_starts
 from .cifar10_decays import decay_cells, largest_gap_decay
 from .cifar10_tuned import RELATIVES
 from .fair_fight import picks_text
 from .p97_tuned import SWEPT as P97_SWEPT
 from .p97_tuned import sweep_rows as p97_sweep_rows
 
-__all__ = ["complete_starts", "progress_lines"]
-
-
-def complete_starts(results: dict | None, arms: tuple[str, ...]) -> list[int]:
-    """The starts (seeds) at which every arm of ``arms`` has a finished run in ``results``."""
-    done: dict[str, set[int]] = {}
-    for key in (results or {}).get("runs", {}):
-        arm, seed = split_key(key)
-        done.setdefault(arm, set()).add(seed)
-    starts = set.intersection(*(done.get(arm, set()) for arm in arms)) if arms else set()
-    return sorted(starts)
+__all__ = ["progress_lines"]
 
 
 def _runs_text(results: dict | None) -> str:
@@ -50,7 +40,7 @@ def _decay_text(cells: list[dict], results: dict | None, judged_starts: int) -> 
         return "chosen once every cell of the sweep has settled"
     if decay == 1:
         return "λ = 1, whose judged starts are the ones above"
-    starts = len(complete_starts(results, ("baseline", "stiefel")))
+    starts = len(finished_starts(results, ("baseline", "stiefel")))
     return f"λ = {decay:g}, AdamW and the Stiefel rule: {starts} of {judged_starts} judged starts"
 
 
@@ -78,13 +68,13 @@ def progress_lines(
         ),
         ("the relatives at their rates", cifar10_fair_peers, RELATIVES),
     ):
-        starts = len(complete_starts(results, arms))
+        starts = len(finished_starts(results, arms))
         done = " (complete)" if starts >= judged_starts else ""
         lines.append(f"CIFAR-10 at λ = 1, {what}: {starts} of {judged_starts} judged starts{done}")
     decay = _decay_text(cells, cifar10_fair_decay, judged_starts)
     lines.append(f"CIFAR-10 at the decay of largest gap at tuned rates: {decay}")
     lines.append(f"p = 97, the sweep: {_p97_sweep_text(p97_sweep)}")
-    seeds = len(complete_starts(p97_fair, (*P97_SWEPT, "frozen")))
+    seeds = len(finished_starts(p97_fair, (*P97_SWEPT, "frozen")))
     judged = f"{_runs_text(p97_fair)}, {seeds} of {judged_p97} seeds with every arm" if p97_fair else "not yet run"
     lines.append(f"p = 97, the judged runs ({judged_p97} seeds an arm): {judged}")
     return lines
