@@ -23,3 +23,23 @@ def test_a_panel_a_task_a_line_an_arm_at_the_seeds_mean_and_no_point_where_all_d
     adam = lines["AdamW"]
     assert list(adam.get_xdata()) == [1e-3, 1e-2] and list(adam.get_ydata()) == [2.5, 2.0]
     assert [round(float(y), 9) for y in lines["the Stiefel rule"].get_ydata()] == [2.5, 2.0, 2.3]
+
+
+def test_the_top_rung_reads_the_best_rate_the_highest_rate_and_its_largest_logit():
+    from stiefel_book.findings.lr_sensitivity import top_rung
+
+    def run(loss, logit):
+        return {"final": {"val_bpc": loss}, "initial_loss": 6.0, "history": [{"max_logit/0": logit}]}
+
+    runs = {
+        f"baseline@lr={lr}/{s}": run(loss + s / 10, logit * (s + 1))
+        for lr, loss, logit in [(0.001, 3.0, 10.0), (0.01, 2.5, 100.0), (0.1, float("nan"), 1e5)]
+        for s in (0, 1)
+    }
+    results = {
+        "config": {"arms": ["baseline"], "rungs": [0.001, 0.01, 0.1], "seeds": [0, 1], "metric": "val_bpc"},
+        "runs": runs,
+    }
+    read = top_rung(results, "baseline")
+    assert read["best_lr"] == 0.01 and abs(read["best"] - 2.55) < 1e-12
+    assert read["top"] == 0.1 and read["at_top"] == 6.0 and read["peak"] == 2e5  # a diverged run scores a uniform guess

@@ -24,7 +24,16 @@ import numpy as np
 from ..results_reading import parse_grid_arm, split_key
 from ..stats import paired_comparison
 
-__all__ = ["Sensitivity", "scores", "rung_means", "sensitivity", "model_lr_check", "logit_peak", "logit_peaks"]
+__all__ = [
+    "Sensitivity",
+    "scores",
+    "rung_means",
+    "sensitivity",
+    "model_lr_check",
+    "logit_peak",
+    "logit_peaks",
+    "top_rung",
+]
 
 KEY = "lr"
 CONFIDENCE = 0.95
@@ -138,3 +147,22 @@ def logit_peak(run: dict) -> float:
 def logit_peaks(results: dict, arm: str) -> dict[float, dict[int, float]]:
     """``{model lr: {seed: the run's logit peak}}`` of ``arm``."""
     return _by_rung(results, arm, logit_peak)
+
+
+def top_rung(results: dict, arm: str) -> dict:
+    """What the ladder's highest rate does to ``arm`` against its best rate: ``{"best_lr", "best"
+    (its mean score there), "top" (the highest rung), "at_top" (the mean score there), "peak"
+    (the largest attention logit of any seed there)}``, over the rungs every seed has run."""
+    means = rung_means(results, arm)
+    best_lr = min(means, key=means.get)
+    top = max(float(r) for r in results["config"]["rungs"])
+    if top not in means:
+        raise ValueError(f"{arm!r} has not run the highest rung {top} on every seed yet")
+    peaks = [v for v in logit_peaks(results, arm)[top].values() if math.isfinite(v)]
+    return {
+        "best_lr": best_lr,
+        "best": means[best_lr],
+        "top": top,
+        "at_top": means[top],
+        "peak": max(peaks) if peaks else math.nan,
+    }
