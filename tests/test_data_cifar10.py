@@ -133,10 +133,19 @@ def test_official_copy_is_read_exactly(form, tmp_path, monkeypatch):
         assert data.provenance()["source_hash"] == data.source_hash
 
 
+# the published MD5s (https://www.cs.toronto.edu/~kriz/cifar.html and the archive's batches)
+PUBLISHED_MD5 = {
+    "archive": "c58f30108f718f92721af3b95e74349a",
+    "data_batch_1": "c99cafc152244af753f735de768cd75f",
+    "test_batch": "40351d587109b95175f43aff81a1287e",
+}
+OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+
+
 def test_default_checksums_are_the_published_ones():
-    assert cifar10.OFFICIAL_ARCHIVE_MD5 == "c58f30108f718f92721af3b95e74349a"
-    assert cifar10.OFFICIAL_MD5["data_batch_1"] == "c99cafc152244af753f735de768cd75f"
-    assert cifar10.OFFICIAL_MD5["test_batch"] == "40351d587109b95175f43aff81a1287e"
+    assert cifar10.OFFICIAL_ARCHIVE_MD5 == PUBLISHED_MD5["archive"]
+    assert cifar10.OFFICIAL_MD5["data_batch_1"] == PUBLISHED_MD5["data_batch_1"]
+    assert cifar10.OFFICIAL_MD5["test_batch"] == PUBLISHED_MD5["test_batch"]
     assert len(cifar10.OFFICIAL_MD5) == 6
 
 
@@ -367,7 +376,7 @@ def test_download_fetches_verifies_and_reuses(tmp_path, monkeypatch):
     monkeypatch.setattr(cifar10, "OFFICIAL_ARCHIVE_MD5", hashlib.md5(archive.read_bytes()).hexdigest())
     cache = tmp_path / "cache"
     data = load_cifar10(download=True, cache_dir=cache, progress=False)
-    assert fetched == ["https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"]
+    assert fetched == [OFFICIAL_URL]
     assert data.source_kind == "official"
     assert data.source == str((cache / "cifar-10-python.tar.gz").resolve())
     np.testing.assert_array_equal(data.train_images, TRAIN[0])
