@@ -41,8 +41,7 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     assert [s["status"] for s in summary["steps"]] == ["passed"] * 5
     assert summary["tests"]["passed"] > 0 and not summary["tests"]["failed"]
     assert summary["returned_files_problems"] == []
-    files = {f["path"] for f in summary["files"]}
-    assert {
+    returned = [
         "device-check.log",
         "summary.json",
         "runs/grokking_p97_qk_lr-ci.json.gz",
@@ -50,14 +49,17 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
         "benchmarks/results/step_time-tiny-cpu.json",
         "benchmarks/results/peers_step-tiny-cpu.json",
         "benchmarks/results/grokking_epoch-ci-cpu.json",
-    } == files
+    ]
+    assert {f["path"] for f in summary["files"]} == set(returned)
     # the sweep grown by its own rule until every choice is final, then the judged runs at those choices
     sweep = results_files.read(out / "runs" / "grokking_p97_qk_lr-ci.json.gz")
-    assert p97_fair.pending_arms(sweep, device_plan.config(device_plan.SWEEP, "ci", dry=True)) == []
-    chosen = {arm: p97_fair.chosen(sweep, arm) for arm in p97_fair.ARMS}
+    swept = device_plan.config(device_plan.SWEEP, "ci", dry=True)  # the dry run's arms: two of the four
+    assert set(swept.arms) < set(p97_fair.ARMS) and len(swept.arms) == 2
+    assert p97_fair.pending_arms(sweep, swept) == []
+    chosen = {arm: p97_fair.chosen(sweep, arm) for arm in swept.arms}
     assert all(c is not None and c["interior"] for c in chosen.values())
     fair = results_files.read(out / "runs" / "grokking_p97_fair-ci.json.gz")
-    assert sorted(fair["runs"]) == sorted(f"{arm}/0" for arm in (*p97_fair.ARMS, "frozen"))
+    assert sorted(fair["runs"]) == sorted(f"{arm}/0" for arm in (*swept.arms, "frozen"))
     assert dict(map(tuple, fair["config"]["qk_lrs"])) == {arm: c["lr"] for arm, c in chosen.items()}
     for results in (sweep, fair):
         assert all(run["final"]["epoch"] == device_plan.DRY_TASK["epochs"] for run in results["runs"].values())
@@ -165,7 +167,7 @@ def test_the_plan_sweeps_by_the_rule_then_judges_at_the_settled_choices_from_the
     assert {run.experiment for run in queue} == {device_plan.FAIR} and len(queue) == 5 * 6
     assert queue[:5] == [Run(device_plan.FAIR, arm, 0) for arm in (*p97_fair.ARMS, "frozen")]  # seed by seed
     assert plan.epochs_of(queue[0]) == 20_000
-    assert any("baseline 0.001, no_decay_qk 0.0003" in line for line in said)
+    assert any("baseline 0.001" in line and "no_decay_qk 0.0003" in line for line in said)  # the choices stated
 
     per_run = plan.bytes_per_run(device_plan.FAIR)  # the prior: 1,001 records of ~400 bytes
     monkeypatch.setattr(device_plan, "MAX_FILE_BYTES", per_run * 3 + 1)
@@ -216,7 +218,8 @@ def test_files_a_lent_machine_would_not_return_are_named(tmp_path):
     for i in range(8):
         (tmp_path / f"f{i}.log").write_text("x")
     _, problems = device_check.returned_files(tmp_path)
-    assert problems == ["9 files (at most 8)", "a/b/c/deep.json: 3 folders down (at most 2)"]
+    assert len(problems) == 2 and problems[0].startswith("9 files (at most 8)")
+    assert problems[1].startswith("a/b/c/deep.json: 3 folders")
 
 
 def test_stopped_runs_checkpoints_return_as_many_as_fit_one_file(tmp_path, monkeypatch):
@@ -231,8 +234,6 @@ def test_stopped_runs_checkpoints_return_as_many_as_fit_one_file(tmp_path, monke
         (tmp_path / f"{run.experiment}-full" / f"{run.arm}-{run.seed}.pt").write_bytes(b"x" * 100)
     said = []
     bundle = device_job.bundle_checkpoints(tmp_path, "full", stopped, tmp_path / "checkpoints.tar", said.append)
-    assert tarfile.open(bundle).getnames() == [
-        "grokking_p97_qk_lr-full/stiefel@qklr=0.001-100.pt",
-        "grokking_p97_fair-full/frozen-3.pt",
-    ]
-    assert "1 stopped runs' checkpoints do not fit" in said[0]
+    kept = [f"{run.experiment}-full/{run.arm}-{run.seed}.pt" for run in stopped[:2]]  # the third does not fit
+    assert tarfile.open(bundle).getnames() == kept
+    assert said[0].startswith("1 stopped") and "do not fit" in said[0]

@@ -31,8 +31,11 @@ COMMITTED = ROOT / "book" / "results"  # the only folder of committed results th
 SWEEP, FAIR = "grokking_p97_qk_lr", "grokking_p97_fair"
 EXPERIMENTS = (SWEEP, FAIR)  # in the order they run
 MAX_FILE_BYTES = 15 * 2**20  # a lent machine returns files under 16 MiB
-# the dry run's task, on the ci profiles (p = 31): seconds a run
+# the dry run's task, on the ci profiles (p = 31): seconds a run, most of it the worker's start
 DRY_TASK = {"epochs": 40, "log_every": 10, "checkpoint_every": 20}
+# the dry run's swept arms (frozen frames are judged beside them): two of the four rehearse the
+# same plan (a grid grown per arm, then the judged runs at each arm's choice) in half the runs
+DRY_ARMS = ("baseline", "stiefel")
 # a run's bytes in a results file before any is written: its records (epochs / log_every) at the
 # ~370 bytes a compact record takes (grokking_fair-full.json, uncompressed: 22 kB for 60 records a run;
 # gzip makes a returned file smaller, so the prior errs on the safe side)
@@ -69,11 +72,12 @@ def results_read(profile: str = "full") -> list[str]:
 
 
 def config(experiment: str, profile: str, dry: bool):
-    """The experiment's configuration (the dry run: its task cut to :data:`DRY_TASK`), unresolved."""
+    """The experiment's configuration (the dry run: its task cut to :data:`DRY_TASK`, its swept
+    arms to :data:`DRY_ARMS`), unresolved."""
     from stiefel_book.experiments import get_config
 
     base = get_config(experiment, profile)
-    return dataclasses.replace(base, task=dataclasses.replace(base.task, **DRY_TASK)) if dry else base
+    return dataclasses.replace(base, task=dataclasses.replace(base.task, **DRY_TASK), arms=DRY_ARMS) if dry else base
 
 
 def epochs(experiment: str, profile: str, dry: bool) -> int:
@@ -142,6 +146,7 @@ class Plan:
     def fair_runs(self) -> list[Run]:
         """The judged runs not yet run, once the experiment's resolve step accepts the sweep."""
         from stiefel_book.experiments import EXPERIMENTS as REGISTRY
+        from stiefel_book.experiments import p97_fair
 
         experiment = REGISTRY[FAIR]
         try:
@@ -152,7 +157,8 @@ class Plan:
         lrs = ", ".join(f"{arm} {lr:g}" for arm, lr in resolved.qk_lrs)
         self.note(f"{SWEEP} has settled every choice (W_Q, W_K lr: {lrs}): {FAIR} is planned")
         done = set((self._load(FAIR) or {"runs": {}})["runs"])
-        arms = experiment.default_arms(resolved)
+        # a swept arm the configuration leaves out (the dry run's) is not judged; frozen frames are
+        arms = [arm for arm in experiment.default_arms(resolved) if arm in resolved.arms or arm not in p97_fair.ARMS]
         return [Run(FAIR, arm, seed) for seed in resolved.seeds for arm in arms if f"{arm}/{seed}" not in done]
 
     def bytes_per_run(self, experiment: str) -> int:
