@@ -33,7 +33,6 @@ def test_the_count_sees_a_long_literal_in_the_condition_only():
     assert prose_asserts(source) == [1, 3]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 48: the findings' tests still pin more sentences than 40")
 def test_at_most_forty_asserts_pin_a_long_string():
     per_file = {path: len(prose_asserts(path.read_text())) for path in sorted(TESTS.rglob("*.py"))}
     worst = sorted(((n, path.relative_to(TESTS).as_posix()) for path, n in per_file.items() if n), reverse=True)
