@@ -6,8 +6,6 @@ does not count)."""
 import ast
 from pathlib import Path
 
-import pytest
-
 TESTS = Path(__file__).resolve().parent
 LONG = 30  # characters: a literal this long is a phrase, not a key word
 MOST = 40  # asserts that may hold one, in all of tests/
