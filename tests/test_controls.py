@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from stiefel_book.experiments import decay_map, get_config, grokking
+from stiefel_book.experiments.arms import arm
 from stiefel_book.experiments.calibration import calibration_epochs, matched_lr, median_step
 from stiefel_book.experiments.metrics import bilinear_change, principal_angles
-from stiefel_book.experiments.variants import CONTROL_ARMS, frame_options, is_euclidean, trains_frames
+from stiefel_book.experiments.variants import CONTROL_ARMS, frame_options
 from stiefel_book.models import ModularTransformer
 from stiefel_core.combined import configure_optimizer
 from stiefel_core.manifold import random_frame
@@ -57,8 +58,8 @@ def test_matched_lr_solves_for_the_target_step_and_records_every_trial():
 
 def test_arm_predicates():
     assert set(CONTROL_ARMS) == {"frozen", "no_decay_qk", "fixed_step_matched"}
-    assert is_euclidean("no_decay_qk") and not is_euclidean("frozen")
-    assert trains_frames("fixed_step_matched") and not trains_frames("frozen")
+    assert not arm("no_decay_qk").holds_frames and arm("frozen").holds_frames
+    assert arm("fixed_step_matched").trains_qk and not arm("frozen").trains_qk
     assert frame_options("fixed_step_matched", 0.5) == {"trust_radius": 0.5, "step_rule": "fixed"}
 
 
@@ -108,8 +109,8 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
     assert capped["no_trust_region@flr=1"] == 0.0  # no radius, nothing to cap
     with pytest.raises(ValueError, match="grid"):
         trust_region.run(tiny, "stiefel@flr=0.5", 0, CPU, progress=False)
-    with pytest.raises(ValueError, match="frame_lr"):
-        grokking.run(task, "frozen", 0, CPU, progress=False, frame_lr=0.1)  # no W_Q, W_K to train
+    with pytest.raises(ValueError, match="qk_lr"):
+        grokking.run(task, "frozen", 0, CPU, progress=False, qk_lr=0.1)  # no W_Q, W_K to train
 
 
 def test_cifar10_controls_build_what_they_say():

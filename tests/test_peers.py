@@ -51,7 +51,7 @@ def test_each_relative_is_trained_by_what_it_says():
     for arm in FOREIGN_ARMS:
         model = ModularTransformer(9, 7, 16, 2, 32, stiefel=False)
         prepare_projections(model.attn, arm)
-        opt = relative_optimizer(model, arm, lr=1e-3, frame_lr=2e-2, weight_decay=1.0, betas=(0.9, 0.98))
+        opt = relative_optimizer(model, arm, lr=1e-3, qk_lr=2e-2, weight_decay=1.0, betas=(0.9, 0.98))
         adamw, inner = opt.optimizers
         qk = set(projection_names(model))
         assert {id(p) for g in inner.param_groups for p in g["params"]} == {

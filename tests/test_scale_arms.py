@@ -81,7 +81,7 @@ EXPECTED = {"qk_norm": torch.optim.AdamW, "sphere": SphereAdam, "stiefel_temp": 
 def test_each_scale_arm_is_trained_by_what_it_says():
     for arm in SCALE_ARM_NAMES:
         model = grokking.build_model(SMALL, arm, 0, 14)
-        opt = scale_optimizer(model, arm, lr=1e-3, frame_lr=2e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5)
+        opt = scale_optimizer(model, arm, lr=1e-3, qk_lr=2e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5)
         inner = getattr(opt, "optimizers", [opt])
         group_of = {id(p): (type(o), g) for o in inner for g in o.param_groups for p in g["params"]}
         assert len(group_of) == sum(1 for p in model.parameters() if p.requires_grad), arm
@@ -118,9 +118,7 @@ def test_each_scale_arm_runs_a_short_grokking_and_keeps_its_invariant():
 def test_sphere_arm_holds_every_head_at_norm_sqrt_r():
     data = modular_data(SMALL.p, "add", SMALL.train_fraction, 1)
     model = grokking.build_model(SMALL, "sphere", 1, data.vocab_size)
-    opt = scale_optimizer(
-        model, "sphere", lr=3e-3, frame_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5
-    )
+    opt = scale_optimizer(model, "sphere", lr=3e-3, qk_lr=3e-2, weight_decay=1.0, betas=(0.9, 0.98), trust_radius=0.5)
     start = model.attn.W_Q.detach().clone()
     for _ in range(150):
         opt.zero_grad()

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from ..labels import ARMS as LABELS
 
-__all__ = ["Arm", "ARMS", "SETTINGS", "arm", "key", "parse"]
+__all__ = ["Arm", "ARMS", "SETTINGS", "QK_LR_KEY", "arm", "key", "parse", "build_optimizer"]
+
+QK_LR_KEY = "qklr"  # the results files' spelling of qk_lr in a run's key ("stiefel@qklr=0.003"): stored, kept
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,11 @@ class Arm:
     def trains_qk(self) -> bool:
         """Whether W_Q, W_K train (and so have a rate to sweep)."""
         return self.factory is not None
+
+    @property
+    def holds_frames(self) -> bool:
+        """Whether its model holds W_Q, W_K as frames (the others start from plain matrices)."""
+        return self.factory in (None, _FRAMES) or self.name == "stiefel_temp"
 
     def optimizer_factory(self):
         """The factory itself (imported on use)."""
@@ -63,8 +70,8 @@ ARMS: dict[str, Arm] = {
         Arm("manifold_muon", _FRAMES, (("frame_optimizer", "manifold_muon"),)),
     )
 }
-SETTINGS = {"wd": "weight_decay", "qklr": "qk_lr", "flr": "qk_lr", "lr": "lr", "n": "size", "%": "data_percent"}
-_STORED = {"weight_decay": "@wd=", "qk_lr": "@qklr=", "lr": "@lr=", "size": "@n="}  # code -> stored spelling
+SETTINGS = {"wd": "weight_decay", QK_LR_KEY: "qk_lr", "flr": "qk_lr", "lr": "lr", "n": "size", "%": "data_percent"}
+_STORED = {"weight_decay": "@wd=", "qk_lr": f"@{QK_LR_KEY}=", "lr": "@lr=", "size": "@n="}  # code -> stored spelling
 
 
 def arm(name: str) -> Arm:
@@ -96,3 +103,24 @@ def parse(run_arm: str) -> tuple[Arm, dict[str, float]]:
         except ValueError:
             raise ValueError(f"{run_arm!r}: {value!r} is not a number") from None
     return arm(name), settings
+
+
+def build_optimizer(model, name: str, *, lr: float, qk_lr: float | None, weight_decay: float, betas, trust_radius):
+    """Arm ``name``'s optimizer, by its factory and settings, for a model whose W_Q, W_K are parameters
+    named so (the modular and patch models): W_Q, W_K at ``qk_lr`` (None: ``lr``), every other parameter
+    AdamW at ``lr`` with decoupled ``weight_decay``; ``trust_radius`` is the task's (an arm may override it).
+    Frozen frames, and a Euclidean arm at the task's lr, are plain AdamW (W_Q, W_K undecayed where the arm says)."""
+    a, common = arm(name), {"lr": lr, "weight_decay": weight_decay, "betas": betas}
+    options = {k: v for k, v in a.settings if k != "calibrated"}  # the calibrated step's lr is its runner's
+    if a.factory in (_SCALE, _RELATIVE):
+        own = {"trust_radius": trust_radius} if a.factory == _SCALE else {}
+        return a.optimizer_factory()(model, name, qk_lr=lr if qk_lr is None else qk_lr, **common, **own)
+    if a.factory == _EUCLID and qk_lr is not None:
+        return a.optimizer_factory()(model, qk_lr=qk_lr, **common, **options)
+    from stiefel_core.combined import configure_optimizer
+
+    if a.factory == _FRAMES:
+        radius = {} if "frame_optimizer" in options else {"trust_radius": trust_radius}
+        return configure_optimizer(model, **common, frame_lr=qk_lr, **{**radius, **options})
+    names = [n for n, p in model.named_parameters() if p.requires_grad and n.rpartition(".")[2] in ("W_Q", "W_K")]
+    return configure_optimizer(model, **common, no_decay=[] if options.get("decay_qk", True) else names)

@@ -37,7 +37,7 @@ def median_step(history: list[dict], banks: tuple[str, ...] = ("W_Q", "W_K")) ->
 def matched_lr(measure: Callable[[str, float], float], lr: float, *, rounds: int = 5, tolerance: float = 0.02) -> dict:
     """The fixed-step frame lr whose median step matches the scale-free rule's at ``lr``.
 
-    ``measure(arm, frame_lr)`` returns the median per-step ``‖ΔW‖_F`` of a short run of
+    ``measure(arm, qk_lr)`` returns the median per-step ``‖ΔW‖_F`` of a short run of
     ``arm`` (``"stiefel"`` or ``"fixed_step"``). Returns the target, every trial, the chosen lr
     (the trial closest to the target) and its ratio to the target, for the results file.
     Chapter: regimes.

@@ -31,13 +31,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from stiefel_core.combined import configure_optimizer
 from stiefel_core.manifold import orthonormality_error
 
 from .. import preprint
 from ..compiling import compile_model
 from ..models import PatchTransformer
 from ..train import fit
+from .arms import arm as arm_of
+from .arms import build_optimizer as build_optimizer_of
 from .calibration import calibration_epochs, matched_lr, median_step
 from .cifar10_config import (  # re-exported: the experiments and chapters read them as cifar10.X
     ARMS,
@@ -54,16 +55,8 @@ from .cifar10_config import (  # re-exported: the experiments and chapters read 
 from .cifar10_data import prepared_data  # re-exported: the chapter reads cifar10.prepared_data
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .registry import Experiment
-from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
-from .variants import (
-    ABLATION_ARMS,
-    CONTROL_ARMS,
-    VARIANTS,  # noqa: F401 (re-exported as cifar10.VARIANTS, as before)
-    euclidean_optimizer,
-    frame_options,
-    is_euclidean,
-    trains_frames,
-)
+from .relatives import FOREIGN_ARMS, prepare_projections
+from .variants import ABLATION_ARMS, CONTROL_ARMS
 
 __all__ = [
     "ENTRIES",
@@ -72,7 +65,7 @@ __all__ = [
     "build_optimizer",
     "train",
     "train_arm",
-    "matched_frame_lr",
+    "matched_qk_lr",
     "run",
     "run_sweep",
     "RUNNABLE_ARMS",
@@ -101,7 +94,7 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
         n_heads=config.n_heads,
         depth=config.depth,
         mlp_ratio=config.mlp_ratio,
-        stiefel=not (is_euclidean(arm) or arm in FOREIGN_ARMS),
+        stiefel=arm_of(arm).holds_frames,
     )
     if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K (chapter "Among its relatives"): the same values
         for block in model.blocks:
@@ -114,25 +107,19 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
 
 
 def build_optimizer(
-    model: PatchTransformer, config: CIFAR10Config, arm: str, frame_lr: float | None = None
+    model: PatchTransformer, config: CIFAR10Config, arm: str, qk_lr: float | None = None
 ) -> torch.optim.Optimizer:
-    """AdamW for every non-frame parameter; the frames' rule depends on the arm. ``no_decay_qk``
-    trains W_Q, W_K with AdamW without decay; ``frame_lr`` is W_Q, W_K's lr (default ``lr``), frames or not.
-    Chapter: cifar10_patches."""
-    common = dict(lr=config.lr, weight_decay=config.weight_decay, betas=config.betas)
-    if arm in FOREIGN_ARMS:
-        opt = relative_optimizer(model, arm, frame_lr=config.lr if frame_lr is None else frame_lr, **common)
-    elif is_euclidean(arm) and frame_lr is not None:  # baseline, no_decay_qk with W_Q, W_K at their own lr
-        opt = euclidean_optimizer(model, qk_lr=frame_lr, decay_qk=arm != "no_decay_qk", **common)
-    elif not trains_frames(arm):  # baseline, frozen, no_decay_qk: plain AdamW
-        no_decay = (
-            [f"blocks.{i}.attn.{w}" for i in range(config.depth) for w in ("W_Q", "W_K")]
-            if arm == "no_decay_qk"
-            else ()
-        )
-        opt = configure_optimizer(model, **common, no_decay=no_decay)
-    else:
-        opt = configure_optimizer(model, **common, frame_lr=frame_lr, **frame_options(arm, config.trust_radius))
+    """``arm``'s optimizer (:func:`.arms.build_optimizer`): W_Q, W_K at ``qk_lr`` (default ``lr``),
+    AdamW for every other parameter. Chapter: cifar10_patches."""
+    opt = build_optimizer_of(
+        model,
+        arm,
+        lr=config.lr,
+        qk_lr=qk_lr,
+        weight_decay=config.weight_decay,
+        betas=config.betas,
+        trust_radius=config.trust_radius,
+    )
     for group in opt.param_groups:
         group.setdefault("initial_lr", group["lr"])
     return opt
@@ -175,7 +162,7 @@ def train(
     checkpoint_every: int | None = None,
     description: str | None = None,
     horizon: int | None = None,
-    frame_lr: float | None = None,
+    qk_lr: float | None = None,
     compile: bool | None = None,
 ) -> dict:
     """Train ``arm`` from start ``seed`` on the first ``train_size`` images of the pool (default
@@ -187,7 +174,7 @@ def train(
     (degrees) between each head's subspace now and at the start, the largest orthonormality
     error ``‖WᵀW - I‖_F``, and the test loss and accuracy. ``horizon`` (default ``epochs``) is
     the length in epochs that the lr schedule spans: a shorter run is then the first epochs of
-    a longer one (the calibration of ``fixed_step_matched``). ``frame_lr`` goes to the frames.
+    a longer one (the calibration of ``fixed_step_matched``). ``qk_lr`` goes to the frames.
     ``compile`` (default: :func:`stiefel_book.compiling.compile_wanted`) runs the training forward
     under ``torch.compile``; the result says whether it did (``compiled``).
     """
@@ -206,7 +193,7 @@ def train(
     model = build_model(config, arm, seed).to(device)
     init_fingerprint = _fingerprint(model)
     forward, compiled = compile_model(model, device, compile)
-    opt = build_optimizer(model, config, arm, frame_lr)
+    opt = build_optimizer(model, config, arm, qk_lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: warmup_cosine(step, warmup, total_steps))  # per step
     initial = {k: W.detach().clone() for k, W in _projections(model).items()}
     moved = Displacement(_projections(model))
@@ -323,23 +310,23 @@ def train_arm(
     """:func:`train`, with ``fixed_step_matched``'s frame lr calibrated first and recorded."""
     if arm != "fixed_step_matched":
         return train(config, arm, seed, device, checkpoint, progress, **options)
-    calibration = matched_frame_lr(config, seed, device)
+    calibration = matched_qk_lr(config, seed, device)
     return {
-        **train(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], **options),
+        **train(config, arm, seed, device, checkpoint, progress, qk_lr=calibration["lr"], **options),
         "calibration": calibration,
     }
 
 
-def matched_frame_lr(config: CIFAR10Config, seed: int, device) -> dict:
+def matched_qk_lr(config: CIFAR10Config, seed: int, device) -> dict:
     """:func:`calibration.matched_lr` on this task: short runs from ``seed`` over the first 5 % of
     training, rounded up to whole epochs (one record per epoch: its mean per-step displacement),
     on the full run's lr schedule."""
     epochs = calibration_epochs(config.epochs)
     banks = tuple(f"blocks.{i}.{w}" for i in range(config.depth) for w in ("W_Q", "W_K"))
 
-    def measure(arm: str, frame_lr: float) -> float:
+    def measure(arm: str, qk_lr: float) -> float:
         out = train(
-            config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, frame_lr=frame_lr
+            config, arm, seed, device, None, False, epochs=epochs, horizon=config.epochs, log_every=1, qk_lr=qk_lr
         )
         return median_step(out["history"], banks)
 

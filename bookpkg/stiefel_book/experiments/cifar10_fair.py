@@ -59,7 +59,7 @@ def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "
         device,
         checkpoint,
         progress,
-        frame_lr=None if frozen else qk_lr,
+        qk_lr=None if frozen else qk_lr,
         description=f"cifar10 {what} {arm} start {seed}",
     )
     return outcome if frozen else without_parametrized_steps(arm, outcome)

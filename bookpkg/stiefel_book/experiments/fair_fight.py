@@ -101,7 +101,7 @@ def train(task, arm: str, seed: int, device, checkpoint, progress, qk_lr: float,
     """One grokking run of ``arm`` with W_Q, W_K at ``qk_lr`` (0: frozen frames), its history compacted."""
     if qk_lr == 0.0:
         return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress, stop_at=stop_at))
-    return compact(grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=qk_lr, stop_at=stop_at))
+    return compact(grokking.run(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr, stop_at=stop_at))
 
 
 def study(config: SweepConfig) -> Study:

@@ -11,7 +11,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from stiefel_core.combined import configure_optimizer
 from stiefel_core.manifold import orthonormality_error
 
 from ..compiling import compile_model
@@ -19,12 +18,14 @@ from ..data import modular_data
 from ..models import ModularTransformer
 from ..threads import threads
 from ..train import fit
+from .arms import arm as arm_of
+from .arms import build_optimizer
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
 from .registry import Experiment
-from .relatives import FOREIGN_ARMS, prepare_projections, relative_optimizer
-from .scale_arms import SCALE_ARM_NAMES, holds_frames, modular_inputs, prepare_attention, scale_optimizer
-from .variants import ABLATION_ARMS, CONTROL_ARMS, euclidean_optimizer, frame_options, is_euclidean, trains_frames
+from .relatives import FOREIGN_ARMS, prepare_projections
+from .scale_arms import SCALE_ARM_NAMES, modular_inputs, prepare_attention
+from .variants import ABLATION_ARMS, CONTROL_ARMS
 
 ARMS = ("baseline", "stiefel")
 RUNNABLE_ARMS = (*ABLATION_ARMS, *CONTROL_ARMS, *FOREIGN_ARMS, *SCALE_ARM_NAMES)
@@ -76,49 +77,51 @@ def run(
     checkpoint: Path | None = None,
     progress: bool = True,
     *,
-    frame_lr: float | None = None,
+    qk_lr: float | None = None,
     stop_at: float | None = None,
 ) -> dict:
-    """Train one arm from one seed; return its history and final metrics. ``frame_lr`` (default
+    """Train one arm from one seed; return its history and final metrics. ``qk_lr`` (default
     ``config.lr``) is W_Q, W_K's lr: the frames', a relative's, a scale arm's (:mod:`.scale_arms`), or AdamW's
     on plain W_Q, W_K. ``stop_at``: end the run at its first logged validation accuracy at or past
     it (for a score fixed there: the epochs to a threshold). The arm ``fixed_step_matched``
-    calibrates its own (:func:`matched_frame_lr`) and records the calibration beside its results."""
+    calibrates its own (:func:`matched_qk_lr`) and records the calibration beside its results."""
     if arm not in RUNNABLE_ARMS:
         raise ValueError(
             f"unknown arm {arm!r}; grokking has {ARMS}, its ablation {ABLATION_ARMS}, "
             f"its controls {CONTROL_ARMS}, its relatives {FOREIGN_ARMS}, "
             f"its arms of scale against orthonormality {SCALE_ARM_NAMES}"
         )
-    trains_qk = trains_frames(arm) or is_euclidean(arm) or arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES
-    if frame_lr is not None and (arm == "fixed_step_matched" or not trains_qk):
-        raise ValueError(f"frame_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
+    if qk_lr is not None and (arm == "fixed_step_matched" or not arm_of(arm).trains_qk):
+        raise ValueError(f"qk_lr is for arms that train W_Q, W_K at a chosen lr; {arm!r} does not")
     if stop_at is not None and not 0 < stop_at <= 1:
         raise ValueError(f"stop_at is a validation accuracy in (0, 1], got {stop_at}")
     with threads(config.cpu_threads if device.type == "cpu" else None):
         if arm != "fixed_step_matched":
-            return _run(config, arm, seed, device, checkpoint, progress, frame_lr=frame_lr, stop_at=stop_at)
-        calibration = matched_frame_lr(config, seed, device)
-        outcome = _run(config, arm, seed, device, checkpoint, progress, frame_lr=calibration["lr"], stop_at=stop_at)
+            return _run(config, arm, seed, device, checkpoint, progress, qk_lr=qk_lr, stop_at=stop_at)
+        calibration = matched_qk_lr(config, seed, device)
+        outcome = _run(config, arm, seed, device, checkpoint, progress, qk_lr=calibration["lr"], stop_at=stop_at)
         return {**outcome, "calibration": calibration}
 
 
-def matched_frame_lr(config: GrokkingConfig, seed: int, device: torch.device) -> dict:
+def matched_qk_lr(config: GrokkingConfig, seed: int, device: torch.device) -> dict:
     """:func:`calibration.matched_lr` on this task: short runs from ``seed`` over the first 5 %
     of ``config.epochs``, every step logged."""
     short = dataclasses.replace(config, epochs=calibration_epochs(config.epochs), log_every=1)
 
-    def measure(arm: str, frame_lr: float) -> float:
-        return median_step(_run(short, arm, seed, device, None, False, frame_lr=frame_lr)["history"])
+    def measure(arm: str, qk_lr: float) -> float:
+        return median_step(_run(short, arm, seed, device, None, False, qk_lr=qk_lr)["history"])
 
     return {**matched_lr(measure, config.lr), "epochs": short.epochs}
+
+
+matched_frame_lr = matched_qk_lr  # the regimes chapter's name for it
 
 
 def build_model(config: GrokkingConfig, arm: str, seed: int, vocab_size: int) -> ModularTransformer:
     """``arm``'s model from ``seed``: the same seed gives every arm the same initial weights."""
     torch.manual_seed(seed)
-    plain = is_euclidean(arm) or arm in FOREIGN_ARMS or (arm in SCALE_ARM_NAMES and not holds_frames(arm))
-    model = ModularTransformer(vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=not plain)
+    frames = arm_of(arm).holds_frames
+    model = ModularTransformer(vocab_size, config.p, config.d_model, config.n_heads, config.d_mlp, stiefel=frames)
     if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K: the same values, held as its library wants them
         prepare_projections(model.attn, arm)
     if arm in SCALE_ARM_NAMES:  # the same weights; qk_norm's scores match the baseline's RMS over every input
@@ -133,7 +136,7 @@ def _run(
     device: torch.device,
     checkpoint: Path | None,
     progress: bool,
-    frame_lr: float | None = None,
+    qk_lr: float | None = None,
     compile: bool | None = None,
     stop_at: float | None = None,
 ) -> dict:
@@ -142,42 +145,15 @@ def _run(
     if arm == "frozen":
         model.attn.W_Q.requires_grad_(False)
         model.attn.W_K.requires_grad_(False)
-    frames = frame_options(arm, config.trust_radius) if trains_frames(arm) else {}
-    no_decay = ("attn.W_Q", "attn.W_K") if arm == "no_decay_qk" else ()
-    if arm in FOREIGN_ARMS or arm in SCALE_ARM_NAMES:  # the relatives' and the scale arms' own optimizers
-        build, own = (
-            (relative_optimizer, {})
-            if arm in FOREIGN_ARMS
-            else (scale_optimizer, {"trust_radius": config.trust_radius})
-        )
-        opt = build(
-            model,
-            arm,
-            lr=config.lr,
-            frame_lr=config.lr if frame_lr is None else frame_lr,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
-            **own,
-        )
-    elif is_euclidean(arm) and frame_lr is not None:
-        opt = euclidean_optimizer(
-            model,
-            lr=config.lr,
-            qk_lr=frame_lr,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
-            decay_qk=arm != "no_decay_qk",
-        )
-    else:
-        opt = configure_optimizer(
-            model,
-            lr=config.lr,
-            weight_decay=config.weight_decay,
-            betas=config.betas,
-            frame_lr=frame_lr,
-            no_decay=no_decay,
-            **frames,
-        )
+    opt = build_optimizer(
+        model,
+        arm,
+        lr=config.lr,
+        qk_lr=qk_lr,
+        weight_decay=config.weight_decay,
+        betas=config.betas,
+        trust_radius=config.trust_radius,
+    )
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: getattr(model.attn, name).detach().clone() for name in ("W_Q", "W_K")}
 

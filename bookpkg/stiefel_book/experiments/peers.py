@@ -54,6 +54,7 @@ __all__ = [
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
+STORED_QK_LR = "frame_lr"  # these files' key of a run's W_Q, W_K lr (stored, kept)
 FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
@@ -107,12 +108,12 @@ PROFILES = {
 
 def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the sweep: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with W_Q, W_K at that lr."""
-    base, frame_lr = parse_grid_arm(arm, "flr", config.arms)
+    base, qk_lr = parse_grid_arm(arm, "flr", config.arms)
     grid = swept_lrs(dataclasses.asdict(config), base)
-    if frame_lr not in grid:
-        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid for {base} {grid}")
+    if qk_lr not in grid:
+        raise ValueError(f"frame lr {qk_lr:g} is not on this profile's grid for {base} {grid}")
     task = dataclasses.replace(config.task, seeds=(seed,))
-    return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
+    return grokking.run(task, base, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
 
 def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
@@ -123,9 +124,9 @@ def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progr
     if arm == "baseline":
         return grokking.run(task, arm, seed, device, checkpoint, progress)
     sweep = load_results("grokking_peers_lr", config.sweep_profile)
-    frame_lr = chosen_lr(sweep, arm)
-    outcome = grokking.run(task, arm, seed, device, checkpoint, progress, frame_lr=frame_lr)
-    return {**outcome, "frame_lr": frame_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+    qk_lr = chosen_lr(sweep, arm)
+    outcome = grokking.run(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
+    return {**outcome, STORED_QK_LR: qk_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
 
 
 def _cifar10_task() -> cifar10.CIFAR10Config:
@@ -156,13 +157,11 @@ def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoin
         return cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description)
     sweep = load_results("grokking_peers_lr", config.sweep_profile)
     multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
-    frame_lr = task.lr * multiple
-    outcome = cifar10.train_arm(
-        task, arm, seed, device, checkpoint, progress, description=description, frame_lr=frame_lr
-    )
+    qk_lr = task.lr * multiple
+    outcome = cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description, qk_lr=qk_lr)
     return {
         **without_parametrized_steps(arm, outcome),
-        "frame_lr": frame_lr,
+        STORED_QK_LR: qk_lr,
         "lr_multiple": multiple,
         "lr_from": f"grokking_peers_lr-{config.sweep_profile}",
     }

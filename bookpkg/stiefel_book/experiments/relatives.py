@@ -99,13 +99,13 @@ def relative_optimizer(
     arm: str,
     *,
     lr: float,
-    frame_lr: float,
+    qk_lr: float,
     weight_decay: float,
     betas: tuple[float, float],
     eps: float = 1e-8,
 ) -> torch.optim.Optimizer:
     """AdamW (``lr``, decoupled ``weight_decay``) on everything but W_Q, W_K, and ``arm``'s
-    optimizer at ``frame_lr`` on them, behind one :class:`~stiefel_core.combined.CombinedOptimizer`."""
+    optimizer at ``qk_lr`` on them, behind one :class:`~stiefel_core.combined.CombinedOptimizer`."""
     from stiefel_core.combined import CombinedOptimizer
 
     _check(arm)
@@ -118,14 +118,14 @@ def relative_optimizer(
     adamw = torch.optim.AdamW([{"params": rest}], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if arm in ("muon", "muon_no_decay"):
         inner = torch.optim.Muon(
-            mine, lr=frame_lr, weight_decay=weight_decay if arm == "muon" else 0.0, adjust_lr_fn="match_rms_adamw"
+            mine, lr=qk_lr, weight_decay=weight_decay if arm == "muon" else 0.0, adjust_lr_fn="match_rms_adamw"
         )
     elif arm == "geoopt_radam":
         import geoopt
 
-        inner = geoopt.optim.RiemannianAdam([p for _, p in mine], lr=frame_lr, betas=betas, eps=eps)
+        inner = geoopt.optim.RiemannianAdam([p for _, p in mine], lr=qk_lr, betas=betas, eps=eps)
     else:
-        inner = torch.optim.AdamW([{"params": mine}], lr=frame_lr, betas=betas, eps=eps, weight_decay=0.0)
+        inner = torch.optim.AdamW([{"params": mine}], lr=qk_lr, betas=betas, eps=eps, weight_decay=0.0)
     return CombinedOptimizer(adamw, inner)
 
 

@@ -1,6 +1,6 @@
 """Arms that separate a frame's *scale* from its *orthonormality* (issue 28), each built from the
 model made under the run's seed (so every arm starts from the same weights: W_Q, W_K orthonormal
-frames), W_Q, W_K at their own lr (``frame_lr``), every other parameter trained by AdamW at the
+frames), W_Q, W_K at their own lr (``qk_lr``), every other parameter trained by AdamW at the
 task's lr with decoupled weight decay, as in every arm.
 
 - ``qk_norm``: AdamW on plain W_Q, W_K (decayed, as the baseline's), with an RMSNorm of each head's
@@ -92,13 +92,13 @@ def scale_optimizer(
     arm: str,
     *,
     lr: float,
-    frame_lr: float,
+    qk_lr: float,
     weight_decay: float,
     betas: tuple[float, float],
     trust_radius: float | None,
     eps: float = 1e-8,
 ) -> torch.optim.Optimizer:
-    """``arm``'s optimizer: W_Q, W_K at ``frame_lr`` by the arm's rule, logit scales at ``lr``
+    """``arm``'s optimizer: W_Q, W_K at ``qk_lr`` by the arm's rule, logit scales at ``lr``
     without decay, every other parameter by AdamW at ``lr`` with decoupled ``weight_decay``."""
     _check(arm)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -113,18 +113,18 @@ def scale_optimizer(
             weight_decay=weight_decay,
             betas=betas,
             eps=eps,
-            frame_lr=frame_lr,
+            frame_lr=qk_lr,
             no_decay=[n for n, k in kind.items() if k == "scale"],
             trust_radius=trust_radius,
         )
     qk, scales, rest = ([p for n, p in named if kind[n] == k] for k in ("qk", "scale", "rest"))
     groups = [{"params": rest}] + ([{"params": scales, "weight_decay": 0.0}] if scales else [])
     if arm == "qk_norm":
-        groups.append({"params": qk, "lr": frame_lr})
+        groups.append({"params": qk, "lr": qk_lr})
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=True)
     adamw = torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=True)
     if arm == "sphere":
-        inner = SphereAdam(qk, lr=frame_lr, betas=betas, eps=eps, trust_radius=trust_radius)
+        inner = SphereAdam(qk, lr=qk_lr, betas=betas, eps=eps, trust_radius=trust_radius)
     else:
-        inner = CayleyAdam(qk, lr=frame_lr, betas=betas, eps=eps)
+        inner = CayleyAdam(qk, lr=qk_lr, betas=betas, eps=eps)
     return CombinedOptimizer(adamw, inner)

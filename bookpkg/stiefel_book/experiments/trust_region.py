@@ -48,11 +48,11 @@ ARMS = tuple(dict.fromkeys(name for profile in PROFILES.values() for name in arm
 
 def run(config: TrustRegionConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with its frames at that lr. Chapter: regimes."""
-    base, frame_lr = parse_grid_arm(arm, "flr", TR_ARMS)
-    if frame_lr not in config.frame_lrs:
-        raise ValueError(f"frame lr {frame_lr:g} is not on this profile's grid {config.frame_lrs}")
+    base, qk_lr = parse_grid_arm(arm, "flr", TR_ARMS)
+    if qk_lr not in config.frame_lrs:
+        raise ValueError(f"frame lr {qk_lr:g} is not on this profile's grid {config.frame_lrs}")
     task = dataclasses.replace(config.task, seeds=(seed,))
-    return grokking.run(task, base, seed, device, checkpoint, progress, frame_lr=frame_lr)
+    return grokking.run(task, base, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

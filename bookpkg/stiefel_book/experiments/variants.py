@@ -19,8 +19,6 @@ __all__ = [
     "CONTROL_ARMS",
     "MECHANISM_ARMS",
     "frame_options",
-    "is_euclidean",
-    "trains_frames",
     "euclidean_optimizer",
 ]
 
@@ -54,17 +52,6 @@ CONTROLS = {  # arm -> what it tests
 }
 CONTROL_ARMS = tuple(CONTROLS)
 MECHANISM_ARMS = ("baseline", "stiefel", *CONTROL_ARMS)
-EUCLIDEAN_ARMS = ("baseline", "no_decay_qk")  # plain W_Q, W_K trained by AdamW
-
-
-def is_euclidean(arm: str) -> bool:
-    """Whether ``arm`` keeps W_Q, W_K as plain (unconstrained) matrices."""
-    return arm in EUCLIDEAN_ARMS
-
-
-def trains_frames(arm: str) -> bool:
-    """Whether ``arm`` trains frames with ``StiefelAdam`` (the variants and the matched step)."""
-    return arm in VARIANTS or arm == "fixed_step_matched"
 
 
 def frame_options(arm: str, trust_radius: float | None) -> dict:
