@@ -15,6 +15,10 @@ from tiny import TINY
 SHRUNK = {k: v for k, v in TINY.items() if k != "seeds"}  # the task's own: one start per run
 
 
+def _center(arm: str, task_lr: float) -> float:
+    return judged.peer_study(judged.PEER_SWEEP_PROFILES["full"]).center(arm, task_lr)
+
+
 def _history(acc: float) -> list[dict]:
     return [{"epoch": e, "test_acc": acc} for e in range(1, 101)]
 
@@ -23,7 +27,7 @@ def _fake_sweep(arms, best: dict, seeds=(100,), task_lr=1e-3) -> dict:
     """A peers' sweep whose every arm scores best at ``best[arm]`` among its start rungs."""
     runs = {}
     for arm in arms:
-        for lr in ladder_around(judged.center(arm, task_lr), 1, 1):
+        for lr in ladder_around(_center(arm, task_lr), 1, 1):
             for s in seeds:
                 runs[f"{arm}@qklr={lr:g}/{s}"] = {"history": _history(0.6 if lr == best.get(arm) else 0.5)}
     return {"config": {"task": {"lr": task_lr, "epochs": 100}, "seeds": list(seeds)}, "runs": runs}
@@ -33,8 +37,8 @@ def test_the_judged_relatives_refuse_to_run_until_their_sweep_has_settled(isolat
     config = get_config("cifar10_fair_peers", "ci")
     with pytest.raises(ValueError, match="sweep cifar10_peers_qk_lr --profile ci"):
         judged.resolve(config)
-    middle = {arm: judged.center(arm, 1e-3) for arm in judged.PEERS}
-    edge = {**middle, "muon": ladder_around(judged.center("muon", 1e-3), 1, 1)[-1]}  # best at the top rung
+    middle = {arm: _center(arm, 1e-3) for arm in judged.PEERS}
+    edge = {**middle, "muon": ladder_around(_center("muon", 1e-3), 1, 1)[-1]}  # best at the top rung
     write_results(_fake_sweep(judged.PEERS, edge), isolated / "results" / "cifar10_peers_qk_lr-ci.json")
     with pytest.raises(ValueError, match=r"not settled \['muon'\]"):
         judged.resolve(config)
@@ -69,12 +73,12 @@ def test_a_judged_run_trains_at_its_resolved_lr_and_records_it_in_the_results(is
 def test_the_relatives_sweep_starts_at_three_rungs_and_asks_for_what_is_missing(isolated):
     base = get_config("cifar10_peers_qk_lr", "ci")
     config = dataclasses.replace(base, task=dataclasses.replace(base.task, **SHRUNK), arms=("muon",))
-    assert judged.peer_start_arms(config) == ("muon@qklr=0.0003", "muon@qklr=0.001", "muon@qklr=0.003")
+    assert judged.peer_study(config).start_arms() == ("muon@qklr=0.0003", "muon@qklr=0.001", "muon@qklr=0.003")
     out = run_experiment("cifar10_peers_qk_lr", "ci", config=config, arms=["muon@qklr=0.001"], progress=False)
-    assert list(judged.peer_sweep_scores(out, "muon")) == [1e-3]
-    assert judged._pending(out, config, "muon") == (3e-4, 3e-3)
+    assert list(judged.peer_study(config).scores(out, "muon")) == [1e-3]
+    assert judged.peer_study(config).pending_rungs(out, "muon") == (3e-4, 3e-3)
     with pytest.raises(ValueError, match="lie on the ladder"):
-        judged.run_peer_sweep(config, "muon@qklr=0.002", 100, "cpu")
+        judged.peer_study(config).run("muon@qklr=0.002", 100, "cpu")
 
 
 def test_the_core_sweep_grows_below_its_ladder_to_lr_0_as_frozen_frames(isolated):

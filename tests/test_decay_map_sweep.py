@@ -20,15 +20,15 @@ def test_each_cell_starts_around_the_tasks_lr_and_a_run_trains_at_its_decay_and_
     config = dms.SWEEP_PROFILES["full"]
     assert config.weight_decays == (0.0, 0.1, 0.3, 3.0) and config.seeds == (100, 101, 102, 103, 104)
     lr = config.task.lr
-    first = dms.start_arms(config)
+    first = dms.study(config).start_arms()
     assert "stiefel@wd=0.3@qklr=0.0003" in first and f"baseline@wd=3@qklr={lr:g}" in first
     assert len(first) == 4 * 2 * 4  # four decays, two arms, four rungs
-    assert dms.pending(None, config, "baseline@wd=0") == (3e-4, 1e-3, 3e-3, 1e-2)  # the task's lr is 3e-3
+    assert dms.study(config).pending_rungs(None, "baseline@wd=0") == (3e-4, 1e-3, 3e-3, 1e-2)  # the task's lr is 3e-3
     ci = _short(dms.SWEEP_PROFILES["ci"])
-    run = dms.run_sweep(ci, "stiefel@wd=0@qklr=0.001", 100, torch.device("cpu"), progress=False)
+    run = dms.study(ci).run("stiefel@wd=0@qklr=0.001", 100, torch.device("cpu"), progress=False)
     assert run["final"]["epoch"] == 40 and "val_acc" in run["final"]
     with pytest.raises(ValueError, match="λ in"):
-        dms.run_sweep(ci, "stiefel@wd=0.3@qklr=0.001", 100, torch.device("cpu"), progress=False)  # not on ci
+        dms.study(ci).run("stiefel@wd=0.3@qklr=0.001", 100, torch.device("cpu"), progress=False)  # not on ci
 
 
 def _sweep_file(name, profile, task, scores: dict[str, dict[float, float]], seeds=(100,)):

@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 
+from stiefel_book.choices import epochs_to
 from stiefel_book.experiments import get_config, p97_fair, run_experiment
 from stiefel_book.experiments.results import write_results
 
@@ -25,14 +26,14 @@ def _sweep(times: dict) -> dict:
 
 def test_the_sweep_chooses_the_fastest_lr_and_counts_a_run_that_never_groks_at_the_horizon():
     sweep = _sweep({("stiefel", 1e-4): [None, None], ("stiefel", 3e-4): [3000, 4000], ("stiefel", 1e-3): [None, 2000]})
-    assert p97_fair.sweep_scores(sweep, "stiefel")[1e-3] == [-10_000.0, -2000.0]
+    assert p97_fair.study(p97_fair.SWEEP_PROFILES["full"]).scores(sweep, "stiefel")[1e-3] == [-10_000.0, -2000.0]
     c = p97_fair.chosen(sweep, "stiefel")
     assert c["lr"] == 3e-4 and c["interior"]  # 3,500 epochs on average beats 6,000 and 10,000
     edge = _sweep(
         {("baseline", 1e-4): [9000, 9000], ("baseline", 3e-4): [8000, 8000], ("baseline", 1e-3): [7000, 7000]}
     )
     assert not p97_fair.chosen(edge, "baseline")["interior"]  # fastest at the top rung: the grid must grow
-    assert p97_fair._pending(edge, p97_fair.SWEEP_PROFILES["full"], "baseline") == (3e-3,)
+    assert p97_fair.study(p97_fair.SWEEP_PROFILES["full"]).pending_rungs(edge, "baseline") == (3e-3,)
     others = [f"{arm}@qklr={lr:g}" for arm in p97_fair.ARMS[1:] for lr in (1e-4, 3e-4, 1e-3)]
     assert p97_fair.pending_arms(edge, p97_fair.SWEEP_PROFILES["full"]) == ["baseline@qklr=0.003", *others]
     assert p97_fair.chosen(_sweep({("qk_norm", 1e-3): [5000]}), "qk_norm") is None  # one of two seeds: no choice
@@ -76,14 +77,14 @@ def test_a_sweep_run_stops_where_its_score_is_fixed_and_scores_as_the_full_run(t
     task = dataclasses.replace(grokking.PROFILES["ci"], epochs=400, log_every=10, checkpoint_every=50)
     cpu = torch.device("cpu")
     full = grokking.run(task, "stiefel", 0, cpu, progress=False)["history"]
-    crossing = p97_fair.epochs_to(full, 0.3, 400)
+    crossing = epochs_to(full, 0.3, 400)
     assert 10 <= crossing < 400  # the tiny task passes 30 % partway: a threshold it crosses
     checkpoint = tmp_path / "run.pt"
     stopped = grokking.run(task, "stiefel", 0, cpu, checkpoint, progress=False, stop_at=0.3)["history"]
     assert stopped[-1]["epoch"] == crossing and stopped == full[: len(stopped)]  # the same run, cut where it crosses
     assert not checkpoint.exists()  # a finished run leaves no checkpoint
     config = dataclasses.replace(p97_fair.SWEEP_PROFILES["ci"], task=task, threshold=0.3)
-    run = p97_fair.run_sweep(config, "stiefel@qklr=0.003", 0, cpu, progress=False)
+    run = p97_fair.study(config).run("stiefel@qklr=0.003", 0, cpu, progress=False)
     assert run["final"]["epoch"] == crossing
     with pytest.raises(ValueError, match="stop_at is a validation accuracy"):
         grokking.run(task, "stiefel", 0, cpu, progress=False, stop_at=90)
@@ -136,7 +137,7 @@ def test_a_grid_that_falls_to_the_ladders_bottom_asks_for_frozen_frames_and_runs
     slower = {("baseline", lr): [4000 + 1e7 * lr] * 2 for lr in (1e-4, 3e-4, 1e-3)}  # the first grid: slower
     bottom = _sweep({**slower, ("baseline", LADDER[0]): [2000, 2000], ("baseline", LADDER[1]): [3000, 3000]})
     config = p97_fair.SWEEP_PROFILES["full"]
-    assert p97_fair._pending(bottom, config, "baseline") == (0.0,)  # lr 0, below the ladder: frozen frames
+    assert p97_fair.study(config).pending_rungs(bottom, "baseline") == (0.0,)  # lr 0, below the ladder: frozen frames
     assert p97_fair.pending_arms(bottom, config)[0] == "frozen"
     frozen = {**bottom, "runs": {**bottom["runs"], "frozen/100": _run(1000), "frozen/101": _run(1500)}}
     choice = p97_fair.chosen(frozen, "baseline")
@@ -144,6 +145,6 @@ def test_a_grid_that_falls_to_the_ladders_bottom_asks_for_frozen_frames_and_runs
     assert "frozen" not in p97_fair.pending_arms(frozen, config)
     task = dataclasses.replace(grokking.PROFILES["ci"], epochs=40, log_every=10, checkpoint_every=50)
     swept = dataclasses.replace(p97_fair.SWEEP_PROFILES["ci"], task=task)
-    run = p97_fair.run_sweep(swept, "frozen", 0, torch.device("cpu"), progress=False)
+    run = p97_fair.study(swept).run("frozen", 0, torch.device("cpu"), progress=False)
     assert run["final"]["epoch"] == 40  # the tiny task never reaches 90 %: it runs to its end
     assert "frozen" in p97_fair.SWEEP_ARMS

@@ -76,7 +76,7 @@ def test_each_relative_is_trained_by_what_it_says():
 
 def test_constrained_relatives_stay_orthonormal_and_muon_does_not():
     config = grokking.GrokkingConfig(**TINY)
-    final = {arm: grokking.run(config, arm, 0, CPU, progress=False, frame_lr=1e-2)["final"] for arm in FOREIGN_ARMS}
+    final = {arm: grokking.run(config, arm, 0, CPU, progress=False, qk_lr=1e-2)["final"] for arm in FOREIGN_ARMS}
     for arm in ("geoopt_radam", "orthogonal_param"):
         assert final[arm]["ortho/W_Q"] < 1e-4 and final[arm]["ortho/W_K"] < 1e-4, arm
     assert final["muon"]["ortho/W_Q"] > 1e-2  # it orthogonalises the update, not the weight

@@ -177,9 +177,11 @@ def test_a_sweep_grows_until_each_choice_is_interior(tmp_path):
         "config": {"task": {"steps": 10, "lr": config.task.lr}, "metric": "val_acc", "seeds": [100]},
         "runs": {f"stiefel@qklr={lr:g}/100": {"history": [{"epoch": 10, "val_acc": s}]} for lr, s in scores.items()},
     }
-    assert routing_sweep.pending_rungs(fake, config, "stiefel") == (1e-2,)  # the best is the top rung: grow up
+    assert routing_sweep.study("", config).pending_rungs(fake, "stiefel") == (
+        1e-2,
+    )  # the best is the top rung: grow up
     fake["runs"]["stiefel@qklr=0.01/100"] = {"history": [{"epoch": 10, "val_acc": 0.6}]}
-    assert routing_sweep.pending_rungs(fake, config, "stiefel") == ()
+    assert routing_sweep.study("", config).pending_rungs(fake, "stiefel") == ()
     assert routing_sweep.chosen(fake, "stiefel")["lr"] == 3e-3 and routing_sweep.chosen(fake, "stiefel")["interior"]
-    run = routing_sweep.runner(routing.run_mqar)(config, "muon@qklr=0.001", 100, CPU, None, False)
+    run = routing_sweep.study("", config, routing.run_mqar).run("muon@qklr=0.001", 100, CPU, None, False)
     assert run["qk_lr"] == 1e-3

@@ -100,7 +100,7 @@ def test_each_scale_arm_is_trained_by_what_it_says():
 
 
 def test_each_scale_arm_runs_a_short_grokking_and_keeps_its_invariant():
-    final = {arm: grokking.run(SMALL, arm, 0, CPU, progress=False, frame_lr=1e-2)["final"] for arm in SCALE_ARM_NAMES}
+    final = {arm: grokking.run(SMALL, arm, 0, CPU, progress=False, qk_lr=1e-2)["final"] for arm in SCALE_ARM_NAMES}
     H, r = SMALL.n_heads, SMALL.d_model // SMALL.n_heads
     for arm in ("stiefel_temp", "cayley_adam"):
         assert final[arm]["ortho/W_Q"] < 1e-4 and final[arm]["ortho/W_K"] < 1e-4, arm
@@ -262,7 +262,7 @@ def test_existing_arms_train_as_before():
 @pytest.mark.parametrize("arm", SCALE_ARM_NAMES)
 def test_an_interrupted_run_of_a_scale_arm_resumes_bit_identically(arm, tmp_path, monkeypatch):
     config = dataclasses.replace(SMALL, epochs=30, log_every=5, checkpoint_every=10)
-    whole = grokking.run(config, arm, 0, CPU, progress=False, frame_lr=1e-2)
+    whole = grokking.run(config, arm, 0, CPU, progress=False, qk_lr=1e-2)
     real_fit = grokking.fit
 
     def interrupted_fit(model, opt, step, *args, **kwargs):  # stop after the first checkpoint, as a killed process
@@ -276,10 +276,10 @@ def test_an_interrupted_run_of_a_scale_arm_resumes_bit_identically(arm, tmp_path
     checkpoint = tmp_path / "run.pt"
     monkeypatch.setattr(grokking, "fit", interrupted_fit)
     with pytest.raises(KeyboardInterrupt):
-        grokking.run(config, arm, 0, CPU, checkpoint, progress=False, frame_lr=1e-2)
+        grokking.run(config, arm, 0, CPU, checkpoint, progress=False, qk_lr=1e-2)
     monkeypatch.setattr(grokking, "fit", real_fit)
     assert checkpoint.exists()
-    assert grokking.run(config, arm, 0, CPU, checkpoint, progress=False, frame_lr=1e-2)["history"] == whole["history"]
+    assert grokking.run(config, arm, 0, CPU, checkpoint, progress=False, qk_lr=1e-2)["history"] == whole["history"]
 
 
 @pytest.mark.parametrize("kind", [SphereAdam, CayleyAdam])

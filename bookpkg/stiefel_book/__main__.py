@@ -180,21 +180,9 @@ def _sweep(args, profile: str, run_experiment, options: dict) -> dict:
     from .experiments import EXPERIMENTS
     from .experiments import routing_sweep as rs
 
-    if args.name in rs.SWEEPS:
-        arms = tuple(args.arms or rs.SWEPT_ARMS)
-        return rs.sweep(run_experiment, args.name, profile, EXPERIMENTS[args.name].profiles[profile], arms, **options)
-    from .experiments import cifar10_fair, cifar10_judged, decay_map_sweep, fair_fight, p97_fair
-
-    arms = tuple(args.arms or ()) or None
-    grow = {
-        "cifar10_qk_lr": cifar10_fair.sweep,
-        "cifar10_peers_qk_lr": cifar10_judged.sweep_peers,
-        "grokking_decay_qk_lr": decay_map_sweep.sweep,
-        "grokking_p97_qk_lr": p97_fair.sweep,
-    }.get(args.name)
-    if grow is not None:
-        return grow(run_experiment, profile, arms, **options)
-    return fair_fight.sweep(run_experiment, profile, tuple(args.arms or fair_fight.SWEPT_ARMS), **options)
+    experiment = EXPERIMENTS[args.name]  # a sweep: its Study grows it (manifold Muon's routing sweeps when named)
+    arms = tuple(args.arms or ()) or (rs.SWEPT_ARMS if args.name in rs.SWEEPS else None)
+    return experiment.study(experiment.profiles[profile]).grow(run_experiment, profile, arms, **options)
 
 
 HEADLINES = ("val_acc", "test_acc", "val_bpc", "val_loss")  # the first a run's final record holds

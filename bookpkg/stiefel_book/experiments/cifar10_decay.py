@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from ..choices import widest
 from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_judged, cifar10_long
-from .registry import Experiment
 from .results import load_results
+from .study import judged_entry
 
-__all__ = ["ENTRIES", "DecayFairConfig", "PROFILES", "decay_choices", "largest_gap", "resolve", "run"]
+__all__ = ["ENTRIES", "DecayFairConfig", "PROFILES", "decay_choices", "largest_gap", "resolve"]
 
 SWEEP = "cifar10_qk_lr"
 GROW = f"`python -m stiefel_book sweep {SWEEP} --profile full`"
@@ -86,16 +86,14 @@ def resolve(config: DecayFairConfig, directory=None) -> DecayFairConfig:
     )
 
 
-run = cifar10_judged.run  # one judged run: the arm at its resolved lr, in the resolved decay's task
-
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    judged_entry(  # each arm at its resolved lr, in the resolved decay's task
         "cifar10_fair_decay",
         PROFILES,
         cifar10_judged.CORE,
-        run,
+        cifar10_judged.train_judged,
         "CIFAR-10 long protocol at the decay of largest gap at tuned lrs (when it is not λ = 1), AdamW and the "
         "Stiefel rule at their tuned W_Q, W_K lrs, 12 paired starts",
-        resolve=resolve,
+        resolve,
     ),
 )

@@ -14,24 +14,10 @@ from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
 from . import cifar10, cifar10_long
-from .registry import Experiment
 from .relatives import without_parametrized_steps
-from .study import Study, in_cells
+from .study import Study, in_cells, sweep_entry
 
-__all__ = [
-    "ENTRIES",
-    "SWEPT",
-    "CifarSweepConfig",
-    "PROFILES",
-    "ARMS",
-    "study",
-    "train",
-    "start_arms",
-    "run",
-    "sweep_scores",
-    "pending",
-    "chosen",
-]
+__all__ = ["ENTRIES", "SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "study", "train"]
 
 SWEPT = ("baseline", "stiefel")
 
@@ -89,43 +75,12 @@ _CELLS = tuple(
 ARMS = study(PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
 
 
-def start_arms(config: CifarSweepConfig) -> tuple[str, ...]:
-    """Every cell's first grid: the task's lr and its two neighbours on the ladder."""
-    return study(config).start_arms()
-
-
-def run(config: CifarSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from start ``seed``."""
-    return study(config).run(arm, seed, device, checkpoint, progress)
-
-
-def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
-    """``{lr: [late test accuracy per finished start]}`` of one ``"<arm>@wd=<λ>"`` cell."""
-    return study(PROFILES["full"]).scores(sweep, cell)
-
-
-def pending(sweep: dict | None, config: CifarSweepConfig, cell: str) -> tuple[float, ...]:
-    """The rungs ``cell`` still needs: unfinished rungs of its grid, else the rule's next ones."""
-    return study(config).pending_rungs(sweep, cell)
-
-
-def chosen(sweep: dict, cell: str) -> dict:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell (refused before a complete rung)."""
-    return study(PROFILES["full"]).chosen(sweep, cell, required=True)
-
-
-def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
-    """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
-    return study(PROFILES[profile]).grow(run_experiment, profile, cells, **options)
-
-
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    sweep_entry(
         "cifar10_qk_lr",
         PROFILES,
-        ARMS,
-        run,
+        study,
         "CIFAR-10 long protocol, AdamW's and the Stiefel rule's W_Q, W_K lr swept at each λ on 3 selection starts",
-        arms_of=start_arms,
+        arms=ARMS,
     ),
 )

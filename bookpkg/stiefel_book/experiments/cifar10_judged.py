@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
-from .fair_fight import CENTERS, center
-from .registry import Experiment
+from .fair_fight import CENTERS
 from .relatives import RELATIVES
-from .study import Study, judged_run
+from .study import Study, judged_entry, judged_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -35,14 +34,7 @@ __all__ = [
     "CORE",
     "PeerSweepConfig",
     "PEER_SWEEP_PROFILES",
-    "PEER_SWEEP_ARMS",
-    "center",
     "peer_study",
-    "peer_start_arms",
-    "run_peer_sweep",
-    "peer_sweep_scores",
-    "peer_chosen",
-    "sweep_peers",
     "CifarFairConfig",
     "PROFILES",
     "PEER_PROFILES",
@@ -91,39 +83,6 @@ def peer_study(config: PeerSweepConfig) -> Study:
     )
 
 
-PEER_SWEEP_ARMS = peer_study(PEER_SWEEP_PROFILES["full"]).run_names(PEERS)
-
-
-def peer_start_arms(config: PeerSweepConfig) -> tuple[str, ...]:
-    """Every relative's first grid: three rungs around its center."""
-    return peer_study(config).start_arms()
-
-
-def run_peer_sweep(config: PeerSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the relatives' sweep: ``"<relative>@qklr=<lr>"`` from start ``seed``."""
-    return peer_study(config).run(arm, seed, device, checkpoint, progress)
-
-
-def peer_sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [late test accuracy per finished start]}`` of one relative."""
-    return peer_study(PEER_SWEEP_PROFILES["full"]).scores(sweep, arm)
-
-
-def _pending(sweep: dict | None, config: PeerSweepConfig, arm: str) -> tuple[float, ...]:
-    return peer_study(config).pending_rungs(sweep, arm)
-
-
-def peer_chosen(sweep: dict, arm: str) -> dict | None:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one relative (``None``
-    before any rung holds every selection start)."""
-    return peer_study(PEER_SWEEP_PROFILES["full"]).chosen(sweep, arm)
-
-
-def sweep_peers(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
-    """Grow the relatives' sweep of ``arms`` (default all) until each choice is interior (resumable)."""
-    return peer_study(PEER_SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
-
-
 # --- the judged runs --------------------------------------------------------------------------
 
 
@@ -152,35 +111,34 @@ def resolve(config: CifarFairConfig, directory=None) -> CifarFairConfig:
 
 def run(config: CifarFairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One judged run: ``arm`` from start ``seed`` at its resolved W_Q, W_K lr (``frozen``, or lr 0: none)."""
-    train = functools.partial(cifar10_fair.train, what="fair fight")
-    return judged_run(train, config, arm, seed, device, checkpoint, progress)
+    return judged_run(train_judged, config, arm, seed, device, checkpoint, progress)
 
 
+train_judged = functools.partial(cifar10_fair.train, what="fair fight")  # one judged run's training
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    sweep_entry(
         "cifar10_peers_qk_lr",
         PEER_SWEEP_PROFILES,
-        PEER_SWEEP_ARMS,
-        run_peer_sweep,
+        peer_study,
         "CIFAR-10 long protocol at λ = 1, the relatives' W_Q, W_K lr swept on 2 selection starts until interior",
-        arms_of=peer_start_arms,
+        arms=peer_study(PEER_SWEEP_PROFILES["full"]).run_names(PEERS),
     ),
-    Experiment(
+    judged_entry(
         "cifar10_fair",
         PROFILES,
         (*CORE, "frozen"),
-        run,
+        train_judged,
         "CIFAR-10 long protocol at λ = 1, AdamW, the Stiefel rule (each at its tuned W_Q, W_K lr) and frozen "
         "frames, 12 paired starts",
-        resolve=resolve,
+        resolve,
     ),
-    Experiment(
+    judged_entry(
         "cifar10_fair_peers",
         PEER_PROFILES,
         PEERS,
-        run,
+        train_judged,
         "CIFAR-10 long protocol at λ = 1, the relatives at their CIFAR-10 W_Q, W_K lrs, 12 starts paired with "
         "cifar10_fair",
-        resolve=resolve,
+        resolve,
     ),
 )

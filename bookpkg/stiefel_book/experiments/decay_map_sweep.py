@@ -19,17 +19,16 @@ elsewhere. Here:
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm, parse_grid_arm, without_seeds
+from ..results_reading import grid_arm, parse_grid_arm
 from . import fair_fight, grokking
 from .decay_map import PROFILES as MAP_PROFILES
 from .decay_map import WEIGHT_DECAYS
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
 from .results import load_results
-from .study import Study, in_cells, judged_run
+from .study import Study, in_cells, judged_run, resolved_lr, stored_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -39,11 +38,6 @@ __all__ = [
     "PerDecayConfig",
     "PROFILES",
     "study",
-    "run_sweep",
-    "sweep_scores",
-    "pending",
-    "chosen",
-    "sweep",
     "resolve",
     "run",
     "adopt",
@@ -99,37 +93,6 @@ _CELLS = tuple(
 SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
 
 
-def start_arms(config: DecaySweepConfig) -> tuple[str, ...]:
-    """Every cell's first grid."""
-    return study(config).start_arms()
-
-
-def run_sweep(config: DecaySweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One sweep run: ``"<arm>@wd=<λ>@qklr=<lr>"`` from selection seed ``seed``."""
-    return study(config).run(arm, seed, device, checkpoint, progress)
-
-
-def sweep_scores(sweep: dict, cell: str) -> dict[float, list[float]]:
-    """``{lr: [late validation accuracy per finished seed]}`` of one ``"<arm>@wd=<λ>"`` cell."""
-    return study(SWEEP_PROFILES["full"]).scores(sweep, cell)
-
-
-def pending(sweep: dict | None, config: DecaySweepConfig, cell: str) -> tuple[float, ...]:
-    """The rungs ``cell`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    return study(config).pending_rungs(sweep, cell)
-
-
-def chosen(sweep: dict, cell: str) -> dict | None:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for one cell (``None`` before a
-    rung holds every selection seed)."""
-    return study(SWEEP_PROFILES["full"]).chosen(sweep, cell)
-
-
-def sweep(run_experiment, profile: str, cells: tuple[str, ...] | None = None, **options) -> dict:
-    """Grow the sweep of ``cells`` (default every cell of the profile) until each choice is final."""
-    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, cells, **options)
-
-
 @dataclass(frozen=True)
 class PerDecayConfig:
     task: grokking.GrokkingConfig = field(default_factory=lambda: MAP_PROFILES["full"].task)
@@ -161,11 +124,10 @@ def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     lrs, open_cells = [], []
     for cell in map_cells(config):
         base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
-        if weight_decay == AT_ONE:
-            sweep_file, pick = files["grokking_qk_lr"], fair_fight.chosen
-            key = base
-        else:
-            sweep_file, pick, key = files["grokking_decay_qk_lr"], chosen, cell
+        at_one = weight_decay == AT_ONE
+        sweep_file = files["grokking_qk_lr" if at_one else "grokking_decay_qk_lr"]
+        pick = (fair_fight.study(fair_fight.SWEEP_PROFILES["full"]) if at_one else study(SWEEP_PROFILES["full"])).chosen
+        key = base if at_one else cell
         choice = pick(sweep_file, key) if sweep_file else None
         if choice is None or not choice["interior"]:
             open_cells.append(cell)
@@ -180,13 +142,6 @@ def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
 
 
-def _lr(config: PerDecayConfig, cell: str) -> float:
-    lrs = dict(config.qk_lrs)
-    if cell not in lrs:
-        raise ValueError(f"{cell!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
-    return lrs[cell]
-
-
 def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One judged run: ``"<arm>@wd=<λ>"`` from ``seed`` at its cell's resolved lr (a run that
     diverges scores 0, as in the sweep)."""
@@ -197,25 +152,20 @@ def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, pr
 def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
     """``grokking_decay_map_tuned``'s run of this cell and seed where it trained at this cell's lr
     on the same task (the same computation): ``(the run, its source)``, else ``None``."""
-    source = load_results(ADOPTED_FROM, config.sweep_profile, directory)
-    if source is None:
-        return None
-    task = without_seeds(json.loads(json.dumps(dataclasses.asdict(config.task))))
-    run = source["runs"].get(f"{arm}/{seed}")
-    if without_seeds(source["config"]["task"]) != task or run is None or run.get("qk_lr") != _lr(config, arm):
+    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
+    if run is None or run.get("qk_lr") != resolved_lr(config, arm):
         return None
     return run, f"{ADOPTED_FROM}-{config.sweep_profile}"
 
 
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    sweep_entry(
         "grokking_decay_qk_lr",
         SWEEP_PROFILES,
-        SWEEP_ARMS,
-        run_sweep,
+        study,
         "grokking's decay map (p = 31): AdamW's and the Stiefel rule's W_Q, W_K lr swept at each decay but λ = 1, "
         "5 selection seeds",
-        arms_of=start_arms,
+        arms=SWEEP_ARMS,
     ),
     Experiment(
         "grokking_decay_map_per_decay",

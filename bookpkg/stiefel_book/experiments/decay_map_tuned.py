@@ -11,17 +11,14 @@ AdamW without decay on W_Q, W_K run again: 100 runs of about 25 s on one core.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
 
-from ..results_reading import without_seeds
 from . import fair_fight, grokking
 from .decay_map import MAP_ARMS, WEIGHT_DECAYS, DecayMapConfig, arm_names
 from .decay_map import PROFILES as MAP_PROFILES
 from .grid import decay_cell
 from .registry import Experiment
-from .results import load_results
+from .study import resolved_lr, stored_run
 
 __all__ = ["ENTRIES", "SWEPT", "DecayMapTunedConfig", "PROFILES", "resolve", "run", "adopt"]
 
@@ -51,17 +48,10 @@ def resolve(config: DecayMapTunedConfig, directory=None) -> DecayMapTunedConfig:
     return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
-def _lr(config: DecayMapTunedConfig, base: str) -> float:
-    lrs = dict(config.qk_lrs)
-    if base not in lrs:
-        raise ValueError(f"{base!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
-    return lrs[base]
-
-
 def run(config: DecayMapTunedConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run: ``"<arm>@wd=<λ>"`` from ``seed`` at λ, W_Q, W_K at the arm's resolved lr (frozen: none)."""
     base, _, task = decay_cell(config, arm, seed, MAP_ARMS)
-    lr = 0.0 if base == "frozen" else _lr(config, base)
+    lr = 0.0 if base == "frozen" else resolved_lr(config, base)
     return {**fair_fight.train(task, base, seed, device, checkpoint, progress, lr), "qk_lr": lr}
 
 
@@ -69,14 +59,10 @@ def adopt(config: DecayMapTunedConfig, arm: str, seed: int, directory=None) -> t
     """The run ``grokking_decay_map`` already holds where it is this one's computation: frozen
     frames, or an arm whose chosen lr is the task's. ``(its outcome, compacted, source)``, else ``None``."""
     base, _, _ = decay_cell(config, arm, seed, MAP_ARMS)
-    lr = 0.0 if base == "frozen" else _lr(config, base)
+    lr = 0.0 if base == "frozen" else resolved_lr(config, base)
     if base != "frozen" and lr != config.task.lr:
         return None
-    source = load_results(ADOPTED_FROM, config.sweep_profile, directory)
-    task = without_seeds(json.loads(json.dumps(dataclasses.asdict(config.task))))
-    if source is None or without_seeds(source["config"]["task"]) != task:
-        return None
-    run = source["runs"].get(f"{arm}/{seed}")
+    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
     if run is None:
         return None
     return {**fair_fight.compact(run), "qk_lr": lr}, f"{ADOPTED_FROM}-{config.sweep_profile}"

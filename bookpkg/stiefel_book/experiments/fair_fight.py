@@ -24,8 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
-from .registry import Experiment
-from .study import Study, judged_run
+from .study import Study, judged_entry, judged_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -34,22 +33,16 @@ __all__ = [
     "PEER_ARMS",
     "VARIANT_ARMS",
     "SWEPT_ARMS",
-    "SCALE_PROFILES",
-    "PEER_PROFILES",
-    "VARIANT_PROFILES",
     "SweepConfig",
     "SWEEP_PROFILES",
-    "SWEEP_ARMS",
     "FairConfig",
     "PROFILES",
     "study",
     "train",
-    "run_sweep",
-    "run",
-    "sweep_scores",
-    "chosen",
+    "compact",
     "resolve",
-    "pending_rungs",
+    "run",
+    "run_sweep",
     "KEPT_METRICS",
 ]
 
@@ -113,39 +106,6 @@ def study(config: SweepConfig) -> Study:
     )
 
 
-SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names()
-
-
-def center(arm: str, task_lr: float) -> float:
-    return CENTERS.get(arm, task_lr)
-
-
-def start_arms(config: SweepConfig) -> tuple[str, ...]:
-    """The first grid of every arm, then ``frozen`` (lr 0)."""
-    return study(config).start_arms(with_frozen=True)
-
-
-def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``) from ``seed``."""
-    return study(config).run(arm, seed, device, checkpoint, progress)
-
-
-def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [late score per finished selection seed]}`` of ``arm`` (lr 0: ``frozen``)."""
-    return study(SWEEP_PROFILES["full"]).scores(sweep, arm)
-
-
-def pending_rungs(sweep: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
-    """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    return study(config).pending_rungs(sweep, arm)
-
-
-def chosen(sweep: dict, arm: str) -> dict | None:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` from the sweep
-    (``None`` before a rung holds every selection seed)."""
-    return study(SWEEP_PROFILES["full"]).chosen(sweep, arm)
-
-
 @dataclass(frozen=True)
 class FairConfig:
     task: grokking.GrokkingConfig = field(default_factory=_task)
@@ -177,52 +137,51 @@ def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progre
     return judged_run(train, config, arm, seed, device, checkpoint, progress)
 
 
-def sweep(run_experiment, profile: str, arms: tuple[str, ...] = SWEPT_ARMS, **options) -> dict:
-    """Grow the sweep for ``arms`` until every choice is final. ``run_experiment`` is the experiments' runner."""
-    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
+def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``) from ``seed``."""
+    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
+_PAIRED = "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair"
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    sweep_entry(
         "grokking_qk_lr",
         SWEEP_PROFILES,
-        SWEEP_ARMS,
-        run_sweep,
+        study,
         "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-        arms_of=start_arms,
+        with_frozen=True,
     ),
-    Experiment(
+    judged_entry(
         "grokking_fair",
         PROFILES,
         (*FAIR_ARMS, "frozen"),
-        run,
+        train,
         "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
-        resolve=resolve,
+        resolve,
     ),
-    Experiment(
+    judged_entry(
         "grokking_fair_scale",
         SCALE_PROFILES,
-        (*SCALE_ARMS,),
-        run,
-        "grokking at p = 31, the scale controls at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
-        resolve=resolve,
+        SCALE_ARMS,
+        train,
+        f"grokking at p = 31, the scale controls {_PAIRED}",
+        resolve,
     ),
-    Experiment(
+    judged_entry(
         "grokking_fair_peers",
         PEER_PROFILES,
-        (*PEER_ARMS,),
-        run,
-        "grokking at p = 31, the ablation's variants, the relatives and Cayley Adam at their tuned "
-        "W_Q, W_K lrs, 20 seeds paired with grokking_fair",
-        resolve=resolve,
+        PEER_ARMS,
+        train,
+        f"grokking at p = 31, the ablation's variants, the relatives and Cayley Adam {_PAIRED}",
+        resolve,
     ),
-    Experiment(
+    judged_entry(
         "grokking_fair_ablation",
         VARIANT_PROFILES,
         VARIANT_ARMS,
-        run,
+        train,
         "grokking at p = 31, the ablation's variants without the tangent projector and without the trust region "
-        "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair",
-        resolve=resolve,
+        + _PAIRED,
+        resolve,
     ),
 )

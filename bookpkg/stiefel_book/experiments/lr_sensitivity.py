@@ -29,6 +29,7 @@ from ..results_reading import grid_arm, parse_grid_arm
 from . import charlm, routing
 from .registry import Experiment
 from .results import load_results
+from .study import resolve_lrs
 
 __all__ = ["ARMS", "KEY", "RUNGS", "TASKS", "LRSensitivityConfig", "arm_names", "runner", "resolver", "ENTRIES"]
 
@@ -104,29 +105,17 @@ def runner(task: Task) -> Callable:
 
 def resolver(task: Task) -> Callable:
     """``(config, directory) -> config`` with each arm's chosen W_Q, W_K lr and the model lr it was
-    chosen at, read from the task's sweep file (:func:`.routing_sweep.chosen`); a config that has
-    them is kept. Refused, with the command to run, while the sweep is missing or a choice is not
-    interior."""
+    chosen at, read from the task's sweep file (:func:`.study.resolve_lrs`); a config that has them is
+    kept. Refused, with the command to run, while the sweep is missing or a choice is not interior."""
 
     def resolve(config: LRSensitivityConfig, directory=None) -> LRSensitivityConfig:
         if config.qk_lrs:
             return config
-        from .routing_sweep import chosen
+        from .routing_sweep import READER
 
-        results = load_results(config.sweep, config.sweep_profile, directory)
-        grow = f"`python -m stiefel_book sweep {config.sweep} --profile {config.sweep_profile}`"
-        if not results:
-            raise ValueError(f"no W_Q, W_K sweep {config.sweep} ({config.sweep_profile}): run {grow}")
-        lrs = []
-        for arm in config.arms:
-            try:
-                choice = chosen(results, arm)
-            except ValueError:
-                choice = {"interior": False}
-            if not choice["interior"]:
-                raise ValueError(f"{config.sweep} has not settled {arm!r}: grow it with {grow} first")
-            lrs.append((arm, choice["lr"]))
-        return dataclasses.replace(config, qk_lrs=tuple(lrs), tuned_at=results["config"]["task"]["lr"])
+        resolved = resolve_lrs(config, config.sweep, READER.chosen, directory)
+        tuned_at = load_results(config.sweep, config.sweep_profile, directory)["config"]["task"]["lr"]
+        return dataclasses.replace(resolved, tuned_at=tuned_at)
 
     return resolve
 

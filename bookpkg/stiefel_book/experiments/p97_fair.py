@@ -20,17 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from dataclasses import dataclass, field
 
-from ..choices import epochs_to
-from ..results_reading import without_seeds
-from . import grokking
-from .fair_fight import compact, train
-from .fair_fight import run as run_judged
-from .registry import Experiment
-from .results import load_results
-from .study import Study
+from . import fair_fight, grokking
+from .study import Study, judged_entry, stored_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -40,10 +33,6 @@ __all__ = [
     "SWEEP_PROFILES",
     "SWEEP_ARMS",
     "study",
-    "start_arms",
-    "run_sweep",
-    "epochs_to",
-    "sweep_scores",
     "chosen",
     "sweep",
     "pending_arms",
@@ -75,7 +64,7 @@ SWEEP_PROFILES = {"full": SweepConfig(), "ci": SweepConfig(task=_CI_TASK, seeds=
 def study(config: SweepConfig) -> Study:
     """``grokking_p97_qk_lr`` at a profile: scored by time to the threshold, the first grid the task's
     lr, a third and a tenth of it; a run stops where its score is fixed; diverged runs never grok."""
-    stopping = functools.partial(train, stop_at=config.threshold)
+    stopping = functools.partial(fair_fight.train, stop_at=config.threshold)
     return Study(
         "grokking_p97_qk_lr",
         config.task,
@@ -91,29 +80,9 @@ def study(config: SweepConfig) -> Study:
 SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names()  # frozen: every arm's lr 0
 
 
-def start_arms(config: SweepConfig) -> tuple[str, ...]:
-    return study(config).start_arms()
-
-
-def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``, every arm's lr 0) from ``seed`` (a
-    diverged run never groks). It stops at its first logged epoch past the threshold, where its score
-    is fixed."""
-    return study(config).run(arm, seed, device, checkpoint, progress)
-
-
-def sweep_scores(sweep: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [-(epochs to the threshold) per finished seed]}``: higher is faster (:func:`choices.time_scores`)."""
-    return study(SWEEP_PROFILES["full"]).scores(sweep, arm)
-
-
 def chosen(sweep: dict, arm: str) -> dict | None:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
     return study(SWEEP_PROFILES["full"]).chosen(sweep, arm)
-
-
-def _pending(results: dict | None, config: SweepConfig, arm: str) -> tuple[float, ...]:
-    return study(config).pending_rungs(results, arm)
 
 
 def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
@@ -144,7 +113,7 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
     return study(SWEEP_PROFILES["full"]).resolve(config, directory)
 
 
-run = run_judged  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)
+run = fair_fight.run  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)
 
 ADOPTED_FROM = "grokking"  # the long runs of the grokking chapter: every arm at the task's W_Q, W_K lr
 
@@ -155,36 +124,34 @@ def adopt(config: FairConfig, arm: str, seed: int, directory=None) -> tuple[dict
     frames at none), which trains bit for bit as the judged run would on one machine (a frame lr
     equal to the task's is the task's lr). ``(its outcome, cut as a judged run's, "grokking-<profile>")``,
     else ``None``."""
-    source = load_results(ADOPTED_FROM, config.sweep_profile, directory)
     lr = dict(config.qk_lrs).get(arm)
-    if source is None or (arm != "frozen" and lr != config.task.lr):
+    if arm != "frozen" and lr != config.task.lr:
         return None
-    if without_seeds(source["config"]) != without_seeds(json.loads(json.dumps(dataclasses.asdict(config.task)))):
-        return None
-    run = source["runs"].get(f"{arm}/{seed}")
+    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}", whole_config=True)
     if run is None:
         return None
-    return {**compact(run), "qk_lr": 0.0 if arm == "frozen" else lr}, f"{ADOPTED_FROM}-{config.sweep_profile}"
+    return {
+        **fair_fight.compact(run),
+        "qk_lr": 0.0 if arm == "frozen" else lr,
+    }, f"{ADOPTED_FROM}-{config.sweep_profile}"
 
 
 ENTRIES = (  # this module's experiments, collected by the runner
-    Experiment(
+    sweep_entry(
         "grokking_p97_qk_lr",
         SWEEP_PROFILES,
-        SWEEP_ARMS,
-        run_sweep,
+        study,
         "grokking at p = 97, four arms' W_Q, W_K lr at the task's lr, 1/3 and 1/10 of it, 2 selection seeds, "
         "scored by the epochs to 90 % within 10,000",
-        arms_of=start_arms,
     ),
-    Experiment(
+    judged_entry(
         "grokking_p97_fair",
         PROFILES,
         (*ARMS, "frozen"),
-        run,
+        fair_fight.train,
         "grokking at p = 97, AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule and QK-norm at their tuned "
         "W_Q, W_K lrs, and frozen frames, 6 paired seeds",
-        resolve=resolve,
+        resolve,
         adopt=adopt,
     ),
 )

@@ -34,6 +34,7 @@ class Experiment:
     # (config, arm, seed, directory) -> ``(outcome, source)``: a run another results file already holds
     # that is this one's computation bit for bit, adopted instead of rerun; ``None`` where there is none
     adopt: Callable | None = None
+    study: Callable | None = None  # a sweep's: config -> its :class:`~.study.Study` (what ``sweep NAME`` grows)
 
     def default_arms(self, config) -> tuple[str, ...]:
         return tuple(self.arms_of(config)) if self.arms_of else self.arms

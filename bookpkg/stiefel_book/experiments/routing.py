@@ -169,12 +169,12 @@ def train(
     """Train ``model`` (``arm``'s) for ``config.steps`` steps: W_Q, W_K at ``qk_lr`` (None: the task's
     lr), the rest AdamW at ``config.lr``, nanoGPT's schedule; ``loss_at(step)`` is a step's training
     loss, ``evaluate()`` a record's metrics. Every routing task's loop (the character model's too)."""
-    lr_qk = config.lr if qk_lr is None else qk_lr
+    qk_lr = config.lr if qk_lr is None else qk_lr
     opt = make_optimizer(
         model,
         arm,
         lr=config.lr,
-        qk_lr=lr_qk,
+        qk_lr=qk_lr,
         weight_decay=config.weight_decay,
         betas=config.betas,
         trust_radius=config.trust_radius,
@@ -202,7 +202,7 @@ def train(
         description=description,
         progress=progress,
     )
-    return {"history": history, "final": dict(history[-1]), "qk_lr": lr_qk}
+    return {"history": history, "final": dict(history[-1]), "qk_lr": qk_lr}
 
 
 def _run(config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None, task: str) -> dict:

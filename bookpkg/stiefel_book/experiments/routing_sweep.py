@@ -19,25 +19,23 @@ from typing import Callable
 
 from ..choices import LADDER, ladder_around
 from ..results_reading import grid_arm
+from .registry import Experiment
 from .results import load_results
-from .study import KEY, Study
+from .study import KEY, Study, sweep_entry
 
 __all__ = [
+    "ENTRIES",
     "SWEPT_ARMS",
     "OPTIONAL_SWEPT_ARMS",
     "START_AROUND",
-    "optional_sweep_arms",
     "KEY",
     "RoutingSweepConfig",
-    "sweep_arms",
-    "start_arms",
-    "runner",
-    "sweep_scores",
-    "pending_rungs",
+    "study",
+    "start_rungs",
     "chosen",
-    "sweep",
     "resolver",
     "SweepError",
+    "SWEEPS",
 ]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
@@ -73,67 +71,18 @@ def study(
     return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start=start, centers=centers)
 
 
-def sweep_arms() -> tuple[str, ...]:
-    """Every name a sweep may run: each swept arm at each rung, and ``frozen``."""
-    return (*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen")
-
-
-def optional_sweep_arms() -> tuple[str, ...]:
-    """Every name of the arms a sweep runs only when named: each optional arm at each rung."""
-    return tuple(grid_arm(arm, KEY, lr) for arm in OPTIONAL_SWEPT_ARMS for lr in LADDER)
-
-
 def start_rungs(config: RoutingSweepConfig, arm: str | None = None) -> tuple[float, ...]:
     """``arm``'s first grid: around the task's lr, or the arm's own rung (:data:`START_AROUND`)."""
     return ladder_around(START_AROUND.get(arm, config.task.lr), config.start_below, config.start_above)
 
 
-def start_arms(config: RoutingSweepConfig) -> tuple[str, ...]:
-    """The first grid of every swept arm, then ``frozen`` (lr 0)."""
-    return study("", config, arms=SWEPT_ARMS).start_arms(with_frozen=True)
-
-
-def runner(run_task: Callable) -> Callable:
-    """The sweep's run of one ``"<arm>@qklr=<lr>"`` (or ``frozen``) from a seed, by ``run_task``
-    (the task's run function, which takes ``qk_lr``)."""
-
-    def run(config: RoutingSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-        return study("", config, run_task).run(arm, seed, device, checkpoint, progress)
-
-    return run
-
-
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
-_READER = Study("", None, SWEPT_ARMS + OPTIONAL_SWEPT_ARMS, (), horizon="steps", centers=tuple(START_AROUND.items()))
-
-
-def sweep_scores(results: dict, arm: str) -> dict[float, list[float]]:
-    """``{lr: [score per finished selection seed]}`` of ``arm``, each in the sign that makes higher
-    better; lr 0 (``frozen``) counts once the arm's grid has reached the ladder's bottom."""
-    return _READER.scores(results, arm)
-
-
-def pending_rungs(results: dict | None, config: RoutingSweepConfig, arm: str) -> tuple[float, ...]:
-    """The rungs ``arm`` still needs: its first grid's unfinished rungs, else the rule's next ones."""
-    return study("", config).pending_rungs(results, arm)
+READER = Study("", None, SWEPT_ARMS + OPTIONAL_SWEPT_ARMS, (), horizon="steps", centers=tuple(START_AROUND.items()))
 
 
 def chosen(results: dict, arm: str) -> dict:
     """``{"lr", "score", "interior", "scores"}``: the rule's choice for ``arm`` (refused before a complete rung)."""
-    return _READER.chosen(results, arm, required=True)
-
-
-def sweep(
-    run_experiment: Callable,
-    name: str,
-    profile: str,
-    config: RoutingSweepConfig,
-    arms: tuple[str, ...] = SWEPT_ARMS,
-    **options,
-) -> dict:
-    """Grow sweep ``name`` for ``arms`` until every choice is final, one round of pending rungs at
-    a time (:func:`.study.grow`: resumable, each round reads the file)."""
-    return study(name, config).grow(run_experiment, profile, arms, **options)
+    return READER.chosen(results, arm, required=True)
 
 
 class SweepError(ValueError):
@@ -214,3 +163,21 @@ def _tasks() -> dict[str, tuple[dict, Callable]]:
 
 
 SWEEPS = _tasks()  # sweep name -> (its profiles, the task's run)
+
+
+def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
+    """The sweep ``name``'s experiment: its first grid and runs of :data:`SWEPT_ARMS`, and
+    manifold Muon's (:data:`OPTIONAL_SWEPT_ARMS`) when named."""
+    entry = sweep_entry(
+        name,
+        profiles,
+        lambda config: study(name, config, run_task),
+        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        arms=(*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen"),
+        optional_arms=tuple(grid_arm(arm, KEY, lr) for arm in OPTIONAL_SWEPT_ARMS for lr in LADDER),
+    )
+    first = lambda config: study(name, config, arms=SWEPT_ARMS).start_arms(with_frozen=True)  # noqa: E731
+    return dataclasses.replace(entry, arms_of=first)
+
+
+ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())

@@ -61,7 +61,7 @@ __all__ = [
     "json_safe",
 ]
 
-ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py, charlm.py and routing_sweep.py
+ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: routing_sweep.ENTRIES)
     Experiment(
         "mqar",
         routing.MQAR_PROFILES,
@@ -99,18 +99,6 @@ ROUTING_ENTRIES = (  # the routing tasks' experiments: they move into routing.py
         arms_of=routing_decay_map.arm_names,
         resolve=routing_decay_map.resolve,
     ),
-    *(
-        Experiment(
-            name,
-            profiles,
-            routing_sweep.sweep_arms(),
-            routing_sweep.runner(run_task),
-            f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-            arms_of=routing_sweep.start_arms,
-            optional_arms=routing_sweep.optional_sweep_arms(),
-        )
-        for name, (profiles, run_task) in routing_sweep.SWEEPS.items()
-    ),
 )
 EXPERIMENTS = collect(
     grokking,
@@ -130,7 +118,7 @@ EXPERIMENTS = collect(
     p97_fair,
     lr_sensitivity,
     routing_2x2,
-    extra=ROUTING_ENTRIES,
+    extra=(*ROUTING_ENTRIES, *routing_sweep.ENTRIES),
 )
 
 

@@ -15,6 +15,7 @@ is a cell ``"<arm>@wd=<λ>"`` (frozen frames differ by decay), ``"<cell>@qklr=0"
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +23,9 @@ from stiefel_core.step_checks import NonFiniteGradientError
 
 from .. import choices
 from ..choices import LADDER, ladder_around
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results_reading import grid_arm, parse_grid_arm, without_seeds
+from .arms import QK_LR_KEY
+from .registry import Experiment
 from .results import load_results
 
 __all__ = [
@@ -32,12 +35,16 @@ __all__ = [
     "grow",
     "resolve_lrs",
     "judged_run",
+    "resolved_lr",
+    "stored_run",
     "in_cells",
     "diverged_outcome",
     "train_or_diverge",
+    "sweep_entry",
+    "judged_entry",
 ]
 
-KEY = "qklr"  # the stored key of a run's W_Q, W_K rate (results files' grammar; in code: ``qk_lr``)
+KEY = QK_LR_KEY  # the stored key of a run's W_Q, W_K rate (results files' grammar; in code: ``qk_lr``)
 FROZEN = "frozen"
 
 
@@ -205,12 +212,29 @@ def judged_run(
     """One judged run: ``arm`` from ``seed`` on ``config.task`` at the rate ``config.qk_lrs`` holds
     for it; ``frozen``, or a chosen rate of 0, is frozen frames; ``diverged``: the diverged-run rule
     applies. The outcome records its ``qk_lr``."""
-    lrs = dict(config.qk_lrs)
-    lr = 0.0 if arm == FROZEN else lrs.get(arm)
-    if lr is None:
-        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+    lr = 0.0 if arm == FROZEN else resolved_lr(config, arm)
     task = dataclasses.replace(config.task, seeds=(seed,))
     return {**train_or_diverge(train, task, arm, seed, device, checkpoint, progress, lr, diverged), "qk_lr": lr}
+
+
+def resolved_lr(config, arm: str) -> float:
+    """The W_Q, W_K lr ``config.qk_lrs`` holds for ``arm`` (an arm or a cell); refused where it holds none."""
+    lrs = dict(config.qk_lrs)
+    if arm not in lrs:
+        raise ValueError(f"{arm!r} has no resolved W_Q, W_K lr in this config; it has {sorted(lrs)}")
+    return lrs[arm]
+
+
+def stored_run(name: str, profile: str, directory, task, key: str, *, whole_config: bool = False) -> dict | None:
+    """Run ``key`` of results file ``name`` (``profile``) where that file trained on ``task`` (seeds aside; its
+    config's ``task``, or its whole config where ``whole_config``): a run to adopt, the same computation; else None."""
+    source = load_results(name, profile, directory)
+    if source is None:
+        return None
+    stored = source["config"] if whole_config else source["config"]["task"]
+    if without_seeds(stored) != without_seeds(json.loads(json.dumps(dataclasses.asdict(task)))):
+        return None
+    return source["runs"].get(key)
 
 
 def in_cells(train: Train, arms: tuple[str, ...]) -> Train:
@@ -242,3 +266,37 @@ def train_or_diverge(train: Train, task, arm, seed, device, checkpoint, progress
         if checkpoint is not None:
             checkpoint.unlink(missing_ok=True)
         return diverged_outcome(task.epochs, error)
+
+
+def sweep_entry(
+    name: str,
+    profiles: dict,
+    study_of: Callable,
+    description: str,
+    *,
+    arms: tuple[str, ...] | None = None,
+    with_frozen: bool = False,
+    optional_arms: tuple[str, ...] = (),
+) -> Experiment:
+    """The experiment of a sweep: ``study_of(profile config)`` is its :class:`Study`, whose runs it makes and whose
+    first grid (then ``frozen`` where ``with_frozen``) a profile runs; ``arms`` (default: every run the full
+    profile may make) are the names it accepts."""
+
+    def run(config, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        return study_of(config).run(arm, seed, device, checkpoint, progress)
+
+    arms = arms or study_of(profiles["full"]).run_names()
+    first = lambda config: study_of(config).start_arms(with_frozen)  # noqa: E731
+    return Experiment(name, profiles, arms, run, description, optional_arms, first, study=study_of)
+
+
+def judged_entry(
+    name: str, profiles: dict, arms: tuple[str, ...], train: Train, description: str, resolve: Callable, **options
+) -> Experiment:
+    """The experiment of judged runs: each arm from a seed at the rate ``resolve`` read from its sweep
+    (:func:`judged_run`, by ``train``); ``options`` go to :class:`Experiment` (``adopt``, ``arms_of``)."""
+
+    def run(config, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        return judged_run(train, config, arm, seed, device, checkpoint, progress)
+
+    return Experiment(name, profiles, arms, run, description, resolve=resolve, **options)
