@@ -9,8 +9,9 @@ scrolling on a phone, the previous/next links reach the neighbouring chapters in
 after each widget its static explorer, whose every control the test moves through every position
 (each shows a stored figure, and the figure changes). Then the search page finds a word known to
 be in a chapter. What a first-time reader meets (issues 31, 51): the intro's first screen at 1280 x 800
-answers "Should I use it?" in words, with no interval or p-value; the decision page has its Summary
-first and its Exercises; every experiment chapter's takeaways come before its first shown code; no
+answers "Should I use it?" in words, with no interval or p-value; every chapter has its Summary
+in its first 1,600 px, its Exercises, its method section collapsed and last, and at most 12,000 px; no table
+scrolls sideways at 1280 px; every experiment chapter's takeaways come before its first shown code; no
 image is shown wider than its pixels allow at 1.5x (or it is SVG); no arm's code name in prose or
 table headers; the sidebar holds the book's parts.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
@@ -63,6 +64,8 @@ SEARCH_WORD, SEARCH_PAGE = "retraction", "book/primer"
 
 PAGES = toc_pages()
 DECISION = "book/should_i_use_it"  # the page that answers the reader's question
+# Chapters (issue 51): every page but the intro (its first screen answers), the API reference and the references.
+CHAPTERS = [page for page in PAGES if page not in (PAGES[0], "book/api", "book/references")]
 EXPERIMENTS = ["book/grokking", "book/cifar10_patches", "book/ablation", "book/regimes", "book/peers"]
 PARTS = ["Foundations", "The five propositions", "Experiments", "The verdict", "In practice"]
 # Code names a reader must not meet in prose or table headers (labels.py gives each its words).
@@ -439,8 +442,9 @@ def reader_checks(p, page: str) -> list[str]:
         problems.append(f"the sidebar's parts are {captions}, expected {PARTS}")
     if page == PAGES[0]:  # the intro: the answer, in words, on the first screen (issue 51)
         problems += first_screen_answers(p)
-    if page == DECISION:  # the decision page: its Summary first, its Exercises, a readable length
-        problems += decision_page_checks(p)
+    if page in CHAPTERS:  # every chapter: its Summary first, its Exercises, its method collapsed, a readable length
+        problems += chapter_checks(p)
+    problems += tables_that_scroll(p)
     if page in EXPERIMENTS:  # the takeaways before the first code a reader sees
         order = p.evaluate(
             """() => {
@@ -490,24 +494,55 @@ def first_screen_answers(p) -> list[str]:
     return problems
 
 
-def decision_page_checks(p) -> list[str]:
-    """The decision page: a Summary heading within the first 1,600 px, an Exercises heading, and
-    at most 12,000 px of page at 1280 px."""
+def chapter_checks(p) -> list[str]:
+    """A chapter as a reader meets it at 1280 px: a Summary heading within the first 1,600 px, an
+    Exercises heading, at most 12,000 px of page (closed toggles do not count), and where it has a
+    "Method and reproducibility" section, that section last and nothing of it shown until opened."""
     found = p.evaluate(
         """() => {
-            const top = name => { const h = Array.from(document.querySelectorAll('h2')).find(h => h.textContent.trim().startsWith(name));
+            const heads = Array.from(document.querySelectorAll('article h2'));
+            const top = name => { const h = heads.find(h => h.textContent.trim().startsWith(name));
                                   return h ? h.getBoundingClientRect().top + scrollY : null; };
-            return {summary: top('Summary'), exercises: top('Exercises'), height: document.documentElement.scrollHeight};
+            const method = heads.find(h => h.textContent.trim().startsWith('Method and reproducibility'));
+            let shown = 0;
+            if (method) {
+                const section = method.closest('section');
+                shown = Array.from(section.children).filter(e => e !== method && !e.matches('span, .toggle-details, details'))
+                    .filter(e => !e.matches('.tag_hide-cell, .tag_remove-cell, .dropdown, .toggle'))
+                    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 120).length;
+            }
+            return {summary: top('Summary'), exercises: top('Exercises'), height: document.documentElement.scrollHeight,
+                    method: method ? heads.indexOf(method) : null, last: heads.length - 1, shown};
         }"""  # noqa: E501 (JavaScript evaluated in the page)
     )
     problems = []
     if found["summary"] is None or found["summary"] > 1600:
-        problems.append(f"the decision page's Summary is not within its first 1,600 px (at {found['summary']})")
+        problems.append(f"the Summary is not within the first 1,600 px (at {found['summary']})")
     if found["exercises"] is None:
-        problems.append("the decision page has no Exercises section")
+        problems.append("no Exercises section")
     if found["height"] > 12000:
-        problems.append(f"the decision page is {found['height']} px tall at 1280 px (at most 12,000)")
+        problems.append(f"the page is {found['height']} px tall at 1280 px (at most 12,000)")
+    if found["method"] is not None and found["method"] != found["last"]:
+        problems.append("the Method and reproducibility section is not the last section")
+    if found["shown"]:
+        problems.append(f"{found['shown']} block(s) of the Method and reproducibility section are open (collapse them)")
     return problems
+
+
+def tables_that_scroll(p) -> list[str]:
+    """Tables at 1280 px: none wider than its column (the theme would give it a sideways scroll bar).
+    Tables inside closed toggles are opened first: a reader who opens one meets the same table."""
+    wide = p.evaluate(
+        """() => { document.querySelectorAll('details').forEach(d => d.open = true);
+                   document.querySelectorAll('.toggle-hidden, .tag_hide-output .cell_output, .tag_hide-cell .cell_output')
+                     .forEach(e => { e.classList.remove('toggle-hidden'); e.style.display = ''; });
+                   const out = Array.from(document.querySelectorAll('article table'))
+                     .filter(t => t.offsetParent !== null && t.parentElement.scrollWidth > t.parentElement.clientWidth + 1)
+                     .map(t => `${t.parentElement.scrollWidth} px in ${t.parentElement.clientWidth}: ${t.textContent.trim().slice(0, 50)}`);
+                   document.querySelectorAll('details').forEach(d => d.open = false);
+                   return out; }"""  # noqa: E501 (JavaScript evaluated in the page)
+    )
+    return [f"{len(wide)} table(s) scroll sideways at 1280 px, e.g. {wide[:2]}"] if wide else []
 
 
 def test_the_decision_page_is_in_practice():
