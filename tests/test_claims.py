@@ -42,8 +42,14 @@ def test_without_results_every_verdict_is_certified_or_pending(tmp_path, monkeyp
     assert {v.word for v in table.verdicts} <= {"certified", "pending"}
     assert all(v.baseline is None and v.tuned is None for v in table.verdicts)  # no axis without runs
     short = table.short_markdown()
-    assert short.startswith("| Claim | The preprint |") and "<details>" in table._repr_markdown_()
+    assert short.startswith("| Claim |") and "<details>" in table._repr_markdown_()
     assert "baseline" in short.splitlines()[0] and "tuned" in short.splitlines()[0]  # the two axes' columns
+    # one short line a claim: the claim in a few words, each axis a word; the full texts behind the toggle
+    body = short.splitlines()[2:]
+    assert len(body) == len(claims.CLAIMS) and all(len(c.short) <= 40 for c in claims.CLAIMS)
+    assert all(cell.strip() in {"—", "higher", "lower", "equivalent", "inconclusive", "not shown", "mixed"}
+               for line in body for cell in line.split("|")[2:4])
+    assert all(c.claim in table.details_markdown() for c in claims.CLAIMS)
     assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
 
 

@@ -29,6 +29,12 @@ SETTINGS = {  # name -> the fields changed from the first full setting (lr 1e-3,
     "lr3e-3": {"lr": 3e-3},
     "lr3e-3_3000": {"lr": 3e-3, "steps": 3000},
     "lr1e-2": {"lr": 1e-2},
+    # issue 52: charlm_lr_sensitivity's declared check moved the model lr to 3e-2; how long must the
+    # model train there for its best arm to reach 2.5 bits per character?
+    "lr3e-2_3000": {"lr": 3e-2, "steps": 3000},
+    "lr3e-2_4500": {"lr": 3e-2, "steps": 4500},
+    "lr1e-2_4500": {"lr": 1e-2, "steps": 4500},
+    "lr3e-3_4500": {"lr": 3e-3, "steps": 4500},
 }
 
 

@@ -8,6 +8,7 @@ says so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -36,6 +37,7 @@ class Claim:
     chapter: str  # book/NAME, the chapter that holds the evidence
     measure: Callable[[], str]
     verdict: Callable[[], Verdict]
+    short: str = ""  # the claim in a few words: the short table's first column
 
 
 # The measured numbers of each certificate that the table quotes (keys of its summary()).
@@ -283,6 +285,7 @@ CLAIMS = [
         "book/fair_fight",
         lambda: _V["fair_fight"]().headline,
         _V["fair_fight"],
+        short="Grokking's gain survives tuning",
     ),
     Claim(
         "P1: the update is steepest descent in the embedded metric",
@@ -290,6 +293,7 @@ CLAIMS = [
         "book/p1_steepest_descent",
         _certificate("P1"),
         _certificate_verdict("P1"),
+        short="P1: steepest descent",
     ),
     Claim(
         "P2: the update is independent of gradient scale",
@@ -297,6 +301,7 @@ CLAIMS = [
         "book/p2_scale_invariance",
         _certificate("P2"),
         _certificate_verdict("P2"),
+        short="P2: scale invariance",
     ),
     Claim(
         "P3: the update is well conditioned",
@@ -304,6 +309,7 @@ CLAIMS = [
         "book/p3_conditioning",
         _certificate("P3"),
         _certificate_verdict("P3"),
+        short="P3: well conditioned",
     ),
     Claim(
         "P4: the update is exactly O(d)-equivariant",
@@ -311,6 +317,7 @@ CLAIMS = [
         "book/p4_equivariance",
         _certificate("P4"),
         _certificate_verdict("P4"),
+        short="P4: O(d)-equivariance",
     ),
     Claim(
         "P5: weight decay has zero Riemannian gradient on St(d, r)",
@@ -318,6 +325,7 @@ CLAIMS = [
         "book/p5_weight_decay",
         _certificate("P5"),
         _certificate_verdict("P5"),
+        short="P5: decay has no Riemannian gradient",
     ),
     Claim(
         "Grokking: the frames survive weight decay's collapse cycles",
@@ -325,6 +333,7 @@ CLAIMS = [
         "book/grokking",
         _grokking,
         _V["grokking"],
+        short="Grokking: frames survive decay",
     ),
     Claim(
         "CIFAR-10 patches: the Stiefel rule gains",
@@ -332,6 +341,7 @@ CLAIMS = [
         "book/cifar10_patches",
         _from_results(_cifar10_gain, "cifar10"),
         _V["cifar10"],
+        short="CIFAR-10: the rule gains",
     ),
     Claim(
         "A fixed-step Riemannian update barely moves",
@@ -339,6 +349,7 @@ CLAIMS = [
         "book/cifar10_patches",
         _from_results(_cifar10_movement, "cifar10"),
         _V["movement"],
+        short="A fixed step barely moves",
     ),
     Claim(
         "The gain comes from the scale-free step",
@@ -346,9 +357,15 @@ CLAIMS = [
         "book/ablation",
         _from_results(_ablation, "cifar10_ablation"),
         _V["ablation"],
+        short="The gain is the scale-free step",
     ),
     Claim(
-        "When the geometry dominates (the title's question)", preprint.REGIMES, "book/regimes", _regimes, _V["regimes"]
+        "When the geometry dominates (the title's question)",
+        preprint.REGIMES,
+        "book/regimes",
+        _regimes,
+        _V["regimes"],
+        short="Where the geometry dominates",
     ),
     Claim(
         "Among its relatives: is it just Muon, geoopt, per-entry moments or a parametrization?",
@@ -356,6 +373,7 @@ CLAIMS = [
         "book/peers",
         _from_results(_peers, "grokking_peers"),
         _V["peers"],
+        short="Is it just one of its relatives?",
     ),
     Claim(
         "Where attention must learn to route (recall, induction, language), the Stiefel rule beats a tuned AdamW",
@@ -363,8 +381,16 @@ CLAIMS = [
         "book/routing",
         lambda: _V["routing"]().sentence or PENDING.headline,
         _V["routing"],
+        short="Routing: beats a tuned AdamW",
     ),
-    Claim("Gauge removal cannot motivate the method", preprint.GAUGE, "book/gauge", _gauge, _gauge_verdict),
+    Claim(
+        "Gauge removal cannot motivate the method",
+        preprint.GAUGE,
+        "book/gauge",
+        _gauge,
+        _gauge_verdict,
+        short="Gauge removal",
+    ),
 ]
 
 
@@ -382,15 +408,21 @@ def chapter_title(chapter: str) -> str:
 
 
 class ClaimsTable:
-    """The claims as a short table (claim, the preprint, verdict, headline, chapter) with each
-    row's full measurement in a collapsed block under it: Markdown in a notebook, plain text
-    for nbval, rows for code. Chapter: intro."""
+    """The claims as a short table, one line a claim (the claim in a few words, its two axes' words,
+    its verdict, its chapter), then every claim in full behind a toggle (the preprint's words, each
+    axis with the readings it rests on, what we measure): Markdown in a notebook, plain text for
+    nbval, rows for code. Chapter: intro."""
 
     def __init__(
-        self, rows: list[tuple[str, str, str, str]], link: Callable[[str], str], verdicts: list[Verdict] | None = None
+        self,
+        rows: list[tuple[str, str, str, str]],
+        link: Callable[[str], str],
+        verdicts: list[Verdict] | None = None,
+        shorts: list[str] | None = None,
     ):
         self.rows, self.link = rows, link
         self.verdicts = verdicts or [summary.PENDING] * len(rows)
+        self.shorts = shorts or [claim for claim, *_ in rows]
 
     def _chapter(self, chapter: str) -> str:
         """A link to the chapter where its notebook exists, else its name (not yet written)."""
@@ -401,7 +433,7 @@ class ClaimsTable:
 
     @staticmethod
     def _axes(v: Verdict) -> tuple[str, str]:
-        """The two axes' cells: a claim with axes gives each; a certificate its headline (no rate to
+        """The two axes in full: a claim with axes gives each; a certificate its headline (no rate to
         tune); a new result (not in the preprint) its headline at tuned rates."""
         if v.baseline is not None or v.tuned is not None:
             return (str(v.baseline) if v.baseline else "—"), (str(v.tuned) if v.tuned else "—")
@@ -409,17 +441,38 @@ class ClaimsTable:
             return "— (not in the preprint)", v.headline
         return v.headline, "—"
 
+    @staticmethod
+    def _axis_words(v: Verdict) -> tuple[str, str]:
+        """The two axes' words for the short table ("—" where an axis does not apply). A new result
+        (not in the preprint, measured at tuned rates only) reads its verdicts' words from its
+        headline: the one word they share, or "mixed"."""
+        if v.baseline is not None or v.tuned is not None:
+            return (v.baseline.word if v.baseline else "—"), (v.tuned.word if v.tuned else "—")
+        if v.word == "new":
+            words = {w for w in ("higher", "lower", "equivalent", "inconclusive") if re.search(rf"\b{w}\b", v.headline)}
+            return "—", (words.pop() if len(words) == 1 else "mixed" if words else "—")
+        return "—", "—"
+
     def short_markdown(self) -> str:
-        """The short table alone: one line per claim, its verdict and its two axes."""
+        """The short table alone: one line per claim, its two axes' words and its verdict."""
         return markdown_table(
-            ["Claim", "The preprint", "Verdict", "Against the preprint's baseline", "At tuned rates", "Chapter"],
-            [(c, p, str(v), *self._axes(v), self._chapter(ch)) for (c, p, _, ch), v in zip(self.rows, self.verdicts)],
+            ["Claim", "Against the preprint's baseline", "At tuned rates", "Verdict", "Chapter"],
+            [
+                (short, *self._axis_words(v), str(v), self._chapter(ch))
+                for short, (_, _, _, ch), v in zip(self.shorts, self.rows, self.verdicts)
+            ],
         )
 
     def details_markdown(self) -> str:
-        """Each row's headline and full measurement, behind a toggle."""
-        items = "\n".join(f"- **{c}** ({v.headline}): {m}" for (c, _, m, _), v in zip(self.rows, self.verdicts))
-        return f"<details>\n<summary>What we measure for each claim, in full</summary>\n\n{items}\n\n</details>\n"
+        """Each claim in full, behind a toggle: the preprint's words, both axes, what we measure."""
+        items = []
+        for (c, p, m, _), v in zip(self.rows, self.verdicts):
+            base, tuned = self._axes(v)
+            items.append(
+                f"- **{c}** ({v}). The preprint: {p}. Against its baseline: {base}. At tuned rates: {tuned}. "
+                f"We measure: {m}"
+            )
+        return "<details>\n<summary>Every claim in full</summary>\n\n" + "\n".join(items) + "\n\n</details>\n"
 
     def _repr_markdown_(self) -> str:
         return self.short_markdown() + "\n" + self.details_markdown()
@@ -436,5 +489,8 @@ def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
     """Measure every claim now (certificates run live, results files are read). Chapter: intro."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
     return ClaimsTable(
-        [(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS], link, [c.verdict() for c in CLAIMS]
+        [(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS],
+        link,
+        [c.verdict() for c in CLAIMS],
+        [c.short or c.claim for c in CLAIMS],
     )
