@@ -11,6 +11,7 @@ from stiefel_book.experiments import lr_sensitivity, run_experiment
 from stiefel_book.experiments.results import load_results
 from stiefel_book.findings import lr_sensitivity as ls
 from stiefel_book.nanogpt import GPT, GPTConfig, recording_logits
+from stiefel_book.results_reading import parse_grid_arm
 
 NAME = "induction_lr_sensitivity"
 
@@ -141,6 +142,20 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
     assert math.isnan(ls.logit_peak({"history": [{"epoch": 1}]}))
 
 
-def test_the_engine_has_one_entry_per_task():
+def test_the_engine_has_one_entry_per_task_and_the_long_check():
     names = {e.name for e in lr_sensitivity.ENTRIES}
-    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.TASKS}
+    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.TASKS} | {"charlm_long_model_lr"}
+
+
+def test_the_long_check_runs_adamw_at_the_declared_length_rungs_and_ratio():
+    """charlm_long_model_lr (book/protocol.yml): AdamW alone over 4,500 steps on selection seeds 100-102,
+    four rungs first and the ladder's others on demand, W_Q, W_K at 10x the model lr."""
+    from stiefel_book.experiments import EXPERIMENTS, get_config
+
+    entry, config = EXPERIMENTS["charlm_long_model_lr"], get_config("charlm_long_model_lr", "full")
+    assert config.task.steps == 4500 and config.seeds == (100, 101, 102) and config.arms == ("baseline",)
+    assert [parse_grid_arm(a, "lr", ("baseline",))[1] for a in entry.default_arms(config)] == [1e-3, 3e-3, 1e-2, 3e-2]
+    assert {parse_grid_arm(a, "lr", ("baseline",))[1] for a in entry.optional_arms} == {1e-4, 3e-4, 1e-1}
+    assert config.qk_lr("baseline", 3e-3) == pytest.approx(3e-2)
+    with pytest.raises(ValueError, match="no tuned"):
+        config.qk_lr("stiefel", 3e-3)

@@ -148,4 +148,39 @@ def _entry(name: str, task: Task) -> Experiment:
     )
 
 
-ENTRIES = tuple(_entry(name, task) for name, task in TASKS.items())
+# The character model trained three times as long (issue 52: its best arm under 2.5 bits per
+# character), its model lr checked again at that length before any other run there
+# (``book/protocol.yml``, ``charlm_long_model_lr``): AdamW alone, W_Q, W_K at its tuned ratio (10x,
+# charlm_qk_lr's choice at model lr 1e-3), on selection seeds; four rungs first, the ladder's others
+# run only when named (a choice at an edge grows the grid by one rung).
+LONG_STEPS = 4500
+LONG_START = (1e-3, 3e-3, 1e-2, 3e-2)
+
+
+def _long_check() -> Experiment:
+    task = TASKS["charlm"]
+    fixed = {"arms": ("baseline",), "qk_lrs": (("baseline", 1e-2),), "tuned_at": 1e-3}
+    full = LRSensitivityConfig(
+        dataclasses.replace(charlm.PROFILES["full"], steps=LONG_STEPS),
+        task.metric,
+        task.sweep,
+        seeds=(100, 101, 102),
+        **fixed,
+    )
+    ci = dataclasses.replace(_profiles(task)["ci"], seeds=(100,), **fixed)
+    start = lambda config: tuple(  # noqa: E731
+        grid_arm("baseline", KEY, lr) for lr in config.rungs if lr in LONG_START or config.rungs != RUNGS
+    )
+    return Experiment(
+        "charlm_long_model_lr",
+        {"full": full, "ci": ci},
+        start(full),
+        runner(task),
+        f"the character model over {LONG_STEPS:,} steps: AdamW's model lr on 1e-3 ... 3e-2 (grown by the ladder), "
+        "W_Q, W_K at 10x, selection seeds 100-102",
+        optional_arms=tuple(a for a in arm_names(full) if a not in start(full)),
+        arms_of=start,
+    )
+
+
+ENTRIES = (*(_entry(name, task) for name, task in TASKS.items()), _long_check())
