@@ -445,6 +445,7 @@ def reader_checks(p, page: str) -> list[str]:
     if page in CHAPTERS:  # every chapter: its Summary first, its Exercises, its method collapsed, a readable length
         problems += chapter_checks(p)
     problems += tables_that_scroll(p)
+    problems += verdict_tables_without_glossary(p)
     if page in EXPERIMENTS:  # the takeaways before the first code a reader sees
         order = p.evaluate(
             """() => {
@@ -543,6 +544,24 @@ def tables_that_scroll(p) -> list[str]:
                    return out; }"""  # noqa: E501 (JavaScript evaluated in the page)
     )
     return [f"{len(wide)} table(s) scroll sideways at 1280 px, e.g. {wide[:2]}"] if wide else []
+
+
+def verdict_tables_without_glossary(p) -> list[str]:
+    """Every table with a verdict column is followed, within the next two blocks, by a link to the
+    glossary of the statistics words (issue 51, item 6)."""
+    bare = p.evaluate(
+        """() => Array.from(document.querySelectorAll('article table'))
+            .filter(t => Array.from(t.querySelectorAll('th')).some(th => /verdict/i.test(th.textContent)))
+            .filter(t => {
+                let block = t.closest('.cell, .pst-scrollable-table-container, table');
+                while (block.parentElement && !block.nextElementSibling) block = block.parentElement;
+                for (let e = block.nextElementSibling, i = 0; e && i < 2; e = e.nextElementSibling, i++)
+                    if (e.querySelector('a[href*="decision-glossary"]')) return false;
+                return true;
+            })
+            .map(t => t.textContent.trim().replace(/\\s+/g, ' ').slice(0, 60))"""  # noqa: E501 (JavaScript evaluated in the page)
+    )
+    return [f"{len(bare)} verdict table(s) with no glossary link after them, e.g. {bare[:2]}"] if bare else []
 
 
 def test_the_decision_page_is_in_practice():
