@@ -209,7 +209,7 @@ HERO_CAPTION = (
     "interval, the verdict (Holm across the five decays, as declared) and the seeds past 90 % in each arm; hatched "
     "cells are inconclusive. Under it, the same difference at every epoch before, drawn, not tested. Look at how the "
     "gain changes as decay grows. {lrs} [A fair fight](fair_fight.ipynb) tunes the rates, and "
-    "[When it dominates](regimes.ipynb) reads the map with its controls."
+    "[Where the geometry wins](regimes.ipynb) reads the map with its controls."
 )
 
 
