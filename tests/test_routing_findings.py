@@ -3,6 +3,7 @@ book's four words with Holm across a family, the sanity check, curves with bands
 cells, and "not yet run" before the runs."""
 
 import numpy as np
+import pytest
 
 from stiefel_book.findings import routing as fr
 from stiefel_book.labels import label
@@ -61,9 +62,26 @@ def test_curves_band_the_seeds_and_cells_place_each_run_at_its_lr_and_decay():
     from stiefel_book.widgets.routing import lr_decay_explorer
 
     ex = lr_decay_explorer(cells, "val_acc", "query accuracy")
-    assert "stiefel: final 0.4 (2 seeds)" in ex.set(lr=3e-3, weight_decay=0.1).text
-    assert "frozen" in ex.text and ex.controls["lr"].description == "W_Q, W_K lr"
+    assert "Stiefel rule: final 0.4 (2 seeds)" in ex.set(lr=3e-3, weight_decay=0.1).text
+    assert "Frozen frames" in ex.text and "stiefel" not in ex.text and "frozen" not in ex.text
     assert "no run at this cell" in ex.set(lr=1e-2, weight_decay=1.0).text
+    assert ex.children[0].layout.flex_flow == "row wrap"
+    assert lr_decay_explorer(cells, "val_acc", "query accuracy", lr=1e-2, weight_decay=0.1).values == {
+        "lr": 1e-2, "weight_decay": 0.1}
+    with pytest.raises(ValueError, match="not among"):
+        lr_decay_explorer(cells, "val_acc", "query accuracy", lr=5e-2)
+
+
+def test_the_explorer_reads_the_committed_ten_seed_runs():
+    """The routing explorer's cells are the committed full-scale files (ten judged seeds an arm),
+    not a live run at small scale."""
+    from stiefel_book.widgets.routing import lr_decay_explorer
+
+    cells = fr.committed_cells("induction")
+    assert len(cells[(1e-2, 1.0)]["stiefel"]) == 10 and len(cells[(3e-2, 1.0)]["baseline"]) == 10
+    assert len(cells[(0.0, 3.0)]["frozen"]) == 10
+    ex = lr_decay_explorer(cells, "val_loss", "loss on the repeat (nats)", lr=1e-2, weight_decay=1.0)
+    assert "The Stiefel rule: final" in ex.text and "(10 seeds)" in ex.text
 
 
 def sweep_file(scores: dict[str, dict[float, list[float]]], metric: str = "val_acc", steps: int = 100) -> dict:

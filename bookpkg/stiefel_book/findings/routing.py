@@ -175,6 +175,18 @@ def lr_decay_cells(*files: dict | None) -> dict[tuple[float, float], dict[str, l
     return dict(sorted(cells.items()))
 
 
+def committed_cells(task: str = "induction") -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
+    """:func:`lr_decay_cells` of the task's committed full-scale files: its W_Q, W_K lr sweep, its
+    judged runs and its decay map (what the routing explorer reads); an error if none is committed."""
+    from ..experiments import load_results
+
+    names = (f"{task}_qk_lr", task, f"{task}_decay_map")
+    files = [load_results(name, "full") for name in names]
+    if not any(files):
+        raise FileNotFoundError(f"no committed full results of {', '.join(names)}: run them first")
+    return lr_decay_cells(*files)
+
+
 def cell_curves(cells: dict, lr: float, decay: float, metric: str) -> dict[str, list[tuple[list, list]]]:
     """The curves of every seed of every arm at one cell: ``{arm: [(steps, values) per seed]}``;
     frozen frames (lr 0) stand in every cell of their λ."""
