@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..labels import ARMS as LABELS
 
-__all__ = ["Arm", "ARMS", "SETTINGS", "QK_LR_KEY", "arm", "key", "parse", "build_optimizer"]
+__all__ = ["Arm", "ARMS", "SETTINGS", "QK_LR_KEY", "arm", "key", "parse", "build_optimizer", "task_optimizer"]
 
 QK_LR_KEY = "qklr"  # the results files' spelling of qk_lr in a run's key ("stiefel@qklr=0.003"): stored, kept
 
@@ -124,3 +124,18 @@ def build_optimizer(model, name: str, *, lr: float, qk_lr: float | None, weight_
         return configure_optimizer(model, **common, frame_lr=qk_lr, **{**radius, **options})
     names = [n for n, p in model.named_parameters() if p.requires_grad and n.rpartition(".")[2] in ("W_Q", "W_K")]
     return configure_optimizer(model, **common, no_decay=[] if options.get("decay_qk", True) else names)
+
+
+def task_optimizer(model, name: str, config, qk_lr: float | None, factory=None):
+    """Arm ``name``'s optimizer at the task ``config``'s settings (its ``lr``, ``weight_decay``, ``betas``,
+    ``trust_radius``), W_Q, W_K at ``qk_lr``: ``factory`` (default :func:`build_optimizer`; the routing
+    tasks pass their own) called with them, the one call every task runner makes."""
+    return (factory or build_optimizer)(
+        model,
+        name,
+        lr=config.lr,
+        qk_lr=qk_lr,
+        weight_decay=config.weight_decay,
+        betas=config.betas,
+        trust_radius=config.trust_radius,
+    )

@@ -38,7 +38,7 @@ from ..compiling import compile_model
 from ..models import PatchTransformer
 from ..train import fit
 from .arms import arm as arm_of
-from .arms import build_optimizer as build_optimizer_of
+from .arms import task_optimizer
 from .calibration import calibration_epochs, matched_lr, median_step
 from .cifar10_config import (  # re-exported: the experiments and chapters read them as cifar10.X
     ARMS,
@@ -111,15 +111,7 @@ def build_optimizer(
 ) -> torch.optim.Optimizer:
     """``arm``'s optimizer (:func:`.arms.build_optimizer`): W_Q, W_K at ``qk_lr`` (default ``lr``),
     AdamW for every other parameter. Chapter: cifar10_patches."""
-    opt = build_optimizer_of(
-        model,
-        arm,
-        lr=config.lr,
-        qk_lr=qk_lr,
-        weight_decay=config.weight_decay,
-        betas=config.betas,
-        trust_radius=config.trust_radius,
-    )
+    opt = task_optimizer(model, arm, config, qk_lr)
     for group in opt.param_groups:
         group.setdefault("initial_lr", group["lr"])
     return opt

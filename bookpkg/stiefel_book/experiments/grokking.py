@@ -19,7 +19,7 @@ from ..models import ModularTransformer
 from ..threads import threads
 from ..train import fit
 from .arms import arm as arm_of
-from .arms import build_optimizer
+from .arms import task_optimizer
 from .calibration import calibration_epochs, matched_lr, median_step
 from .metrics import frame_geometry, trust_region_metrics, weight_norms
 from .registry import Experiment
@@ -145,15 +145,7 @@ def _run(
     if arm == "frozen":
         model.attn.W_Q.requires_grad_(False)
         model.attn.W_K.requires_grad_(False)
-    opt = build_optimizer(
-        model,
-        arm,
-        lr=config.lr,
-        qk_lr=qk_lr,
-        weight_decay=config.weight_decay,
-        betas=config.betas,
-        trust_radius=config.trust_radius,
-    )
+    opt = task_optimizer(model, arm, config, qk_lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: min(1.0, (epoch + 1) / config.warmup_epochs))
     initial = {name: getattr(model.attn, name).detach().clone() for name in ("W_Q", "W_K")}
 

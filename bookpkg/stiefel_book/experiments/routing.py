@@ -25,6 +25,7 @@ from ..data.routing import IGNORE, TokenBatch, generator, induction, induction_t
 from ..nanogpt import GPTConfig
 from ..threads import threads
 from ..train import fit
+from .arms import task_optimizer
 from .routing_arms import ARMS, OPTIONAL_ARMS, build, make_optimizer, qk_metrics
 
 __all__ = [
@@ -170,15 +171,7 @@ def train(
     lr), the rest AdamW at ``config.lr``, nanoGPT's schedule; ``loss_at(step)`` is a step's training
     loss, ``evaluate()`` a record's metrics. Every routing task's loop (the character model's too)."""
     qk_lr = config.lr if qk_lr is None else qk_lr
-    opt = make_optimizer(
-        model,
-        arm,
-        lr=config.lr,
-        qk_lr=qk_lr,
-        weight_decay=config.weight_decay,
-        betas=config.betas,
-        trust_radius=config.trust_radius,
-    )
+    opt = task_optimizer(model, arm, config, qk_lr, make_optimizer)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s, config.warmup_steps, config.steps))
 
     def train_step(step: int, logging: bool) -> dict | None:
