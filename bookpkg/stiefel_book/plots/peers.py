@@ -1,5 +1,4 @@
-"""Figures of the chapter "Among its relatives": the lr sweep, the paired gains of each peer
-against the Stiefel rule and AdamW, time to 90 % (Kaplan-Meier) and the frames' movement over
+"""Figures of the chapter "Among its relatives": the lr sweep, time to 90 % (Kaplan-Meier) and the frames' movement over
 training. Each draws only what it is handed (the outputs of :mod:`stiefel_book.findings.peers`)."""
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ __all__ = [
     "PEER_LABELS",
     "sweep_figure",
     "decay_sweep_figure",
-    "gains_figure",
     "survival_figure",
     "movement_figure",
 ]
@@ -104,36 +102,6 @@ def _draw_sweep(ax, rows: list[dict], scale: float = 100.0) -> None:
     rates.set_rate_ticks(ax, where)
     ax.margins(y=0.15)  # the chosen rate's circle clear of the frame
     ax.set_xlabel("learning rate of $W_Q$, $W_K$")
-
-
-def gains_figure(rows: list[dict]) -> Figure:
-    """Two panels, peer − Stiefel rule and peer − AdamW: each peer's mean paired difference in
-    final validation accuracy with its 95 % interval (``rows`` of ``findings.peers.peer_rows``)."""
-    with style():
-        fig, axes = plt.subplots(1, 2, figsize=figsize(1, 2, (3.6, 3.0)), sharey=True)
-        for ax, ref in zip(axes, ("stiefel", "baseline")):
-            mine = [r for r in rows if r["reference"] == ref]
-            for i, r in enumerate(mine):
-                c = r["comparison"]
-                if c is None:
-                    continue
-                color = PEER_COLORS.get(r["peer"], COLORS["reference"])
-                ax.errorbar(
-                    [c.mean_difference],
-                    [i],
-                    xerr=[[c.mean_difference - c.ci_low], [c.ci_high - c.mean_difference]],
-                    fmt=MARKERS.get(r["peer"], "o"),
-                    color=color,
-                    capsize=3,
-                )
-            ax.axvline(0, color=COLORS["reference"], lw=0.8)
-            ax.set_yticks(
-                range(len(mine)), [f"{PEER_LABELS.get(r['peer'], r['peer'])} (n = {r['n']})" for r in mine], fontsize=9
-            )
-            ax.set_xlabel(f"peer − {PEER_LABELS[ref]} (pp)")
-            ax.set_title(f"against the {PEER_LABELS[ref]}" if ref == "stiefel" else "against AdamW")
-        axes[0].invert_yaxis()
-    return fig
 
 
 def survival_figure(curves: list) -> Figure:
