@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from stiefel_book import claims
 from stiefel_book.experiments.results import checkout_root
 from tools import readme as readme_tool
@@ -9,16 +11,41 @@ from tools import readme as readme_tool
 PACKAGE_ROOT = checkout_root()
 
 
-def test_the_readme_is_what_the_results_and_certificates_say():
+def _measured() -> tuple[list, list]:
+    """Every claim measured once (rows and verdicts), as claims_table does; a table of it takes any link."""
+    table = claims.claims_table()
+    return table.rows, table.verdicts
+
+
+def _table(measured, link=None) -> claims.ClaimsTable:
+    rows, verdicts = measured
+    return claims.ClaimsTable(list(rows), link or (lambda chapter: f"{chapter}.ipynb"), list(verdicts))
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The claims measured once on the committed results (measuring takes most of this file's time)."""
+    return _measured()
+
+
+@pytest.fixture(scope="module")
+def without_results(tmp_path_factory):
+    """The claims measured once with no results files at all."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STIEFEL_RESULTS", str(tmp_path_factory.mktemp("no_results")))
+        return _measured()
+
+
+def test_the_readme_is_what_the_results_and_certificates_say(committed, monkeypatch):
+    monkeypatch.setattr(readme_tool, "claims_table", lambda link=None: _table(committed, link))
     readme = (PACKAGE_ROOT / "README.md").read_text()
     assert readme_tool.render_readme(readme) == readme, (
         "README is stale: run `python -m stiefel_book claims --write-readme`"
     )
 
 
-def test_every_claim_is_measured_or_says_why_not(tmp_path, monkeypatch):
-    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))  # no results files at all
-    table = claims.claims_table()
+def test_every_claim_is_measured_or_says_why_not(without_results):
+    table = _table(without_results)  # no results files at all
     assert len(table.rows) == len(claims.CLAIMS)
     for claim, preprint, measured, chapter in table.rows:
         assert measured.startswith(("certified", "not yet measured")), (claim, measured)
@@ -36,9 +63,8 @@ def test_the_benchmark_block_lists_recorded_measurements(tmp_path):
     assert "No benchmark" in readme_tool.bench_block(tmp_path / "empty")
 
 
-def test_without_results_every_verdict_is_certified_or_pending(tmp_path, monkeypatch):
-    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
-    table = claims.claims_table()
+def test_without_results_every_verdict_is_certified_or_pending(without_results):
+    table = _table(without_results)
     assert {v.word for v in table.verdicts} <= {"certified", "pending"}
     assert all(v.baseline is None and v.tuned is None for v in table.verdicts)  # no axis without runs
     short = table.short_markdown()
@@ -71,7 +97,7 @@ def test_labels_name_arms_and_grid_arms_in_words():
     assert "fixed orthonormal scale" in label("fixed_scale")
 
 
-def test_the_map_has_one_count_everywhere():
+def test_the_map_has_one_count_everywhere(committed):
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
     README quote the decay map's count from one function (findings.decay_map.count_text)."""
     from stiefel_book import pages
@@ -82,8 +108,9 @@ def test_the_map_has_one_count_everywhere():
     cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
     assert [c.epoch for c in cells] == [dmap["config"]["task"]["epochs"]] * len(dmap["config"]["weight_decays"])
     count = decay_map.count_text(cells)
-    regimes_claim = next(c for c in claims.CLAIMS if c.chapter == "book/regimes")
-    assert count in regimes_claim.measure()
+    at = next(i for i, c in enumerate(claims.CLAIMS) if c.chapter == "book/regimes")
+    regimes_measured, regimes_verdict = committed[0][at][2], committed[1][at]  # its measure(), its verdict()
+    assert count in regimes_measured
     assert count in pages.takeaways("regimes").data and count in pages.what_changed("regimes").data
     assert count in (PACKAGE_ROOT / "README.md").read_text()
     tuned = decay_map.tuned_cells(
@@ -93,13 +120,13 @@ def test_the_map_has_one_count_everywhere():
     )
     if tuned is not None:  # the map at tuned lrs leads, with the same count everywhere
         tuned_count = decay_map.count_text(tuned)
-        assert tuned_count in regimes_claim.measure()
-        assert f"reads {summary.count_short(tuned)}" in regimes_claim.verdict().sentence  # the same count, in brief
+        assert tuned_count in regimes_measured
+        assert f"reads {summary.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
         assert (
             tuned_count in pages.takeaways("regimes").data and tuned_count in (PACKAGE_ROOT / "README.md").read_text()
         )
     else:
-        assert count in regimes_claim.verdict().sentence
+        assert count in regimes_verdict.sentence
     words = {w for c in cells for w in [c.verdict]}
     assert words <= {"higher", "lower", "equivalent", "inconclusive"}
 
@@ -172,8 +199,8 @@ def test_a_claim_reads_a_cross_only_where_an_axis_decided_against_it():
     assert ca.axis([ca.row_reading("", _row("inconclusive", 0, 3, 2), 4, _Family()), decided]).word == "lower"
 
 
-def test_every_experiment_claim_has_both_axes_from_the_results():
-    table = claims.claims_table()
+def test_every_experiment_claim_has_both_axes_from_the_results(committed):
+    table = _table(committed)
     with_axes = [v for v in table.verdicts if v.baseline is not None]
     assert len(with_axes) >= 5
     words = {"higher", "lower", "equivalent", "inconclusive", "not shown"}
