@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
 
@@ -338,3 +339,18 @@ def test_package_reexports_every_public_name_from_the_module_that_defines_it():
         obj = getattr(certify, name)
         if callable(obj) and name != "one_thread":  # functions and classes; the rest are constants
             assert obj.__module__.startswith("stiefel_book.certify"), name
+
+
+def test_conditioning_explorer_figure_follows_the_learning_rate():
+    # issue 51 item 7: the lr slider changes the figure, not only the readout
+    from stiefel_book.widgets import propositions as views
+
+    def drawn(log10_lr):
+        fig, _, data = views.conditioning_view(log10_lr=log10_lr, trust_radius=0.5)
+        lines = [line.get_ydata() for ax in fig.axes for line in ax.get_lines()]
+        return data, np.concatenate([np.asarray(y, dtype=float).ravel() for y in lines])
+
+    (slow, slow_lines), (fast, fast_lines) = drawn(-2.0), drawn(-1.25)
+    assert slow_lines.shape == fast_lines.shape and not np.allclose(slow_lines, fast_lines)
+    assert len(slow["loss"]) == 31 and fast["final_loss"] < slow["final_loss"]  # a longer step goes further down
+    plt.close("all")

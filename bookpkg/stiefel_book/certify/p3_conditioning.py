@@ -38,7 +38,8 @@ def condition_history(
 ) -> dict[str, Tensor]:
     """One StiefelAdam run on the quadratic test loss (scaled by ``scale``); per step, the
     recovered ``ξ``'s Frobenius norm and the condition number of ``I + ξᵀξ`` (max over frames),
-    and the orthonormality error of the frames (max over frames).
+    and the orthonormality error of the frames (max over frames); and the noiseless loss (summed
+    over frames) at the start and after every step, which is what the learning rate buys.
     Chapter: p3_conditioning."""
     problem, W0 = problem_and_start(n_frames, d, r, steps, seed=seed)
     problem = problem.scaled(scale)
@@ -49,6 +50,7 @@ def condition_history(
         "condition": retraction_condition(xis).amax(-1),  # (steps,)
         "step_norm": torch.linalg.matrix_norm(xis).amax(-1),  # (steps,)
         "orthonormality_error": orthonormality_error(path[1:]).amax(-1),  # (steps,)
+        "loss": problem.loss(path).sum(-1),  # (steps + 1,)
     }
 
 

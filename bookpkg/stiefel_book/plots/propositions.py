@@ -140,29 +140,38 @@ def scale_invariance_figure(found: dict) -> Figure:
 # --------------------------------------------------------------------------------------------
 
 
-def draw_condition_history(ax: Axes, log10_lr: float = 0.0, trust_radius: float | None = 0.5, steps: int = 30) -> dict:
+def draw_condition_history(
+    ax: Axes, log10_lr: float = 0.0, trust_radius: float | None = 0.5, steps: int = 30, loss_ax: Axes | None = None
+) -> dict:
     """The condition number of ``I + ξᵀξ`` at every step of a StiefelAdam run at
     ``lr = 10**log10_lr`` (max over 4 frames), with the bound ``1 + Δ²`` when there is a trust
-    region. Returns the run's maximum and the bound (``inf`` without a cap).
+    region; on ``loss_ax`` (if given) the run's loss after every step, which is what the
+    learning rate changes most. Returns the run's maximum, the bound (``inf`` without a cap)
+    and the loss per step.
     Chapters: p1_steepest_descent to p5_weight_decay."""
     history = condition_history(10.0**log10_lr, trust_radius, steps=steps)
     kappa = history["condition"].numpy()
+    loss = history["loss"].numpy()
     bound = math.inf if trust_radius is None else 1 + trust_radius**2
-    ax.semilogy(
-        np.arange(1, steps + 1),
-        kappa,
-        "o-",
-        markersize=3,
-        color=arm_color("stiefel" if trust_radius else "euclidean"),
-        label=r"cond$(I + \xi^\top\xi)$",
-    )
+    color = arm_color("stiefel" if trust_radius else "euclidean")
+    ax.semilogy(np.arange(1, steps + 1), kappa, "o-", markersize=3, color=color, label=r"cond$(I + \xi^\top\xi)$")
     if trust_radius is not None:
         ax.axhline(bound, linestyle="--", color=COLORS["reference"], label=rf"$1 + \Delta^2 = {bound:g}$")
     ax.set_ylim(0.9, max(2.0, 1.5 * float(kappa.max())))
     ax.set_xlabel("step")
     ax.set_ylabel("condition number")
     ax.legend(loc="upper right", fontsize=9)
-    return {"max_condition": float(kappa.max()), "bound": bound, "max_step_norm": float(history["step_norm"].max())}
+    if loss_ax is not None:
+        loss_ax.plot(np.arange(steps + 1), loss, "o-", markersize=3, color=color)
+        loss_ax.set_xlabel("step")
+        loss_ax.set_ylabel("loss (test problem)")
+    return {
+        "max_condition": float(kappa.max()),
+        "bound": bound,
+        "max_step_norm": float(history["step_norm"].max()),
+        "loss": [float(v) for v in loss],
+        "final_loss": float(loss[-1]),
+    }
 
 
 def conditioning_figure(found: dict) -> Figure:

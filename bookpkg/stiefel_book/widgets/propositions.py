@@ -113,14 +113,17 @@ def scale_explorer(log10_scale: float = 0.0, step_rule: str = "scale_free", eps:
 
 def conditioning_view(log10_lr: float = 0.0, trust_radius: float | None = 0.5) -> tuple[Figure, str, dict]:
     """The condition number of the retraction's ``I + ξᵀξ`` along a run at ``lr = 10**log10_lr``."""
-    fig, data = _panel(panels.draw_condition_history, log10_lr=log10_lr, trust_radius=trust_radius)
+    with style():
+        fig, (ax, loss_ax) = plt.subplots(1, 2, figsize=figsize(1, 2, PANEL))
+        data = panels.draw_condition_history(ax, log10_lr=log10_lr, trust_radius=trust_radius, loss_ax=loss_ax)
     text = _readout(
         [
             ("learning rate", f"{10**log10_lr:.3g}"),
             ("trust radius Δ", "none" if trust_radius is None else f"{trust_radius:g}"),
-            ("max ‖ξ‖_F", f"{data['max_step_norm']:.4g}"),
-            ("max cond(I + ξᵀξ)", f"{data['max_condition']:.4g}"),
+            ("longest step ‖ξ‖_F", f"{data['max_step_norm']:.4g}"),
+            ("largest condition number", f"{data['max_condition']:.4g}"),
             ("bound 1 + Δ²", "none" if trust_radius is None else f"{data['bound']:.4g}"),
+            ("loss at the start, at the end", f"{data['loss'][0]:.4g}, {data['final_loss']:.4g}"),
         ]
     )
     return fig, text, data
@@ -130,11 +133,11 @@ def conditioning_explorer(log10_lr: float = 0.0, trust_radius: float | None = 0.
     """A slider for ``log10 lr`` from -3 to 1.5 and a choice of trust radius (or none)."""
     return explorer(
         conditioning_view,
-        log10_lr=slider(-3.0, 1.5, 0.25, log10_lr, "log10 lr", readout_format=".2f"),
+        log10_lr=slider(-3.0, 1.5, 0.25, log10_lr, "log₁₀ learning rate", readout_format=".2f"),
         trust_radius=widgets.Dropdown(
             options=[("0.1", 0.1), ("0.25", 0.25), ("0.5", 0.5), ("1", 1.0), ("2", 2.0), ("none", None)],
             value=trust_radius,
-            description="Δ",
+            description="trust radius",
         ),
     )
 
