@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 PANEL = (5.0, 3.4)  # inches: one panel per explorer
+RULES = {"scale_free": "scale-free", "fixed": "fixed step"}  # what the menus and readouts call each choice
+MOMENTS = {"frame": "one per frame", "entry": "one per entry"}
+PROJECTORS = {"tangent": "tangent", "euclidean": "Euclidean"}
 
 
 def _readout(rows: list[tuple[str, str]]) -> str:
@@ -60,7 +63,7 @@ def steepest_descent_view(d: int = 16, r: int = 4, seed: int = 0) -> tuple[Figur
     text = _readout(
         [
             (f"St({d}, {r}), tangent dimension", str(data["tangent_dim"])),
-            ("StiefelAdam's step / optimum", f"{data['step_ratio']:.15f}"),
+            ("the rule's first step / optimum", f"{data['step_ratio']:.15f}"),
             ("‖ξ/‖ξ‖ - η*‖_F", _exact(data["direction_error"])),
             ("best random direction / optimum", f"{data['best_sample']:.4f}"),
         ]
@@ -72,9 +75,9 @@ def steepest_descent_explorer(d: int = 16, r: int = 4, seed: int = 0) -> Explore
     """Sliders for ``d``, ``r`` (clipped to ``d``) and the random draw."""
     return explorer(
         steepest_descent_view,
-        d=widgets.IntSlider(value=d, min=1, max=64, description="d", continuous_update=False),
-        r=widgets.IntSlider(value=r, min=1, max=16, description="r", continuous_update=False),
-        seed=widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
+        d=widgets.IntSlider(value=d, min=1, max=64, description="rows d", continuous_update=False),
+        r=widgets.IntSlider(value=r, min=1, max=16, description="columns r", continuous_update=False),
+        seed=widgets.IntSlider(value=seed, min=0, max=20, description="random draw", continuous_update=False),
     )
 
 
@@ -90,7 +93,7 @@ def scale_view(log10_scale: float = 0.0, step_rule: str = "scale_free", eps: flo
                 "gradient scale c",
                 f"1e{log10_scale:+.0f}" if float(log10_scale).is_integer() else f"{10**log10_scale:.3g}",
             ),
-            ("step rule, eps", f"{step_rule}, {eps:g}"),
+            ("step rule, Adam's ε", f"{RULES[step_rule]}, {eps:g}"),
             ("max_t ‖W_t(c) - W_t(1)‖ / ‖W_t(1)‖", _exact(data["deviation"])),
             ("final loss / c (at c = 1)", f"{data['final_loss']:.4f} ({data['final_loss_reference']:.4f})"),
         ]
@@ -102,9 +105,11 @@ def scale_explorer(log10_scale: float = 0.0, step_rule: str = "scale_free", eps:
     """A slider for ``log10 c`` from -8 to 8, the step rule, and ``eps`` (0 or Adam's 1e-8)."""
     return explorer(
         scale_view,
-        log10_scale=slider(-8.0, 8.0, 1.0, log10_scale, "log10 c", readout_format=".0f"),
-        step_rule=widgets.Dropdown(options=["scale_free", "fixed"], value=step_rule, description="step rule"),
-        eps=widgets.Dropdown(options=[("0", 0.0), ("1e-8", 1e-8)], value=eps, description="eps"),
+        log10_scale=slider(-8.0, 8.0, 1.0, log10_scale, "log₁₀ gradient scale", readout_format=".0f"),
+        step_rule=widgets.Dropdown(
+            options=[(label, rule) for rule, label in RULES.items()], value=step_rule, description="step rule"
+        ),
+        eps=widgets.Dropdown(options=[("0", 0.0), ("1e-8", 1e-8)], value=eps, description="Adam's ε"),
     )
 
 
@@ -152,7 +157,7 @@ def equivariance_view(
     fig, data = _panel(panels.draw_equivariance, second_moment=second_moment, projector=projector, seed=seed)
     text = _readout(
         [
-            ("second moment, projector", f"{second_moment}, {projector}"),
+            ("second moment, projector", f"{MOMENTS[second_moment]}, {PROJECTORS[projector]}"),
             ("max_t ‖W'_t - Q W_t‖ / ‖W_t‖", _exact(data["max_deviation"])),
         ]
     )
@@ -163,9 +168,13 @@ def equivariance_explorer(second_moment: str = "frame", projector: str = "tangen
     """Choices of second moment and projector, and a slider for the random rotation ``Q``."""
     return explorer(
         equivariance_view,
-        second_moment=widgets.Dropdown(options=["frame", "entry"], value=second_moment, description="2nd moment"),
-        projector=widgets.Dropdown(options=["tangent", "euclidean"], value=projector, description="projector"),
-        seed=widgets.IntSlider(value=seed, min=0, max=20, description="Q (seed)", continuous_update=False),
+        second_moment=widgets.Dropdown(
+            options=[(label, m) for m, label in MOMENTS.items()], value=second_moment, description="second moment"
+        ),
+        projector=widgets.Dropdown(
+            options=[(label, p) for p, label in PROJECTORS.items()], value=projector, description="projector"
+        ),
+        seed=widgets.IntSlider(value=seed, min=0, max=20, description="rotation", continuous_update=False),
     )
 
 
@@ -192,5 +201,5 @@ def weight_decay_explorer(weight_decay: float = 1.0, teacher_sharpness: float = 
     return explorer(
         weight_decay_view,
         weight_decay=slider(0.0, 3.0, 0.1, weight_decay, "weight decay", readout_format=".1f"),
-        teacher_sharpness=slider(0.0, 3.0, 0.5, teacher_sharpness, "teacher", readout_format=".1f"),
+        teacher_sharpness=slider(0.0, 3.0, 0.5, teacher_sharpness, "teacher sharpness", readout_format=".1f"),
     )
