@@ -11,15 +11,15 @@ from tools import readme as readme_tool
 PACKAGE_ROOT = checkout_root()
 
 
-def _measured() -> tuple[list, list]:
-    """Every claim measured once (rows and verdicts), as claims_table does; a table of it takes any link."""
+def _measured() -> tuple[list, list, list]:
+    """Every claim measured once (rows, verdicts, short names), as claims_table does; a table of it takes any link."""
     table = claims.claims_table()
-    return table.rows, table.verdicts
+    return table.rows, table.verdicts, table.shorts
 
 
 def _table(measured, link=None) -> claims.ClaimsTable:
-    rows, verdicts = measured
-    return claims.ClaimsTable(list(rows), link or (lambda chapter: f"{chapter}.ipynb"), list(verdicts))
+    rows, verdicts, shorts = measured
+    return claims.ClaimsTable(list(rows), link or (lambda chapter: f"{chapter}.ipynb"), list(verdicts), list(shorts))
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,11 @@ def test_without_results_every_verdict_is_certified_or_pending(without_results):
     # one short line a claim: the claim in a few words, each axis a word; the full texts behind the toggle
     body = short.splitlines()[2:]
     assert len(body) == len(claims.CLAIMS) and all(len(c.short) <= 40 for c in claims.CLAIMS)
-    assert all(cell.strip() in {"—", "higher", "lower", "equivalent", "inconclusive", "not shown", "mixed"}
-               for line in body for cell in line.split("|")[2:4])
+    assert all(
+        cell.strip() in {"—", "higher", "lower", "equivalent", "inconclusive", "not shown", "mixed"}
+        for line in body
+        for cell in line.split("|")[2:4]
+    )
     assert all(c.claim in table.details_markdown() for c in claims.CLAIMS)
     assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
 
