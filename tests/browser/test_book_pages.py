@@ -553,7 +553,7 @@ def verdict_tables_without_glossary(p) -> list[str]:
         """() => Array.from(document.querySelectorAll('article table'))
             .filter(t => Array.from(t.querySelectorAll('th')).some(th => /verdict/i.test(th.textContent)))
             .filter(t => {
-                let block = t.closest('.cell, .pst-scrollable-table-container, table');
+                let block = t.closest('.cell') || t.closest('.pst-scrollable-table-container') || t;
                 while (block.parentElement && !block.nextElementSibling) block = block.parentElement;
                 for (let e = block.nextElementSibling, i = 0; e && i < 2; e = e.nextElementSibling, i++)
                     if (e.querySelector('a[href*="decision-glossary"]')) return false;
