@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ..experiments.variants import VARIANTS
+from ..labels import label
 from ..plots import figsize, style
 from ..plots.ablation import draw_variant
 from . import Explorer, explorer, log_slider
@@ -20,7 +21,8 @@ def compare_variant(variant: str, lr: float):
     with style():
         fig, ax = plt.subplots(figsize=figsize(1, 1, (5.0, 3.2)))
         draw_variant(ax, histories)
-    text = "final validation accuracy: " + ", ".join(f"{arm} {h[-1]['val_acc']:.2f}" for arm, h in histories.items())
+    finals = ", ".join(f"{label(arm)} {h[-1]['val_acc']:.2f}" for arm, h in histories.items())
+    text = "final validation accuracy: " + finals
     return fig, text
 
 
