@@ -142,9 +142,64 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
     assert math.isnan(ls.logit_peak({"history": [{"epoch": 1}]}))
 
 
-def test_the_engine_has_one_entry_per_task_and_the_long_check():
+def test_the_engine_has_one_entry_per_sensitivity_task_and_per_model_lr_check():
     names = {e.name for e in lr_sensitivity.ENTRIES}
-    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.TASKS} | {"charlm_long_model_lr"}
+    checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr"}
+    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.SENSITIVITY} | checks
+
+
+def test_every_model_lr_check_is_declared_before_its_runs():
+    from stiefel_book.protocol import load
+
+    sweeps = load().sweeps
+    for check in lr_sensitivity.CHECKS:
+        entry = sweeps[check.name]
+        assert f"before any run of {check.name}" in entry["declared"]
+        assert list(entry["seeds"]) == list(check.seeds)
+        assert entry.get("margin", 0) > 0 or "ties within" in entry["choice"]
+
+
+def test_the_grokking_check_keeps_adamw_at_its_tuned_ratio(tmp_path):
+    """W_Q, W_K's lr follows the model lr at grokking_qk_lr's ratio for AdamW, read from the sweep's file."""
+    from stiefel_book.experiments import EXPERIMENTS, get_config
+
+    entry, config = EXPERIMENTS["grokking_model_lr"], get_config("grokking_model_lr", "full")
+    assert config.task.p == 31 and config.seeds == (100, 101, 102, 103, 104)
+    with pytest.raises(ValueError, match="no W_Q, W_K lr sweep"):
+        entry.resolve(config, tmp_path)
+    resolved = entry.resolve(config)  # the committed sweep
+    assert resolved.qk_lr("baseline", resolved.tuned_at) == dict(resolved.qk_lrs)["baseline"]
+    assert resolved.qk_lr("baseline", 10 * resolved.tuned_at) == pytest.approx(10 * dict(resolved.qk_lrs)["baseline"])
+
+
+def _check_file(means: dict[float, list[float]], lr: float = 3e-3) -> dict:
+    runs = {
+        f"baseline@lr={rung}/{seed}": {"history": [{"epoch": e, "val_acc": acc} for e in (80, 100)]}
+        for rung, accs in means.items()
+        for seed, acc in zip((100, 101), accs)
+    }
+    task = {"lr": lr, "epochs": 100}
+    return {"config": {"metric": "val_acc", "task": task, "seeds": [100, 101], "rungs": list(ls_rungs())}, "runs": runs}
+
+
+def ls_rungs():
+    return lr_sensitivity.RUNGS
+
+
+def test_the_ladder_check_moves_only_past_the_margin_and_grows_at_an_edge():
+    read = ls.ladder_check
+    # best interior at 1e-2, 5 pp over the task's 3e-3: moves
+    out = read(_check_file({1e-3: [0.7, 0.7], 3e-3: [0.9, 0.9], 1e-2: [0.95, 0.95], 3e-2: [0.5, 0.5]}), 0.02)
+    assert out["best"] == 1e-2 and out["interior"] and out["moves"] and out["lr"] == 1e-2
+    assert out["gain"] == pytest.approx(0.05)
+    # within the margin: stays
+    out = read(_check_file({1e-3: [0.7, 0.7], 3e-3: [0.9, 0.9], 1e-2: [0.91, 0.91], 3e-2: [0.5, 0.5]}), 0.02)
+    assert out["best"] == 1e-2 and not out["moves"] and out["lr"] == 3e-3
+    # best at the top of the rungs run: the grid grows, nothing moves yet
+    out = read(_check_file({1e-3: [0.7, 0.7], 3e-3: [0.8, 0.8], 1e-2: [0.9, 0.9], 3e-2: [0.95, 0.95]}), 0.02)
+    assert out["grow"] == (1e-1,) and not out["interior"] and not out["moves"]
+    with pytest.raises(ValueError, match="task's lr"):
+        read(_check_file({1e-3: [0.7, 0.7], 1e-2: [0.9, 0.9]}), 0.02)
 
 
 def test_the_long_check_runs_adamw_at_the_declared_length_rungs_and_ratio():

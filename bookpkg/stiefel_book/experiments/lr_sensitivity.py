@@ -26,12 +26,24 @@ from typing import Callable
 
 from ..nanogpt import recording_logits
 from ..results_reading import grid_arm, parse_grid_arm
-from . import charlm, routing
+from . import charlm, fair_fight, routing
 from .registry import Experiment
 from .results import load_results
-from .study import resolve_lrs
+from .study import resolve_lrs, train_or_diverge
 
-__all__ = ["ARMS", "KEY", "RUNGS", "TASKS", "LRSensitivityConfig", "arm_names", "runner", "resolver", "ENTRIES"]
+__all__ = [
+    "ARMS",
+    "CHECKS",
+    "KEY",
+    "RUNGS",
+    "TASKS",
+    "Check",
+    "LRSensitivityConfig",
+    "arm_names",
+    "runner",
+    "resolver",
+    "ENTRIES",
+]
 
 ARMS = ("baseline", "muon", "stiefel", "qk_norm")  # AdamW, Muon on W_Q, W_K, the Stiefel rule, QK-norm
 KEY = "lr"
@@ -66,6 +78,16 @@ class Task:
     initial_loss: Callable[[object], float]  # task config -> a uniform prediction's loss, in the metric's unit
     metric: str
     sweep: str
+    choose: Callable | None = None  # (sweep results, arm) -> its choice; default the routing sweeps' rule
+    horizon: str = "steps"  # the task config's length field
+
+
+def _grokking_choice(results: dict, arm: str) -> dict | None:
+    return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen(results, arm)
+
+
+def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
+    return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
 TASKS = {
@@ -79,7 +101,20 @@ TASKS = {
         "val_loss",
         "induction_qk_lr",
     ),
+    "mqar": Task(
+        routing.MQAR_PROFILES, routing.run_mqar, lambda task: math.log(task.vocab_size), "val_acc", "mqar_qk_lr"
+    ),
+    "grokking": Task(
+        {"full": fair_fight.SWEEP_PROFILES["full"].task, "ci": fair_fight.SWEEP_PROFILES["ci"].task},
+        _grokking_run,
+        lambda task: math.log(task.p),
+        "val_acc",
+        "grokking_qk_lr",
+        _grokking_choice,
+        "epochs",
+    ),
 }
+SENSITIVITY = ("charlm", "induction")  # the tasks of the declared tuning-budget sweeps
 
 
 def arm_names(config: LRSensitivityConfig) -> tuple[str, ...]:
@@ -113,7 +148,7 @@ def resolver(task: Task) -> Callable:
             return config
         from .routing_sweep import READER
 
-        resolved = resolve_lrs(config, config.sweep, READER.chosen, directory)
+        resolved = resolve_lrs(config, config.sweep, task.choose or READER.chosen, directory)
         tuned_at = load_results(config.sweep, config.sweep_profile, directory)["config"]["task"]["lr"]
         return dataclasses.replace(resolved, tuned_at=tuned_at)
 
@@ -123,8 +158,12 @@ def resolver(task: Task) -> Callable:
 def _profiles(task: Task) -> dict:
     tasks = task.profiles
     full = LRSensitivityConfig(tasks["full"], task.metric, task.sweep)
+    if task.horizon == "steps":
+        small = dataclasses.replace(tasks["ci"], steps=20, log_every=10, checkpoint_every=10, warmup_steps=5)
+    else:
+        small = dataclasses.replace(tasks["ci"], epochs=20, log_every=10, checkpoint_every=10, warmup_epochs=5)
     ci = LRSensitivityConfig(
-        dataclasses.replace(tasks["ci"], steps=20, log_every=10, checkpoint_every=10, warmup_steps=5),
+        small,
         task.metric,
         task.sweep,
         rungs=(1e-3, 1e-1),
@@ -148,39 +187,73 @@ def _entry(name: str, task: Task) -> Experiment:
     )
 
 
-# The character model trained three times as long (issue 52: its best arm under 2.5 bits per
-# character), its model lr checked again at that length before any other run there
-# (``book/protocol.yml``, ``charlm_long_model_lr``): AdamW alone, W_Q, W_K at its tuned ratio (10x,
-# charlm_qk_lr's choice at model lr 1e-3), on selection seeds; four rungs first, the ladder's others
-# run only when named (a choice at an edge grows the grid by one rung).
-LONG_STEPS = 4500
-LONG_START = (1e-3, 3e-3, 1e-2, 3e-2)
+# The model-lr checks (issue 52: every task's model lr checked for AdamW before its W_Q, W_K sweeps
+# and judged runs; ``book/protocol.yml``, sweeps ``*_model_lr``): AdamW alone, W_Q, W_K at its tuned
+# ratio to the model lr, on selection seeds; four rungs first, the ladder's others run only when named
+# (a choice at an edge grows the grid by one rung). The findings read them
+# (:func:`stiefel_book.findings.lr_sensitivity.ladder_check`).
 
 
-def _long_check() -> Experiment:
-    task = TASKS["charlm"]
-    fixed = {"arms": ("baseline",), "qk_lrs": (("baseline", 1e-2),), "tuned_at": 1e-3}
-    full = LRSensitivityConfig(
-        dataclasses.replace(charlm.PROFILES["full"], steps=LONG_STEPS),
-        task.metric,
-        task.sweep,
-        seeds=(100, 101, 102),
-        **fixed,
-    )
-    ci = dataclasses.replace(_profiles(task)["ci"], seeds=(100,), **fixed)
-    start = lambda config: tuple(  # noqa: E731
-        grid_arm("baseline", KEY, lr) for lr in config.rungs if lr in LONG_START or config.rungs != RUNGS
-    )
-    return Experiment(
+@dataclass(frozen=True)
+class Check:
+    name: str  # the experiment and its results file
+    task: str  # a key of :data:`TASKS`
+    start: tuple[float, ...]  # the first rungs
+    seeds: tuple[int, ...]  # selection seeds
+    replace: tuple[tuple[str, object], ...] = ()  # the task's full config changed so (a longer run)
+    fixed: tuple[tuple[str, float], ...] = ()  # AdamW's W_Q, W_K lr fixed at declaration, else resolved
+    tuned_at: float | None = None  # the model lr ``fixed`` was chosen at
+
+    def profiles(self) -> dict:
+        task = TASKS[self.task]
+        fixed = {"qk_lrs": self.fixed, "tuned_at": self.tuned_at} if self.fixed else {}
+        full = LRSensitivityConfig(
+            dataclasses.replace(task.profiles["full"], **dict(self.replace)),
+            task.metric,
+            task.sweep,
+            arms=("baseline",),
+            seeds=self.seeds,
+            **fixed,
+        )
+        ci = dataclasses.replace(
+            _profiles(task)["ci"], arms=("baseline",), seeds=self.seeds[:1], qk_lrs=(("baseline", 1e-2),)
+        )
+        return {"full": full, "ci": ci}
+
+    def first(self, config: LRSensitivityConfig) -> tuple[str, ...]:
+        """The arms a profile runs: the first rungs at full scale, every rung of a smaller profile."""
+        return tuple(grid_arm("baseline", KEY, lr) for lr in config.rungs if lr in self.start or config.rungs != RUNGS)
+
+    def entry(self) -> Experiment:
+        profiles = self.profiles()
+        full = profiles["full"]
+        lrs = ", ".join(f"{lr:g}" for lr in self.start)
+        return Experiment(
+            self.name,
+            profiles,
+            self.first(full),
+            runner(TASKS[self.task]),
+            f"{self.task}: AdamW's model lr on {lrs} (grown by the ladder), W_Q, W_K at its tuned ratio, "
+            f"selection seeds {self.seeds[0]}-{self.seeds[-1]}",
+            optional_arms=tuple(a for a in arm_names(full) if a not in self.first(full)),
+            arms_of=self.first,
+            resolve=None if self.fixed else resolver(TASKS[self.task]),
+        )
+
+
+LONG_STEPS = 4500  # the character model trained three times as long (its best arm under 2.5 bits per character)
+CHECKS = (
+    Check(
         "charlm_long_model_lr",
-        {"full": full, "ci": ci},
-        start(full),
-        runner(task),
-        f"the character model over {LONG_STEPS:,} steps: AdamW's model lr on 1e-3 ... 3e-2 (grown by the ladder), "
-        "W_Q, W_K at 10x, selection seeds 100-102",
-        optional_arms=tuple(a for a in arm_names(full) if a not in start(full)),
-        arms_of=start,
-    )
+        "charlm",
+        (1e-3, 3e-3, 1e-2, 3e-2),
+        (100, 101, 102),
+        replace=(("steps", LONG_STEPS),),
+        fixed=(("baseline", 1e-2),),  # charlm_qk_lr's 10x at model lr 1e-3, as declared
+        tuned_at=1e-3,
+    ),
+    Check("grokking_model_lr", "grokking", (1e-3, 3e-3, 1e-2, 3e-2), (100, 101, 102, 103, 104)),
+    Check("mqar_model_lr", "mqar", (1e-3, 3e-3, 1e-2, 3e-2), (100, 101, 102)),
+)
 
-
-ENTRIES = (*(_entry(name, task) for name, task in TASKS.items()), _long_check())
+ENTRIES = (*(_entry(name, TASKS[name]) for name in SENSITIVITY), *(check.entry() for check in CHECKS))

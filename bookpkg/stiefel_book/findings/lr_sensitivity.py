@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import choices
 from ..results_reading import parse_grid_arm, split_key
 from ..stats import paired_comparison
 
@@ -30,6 +31,7 @@ __all__ = [
     "rung_means",
     "sensitivity",
     "model_lr_check",
+    "ladder_check",
     "logit_peak",
     "logit_peaks",
     "top_rung",
@@ -129,6 +131,54 @@ def model_lr_check(results: dict, margin: float, arm: str = "baseline") -> dict:
         "moves": moves,
         "lr": best if moves else current,
         "means": means,
+    }
+
+
+def ladder_check(results: dict, margin: float, arm: str = "baseline", *, late: bool = True) -> dict:
+    """A declared model-lr check on a grown ladder (``*_model_lr`` in ``book/protocol.yml``): each
+    rung's mean score over the selection seeds (``late``: a run's mean of the file's metric over the
+    last 20 % of training, else its final record; in the sign that makes higher better), the best rung
+    (ties to the task's lr, then the smaller), ``grow``: the rungs to run next while the best is at an
+    edge of the rungs tried short of the ladder's (``()`` once settled), ``interior``, ``gain`` (the
+    best's score minus the task's lr's, in the metric's unit) and ``moves`` (settled, interior and
+    ``gain`` over ``margin``): ``{"current", "best", "means", "grow", "interior", "gain", "moves", "lr"}``.
+    Refused while no rung, or not the task's lr's, holds every seed."""
+    config = results["config"]
+    metric, current = config["metric"], float(config["task"]["lr"])
+    sign = 1.0 if metric.endswith("acc") else -1.0  # accuracies are higher-better, losses lower-better
+    horizon = "steps" if "steps" in config["task"] else "epochs"
+    length = config["task"][horizon]
+
+    def score(history: list[dict]) -> float:
+        value = choices.late_score(history, length, metric) if late else history[-1].get(metric, math.nan)
+        return sign * value if math.isfinite(value) else -math.inf
+
+    scores = choices.ladder_scores(results, arm, score, key=KEY)
+    means = choices.rung_scores(scores, len(config["seeds"]))
+    if current not in means:
+        raise ValueError(
+            f"the model-lr check needs the task's lr {current:g} on every seed; rungs so far {sorted(means)}"
+        )
+    best = choices.choice(means, current)
+    ladder = [float(r) for r in config["rungs"]]
+    tried = sorted(scores)
+    grow = []
+    if best == tried[-1] and best != ladder[-1]:
+        grow.append(ladder[ladder.index(best) + 1])
+    if best == tried[0] and best != ladder[0]:
+        grow.append(ladder[ladder.index(best) - 1])
+    interior = ladder[0] < best < ladder[-1] and not grow
+    gain = means[best] - means[current]
+    moves = interior and gain > margin
+    return {
+        "current": current,
+        "best": best,
+        "means": {lr: sign * v for lr, v in means.items()},
+        "grow": tuple(grow),
+        "interior": interior,
+        "gain": gain,
+        "moves": moves,
+        "lr": best if moves else current,
     }
 
 
