@@ -214,3 +214,18 @@ def test_the_long_check_runs_adamw_at_the_declared_length_rungs_and_ratio():
     assert config.qk_lr("baseline", 3e-3) == pytest.approx(3e-2)
     with pytest.raises(ValueError, match="no tuned"):
         config.qk_lr("stiefel", 3e-3)
+
+
+def test_the_long_choice_takes_the_smaller_lr_within_the_ties_and_grows_at_an_edge():
+    """charlm_long_model_lr's rule: the lowest mean final loss, ties within 0.02 to the smaller lr."""
+
+    def file(means: dict[float, float]) -> dict:
+        runs = {f"baseline@lr={lr}/100": {"history": [{"step": 10, "val_bpc": v}]} for lr, v in means.items()}
+        config = {"metric": "val_bpc", "task": {"lr": 1e-3, "steps": 10}, "seeds": [100], "rungs": list(ls_rungs())}
+        return {"config": config, "runs": runs}
+
+    out = ls.ladder_choice(file({1e-3: 2.50, 3e-3: 2.43, 1e-2: 2.42, 3e-2: 2.58}), 0.02)
+    assert out["lr"] == 3e-3 and out["interior"] and out["means"][1e-2] == pytest.approx(2.42)
+    out = ls.ladder_choice(file({1e-3: 2.50, 3e-3: 2.45, 1e-2: 2.40, 3e-2: 2.38}), 0.02)
+    assert out["grow"] == (1e-1,) and not out["interior"]
+    assert ls.ladder_choice({"config": file({})["config"], "runs": {}}, 0.02)["lr"] is None
