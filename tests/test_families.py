@@ -55,6 +55,7 @@ def test_every_structured_family_is_tested_here():
         "routing_mqar",
         "routing_induction",
         "routing_charlm",
+        "charlm_long",
         "grokking_fair",
         "grokking_fair_scale",
         "grokking_fair_ablation",
@@ -62,6 +63,23 @@ def test_every_structured_family_is_tested_here():
         "cifar10_fair_decay",
         "peers_cifar10",
     }
+
+
+def test_the_long_character_model_family_reads_eleven_comparisons_from_its_runs():
+    """charlm_long (declared before its runs): every arm against AdamW and the Stiefel rule, lower
+    bits per character better; a hand-made file of 10 seeds where manifold Muon is 0.05 lower."""
+    arms = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon", "manifold_muon")
+    rng = np.random.default_rng(0)
+    runs = {
+        f"{arm}/{seed}": {"final": {"val_bpc": 2.4 - 0.05 * (arm == "manifold_muon") + 0.002 * rng.standard_normal()}}
+        for arm in arms
+        for seed in range(10)
+    }
+    rows = fam.read_family("charlm_long", {"charlm_long-full": {"config": {}, "runs": runs}})
+    assert len(rows) == 11 and {r.n for r in rows} == {10}
+    row = fam.find(rows, "manifold_muon", "baseline")
+    assert row.difference == pytest.approx(-0.05, abs=0.01) and row.verdict == "lower"
+    assert fam.find(rows, "stiefel", "baseline").verdict == "equivalent"
 
 
 def routing_rows_as_they_were(values, endpoint, margin, alpha):
