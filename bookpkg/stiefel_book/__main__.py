@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
         "--arms",
         nargs="+",
         default=None,
-        help="a subset of the swept arms (a shard); for cifar10_qk_lr and grokking_decay_qk_lr, cells (stiefel@wd=1)",
+        help="a subset of the swept arms (a shard); for cifar10_qk_lr and grokking_decay_qk_lr, cells (stiefel@wd=1); "
+        "for the temperature sweeps, qk_norm@temp=3",
     )
     for p in (run, run_all, sweep):
         p.add_argument(
@@ -130,7 +131,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-SWEEPS = ["grokking_qk_lr", "cifar10_qk_lr", "cifar10_peers_qk_lr", "grokking_p97_qk_lr", "grokking_decay_qk_lr"]
+SWEEPS = [
+    "grokking_qk_lr",
+    "cifar10_qk_lr",
+    "cifar10_peers_qk_lr",
+    "grokking_p97_qk_lr",
+    "grokking_decay_qk_lr",
+    "mqar_qk_temp",
+    "induction_qk_temp",
+]
 
 
 def _command(parser: argparse.ArgumentParser, args) -> int:

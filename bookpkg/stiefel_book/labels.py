@@ -23,6 +23,7 @@ ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "geoopt_radam": "geoopt's Riemannian Adam",
     "orthogonal_param": "orthogonal parametrization",
     "qk_norm": "QK-norm with a learned scale",
+    "qk_norm_tuned": "QK-norm with its initial scale tuned",
     "sphere": "the scale-free rule on the sphere",
     "stiefel_temp": "the Stiefel rule with a learned scale",
     "cayley_adam": "Cayley ADAM",
@@ -60,6 +61,7 @@ SETTINGS = {  # the grid arms' setting (experiments.grid) -> its symbol
     "flr": "frame lr",
     "lr": "lr",
     "n": "images",
+    "temp": "initial scale",
 }
 
 

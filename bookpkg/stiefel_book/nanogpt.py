@@ -7,6 +7,8 @@ Two options beyond nanoGPT: ``mlp=False`` for attention-only blocks (the inducti
 ``qk_norm=True``: per-head RMSNorm of q and k (no gain) and a learned per-head temperature τ,
 logits ``τ_h q̂·k̂ / √d_head``: the scale of the logits as a parameter of its own, the direction
 of q, k left to W_Q, W_K (the arm that asks whether a trained scale alone does what frames do).
+τ starts at ``qk_temperature`` (1 by default): with q̂, k̂ of unit RMS a head's logits lie within
+± τ √d_head, so the initial temperature sets how sharp attention can be before τ has trained.
 Attention weights are kept when ``keep_attention`` is set (the induction score reads them).
 """
 
@@ -33,6 +35,7 @@ class GPTConfig:
     bias: bool = False  # nanoGPT's option; no biases trains a little better and faster
     mlp: bool = True  # False: attention-only blocks
     qk_norm: bool = False
+    qk_temperature: float = 1.0  # with qk_norm: the learned temperature's initial value, every head
 
 
 class CausalSelfAttention(nn.Module):
@@ -46,7 +49,10 @@ class CausalSelfAttention(nn.Module):
         self.n_head, self.n_embd = config.n_head, config.n_embd
         self.qk_norm = config.qk_norm
         if config.qk_norm:
-            self.temperature = nn.Parameter(torch.ones(config.n_head))
+            t = config.qk_temperature
+            if isinstance(t, bool) or not isinstance(t, int | float) or not (math.isfinite(t) and t > 0):
+                raise ValueError(f"qk_temperature must be a positive finite number, got {t!r}")
+            self.temperature = nn.Parameter(torch.full((config.n_head,), float(t)))
         mask = torch.tril(torch.ones(config.block_size, config.block_size, dtype=torch.bool))
         self.register_buffer("mask", mask.view(1, 1, config.block_size, config.block_size), persistent=False)
         self.keep_attention = False

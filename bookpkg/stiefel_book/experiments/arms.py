@@ -64,14 +64,31 @@ ARMS: dict[str, Arm] = {
         Arm("geoopt_radam", _RELATIVE),
         Arm("orthogonal_param", _RELATIVE),
         Arm("qk_norm", _SCALE),
+        # QK-norm at its tuned initial temperature (the routing tasks' judged runs; routing_qk_temp):
+        # its temperature and rate are in the results file's config
+        Arm("qk_norm_tuned", _SCALE),
         Arm("sphere", _SCALE),
         Arm("stiefel_temp", _SCALE),
         Arm("cayley_adam", _SCALE),
         Arm("manifold_muon", _FRAMES, (("frame_optimizer", "manifold_muon"),)),
     )
 }
-SETTINGS = {"wd": "weight_decay", QK_LR_KEY: "qk_lr", "flr": "qk_lr", "lr": "lr", "n": "size", "%": "data_percent"}
-_STORED = {"weight_decay": "@wd=", "qk_lr": f"@{QK_LR_KEY}=", "lr": "@lr=", "size": "@n="}  # code -> stored spelling
+SETTINGS = {
+    "wd": "weight_decay",
+    QK_LR_KEY: "qk_lr",
+    "flr": "qk_lr",
+    "lr": "lr",
+    "n": "size",
+    "%": "data_percent",
+    "temp": "qk_temperature",  # QK-norm's initial temperature (routing_qk_temp's cells)
+}
+_STORED = {  # code -> stored spelling
+    "weight_decay": "@wd=",
+    "qk_lr": f"@{QK_LR_KEY}=",
+    "lr": "@lr=",
+    "size": "@n=",
+    "qk_temperature": "@temp=",
+}
 
 
 def arm(name: str) -> Arm:

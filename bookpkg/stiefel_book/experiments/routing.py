@@ -13,6 +13,7 @@ seeds x 5 arms x 4 or more rungs each, plus frozen frames: 105 runs or more).
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,8 +199,10 @@ def train(
     return {"history": history, "final": dict(history[-1]), "qk_lr": qk_lr}
 
 
-def _run(config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None, task: str) -> dict:
-    model = build(config.model(), arm, seed).to(device)
+def _run(
+    config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None, task: str, qk_temperature=None
+) -> dict:
+    model = build(config.model(), arm, seed, qk_temperature).to(device)
     val = config.batch(config.val_size, generator(VAL_SEED)).to(device)
 
     def loss_at(step: int) -> torch.Tensor:
@@ -219,7 +222,8 @@ def _run(config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float
                 attn.keep_attention, attn.attention = False, None
         return metrics
 
-    return train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"{task} {arm} seed {seed}")
+    outcome = train(model, config, arm, qk_lr, loss_at, evaluate, checkpoint, progress, f"{task} {arm} seed {seed}")
+    return outcome if qk_temperature is None else {**outcome, "qk_temperature": qk_temperature}
 
 
 def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
@@ -236,12 +240,27 @@ def arm_qk_lr(config, arm: str, qk_lr: float | None) -> float | None:
 
 def task_run(body: Callable, name: str, what: str, **fixed) -> Callable:
     """A routing task's run, ``name``, of ``what``: the W_Q, W_K lr of :func:`arm_qk_lr`, the
-    config's CPU threads, then ``body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed)``."""
+    config's CPU threads, then ``body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed)``,
+    with ``qk_temperature=`` (QK-norm's initial temperature; the outcome records it) where one is given."""
+    takes_temperature = "qk_temperature" in inspect.signature(body).parameters
 
-    def run(config, arm: str, seed: int, device, checkpoint: Path | None = None, progress: bool = True, *, qk_lr=None):
+    def run(
+        config,
+        arm: str,
+        seed: int,
+        device,
+        checkpoint: Path | None = None,
+        progress: bool = True,
+        *,
+        qk_lr=None,
+        qk_temperature=None,
+    ):
         qk_lr = arm_qk_lr(config, arm, qk_lr)
+        given = {} if qk_temperature is None else {"qk_temperature": qk_temperature}
+        if given and not takes_temperature:
+            raise ValueError(f"{what} runs take no initial temperature (only MQAR's and induction's QK-norm do)")
         with threads(config.cpu_threads if device.type == "cpu" else None):
-            return body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed)
+            return body(config, arm, seed, device, checkpoint, progress, qk_lr, **fixed, **given)
 
     run.__name__ = run.__qualname__ = name
     run.__module__ = body.__module__

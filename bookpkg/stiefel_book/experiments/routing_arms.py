@@ -15,7 +15,8 @@ nanoGPT's std-0.02 init, logits ~20 times smaller, attention near uniform). Then
   ``c_attn``, whose weight is then held as per-head blocks (:class:`QKVBlocks`, the same values
   and forward) so that W_Q, W_K can have an lr of their own: AdamW at ``qk_lr`` (decayed;
   not decayed in ``no_decay_qk``), with per-head RMSNorm on q, k and a learned temperature in
-  ``qk_norm``, ``torch.optim.Muon`` per head (as :mod:`.relatives`) in ``muon``.
+  ``qk_norm`` (its initial value ``qk_temperature``, 1 unless given: :func:`build`),
+  ``torch.optim.Muon`` per head (as :mod:`.relatives`) in ``muon``.
 
 Every other parameter: AdamW at the task's lr, nanoGPT's groups (matrices and embeddings decayed,
 gains and biases not).
@@ -57,12 +58,16 @@ class QKVBlocks(nn.Module):
         return (*(h.clone() for h in q.split(r)), *(h.clone() for h in k.split(r)), v.clone())
 
 
-def build(config: GPTConfig, arm: str, seed: int) -> GPT:
-    """``arm``'s model from ``seed`` (the same seed, the same initial function in every arm)."""
+def build(config: GPTConfig, arm: str, seed: int, qk_temperature: float | None = None) -> GPT:
+    """``arm``'s model from ``seed`` (the same seed, the same initial function in every arm);
+    ``qk_temperature``: QK-norm's initial temperature (None: 1, the default every stored run used)."""
     if arm not in ARMS + OPTIONAL_ARMS:
         raise ValueError(f"unknown arm {arm!r}; the routing tasks have {ARMS + OPTIONAL_ARMS}")
+    if qk_temperature is not None and arm != "qk_norm":
+        raise ValueError(f"only QK-norm has an initial temperature; {arm!r} was given qk_temperature={qk_temperature}")
     torch.manual_seed(seed)
-    model = GPT(GPTConfig(**{**config.__dict__, "qk_norm": arm == "qk_norm"}))
+    temperature = {} if qk_temperature is None else {"qk_temperature": qk_temperature}
+    model = GPT(GPTConfig(**{**config.__dict__, "qk_norm": arm == "qk_norm", **temperature}))
     stiefelize(model, scale="unit")
     if arm in FRAME_ARMS:
         if arm == "frozen":

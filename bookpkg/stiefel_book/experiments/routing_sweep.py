@@ -36,6 +36,7 @@ __all__ = [
     "resolver",
     "SweepError",
     "SWEEPS",
+    "task_setting",
 ]
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
@@ -92,7 +93,7 @@ class SweepError(ValueError):
 UNSWEPT = ("seeds", "qk_lr", "qk_lrs")  # what a judged config may differ in from its sweep's task
 
 
-def _setting(task) -> dict:
+def task_setting(task) -> dict:
     """A task config as its results file stores it (JSON), without the fields a sweep leaves open."""
     stored = task if isinstance(task, dict) else json.loads(json.dumps(dataclasses.asdict(task)))
     return {k: v for k, v in stored.items() if k not in UNSWEPT}
@@ -108,7 +109,7 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
         profiles = SWEEPS[sweep_name][0]
-        profile = next((p for p, c in profiles.items() if _setting(c.task) == _setting(config)), None)
+        profile = next((p for p, c in profiles.items() if task_setting(c.task) == task_setting(config)), None)
         if profile is None:
             raise SweepError(
                 f"no profile of {sweep_name} sweeps this setting ({sorted(profiles)} sweep others): "
@@ -122,7 +123,7 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
         results = load_results(sweep_name, profile, directory)
         if not results:
             raise SweepError(f"no W_Q, W_K lr sweep of this setting yet: run {command} first")
-        if _setting(results["config"]["task"]) != _setting(config):
+        if task_setting(results["config"]["task"]) != task_setting(config):
             raise SweepError(
                 f"{sweep_name} ({profile}) holds a sweep of another setting: move it away and run {command}"
             )

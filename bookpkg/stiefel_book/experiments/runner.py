@@ -38,6 +38,8 @@ from . import (
     routing,
     routing_2x2,
     routing_decay_map,
+    routing_qk_temp,
+    routing_qk_tuned,
     routing_sweep,
     trust_region,
 )
@@ -118,6 +120,8 @@ EXPERIMENTS = collect(
     p97_fair,
     lr_sensitivity,
     routing_2x2,
+    routing_qk_temp,
+    routing_qk_tuned,
     extra=(*ROUTING_ENTRIES, *routing_sweep.ENTRIES),
 )
 
