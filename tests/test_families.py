@@ -62,6 +62,8 @@ def test_every_structured_family_is_tested_here():
         "cifar10_fair",
         "cifar10_fair_decay",
         "peers_cifar10",
+        "routing_mqar_qk_norm_tuned",  # read in tests/test_routing_qk_temp.py (no runs yet)
+        "routing_induction_qk_norm_tuned",
     }
 
 
