@@ -34,6 +34,7 @@ from . import (
     grokking,
     lr_sensitivity,
     p97_fair,
+    p97_primary,
     peers,
     routing,
     routing_2x2,
@@ -72,6 +73,17 @@ ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: rout
         "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
         resolve=routing_sweep.resolver("mqar_qk_lr"),
         optional_arms=routing.OPTIONAL_ARMS,
+    ),
+    Experiment(  # routing_mqar_fresh (book/protocol.yml): the same arms and setting on 30 fresh judged seeds
+        "mqar_fresh",
+        {
+            "full": dataclasses.replace(routing.MQAR_PROFILES["full"], seeds=tuple(range(20, 50))),
+            "ci": dataclasses.replace(routing.MQAR_PROFILES["ci"], seeds=(20,)),
+        },
+        routing.ARMS,
+        routing.run_mqar,
+        "multi-query associative recall, the six arms of mqar at their tuned W_Q, W_K lrs, 30 fresh paired seeds",
+        resolve=routing_sweep.resolver("mqar_qk_lr"),
     ),
     Experiment(
         "induction",
@@ -118,6 +130,7 @@ EXPERIMENTS = collect(
     cifar10_judged,
     cifar10_decay,
     p97_fair,
+    p97_primary,
     lr_sensitivity,
     routing_2x2,
     routing_qk_temp,
