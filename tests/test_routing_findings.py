@@ -82,6 +82,25 @@ def test_the_explorer_reads_the_committed_ten_seed_runs():
     assert len(cells[(0.0, 3.0)]["frozen"]) == 10
     ex = lr_decay_explorer(cells, "val_loss", "loss on the repeat (nats)", lr=1e-2, weight_decay=1.0)
     assert "The Stiefel rule: final" in ex.text and "(10 seeds)" in ex.text
+    # at the task's decay the judged seeds alone: never pooled with the sweep's selection seeds
+    assert len(cells[(1e-2, 0.1)]["stiefel"]) == 10 and len(cells[(0.0, 0.1)]["frozen"]) == 10
+    assert max(len(h) for arms in cells.values() for h in arms.values()) == 10
+    assert "(16 seeds)" not in ex.set(lr=1e-2, weight_decay=0.1).text and "(10 seeds)" in ex.text
+
+
+def test_a_cell_shows_judged_seeds_or_selection_seeds_never_both():
+    """The sweep's selection seeds stand only where no judged seed of that arm ran, and a seed that
+    two files hold (the decay map and the judged runs at the task's decay) counts once."""
+    results = judged({"stiefel": [0.2, 0.6], "baseline": [0.1, 0.3]})
+    for run in results["runs"].values():
+        run["qk_lr"] = 1e-2
+    selection = {**results["runs"]["stiefel/0"], "qk_lr": 1e-2}
+    sweep = {"config": {"task": {"weight_decay": 0.1}},
+             "runs": {f"{arm}@qklr=0.01/{seed}": selection for arm in ("stiefel", "muon") for seed in (100, 101, 102)}}
+    dmap = {"config": {"task": {"weight_decay": 0.1}}, "runs": {"stiefel@wd=0.1/0": results["runs"]["stiefel/0"]}}
+    cells = fr.judged_first(sweep, results, dmap)
+    assert {arm: len(h) for arm, h in cells[(1e-2, 0.1)].items()} == {"baseline": 2, "stiefel": 2, "muon": 3}
+    assert len(fr.lr_decay_cells(sweep, results, dmap)[(1e-2, 0.1)]["stiefel"]) == 5  # pooled: 3 selection + 2 judged
 
 
 def sweep_file(scores: dict[str, dict[float, list[float]]], metric: str = "val_acc", steps: int = 100) -> dict:

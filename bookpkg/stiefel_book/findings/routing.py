@@ -16,7 +16,8 @@ from ..families import Row, judge
 from ..protocol_fields import expand
 
 __all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
-__all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "cell_curves", "sweep_rows"]
+__all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
+__all__ += ["committed_cells", "cell_curves", "sweep_rows"]
 __all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
 
 REFERENCES = ("baseline", "stiefel")
@@ -160,7 +161,7 @@ def curves(results: dict | None, metric: str) -> dict[str, dict]:
 def lr_decay_cells(*files: dict | None) -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
     """``{(W_Q, W_K lr, λ): {arm: [history per seed]}}`` over any of a task's files (its sweep, its
     judged runs, its decay map): a run's lr is the one it recorded (frozen frames: 0), its λ the
-    one it recorded or else its file's task's."""
+    one it recorded or else its file's task's. A seed counts once in a cell (the first file's run)."""
     cells: dict = {}
     for results in files:
         if not results:
@@ -168,23 +169,39 @@ def lr_decay_cells(*files: dict | None) -> dict[tuple[float, float], dict[str, l
         config = results["config"]
         task = config.get("task", config)
         for key, run in results["runs"].items():
-            arm = key.rpartition("/")[0].partition("@")[0]
+            name, _, seed = key.rpartition("/")
+            arm = name.partition("@")[0]
             lr = 0.0 if arm == "frozen" else float(run["qk_lr"])
             decay = float(run.get("weight_decay", task["weight_decay"]))
-            cells.setdefault((lr, decay), {}).setdefault(arm, []).append(run["history"])
-    return dict(sorted(cells.items()))
+            cells.setdefault((lr, decay), {}).setdefault(arm, {}).setdefault(seed, run["history"])
+    return {cell: {arm: list(seeds.values()) for arm, seeds in arms.items()} for cell, arms in sorted(cells.items())}
+
+
+def judged_first(sweep: dict | None, *judged: dict | None) -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
+    """:func:`lr_decay_cells` of the judged files (the judged runs, the decay map), and the sweep's
+    selection seeds only where no judged seed of that arm ran: a cell shows an arm's judged seeds or
+    its selection seeds, never both pooled. Arms in :data:`JUDGED_ARMS` order."""
+    cells = lr_decay_cells(*judged)
+    for cell, arms in lr_decay_cells(sweep).items():
+        for arm, histories in arms.items():
+            cells.setdefault(cell, {}).setdefault(arm, histories)
+    rank = {arm: i for i, arm in enumerate(JUDGED_ARMS)}
+    return {
+        cell: dict(sorted(arms.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
+        for cell, arms in sorted(cells.items())
+    }
 
 
 def committed_cells(task: str = "induction") -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
-    """:func:`lr_decay_cells` of the task's committed full-scale files: its W_Q, W_K lr sweep, its
-    judged runs and its decay map (what the routing explorer reads); an error if none is committed."""
+    """:func:`judged_first` of the task's committed full-scale files (what the routing explorer
+    reads): its W_Q, W_K lr sweep, its judged runs and its decay map; an error if none is committed."""
     from ..experiments import load_results
 
     names = (f"{task}_qk_lr", task, f"{task}_decay_map")
     files = [load_results(name, "full") for name in names]
     if not any(files):
         raise FileNotFoundError(f"no committed full results of {', '.join(names)}: run them first")
-    return lr_decay_cells(*files)
+    return judged_first(*files)
 
 
 def cell_curves(cells: dict, lr: float, decay: float, metric: str) -> dict[str, list[tuple[list, list]]]:
