@@ -202,6 +202,19 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
     v = routing_verdict({"mqar": [], "induction": rows, "charlm": []})
     assert v.word == "new"
     assert "lower (better), -2 nats" in v.headline and "not yet run" in v.headline and "holds" in v.sentence
+    assert v.tuned.word == "lower"  # its tuned axis: the verdict word the judged task measured, not parsed text
+
+
+def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
+    from stiefel_book.claims import ClaimsTable
+    from stiefel_book.findings.claim_verdict import Axis, Verdict
+    from stiefel_book.findings.summary_experiments import shared_word
+
+    v = Verdict("new", "higher here, lower there", "", tuned=Axis("inconclusive", "the readings"))
+    assert ClaimsTable._axis_words(v) == ("—", "inconclusive")
+    assert ClaimsTable._axes(v) == ("— (not in the preprint)", "the readings")
+    assert ClaimsTable._axis_words(Verdict("new", "higher", "")) == ("—", "—")
+    assert shared_word(["lower", "lower"]) == "lower" and shared_word(["lower", "higher"]) == "mixed"
 
 
 def test_soft_solvers_are_the_runs_that_solve_the_repeat_with_no_head_past_the_threshold():
@@ -304,3 +317,18 @@ def test_the_maps_mean_rows_give_each_arms_level_and_blank_a_cell_missing_a_seed
     rows = dict(rm.mean_rows(results, [0, 1], ("baseline", "stiefel")))
     assert np.allclose(rows["stiefel"], [0.305, 0.205])  # the final record is the loss + 1/200
     assert np.isclose(rows["baseline"][0], 2.005) and rows["baseline"][1] is None  # seed 1 missing at λ = 1
+
+
+def test_the_summary_gives_each_other_arm_its_own_sentence_of_at_most_two_results():
+    """Issue 51: no generated sentence chains more than two results (the other arms were one
+    sentence of three, joined by semicolons)."""
+    import re
+
+    from stiefel_book import declared
+    from stiefel_book.findings.routing_summary import summary
+
+    text = summary(declared.routing(), label, notes=declared.routing_notes())
+    sentences = re.split(r"(?<=\.) (?=[A-Z])", text)
+    assert all(s.count(";") == 0 and s.count(", and ") <= 1 for s in sentences), sentences
+    no_decay = [s for s in sentences if s.startswith(label("no_decay_qk"))]
+    assert len(no_decay) == 1 and "better" in no_decay[0] and "equivalent" in no_decay[0]

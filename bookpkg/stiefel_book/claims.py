@@ -8,7 +8,6 @@ says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -433,25 +432,18 @@ class ClaimsTable:
 
     @staticmethod
     def _axes(v: Verdict) -> tuple[str, str]:
-        """The two axes in full: a claim with axes gives each; a certificate its headline (no rate to
-        tune); a new result (not in the preprint) its headline at tuned rates."""
+        """The two axes in full: a new result (not in the preprint) its readings at tuned rates; a
+        claim with axes gives each; a certificate its headline (no rate to tune)."""
+        if v.word == "new":
+            return "— (not in the preprint)", (v.tuned.text if v.tuned else v.headline)
         if v.baseline is not None or v.tuned is not None:
             return (str(v.baseline) if v.baseline else "—"), (str(v.tuned) if v.tuned else "—")
-        if v.word == "new":
-            return "— (not in the preprint)", v.headline
         return v.headline, "—"
 
     @staticmethod
     def _axis_words(v: Verdict) -> tuple[str, str]:
-        """The two axes' words for the short table ("—" where an axis does not apply). A new result
-        (not in the preprint, measured at tuned rates only) reads its verdicts' words from its
-        headline: the one word they share, or "mixed"."""
-        if v.baseline is not None or v.tuned is not None:
-            return (v.baseline.word if v.baseline else "—"), (v.tuned.word if v.tuned else "—")
-        if v.word == "new":
-            words = {w for w in ("higher", "lower", "equivalent", "inconclusive") if re.search(rf"\b{w}\b", v.headline)}
-            return "—", (words.pop() if len(words) == 1 else "mixed" if words else "—")
-        return "—", "—"
+        """The two axes' words for the short table ("—" where an axis does not apply)."""
+        return (v.baseline.word if v.baseline else "—"), (v.tuned.word if v.tuned else "—")
 
     def short_markdown(self) -> str:
         """The short table alone: one line per claim, its two axes' words and its verdict."""

@@ -125,7 +125,7 @@ def chapter_verdict(chapter: str) -> Markdown:
     lines = [
         f"**{c.claim}** (the preprint: {c.preprint}): {v} — {v.headline}."
         + (f" Against the preprint's baseline: {v.baseline}." if v.baseline else "")
-        + (f" At tuned rates: {v.tuned}." if v.tuned else "")
+        + (f" At tuned rates: {f'**{v.tuned.word}**' if v.word == 'new' else v.tuned}." if v.tuned else "")
         for c in CLAIMS
         if c.chapter == path
         for v in [c.verdict()]

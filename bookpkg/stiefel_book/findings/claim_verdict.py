@@ -23,8 +23,9 @@ MARKS = {
 @dataclass(frozen=True)
 class Axis:
     """One axis of a claim (against the preprint's own baseline, or at tuned rates): ``word``, one of
-    higher, lower, equivalent, inconclusive or "not shown", and ``text``, the readings it rests on
-    with their regimes and numbers."""
+    higher, lower, equivalent, inconclusive or "not shown" (or "mixed": a new result whose
+    comparisons read different words), and ``text``, the readings it rests on with their regimes
+    and numbers."""
 
     word: str
     text: str

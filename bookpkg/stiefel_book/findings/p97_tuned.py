@@ -150,19 +150,19 @@ def _medians(row: dict) -> str:
 
 
 def row_text(row: dict | None) -> str:
-    """ "time to 90 % **sooner**, median epoch x against y (p = ..; Holm p = ..), seeds past 90 %: a against b;
-    final accuracy [**word**,] +d pp [lo, hi]", or "not yet run"."""
+    """ "time to 90 % **sooner**, median epoch x against y over n paired seeds (p = .., Holm p = ..), with a
+    against b seeds past 90 %. Its final accuracy: [**word**,] +d pp [lo, hi]", or "not yet run"."""
     if row is None:
         return "not yet run"
     word = _time_word(row["verdict"])
     f = row["final"]
     seen = "; its runs were seen before the rule was declared" if row["seen_before"] else ""
     final_word = f"**{row['final_word']}**, " if row.get("final_word") else ""
-    return (
+    return (  # two sentences, at most two results each: time (with the seeds past 90 %), then final accuracy
         f"time to 90 % **{word}**, {_medians(row)} over "
-        f"{row['seeds']} paired seeds (p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}); seeds past 90 %: "
-        f"{row['past'][0]} against {row['past'][1]}; final accuracy {final_word}{f.mean_difference:+.1f} pp "
-        f"[{f.ci_low:+.1f}, {f.ci_high:+.1f}]{seen}"
+        f"{row['seeds']} paired seeds (p = {row['p']:.2g}, Holm p = {row['p_holm']:.2g}), with "
+        f"{row['past'][0]} against {row['past'][1]} seeds past 90 %. Its final accuracy: {final_word}"
+        f"{f.mean_difference:+.1f} pp [{f.ci_low:+.1f}, {f.ci_high:+.1f}]{seen}"
     )
 
 
@@ -223,8 +223,8 @@ def _before_text(before: dict | None, gain: dict) -> str:
         f"{t['verdict']}, median epoch {sa:,.0f} against {sb:,.0f}"
     )
     if ta >= tb:
-        return then + "; at its own rate AdamW gets there no later than the Stiefel rule: its lag is gone."
-    return then + f"; at tuned rates the Stiefel rule's lead in median time is {tb - ta:,.0f} epochs."
+        return then + ". At its own rate AdamW gets there no later than the Stiefel rule: its lag is gone."
+    return then + f". At tuned rates the Stiefel rule's lead in median time is {tb - ta:,.0f} epochs."
 
 
 def takeaway(rows: list[dict], lrs: dict[str, float], before: dict | None = None) -> str:

@@ -50,8 +50,8 @@ def _grouped(readings: dict[str, str], phrases: dict[str, str], every: int, note
 def summary(rows_by_task: dict[str, list[dict]], label, notes: dict[str, str | None] | None = None) -> str:
     """The three questions answered across the tasks with judged runs (``""`` before any): whether
     the Stiefel rule beats the tuned AdamW (with each task's ``notes``), whether scale alone does
-    what it does, whether frozen frames fall short; then any other arm decided against the Stiefel
-    rule, and the tasks not yet run."""
+    what it does, whether frozen frames fall short; then a sentence for each other arm decided against
+    the Stiefel rule, and the tasks not yet run."""
     judged = {task: answers(rows) for task, rows in rows_by_task.items() if rows}
     if not judged:
         return ""
@@ -75,14 +75,13 @@ def summary(rows_by_task: dict[str, list[dict]], label, notes: dict[str, str | N
         out.append(f"Scale alone ({label('qk_norm')}) " + _grouped(scale, phrases, every) + ".")
     if frozen:
         out.append("Frozen frames " + _grouped(frozen, _FROZEN, every) + ".")
-    others = [
-        f"{label(r['arm'])} {_SCALE[r['reading']].format(s=stiefel)} on {TASK_PHRASES[t]}"
-        for t, rows in rows_by_task.items()
-        for r in rows
-        if r["reference"] == "stiefel" and r["arm"] not in ("frozen", "qk_norm") and r["reading"] != "inconclusive"
-    ]
-    if others:
-        out.append("Among the other arms, " + "; ".join(others) + ".")
+    others: dict[str, dict[str, str]] = {}  # the other arms decided against the Stiefel rule: a sentence an arm
+    for t, rows in rows_by_task.items():
+        for r in rows:
+            if r["reference"] == "stiefel" and r["arm"] not in ("frozen", "qk_norm") and r["reading"] != "inconclusive":
+                others.setdefault(r["arm"], {})[t] = r["reading"]
+    phrases = {w: p.format(s=stiefel) for w, p in _SCALE.items()}
+    out += [f"{label(arm)} " + _grouped(readings, phrases, every) + "." for arm, readings in others.items()]
     unrun = [TASK_PHRASES[t] for t in rows_by_task if t not in judged]
     if unrun:
         out.append(f"Not yet run: {', '.join(unrun)}.")

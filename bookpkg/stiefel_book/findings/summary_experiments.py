@@ -13,7 +13,7 @@ from ..labels import label
 from . import ablation, grokking
 from . import routing as routing_findings
 from .cifar10_tuned import best_decays_text
-from .claim_verdict import PENDING, Verdict
+from .claim_verdict import PENDING, Axis, Verdict
 from .fair_fight import lr_text
 
 __all__ = [
@@ -124,34 +124,36 @@ def cifar10_gain_verdict(
     headline = f"{gain['verdict']}: {gain['mean_pp']:+.2f} pp (2 epochs)" + (
         f"; {long_gain['verdict']}: {long_gain['mean_pp']:+.2f} pp (100 epochs)" if long_gain else ""
     )
-    parts = [f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"]
+    # Sentences of at most two results each: the preprint's protocol and 100-epoch training, then one
+    # sentence a further reading, then the gap with data.
+    first = f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"
     if long_gain:
-        parts.append(f"{long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})")
+        first += f", and {long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})"
+    said = "partly reproduced" if word == "partly" else word
+    sentences = [f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {said}: {first}."]
     if tuned:
-        parts.append(
-            f"{tuned['verdict']} there with each arm at its tuned W_Q, W_K lr ({_pp(tuned, 2)}, {tuned['n']} starts)"
+        sentences.append(
+            f"With each arm at its tuned W_Q, W_K lr it reads {tuned['verdict']} there ({_pp(tuned, 2)}, "
+            f"{tuned['n']} starts)."
         )
         headline += f"; {tuned['verdict']}: {tuned['mean_pp']:+.2f} pp (tuned)"
     if at_decay:
         where = f"λ = {at_decay['weight_decay']:g}"
-        parts.append(
-            f"{at_decay['verdict']} at tuned lrs at {where}, the decay of largest gap ({_pp(at_decay, 2)}, "
-            f"{at_decay['n']} starts; a decay the preprint never tuned, not counted)"
+        sentences.append(
+            f"At tuned lrs at {where}, the decay of largest gap, it reads {at_decay['verdict']} ({_pp(at_decay, 2)}, "
+            f"{at_decay['n']} starts; a decay the preprint never tuned, not counted)."
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where}; not counted)"
     if best:
         cells = best_decays_text(best["cells"])
-        parts.append(
-            f"{best['verdict']} with each arm at its best decay and lr ({cells}; {_pp(best, 2)}, {best['n']} starts; "
-            "a comparison set after the runs, not counted)"
+        sentences.append(
+            f"With each arm at its best decay and lr ({cells}) it reads {best['verdict']} ({_pp(best, 2)}, "
+            f"{best['n']} starts; a comparison set after the runs, not counted)."
         )
     gaps = [r for r in (gap, widening) if r is not None]
     if gaps:
-        parts.append("the gap with data reads " + " and ".join(r["verdict"] for r in gaps))
-    said = "partly reproduced" if word == "partly" else word
-    sentence = f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {said}: " + "; ".join(
-        parts
-    )
+        sentences.append("The gap with data reads " + " and ".join(r["verdict"] for r in gaps) + ".")
+    sentence = " ".join(sentences)[:-1]
     return Verdict(word, headline, sentence + ".")
 
 
@@ -216,11 +218,13 @@ def peers_verdict(rows: list[dict]) -> Verdict:
     counts = {w: sum(r["verdict"] == w for r in against) for w in WORDS}
     said = ", ".join(f"{counts[w]} {w}" for w in WORDS if counts[w])
     names = ", ".join(label(r["arm"]) for r in against)
+    headline = f"against the Stiefel rule at tuned lrs: {said} (of {len(against)})"
     return Verdict(
         "new",
-        f"against the Stiefel rule at tuned lrs: {said} (of {len(against)})",
+        headline,
         f"Against its relatives on grokking ({names}), each at its tuned W_Q, W_K lr: {said} of {len(against)} "
         "against the Stiefel rule (Holm across the declared family).",
+        tuned=Axis(shared_word(r["verdict"] for r in against), headline),
     )
 
 
@@ -241,13 +245,22 @@ def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
             f"{label('stiefel')} − {label('baseline')}: {fr.result_text(a['tuned_baseline'], endpoint)}",
             f"{label('qk_norm')} − {label('stiefel')}: {fr.result_text(a['qk_norm'], endpoint)}",
         ]
+        details.append(f"{fr.TASK_NAMES[task]}: " + "; ".join(detail) + ".")  # two results a sentence
         if task != "charlm":
-            detail.append(f"the sanity check (frozen frames fall short): {fr.sanity(a['frozen'])}")
-        details.append(f"{fr.TASK_NAMES[task]}: " + "; ".join(detail) + ".")
+            details.append(f"Its sanity check (frozen frames fall short): {fr.sanity(a['frozen'])}.")
     unrun = [fr.TASK_PHRASES[t] for t in rows_by_task if t not in judged]
     tail = f"; not yet run: {', '.join(unrun)}" if unrun else ""
+    headline = "the Stiefel rule against a tuned AdamW: " + "; ".join(parts) + tail
     return Verdict(
         "new",
-        "the Stiefel rule against a tuned AdamW: " + "; ".join(parts) + tail,
+        headline,
         " ".join(details) + (f" Not yet run: {', '.join(unrun)}." if unrun else ""),
+        tuned=Axis(shared_word(a["tuned_baseline"]["verdict"] for a in judged.values() if a["tuned_baseline"]),
+                   headline),
     )
+
+
+def shared_word(words) -> str:
+    """The one verdict word of a claim's comparisons, "mixed" where they differ (or "—" with none)."""
+    found = set(words)
+    return found.pop() if len(found) == 1 else "mixed" if found else "—"
