@@ -12,8 +12,8 @@ be in a chapter. What a first-time reader meets (issues 31, 51): the intro's fir
 answers "Should I use it?" in words, with no interval or p-value; every chapter has its Summary
 in its first 1,600 px, its Exercises, its method section collapsed and last, and at most 12,000 px; no table
 scrolls sideways at 1280 px; every experiment chapter's takeaways come before its first shown code; no
-image is shown wider than its pixels allow at 1.5x (or it is SVG); no arm's code name in prose or
-table headers; the sidebar holds the book's parts.
+image is shown wider than its pixels allow at 1.5x (or it is SVG); no arm's code name in prose,
+tables or printed output; the sidebar holds the book's parts.
 Screenshots at 1280 px and at phone size go to _build/screenshots/ for a person to look at.
 
 Run after the book build (`make test` does): `.venv/bin/python -m pytest -m browser tests/browser`.
@@ -68,7 +68,9 @@ DECISION = "book/should_i_use_it"  # the page that answers the reader's question
 CHAPTERS = [page for page in PAGES if page not in (PAGES[0], "book/api", "book/references")]
 EXPERIMENTS = ["book/grokking", "book/cifar10_patches", "book/ablation", "book/regimes", "book/peers"]
 PARTS = ["Foundations", "The five propositions", "Experiments", "The verdict", "In practice"]
-# Code names a reader must not meet in prose or table headers (labels.py gives each its words).
+# Pages whose cells and tables show code (the identifier check reads their prose and headers only).
+CODE_PAGES = ("book/api", "book/references", "book/use_on_your_model")
+# Code names a reader must not meet in prose, tables or printed output (labels.py gives each its words).
 IDENTIFIERS = [
     "no_decay_qk",
     "fixed_step_matched",
@@ -421,16 +423,22 @@ def reader_checks(p, page: str) -> list[str]:
     )
     if blurred:
         problems.append(f"{len(blurred)} image(s) shown wider than their pixels / 1.5, e.g. {blurred[:3]}")
-    # Words, not identifiers, in prose and table headers (code and code cells may name them).
+    # Words, not identifiers, in prose, tables and printed output (a code cell's input, code in code
+    # font and the code blocks of prose may name them; the API reference, the references and the
+    # how-to page's cells show code, and are checked in their prose and headers only).
     text = p.evaluate(
-        """() => Array.from(document.querySelectorAll('article p, article li, article th, article div.admonition'))
-               .filter(e => !e.closest('.cell_input, pre, .highlight, .static-explorer, td'))
+        """(outputs) => Array.from(document.querySelectorAll(
+                   'article p, article li, article th, article td, article div.admonition, article .cell_output pre'))
+               .filter(e => !e.closest('.cell_input, .static-explorer'))
+               .filter(e => e.closest('.cell_output') ? outputs : !e.closest('pre, .highlight'))
+               .filter(e => outputs || !e.closest('td'))
                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, .math, mjx-container').forEach(x => x.remove());
-                           return c.textContent; }).join('\\n')"""  # noqa: E501 (JavaScript evaluated in the page)
+                           return c.textContent; }).join('\\n')""",  # noqa: E501 (JavaScript evaluated in the page)
+        page not in CODE_PAGES,
     )
     named = sorted({name for name in IDENTIFIERS if name in text})
     if named:
-        problems.append(f"code names in prose or table headers: {named}")
+        problems.append(f"code names in prose, tables or printed output: {named}")
     # One search box or button on the page.
     searches = p.evaluate("""() => Array.from(document.querySelectorAll('.search-button__button, .bd-sidebar-primary .bd-search'))
                                  .filter(e => e.offsetParent !== null).length""")  # noqa: E501 (JavaScript evaluated in the page)
