@@ -241,7 +241,7 @@ class Check:
         )
 
 
-LONG_STEPS = 4500  # the character model trained three times as long (its best arm under 2.5 bits per character)
+LONG_STEPS = charlm.LONG_STEPS  # the character model trained three times as long
 CHECKS = (
     Check(
         "charlm_long_model_lr",
@@ -257,3 +257,30 @@ CHECKS = (
 )
 
 ENTRIES = (*(_entry(name, TASKS[name]) for name in SENSITIVITY), *(check.entry() for check in CHECKS))
+TIES = 0.02  # charlm_long_model_lr's ties (routing_charlm's margin), in bits per character
+
+
+def at_checked_lr(check: str, task, then: Callable | None = None) -> Callable:
+    """The ``resolve`` of runs made at the model lr a check chose: a config whose task is ``task``
+    (seeds aside) is refused unless the check's results file has chosen ``task.lr`` by its declared
+    rule (:func:`stiefel_book.model_lr.ladder_choice`); then ``then`` (the sweep's resolve) applies.
+    Other settings (a smaller profile) pass."""
+    from ..model_lr import ladder_choice
+
+    def resolve(config, directory=None):
+        run_task = getattr(config, "task", config)
+        if dataclasses.replace(run_task, seeds=task.seeds) == task:
+            results = load_results(check, "full", directory)
+            pick = ladder_choice(results, TIES) if results else {"lr": None, "interior": False}
+            if not pick["interior"]:
+                raise ValueError(
+                    f"{check} has not chosen the model lr yet: run `python -m stiefel_book run {check} "
+                    "--profile full` (and the rungs it names) first"
+                )
+            if pick["lr"] != task.lr:
+                raise ValueError(
+                    f"{check} chose model lr {pick['lr']:g}, these runs are set at {task.lr:g}: fix the task"
+                )
+        return then(config, directory) if then else config
+
+    return resolve

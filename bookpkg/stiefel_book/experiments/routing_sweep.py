@@ -146,9 +146,9 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     return resolve
 
 
-def _profiles(task_profiles: dict, metric: str) -> dict:
+def _profiles(task_profiles: dict, metric: str, seeds: tuple[int, ...] = (100, 101, 102, 103, 104)) -> dict:
     return {
-        "full": RoutingSweepConfig(task_profiles["full"], metric),
+        "full": RoutingSweepConfig(task_profiles["full"], metric, seeds),
         "ci": RoutingSweepConfig(task_profiles["ci"], metric, seeds=(100,), start_below=1, start_above=0),
     }
 
@@ -160,6 +160,8 @@ def _tasks() -> dict[str, tuple[dict, Callable]]:
         "mqar_qk_lr": (_profiles(routing.MQAR_PROFILES, "val_acc"), routing.run_mqar),
         "induction_qk_lr": (_profiles(routing.INDUCTION_PROFILES, "val_acc"), routing.run_induction),
         "charlm_qk_lr": (_profiles(charlm.PROFILES, "-val_bpc"), charlm.run),
+        # the character model at 4,500 steps and its checked model lr (charlm_long_qk_lr): 3 selection seeds
+        "charlm_long_qk_lr": (_profiles(charlm.LONG_PROFILES, "-val_bpc", (100, 101, 102)), charlm.run),
     }
 
 
@@ -181,4 +183,14 @@ def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
     return dataclasses.replace(entry, arms_of=first)
 
 
-ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())
+def _guarded(entry: Experiment) -> Experiment:
+    """The character model's long sweep runs only at the model lr its long check chose."""
+    if entry.name != "charlm_long_qk_lr":
+        return entry
+    from . import charlm
+    from .lr_sensitivity import at_checked_lr
+
+    return dataclasses.replace(entry, resolve=at_checked_lr("charlm_long_model_lr", charlm.LONG_PROFILES["full"]))
+
+
+ENTRIES = tuple(_guarded(_entry(name, profiles, run_task)) for name, (profiles, run_task) in SWEEPS.items())

@@ -103,6 +103,19 @@ ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: rout
         resolve=routing_sweep.resolver("charlm_qk_lr"),
         optional_arms=routing.OPTIONAL_ARMS,
     ),
+    Experiment(  # charlm_long (book/protocol.yml): 4,500 steps at the checked model lr, manifold Muon among the arms
+        "charlm_long",
+        charlm.LONG_PROFILES,
+        (*charlm.ARMS, "manifold_muon"),
+        charlm.run,
+        "character-level LM over 4,500 steps at its checked model lr, seven arms at their tuned W_Q, W_K lrs, "
+        "10 paired seeds",
+        resolve=lr_sensitivity.at_checked_lr(
+            "charlm_long_model_lr",
+            charlm.LONG_PROFILES["full"],
+            routing_sweep.resolver("charlm_long_qk_lr", (*routing_sweep.SWEPT_ARMS, "manifold_muon")),
+        ),
+    ),
     Experiment(
         "induction_decay_map",
         routing_decay_map.PROFILES,

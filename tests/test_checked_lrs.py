@@ -1,0 +1,55 @@
+"""Runs made at a model lr a declared check chose (issue 52): the character model's 4,500-step sweep
+and judged runs start only once charlm_long_model_lr has chosen, by its rule, the lr they are set at."""
+
+import dataclasses
+
+import pytest
+
+from stiefel_book import results_files
+from stiefel_book.experiments import EXPERIMENTS, charlm, get_config, load_results
+from stiefel_book.model_lr import ladder_choice
+
+
+def _check_file(folder, means: dict[float, float]):
+    runs = {
+        f"baseline@lr={lr}/{seed}": {"history": [{"step": 4500, "val_bpc": v}]}
+        for lr, v in means.items()
+        for seed in (100, 101, 102)
+    }
+    config = get_config("charlm_long_model_lr", "full")
+    header = {"metric": "val_bpc", "task": {"lr": 1e-3, "steps": 4500}, "seeds": [100, 101, 102]}
+    header["rungs"] = list(config.rungs)
+    results_files.write(
+        {"experiment": "charlm_long_model_lr", "profile": "full", "config": header, "runs": runs},
+        results_files.target(folder, "charlm_long_model_lr-full"),
+    )
+
+
+@pytest.mark.parametrize("name", ["charlm_long_qk_lr", "charlm_long"])
+def test_the_long_runs_wait_for_the_check_and_follow_its_choice(tmp_path, name):
+    entry = EXPERIMENTS[name]
+    config = get_config(name, "full")
+    with pytest.raises(ValueError, match="has not chosen"):
+        entry.resolve(config, tmp_path)
+    _check_file(tmp_path, {1e-3: 2.50, 3e-3: 2.50, 1e-2: 2.42, 3e-2: 2.58})
+    if name == "charlm_long_qk_lr":
+        assert entry.resolve(config, tmp_path) == config  # chosen 1e-2, the lr the runs are set at
+    else:
+        with pytest.raises(ValueError, match="charlm_long_qk_lr"):  # then the sweep's choices are needed
+            entry.resolve(config, tmp_path)
+    _check_file(tmp_path, {1e-3: 2.50, 3e-3: 2.43, 1e-2: 2.42, 3e-2: 2.58})  # ties within 0.02: 3e-3
+    with pytest.raises(ValueError, match="chose model lr 0.003"):
+        entry.resolve(config, tmp_path)
+
+
+def test_a_smaller_profile_runs_without_the_check(tmp_path):
+    config = get_config("charlm_long_qk_lr", "ci")
+    assert EXPERIMENTS["charlm_long_qk_lr"].resolve(config, tmp_path) == config
+
+
+def test_the_long_lr_is_the_committed_checks_choice():
+    results = load_results("charlm_long_model_lr", "full")
+    pick = ladder_choice(results, 0.02) if results else {"interior": False}
+    if not pick["interior"]:
+        pytest.skip("charlm_long_model_lr has not finished in book/results yet")
+    assert pick["lr"] == charlm.LONG_LR == dataclasses.asdict(charlm.LONG_PROFILES["full"])["lr"]
