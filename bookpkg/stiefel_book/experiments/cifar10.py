@@ -52,10 +52,11 @@ from .cifar10_config import (  # re-exported: the experiments and chapters read 
     lr_factors,  # noqa: F401
     warmup_cosine,
 )
-from .cifar10_data import prepared_data  # re-exported: the chapter reads cifar10.prepared_data
+from .cifar10_data import prepared_data, validation_data  # re-exported: the chapter reads cifar10.prepared_data
 from .metrics import Displacement, geometry_since_start, trust_region_metrics
 from .registry import Experiment
 from .relatives import FOREIGN_ARMS, prepare_projections
+from .scale_arms import prepare_patch_attention
 from .variants import ABLATION_ARMS, CONTROL_ARMS
 
 __all__ = [
@@ -72,15 +73,17 @@ __all__ = [
     "sweep_arm",
 ]
 
-RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS)))
+RUNNABLE_ARMS = tuple(dict.fromkeys((*ARMS, *ABLATION_ARMS, *CONTROL_ARMS, "qk_norm")))
+CALIBRATION_IMAGES = 500  # QK-norm's base scale matches the plain scores' RMS on the pool's first 500 (balanced)
 
 
 # --- model and optimizer ------------------------------------------------------------------
 
 
-def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
-    """The model of ``arm`` (of ``cifar10``, its ablation or the controls) from start ``seed``:
-    identical initial weights in every arm.
+def build_model(config: CIFAR10Config, arm: str, seed: int, images: torch.Tensor | None = None) -> PatchTransformer:
+    """The model of ``arm`` (of ``cifar10``, its ablation, the controls or QK-norm) from start ``seed``:
+    identical initial weights in every arm. QK-norm's attention calibrates its base scale on
+    ``images`` (default: the training pool's first :data:`CALIBRATION_IMAGES`, on the CPU).
     Chapter: cifar10_patches; the relatives' arms: peers."""
     if arm not in RUNNABLE_ARMS + FOREIGN_ARMS:
         raise ValueError(
@@ -99,6 +102,9 @@ def build_model(config: CIFAR10Config, arm: str, seed: int) -> PatchTransformer:
     if arm in FOREIGN_ARMS:  # a relative's W_Q, W_K (chapter "Among its relatives"): the same values
         for block in model.blocks:
             prepare_projections(block.attn, arm)
+    if arm == "qk_norm":
+        images = prepared_data(config)[0][:CALIBRATION_IMAGES] if images is None else images
+        prepare_patch_attention(model, arm, images)
     if arm == "frozen":
         for block in model.blocks:
             block.attn.W_Q.requires_grad_(False)
@@ -134,6 +140,18 @@ def _fingerprint(model: PatchTransformer) -> str:
     return digest.hexdigest()[:16]
 
 
+@torch.inference_mode()
+def _scores(model: PatchTransformer, x: torch.Tensor, y: torch.Tensor, split: str) -> dict[str, float]:
+    """``{"<split>_loss", "<split>_acc"}``: mean cross-entropy and accuracy over ``x``, 1,000 images a pass."""
+    loss = torch.zeros((), dtype=torch.float64, device=x.device)
+    correct = torch.zeros((), dtype=torch.int64, device=x.device)
+    for start in range(0, len(x), 1000):
+        logits, labels = model(x[start : start + 1000]), y[start : start + 1000]
+        loss += F.cross_entropy(logits, labels, reduction="sum")
+        correct += (logits.argmax(-1) == labels).sum()
+    return {f"{split}_loss": loss.item() / len(x), f"{split}_acc": correct.item() / len(x)}
+
+
 _CHECKSUM_MOD = 2**31 - 1  # order checksum: polynomial hash, exact in int64
 
 
@@ -164,7 +182,8 @@ def train(
     per-step displacement ``‖ΔW‖_F`` of every block's W_Q and W_K bank over that epoch
     (``step/blocks.i.W_Q``), their distance from initialisation, the mean principal angle
     (degrees) between each head's subspace now and at the start, the largest orthonormality
-    error ``‖WᵀW - I‖_F``, and the test loss and accuracy. ``horizon`` (default ``epochs``) is
+    error ``‖WᵀW - I‖_F``, and the test loss and accuracy (and, with ``config.val_size``, the
+    validation loss and accuracy on the held-out images, ``val_loss``, ``val_acc``). ``horizon`` (default ``epochs``) is
     the length in epochs that the lr schedule spans: a shorter run is then the first epochs of
     a longer one (the calibration of ``fixed_step_matched``). ``qk_lr`` goes to the frames.
     ``compile`` (default: :func:`stiefel_book.compiling.compile_wanted`) runs the training forward
@@ -172,6 +191,7 @@ def train(
     """
     device = torch.device(device)
     train_x, train_y, test_x, test_y, provenance = prepared_data(config, device)
+    val_x, val_y = validation_data(config, device)  # none unless config.val_size
     n = len(train_x) if train_size is None else train_size
     if not 0 < n <= len(train_x):
         raise ValueError(f"train_size must lie in [1, {len(train_x)}], got {n}")
@@ -182,7 +202,7 @@ def train(
     total_steps = (epochs if horizon is None else horizon) * steps_per_epoch
     warmup = max(1, round(config.warmup_fraction * total_steps))
 
-    model = build_model(config, arm, seed).to(device)
+    model = build_model(config, arm, seed, train_x[:CALIBRATION_IMAGES].cpu()).to(device)
     init_fingerprint = _fingerprint(model)
     forward, compiled = compile_model(model, device, compile)
     opt = build_optimizer(model, config, arm, qk_lr)
@@ -247,18 +267,9 @@ def train(
             metrics.update(geometry_since_start(current, initial))  # angles, and the bilinear form per head
         return metrics
 
-    @torch.inference_mode()
     def evaluate() -> dict:
-        loss, correct = (
-            torch.zeros((), dtype=torch.float64, device=device),
-            torch.zeros((), dtype=torch.int64, device=device),
-        )
-        for start in range(0, len(test_x), 1000):
-            logits = model(test_x[start : start + 1000])
-            y = test_y[start : start + 1000]
-            loss += F.cross_entropy(logits, y, reduction="sum")
-            correct += (logits.argmax(-1) == y).sum()
-        return {"test_loss": loss.item() / len(test_x), "test_acc": correct.item() / len(test_x)}
+        held_out = _scores(model, val_x, val_y, "val") if config.val_size else {}
+        return {**_scores(model, test_x, test_y, "test"), **held_out}
 
     history = fit(
         model,

@@ -5,7 +5,9 @@ trains). Chapter: cifar10_patches."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from ..results_reading import STORED_WHEN_SET
 
 __all__ = [
     "ARMS",
@@ -34,6 +36,10 @@ class CIFAR10Config:
     # data
     train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
     test_size: int = 10_000  # the whole test set: test accuracy is the reported number
+    # held-out images for choices (issue 52): the next val_size images of the balanced order after the
+    # training pool, normalised with its statistics; each logged epoch records val_acc, val_loss beside
+    # the test numbers. 0: none, as every file stored before it (which then leaves it out)
+    val_size: int = field(default=0, metadata={STORED_WHEN_SET: True})
     subset_seed: int = 0  # which class-balanced subset; fixed, so starts differ only in init and order
     hflip: bool = True  # random horizontal flips, the one augmentation that costs nothing on the CPU
     # model: the PatchTransformer defaults, with 8x8 patches

@@ -1,6 +1,7 @@
 """The data a CIFAR-10 patches run trains on: the decoded set (once per process), nested
 class-balanced subsets (every prefix of 10 k images is balanced), standardised with the training
-pool's channel statistics, as tensors on the run's device."""
+pool's channel statistics, as tensors on the run's device; and its held-out validation images
+(``val_size``): the next images of the same balanced order, disjoint from every training image."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..checkout import checkout_root
 from ..data import channel_stats, load_cifar10, normalize_images
 from .cifar10_config import CIFAR10Config
 
-__all__ = ["prepared_data"]
+__all__ = ["prepared_data", "validation_data", "split_indices"]
 
 
 @functools.lru_cache(maxsize=2)
@@ -34,18 +35,36 @@ def _balanced_order(labels: np.ndarray, seed: int) -> np.ndarray:
     return np.concatenate([head, rng.permutation(tail)])
 
 
+def split_indices(
+    labels: np.ndarray, train_size: int, val_size: int, subset_seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(training, validation)`` indices into the training images: the first ``train_size`` of the
+    balanced order, then the next ``val_size`` (disjoint; balanced where the order's rounds are).
+    Refused when the two do not fit in the pool."""
+    if train_size < 1 or val_size < 0 or train_size + val_size > len(labels):
+        raise ValueError(
+            f"train_size {train_size} + val_size {val_size} must fit in CIFAR-10's {len(labels)} training images "
+            "(train_size at least 1, val_size at least 0): the validation images are carved from the same pool"
+        )
+    order = _balanced_order(labels, subset_seed)
+    return order[:train_size], order[train_size : train_size + val_size]
+
+
 @functools.lru_cache(maxsize=4)
 def _prepared(
-    source: str | None, train_size: int, test_size: int, subset_seed: int, device: str, download: bool = False
+    source: str | None,
+    train_size: int,
+    test_size: int,
+    subset_seed: int,
+    device: str,
+    download: bool = False,
+    val_size: int = 0,
 ):
     data = _cifar10(source, download)
-    train_idx = _balanced_order(data.train_labels, subset_seed)[:train_size]
+    train_idx, val_idx = split_indices(data.train_labels, train_size, val_size, subset_seed)
     test_idx = _balanced_order(data.test_labels, subset_seed + 1)[:test_size]
-    if len(train_idx) < train_size or len(test_idx) < test_size:
-        raise ValueError(
-            f"asked for {train_size} training and {test_size} test images; the data has "
-            f"{len(data.train_labels)} and {len(data.test_labels)}"
-        )
+    if len(test_idx) < test_size:
+        raise ValueError(f"asked for {test_size} test images; the data has {len(data.test_labels)}")
     mean, std = channel_stats(data.train_images[train_idx])  # statistics of the pool the runs draw from
     to = dict(device=device)
     return (
@@ -54,6 +73,8 @@ def _prepared(
         normalize_images(data.test_images[test_idx], mean, std).to(**to),
         torch.from_numpy(data.test_labels[test_idx]).to(**to),
         data.provenance(),
+        normalize_images(data.train_images[val_idx], mean, std).to(**to),  # the training pool's statistics
+        torch.from_numpy(data.train_labels[val_idx]).to(**to),
     )
 
 
@@ -67,7 +88,20 @@ def prepared_data(
     ``download=True`` fetches (and checks) the official archive when no source holds the data;
     later calls find it in the cache without asking.
     Chapter: cifar10_patches."""
+    return _prepared_for(config, device, source, download)[:5]
+
+
+def validation_data(
+    config: CIFAR10Config, device: torch.device | str = "cpu", source: str | None = None, *, download: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(val_x, val_y)``: the ``config.val_size`` images after the training pool in its balanced
+    order (none with val_size 0), standardised with the training pool's statistics, on ``device``."""
+    return _prepared_for(config, device, source, download)[5:]
+
+
+def _prepared_for(config: CIFAR10Config, device, source: str | None, download: bool):
     source, root = source or os.environ.get("STIEFEL_CIFAR10") or None, checkout_root()
     if source and root and not Path(source).is_absolute() and not Path(source).exists() and (root / source).exists():
         source = str(root / source)  # relative to the repository root: notebooks run in book/
-    return _prepared(source, config.train_size, config.test_size, config.subset_seed, str(device), download)
+    sizes = (config.train_size, config.test_size, config.subset_seed, str(device), download)
+    return _prepared(source, *sizes, config.val_size) if config.val_size else _prepared(source, *sizes)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .. import results_files
-from ..results_reading import run_key, without_seeds
+from ..results_reading import run_key, stored_config, without_seeds
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
@@ -27,6 +27,7 @@ from . import (
     cifar10_judged,
     cifar10_long,
     cifar10_size,
+    cifar10_val,
     decay_map,
     decay_map_sweep,
     decay_map_tuned,
@@ -142,6 +143,7 @@ EXPERIMENTS = collect(
     cifar10_fair,
     cifar10_judged,
     cifar10_decay,
+    cifar10_val,
     p97_fair,
     p97_primary,
     lr_sensitivity,
@@ -191,7 +193,7 @@ def _locked(path: Path):
 
 
 def _as_json(config) -> dict:
-    return json_safe(dataclasses.asdict(config))
+    return stored_config(config)  # a setting added later is stored only when set (results_reading.stored_config)
 
 
 def json_safe(value):

@@ -33,7 +33,15 @@ from ..cayley import CayleyAdam
 from ..sphere import SphereAdam
 from ..tempered import TemperedAttention
 
-__all__ = ["SCALE_ARMS", "SCALE_ARM_NAMES", "holds_frames", "prepare_attention", "modular_inputs", "scale_optimizer"]
+__all__ = [
+    "SCALE_ARMS",
+    "SCALE_ARM_NAMES",
+    "holds_frames",
+    "prepare_attention",
+    "prepare_patch_attention",
+    "modular_inputs",
+    "scale_optimizer",
+]
 
 SCALE_ARMS = {  # arm -> what it tests
     "qk_norm": "AdamW, RMSNorm on each head's q and k, a learned per-head logit scale",
@@ -85,6 +93,19 @@ def prepare_attention(attn: nn.Module, arm: str, inputs: Tensor | None = None, *
             raise ValueError("qk_norm: pass the inputs on which its initial scores match the plain attention's")
         tempered.calibrate_base_scale_(inputs, last_only=last_only)
     return tempered
+
+
+@torch.no_grad()
+def prepare_patch_attention(model: nn.Module, arm: str, images: Tensor) -> nn.Module:
+    """``arm``'s attentions in place of every block's of a :class:`~stiefel_book.models.PatchTransformer`
+    (the CIFAR-10 model), block by block: each calibrated on what reaches it from ``images`` ``(B, 3, H, W)``
+    (its first LayerNorm's output, every query over every key) through the blocks already replaced. ``model``."""
+    x = model.patch_embed(model.patches(images.to(model.pos.device)))  # (B, N, D)
+    x = torch.cat([model.cls.expand(x.shape[0], -1, -1), x], dim=1) + model.pos  # (B, N + 1, D)
+    for block in model.blocks:
+        block.attn = prepare_attention(block.attn, arm, block.norm1(x), last_only=False)
+        x = block(x)
+    return model
 
 
 def scale_optimizer(

@@ -1,0 +1,203 @@
+"""CIFAR-10's W_Q, W_K rates chosen on held-out images (issue 52), in the long protocol of
+:mod:`.cifar10_long` (100 epochs, 10,000 images).
+
+``cifar10_qk_lr`` scored its sweep on the test images that then judged the choices. Here:
+
+- ``cifar10_val_qk_lr``: the same rule (:mod:`stiefel_book.choices`, three first rungs, growth to an
+  interior choice, lr 0 below the ladder as frozen frames) on selection starts 100-102, scored on a
+  validation split of :data:`VAL_SIZE` images carved from the training images (the next ones of
+  the balanced order after the 10,000 the runs train on): the cells λ = 1 and λ = 0.05 of AdamW
+  and the Stiefel rule, the decay grid past its edges (λ = 3, λ = 0.01), and at λ = 0.05 the
+  controls QK-norm and AdamW without decay on W_Q, W_K. Every cell's ladder starts around
+  :data:`QK_CENTER`, whatever the model lr.
+- ``cifar10_val_controls``: at λ = 0.05, judged starts 0-11, test accuracy: the controls at their
+  validation choices, frozen frames, and AdamW and the Stiefel rule at theirs (a run that
+  ``cifar10_fair_decay`` holds at the same rate is the same computation: adopted, not rerun).
+- ``cifar10_val_fair``: the λ = 1 cell re-judged where a validation choice differs from the
+  test-scored one (``cifar10_fair``'s), the unmoved arm adopted; refused when neither moved.
+
+The model lr (every parameter but W_Q, W_K) is the task's ``lr`` (1e-3); :func:`at_model_lr` sets
+it, for the resolve step once the model lr has been checked. The judged runs keep ``val_size`` 0:
+they train on the same images and the test set judges them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..results_reading import grid_arm
+from . import cifar10, cifar10_fair, cifar10_long
+from .results import load_results
+from .study import Study, in_cells, judged_entry, stored_run, sweep_entry
+
+__all__ = [
+    "ENTRIES",
+    "VAL_SIZE",
+    "QK_CENTER",
+    "SWEPT",
+    "CONTROLS",
+    "LOW",
+    "ValSweepConfig",
+    "SWEEP_PROFILES",
+    "ValJudgedConfig",
+    "CONTROL_PROFILES",
+    "FAIR_PROFILES",
+    "study",
+    "cells",
+    "at_model_lr",
+    "resolve",
+    "adopt",
+]
+
+VAL_SIZE = 10_000  # as many images as the test set: the validation score is as precise as the test score it replaces
+QK_CENTER = 1e-3  # every cell's first rungs: 3e-4, 1e-3, 3e-3 (the task's lr and its neighbours, as cifar10_qk_lr)
+SWEPT = cifar10_fair.SWEPT  # AdamW, the Stiefel rule
+CONTROLS = ("no_decay_qk", "qk_norm")  # the λ = 0.05 controls with a rate to tune; frozen frames have none
+LOW = 0.05  # the decay at which the gain appeared (cifar10_fair_decay)
+HIGH = 1.0  # the preprint's decay (cifar10_fair)
+SWEEP = "cifar10_val_qk_lr"
+
+
+def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
+    return dataclasses.replace(cifar10_long.PROFILES[profile].task, **changes)
+
+
+@dataclass(frozen=True)
+class ValSweepConfig:
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", val_size=VAL_SIZE))
+    # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
+    cells: tuple[tuple[float, tuple[str, ...]], ...] = (
+        (HIGH, SWEPT),
+        (LOW, (*SWEPT, *CONTROLS)),
+        (3.0, SWEPT),
+        (0.01, SWEPT),
+    )
+    seeds: tuple[int, ...] = (100, 101, 102)  # selection starts, apart from the judged 0-11
+
+
+SWEEP_PROFILES = {
+    "full": ValSweepConfig(),
+    # the machinery in seconds: 1,000 training and 500 validation images, 4 epochs, one start
+    "ci": ValSweepConfig(
+        task=_task("ci", val_size=500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
+    ),
+}
+
+
+def cells(config: ValSweepConfig) -> tuple[str, ...]:
+    """Every cell ``"<arm>@wd=<λ>"`` of a profile, in its order."""
+    return tuple(grid_arm(arm, "wd", decay) for decay, arms in config.cells for arm in arms)
+
+
+def study(config: ValSweepConfig) -> Study:
+    """``cifar10_val_qk_lr`` at a profile: each cell scored by its late validation accuracy, every
+    ladder starting at three rungs around :data:`QK_CENTER`, lr 0 (frozen frames) per cell."""
+    names = cells(config)
+    return Study(
+        SWEEP,
+        config.task,
+        names,
+        config.seeds,
+        in_cells(cifar10_fair.train, (*SWEPT, *CONTROLS)),
+        "val_acc",
+        start=(1, 1),
+        centers=tuple((name, QK_CENTER) for name in names),
+        frozen=None,
+        judged_seeds=tuple(range(12)),
+    )
+
+
+def at_model_lr(config, lr: float):
+    """``config`` (a sweep's or a judged config) with the model lr, its task's ``lr``, set to ``lr``."""
+    return dataclasses.replace(config, task=dataclasses.replace(config.task, lr=lr))
+
+
+# --- the judged runs --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ValJudgedConfig:
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", weight_decay=LOW))
+    arms: tuple[str, ...] = (*SWEPT, *CONTROLS)  # judged at their cells' validation choices; frozen frames beside
+    source: str = "cifar10_fair_decay"  # the judged runs of these cells chosen on test images: adopted where unmoved
+    rejudge_only: bool = False  # refused when no arm's choice moved (a re-judgement with nothing to re-judge)
+    sweep_profile: str = "full"
+    qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
+    seeds: tuple[int, ...] = tuple(range(12))  # the judged starts, paired with the source's
+
+
+CONTROL_PROFILES = {
+    "full": ValJudgedConfig(),
+    "ci": ValJudgedConfig(task=_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
+}
+FAIR_PROFILES = {
+    name: dataclasses.replace(
+        c, task=dataclasses.replace(c.task, weight_decay=HIGH), arms=SWEPT, source="cifar10_fair", rejudge_only=True
+    )
+    for name, c in CONTROL_PROFILES.items()
+}
+
+
+def _test_scored(config: ValJudgedConfig, directory=None) -> dict[str, float]:
+    """``{arm: lr}`` the source's judged runs took (chosen on test images); empty without its file."""
+    source = load_results(config.source, config.sweep_profile, directory)
+    return {arm: float(lr) for arm, lr in (source or {}).get("config", {}).get("qk_lrs", [])}
+
+
+def resolve(config: ValJudgedConfig, directory=None) -> ValJudgedConfig:
+    """``config`` with each arm's rate chosen on validation in its cell (at the task's decay) of
+    ``cifar10_val_qk_lr``; refused until every choice is final, and, for a re-judgement, when
+    every choice equals the test-scored one (its verdict then stands as it was read)."""
+    decay = config.task.weight_decay
+    sweep = study(SWEEP_PROFILES[config.sweep_profile])
+    resolved = sweep.resolve(config, directory, lambda results, arm: sweep.chosen(results, grid_arm(arm, "wd", decay)))
+    old = _test_scored(config, directory)
+    if config.rejudge_only and old and all(old.get(arm) == lr for arm, lr in resolved.qk_lrs):
+        raise ValueError(
+            f"at λ = {decay:g} every validation choice equals the test-scored one ({old}): nothing to re-judge; "
+            f"the verdict of {config.source} stands"
+        )
+    return resolved
+
+
+def adopt(config: ValJudgedConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+    """A judged run the source already holds, the same computation: the same task (seeds aside) and
+    the same rate (frozen frames: none); ``(its record, "<source>-<profile>")``, else ``None``."""
+    if arm != "frozen" and _test_scored(config, directory).get(arm) != dict(config.qk_lrs).get(arm):
+        return None
+    run = stored_run(config.source, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
+    return None if run is None else ({**run}, f"{config.source}-{config.sweep_profile}")  # its own provenance kept
+
+
+_train = cifar10_fair.train  # one judged run: the arm at its rate (lr 0: frozen frames)
+ENTRIES = (  # this module's experiments, collected by the runner
+    sweep_entry(
+        SWEEP,
+        SWEEP_PROFILES,
+        study,
+        "CIFAR-10 long protocol, W_Q, W_K lr chosen on 10,000 validation images: AdamW and the Stiefel rule at "
+        "λ = 1, 0.05, 3 and 0.01, QK-norm and AdamW without decay on W_Q, W_K at λ = 0.05, 3 selection starts",
+        arms=study(SWEEP_PROFILES["full"]).run_names(),
+    ),
+    judged_entry(
+        "cifar10_val_controls",
+        CONTROL_PROFILES,
+        (*SWEPT, *CONTROLS, "frozen"),
+        _train,
+        "CIFAR-10 long protocol at λ = 0.05, AdamW, the Stiefel rule, QK-norm and AdamW without decay on W_Q, W_K "
+        "at their validation-chosen W_Q, W_K lrs, and frozen frames, 12 paired starts",
+        resolve,
+        adopt=adopt,
+    ),
+    judged_entry(
+        "cifar10_val_fair",
+        FAIR_PROFILES,
+        SWEPT,
+        _train,
+        "CIFAR-10 long protocol at λ = 1, AdamW and the Stiefel rule re-judged at their validation-chosen W_Q, W_K "
+        "lrs where a choice moved, 12 paired starts",
+        resolve,
+        adopt=adopt,
+    ),
+)
