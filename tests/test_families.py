@@ -64,6 +64,7 @@ def test_every_structured_family_is_tested_here():
         "peers_cifar10",
         "routing_mqar_qk_norm_tuned",  # read in tests/test_routing_qk_temp.py (no runs yet)
         "routing_induction_qk_norm_tuned",
+        "cifar10_val_controls",
     }
 
 
@@ -168,6 +169,27 @@ def test_cifar10_families_equal_their_findings(files):
     values = ff.finals(files["cifar10_peers-full"], metric="test_acc")
     old = ff.family_rows(values, p.PEERS, ("stiefel", "baseline"), peers.margin / 100, peers.alpha)
     same(read("peers_cifar10", files), old, "mean_pp", "ci_pp", OLD_FAIR[:2])
+
+
+def test_the_cifar10_controls_family_reads_each_control_against_both_arms_in_pp_with_holm_over_six():
+    """No runs yet (declared before them): a hand-made file of its five arms on the judged starts."""
+    gain = {"baseline": 0.0, "stiefel": 0.06, "qk_norm": 0.059, "no_decay_qk": 0.03, "frozen": -0.01}
+    runs = {
+        f"{arm}/{s}": {"final": {"test_acc": 0.45 + g + 0.002 * ((s * (i + 3)) % 5)}, "history": []}
+        for i, (arm, g) in enumerate(gain.items())
+        for s in (*range(12), 100)  # a selection start's run is never paired
+    }
+    rows = fam.read_family("cifar10_val_controls", {"cifar10_val_controls-full": {"config": {}, "runs": runs}})
+    assert [(r.arm, r.reference) for r in rows] == [
+        (a, ref) for ref in ("stiefel", "baseline") for a in ("qk_norm", "no_decay_qk", "frozen")
+    ]
+    assert all(r.n == 12 and r.unit == "pp" and r.regime == "final" for r in rows)
+    assert fam.find(rows, "no_decay_qk", "baseline").difference == pytest.approx(3.0, abs=0.5)
+    assert (
+        fam.find(rows, "frozen", "stiefel").verdict == "lower"
+        and fam.find(rows, "qk_norm", "baseline").verdict == "higher"
+    )
+    assert np.allclose([r.p_corrected for r in rows], holm([r.p_raw for r in rows]))
 
 
 # --- hand-made families and results -----------------------------------------------------------

@@ -261,6 +261,15 @@ def test_the_new_families_power_is_what_the_stats_compute():
     )
     assert mqar.power["value"] == round(30 * power.mcnemar_smallest_difference(30, 0.6))
     assert mqar.power["floor_p"] == pytest.approx(power.floor_p(power.pairs_for_floor(mqar.alpha)), rel=0.01)
+    controls, rejudge = (protocol.family(n) for n in ("cifar10_val_controls", "cifar10_val_rejudge"))
+    assert len(controls.pairs) == 6 and controls.margin == 0.5 and len(controls.judged_seeds) == 12
+    assert controls.power["value"] == round(power.smallest_detectable_effect(12, 0.649, len(controls.pairs)), 2)
+    assert controls.power["equivalence_margin"] == round(power.smallest_equivalence_margin(12, 0.649, 6), 2)
+    assert rejudge.power["value"] == round(power.smallest_detectable_effect(12, 0.649, 2), 2)
+    assert rejudge.power["range"][0] == round(power.smallest_detectable_effect(12, 0.458, 2), 2)
+    for f in (controls, rejudge):  # declared before their runs, with their power, apart from the selection starts
+        assert not f.set_after_runs and f.power["declared"].startswith(f.declared_text[:17])
+        assert not set(f.judged_seeds) & set(f.selection_seeds)
 
 
 def test_a_family_declared_before_its_runs_must_state_its_power(tmp_path):

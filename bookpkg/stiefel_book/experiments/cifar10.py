@@ -202,7 +202,7 @@ def train(
     total_steps = (epochs if horizon is None else horizon) * steps_per_epoch
     warmup = max(1, round(config.warmup_fraction * total_steps))
 
-    model = build_model(config, arm, seed, train_x[:CALIBRATION_IMAGES].cpu()).to(device)
+    model = build_model(config, arm, seed).to(device)
     init_fingerprint = _fingerprint(model)
     forward, compiled = compile_model(model, device, compile)
     opt = build_optimizer(model, config, arm, qk_lr)
