@@ -114,8 +114,8 @@ def _parser() -> argparse.ArgumentParser:
         "--arms",
         nargs="+",
         default=None,
-        help="a subset of the swept arms (a shard); for cifar10_qk_lr and grokking_decay_qk_lr, cells (stiefel@wd=1); "
-        "for the temperature sweeps, qk_norm@temp=3",
+        help="a subset of the swept arms (a shard); for cifar10_qk_lr, cifar10_val_qk_lr and grokking_decay_qk_lr, "
+        "cells (stiefel@wd=1); for the temperature sweeps, qk_norm@temp=3",
     )
     for p in (run, run_all, sweep):
         p.add_argument(
@@ -139,6 +139,7 @@ SWEEPS = [
     "grokking_decay_qk_lr",
     "mqar_qk_temp",
     "induction_qk_temp",
+    "cifar10_val_qk_lr",
 ]
 
 
