@@ -12,9 +12,10 @@ import torch
 
 from stiefel_book.data import channel_stats, load_cifar10, normalize_images
 from stiefel_book.experiments import cifar10, cifar10_val, get_config, run_experiment
+from stiefel_book.experiments.cifar10_config import with_validation
 from stiefel_book.experiments.cifar10_data import split_indices
 from stiefel_book.experiments.results import write_results
-from stiefel_book.results_reading import stored_config
+from stiefel_book.experiments.runner import _as_json
 
 from tiny import TINY
 
@@ -39,7 +40,7 @@ def test_a_split_that_does_not_fit_the_pool_is_one_clear_error(train_size, val_s
 
 
 def test_the_validation_data_are_the_next_images_normalised_with_the_training_prefixs_statistics(isolated):
-    config = dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100, val_size=50)
+    config = with_validation(dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100), 50)
     train_x, *_ = cifar10.prepared_data(config)
     val_x, val_y = cifar10.validation_data(config)
     assert len(val_x) == 50 and np.bincount(val_y.numpy(), minlength=10).tolist() == [5] * 10
@@ -57,12 +58,12 @@ def test_the_validation_data_are_the_next_images_normalised_with_the_training_pr
 def test_a_run_with_a_split_records_validation_beside_an_unchanged_history_and_the_default_stores_none(isolated):
     config = dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100)
     plain = cifar10.train(config, "stiefel", 0, progress=False)
-    split = cifar10.train(dataclasses.replace(config, val_size=50), "stiefel", 0, progress=False)
+    split = cifar10.train(with_validation(config, 50), "stiefel", 0, progress=False)
     for before, after in zip(plain["history"], split["history"], strict=True):
         assert {k: v for k, v in after.items() if not k.startswith("val_")} == before
         assert 0 <= after["val_acc"] <= 1 and after["val_loss"] > 0 and "val_acc" not in before
-    assert "val_size" not in stored_config(config) and stored_config(split_config := config)["train_size"] == 100
-    assert stored_config(dataclasses.replace(split_config, val_size=50))["val_size"] == 50
+    assert "val_size" not in _as_json(config) and config.val_size == 0  # the fields (and stored configs) as before
+    assert _as_json(with_validation(config, 50)) == {**_as_json(config), "val_size": 50}
 
 
 def test_qk_norm_runs_on_the_patch_model_from_the_baselines_weights_with_its_scores_rms(isolated):
@@ -130,7 +131,7 @@ def test_the_judged_runs_take_the_validation_choices_adopt_unmoved_runs_and_a_re
     assert dict(cifar10_val.resolve(fair).qk_lrs) == {"baseline": 1e-3, "stiefel": 1e-3}  # no test-scored file yet
 
     stored = {"history": [{"epoch": 4, "test_acc": 0.5}], "final": {"test_acc": 0.5}, "qk_lr": 1e-3}
-    task = stored_config(resolved.task)
+    task = _as_json(resolved.task)
     source = {
         "config": {"task": task, "qk_lrs": [["baseline", 1e-3], ["stiefel", 1e-1]], "seeds": [0]},
         "runs": {"baseline/0": {**stored, "provenance": {"date": "2026-12-03"}}, "stiefel/0": stored},
@@ -144,7 +145,7 @@ def test_the_judged_runs_take_the_validation_choices_adopt_unmoved_runs_and_a_re
     assert cifar10_val.adopt(other_task, "baseline", 0) is None  # another model lr is another computation
 
     fair_source = {
-        "config": {"task": stored_config(fair.task), "qk_lrs": [["baseline", 1e-3], ["stiefel", 1e-3]]},
+        "config": {"task": _as_json(fair.task), "qk_lrs": [["baseline", 1e-3], ["stiefel", 1e-3]]},
         "runs": {},
     }
     write_results(fair_source, results / "cifar10_val_fair-ci.json".replace("val_fair", "fair"))

@@ -29,8 +29,6 @@ __all__ = [
     "size_arm",
     "parse_size_arm",
     "without_seeds",
-    "STORED_WHEN_SET",
-    "stored_config",
     "runs_of",
     "finished_starts",
     "metric_at",
@@ -100,28 +98,6 @@ def parse_size_arm(name: str, arms: tuple[str, ...]) -> tuple[str, float, int]:
         return arm, float(decay), int(size)
     except ValueError:
         raise ValueError(f"size-sweep arm {name!r}: {decay!r} and {size!r} must be numbers") from None
-
-
-STORED_WHEN_SET = "stored_when_set"  # a field's metadata key: a setting added after files stored its config
-
-
-def stored_config(config) -> dict:
-    """``config`` (a dataclass, nested ones included) as a results file stores it: mappings, lists
-    for tuples; a field whose metadata says :data:`STORED_WHEN_SET` is left out at its default, so
-    the files written before it existed still hold this configuration (and grow, and adopt)."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return {
-            f.name: stored_config(getattr(config, f.name))
-            for f in dataclasses.fields(config)
-            if not (f.metadata.get(STORED_WHEN_SET) and getattr(config, f.name) == f.default)
-        }
-    if isinstance(config, dict):
-        return {k: stored_config(v) for k, v in config.items()}
-    if isinstance(config, list | tuple):
-        return [stored_config(v) for v in config]
-    return config
 
 
 def without_seeds(config: dict) -> dict:

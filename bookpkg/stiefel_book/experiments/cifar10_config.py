@@ -5,9 +5,7 @@ trains). Chapter: cifar10_patches."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-
-from ..results_reading import STORED_WHEN_SET
+from dataclasses import dataclass, fields, replace
 
 __all__ = [
     "ARMS",
@@ -16,6 +14,8 @@ __all__ = [
     "SWEEP_FRACTIONS",
     "SWEEP_ARM_NAMES",
     "CIFAR10Config",
+    "CIFAR10ValConfig",
+    "with_validation",
     "PROFILES",
     "SWEEP_PROFILES",
     "warmup_cosine",
@@ -36,10 +36,6 @@ class CIFAR10Config:
     # data
     train_size: int = 50_000  # all of CIFAR-10's training images (the sweep: its 100 % pool)
     test_size: int = 10_000  # the whole test set: test accuracy is the reported number
-    # held-out images for choices (issue 52): the next val_size images of the balanced order after the
-    # training pool, normalised with its statistics; each logged epoch records val_acc, val_loss beside
-    # the test numbers. 0: none, as every file stored before it (which then leaves it out)
-    val_size: int = field(default=0, metadata={STORED_WHEN_SET: True})
     subset_seed: int = 0  # which class-balanced subset; fixed, so starts differ only in init and order
     hflip: bool = True  # random horizontal flips, the one augmentation that costs nothing on the CPU
     # model: the PatchTransformer defaults, with 8x8 patches
@@ -60,6 +56,22 @@ class CIFAR10Config:
     log_every: int = 1  # one record per epoch (the sweep: per 100 %-pool-sized chunk of steps)
     checkpoint_every: int = 1  # at most one epoch (~20 s) lost to an interruption
     seeds: tuple[int, ...] = tuple(range(12))  # the preprint's 12 paired starts
+
+    val_size = 0  # no held-out images (a class attribute, not a field: the stored configs stay as they were)
+
+
+@dataclass(frozen=True)
+class CIFAR10ValConfig(CIFAR10Config):
+    """A CIFAR-10 task with held-out images for choices (issue 52): the ``val_size`` images right after
+    the training pool in its balanced order, disjoint from it, normalised with its statistics; each
+    logged epoch records ``val_acc``, ``val_loss`` beside the test numbers. Chapter: cifar10_patches."""
+
+    val_size: int = 10_000  # as many as the test set: a validation score as precise as the test score
+
+
+def with_validation(config: CIFAR10Config, val_size: int) -> CIFAR10ValConfig:
+    """``config`` with ``val_size`` held-out images (0: none, yet a validation config)."""
+    return CIFAR10ValConfig(**{f.name: getattr(config, f.name) for f in fields(CIFAR10Config)}, val_size=val_size)
 
 
 PROFILES = {

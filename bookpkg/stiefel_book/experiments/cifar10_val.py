@@ -17,7 +17,7 @@
   test-scored one (``cifar10_fair``'s), the unmoved arm adopted; refused when neither moved.
 
 The model lr (every parameter but W_Q, W_K) is the task's ``lr`` (1e-3); :func:`at_model_lr` sets
-it, for the resolve step once the model lr has been checked. The judged runs keep ``val_size`` 0:
+it, for the resolve step once the model lr has been checked. The judged runs hold no validation images:
 they train on the same images and the test set judges them.
 """
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
+from .cifar10_config import with_validation
 from .results import load_results
 from .study import Study, in_cells, judged_entry, stored_run, sweep_entry
 
@@ -65,7 +66,7 @@ def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
 
 @dataclass(frozen=True)
 class ValSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", val_size=VAL_SIZE))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: with_validation(_task("full"), VAL_SIZE))
     # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
     cells: tuple[tuple[float, tuple[str, ...]], ...] = (
         (HIGH, SWEPT),
@@ -80,7 +81,7 @@ SWEEP_PROFILES = {
     "full": ValSweepConfig(),
     # the machinery in seconds: 1,000 training and 500 validation images, 4 epochs, one start
     "ci": ValSweepConfig(
-        task=_task("ci", val_size=500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
+        task=with_validation(_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
     ),
 }
 

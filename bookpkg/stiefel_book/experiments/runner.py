@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .. import results_files
-from ..results_reading import run_key, stored_config, without_seeds
+from ..results_reading import run_key, without_seeds
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
@@ -193,7 +193,7 @@ def _locked(path: Path):
 
 
 def _as_json(config) -> dict:
-    return stored_config(config)  # a setting added later is stored only when set (results_reading.stored_config)
+    return json_safe(dataclasses.asdict(config))
 
 
 def json_safe(value):

@@ -23,7 +23,7 @@ from stiefel_core.step_checks import NonFiniteGradientError
 
 from .. import choices
 from ..choices import LADDER, ladder_around
-from ..results_reading import grid_arm, parse_grid_arm, stored_config, without_seeds
+from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from .arms import QK_LR_KEY
 from .registry import Experiment
 from .results import load_results
@@ -232,7 +232,7 @@ def stored_run(name: str, profile: str, directory, task, key: str, *, whole_conf
     if source is None:
         return None
     stored = source["config"] if whole_config else source["config"]["task"]
-    if without_seeds(stored) != without_seeds(json.loads(json.dumps(stored_config(task)))):
+    if without_seeds(stored) != without_seeds(json.loads(json.dumps(dataclasses.asdict(task)))):
         return None
     return source["runs"].get(key)
 
