@@ -144,7 +144,7 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
 
 def test_the_engine_has_one_entry_per_sensitivity_task_and_per_model_lr_check():
     names = {e.name for e in lr_sensitivity.ENTRIES}
-    checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr"}
+    checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr", "cifar10_model_lr"}
     assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.SENSITIVITY} | checks
 
 
@@ -229,3 +229,14 @@ def test_the_long_choice_takes_the_smaller_lr_within_the_ties_and_grows_at_an_ed
     out = ls.ladder_choice(file({1e-3: 2.50, 3e-3: 2.45, 1e-2: 2.40, 3e-2: 2.38}), 0.02)
     assert out["grow"] == (1e-1,) and not out["interior"]
     assert ls.ladder_choice({"config": file({})["config"], "runs": {}}, 0.02)["lr"] is None
+
+
+def test_the_cifar10_check_chooses_on_held_out_images_at_adamws_tuned_ratio():
+    """cifar10_model_lr: λ = 1, the validation split, W_Q, W_K at cifar10_qk_lr's 1x for AdamW."""
+    from stiefel_book.choices import cell_choices
+    from stiefel_book.experiments import get_config
+
+    config = get_config("cifar10_model_lr", "full")
+    assert config.task.val_size == 10_000 and config.task.weight_decay == 1.0 and config.seeds == (100, 101, 102)
+    sweep = load_results("cifar10_qk_lr", "full")
+    assert config.qk_lr("baseline", config.tuned_at) == cell_choices(sweep, ["baseline"], 1.0)["baseline"]["lr"]

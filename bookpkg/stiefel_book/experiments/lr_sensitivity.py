@@ -26,7 +26,8 @@ from typing import Callable
 
 from ..nanogpt import recording_logits
 from ..results_reading import grid_arm, parse_grid_arm
-from . import charlm, fair_fight, routing
+from . import charlm, cifar10, cifar10_long, cifar10_val, fair_fight, routing
+from .cifar10_config import with_validation
 from .registry import Experiment
 from .results import load_results
 from .study import resolve_lrs, train_or_diverge
@@ -90,6 +91,16 @@ def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
+def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
+    return cifar10.train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
+
+
+def _cifar10_task(profile: str, val_size: int):
+    """The long protocol at the preprint's decay (λ = 1), with held-out images to choose on."""
+    task = dataclasses.replace(cifar10_long.PROFILES[profile].task, weight_decay=1.0)
+    return with_validation(task, val_size)
+
+
 TASKS = {
     "charlm": Task(
         charlm.PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
@@ -114,6 +125,14 @@ TASKS = {
         "epochs",
     ),
 }
+TASKS["cifar10"] = Task(
+    {"full": _cifar10_task("full", cifar10_val.VAL_SIZE), "ci": _cifar10_task("ci", 200)},
+    _cifar10_run,
+    lambda task: math.log(10),
+    "val_acc",
+    "cifar10_qk_lr",
+    horizon="epochs",
+)
 SENSITIVITY = ("charlm", "induction")  # the tasks of the declared tuning-budget sweeps
 
 
@@ -161,7 +180,9 @@ def _profiles(task: Task) -> dict:
     if task.horizon == "steps":
         small = dataclasses.replace(tasks["ci"], steps=20, log_every=10, checkpoint_every=10, warmup_steps=5)
     else:
-        small = dataclasses.replace(tasks["ci"], epochs=20, log_every=10, checkpoint_every=10, warmup_epochs=5)
+        shorter = {"epochs": 20, "log_every": 10, "checkpoint_every": 10, "warmup_epochs": 5}
+        names = {f.name for f in dataclasses.fields(tasks["ci"])}
+        small = dataclasses.replace(tasks["ci"], **{k: v for k, v in shorter.items() if k in names})
     ci = LRSensitivityConfig(
         small,
         task.metric,
@@ -254,6 +275,14 @@ CHECKS = (
     ),
     Check("grokking_model_lr", "grokking", (1e-3, 3e-3, 1e-2, 3e-2), (100, 101, 102, 103, 104)),
     Check("mqar_model_lr", "mqar", (1e-3, 3e-3, 1e-2, 3e-2), (100, 101, 102)),
+    Check(
+        "cifar10_model_lr",
+        "cifar10",
+        (1e-4, 3e-4, 1e-3, 3e-3),
+        (100, 101, 102),
+        fixed=(("baseline", 1e-3),),  # cifar10_qk_lr's choice for AdamW at λ = 1, at model lr 1e-3 (tested)
+        tuned_at=1e-3,
+    ),
 )
 
 ENTRIES = (*(_entry(name, TASKS[name]) for name in SENSITIVITY), *(check.entry() for check in CHECKS))
