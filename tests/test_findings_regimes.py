@@ -106,7 +106,6 @@ def test_final_cells_read_each_decay_once_at_its_last_epoch_under_holm():
     assert decay_map.count_text(cells).endswith("inconclusive at 1 (λ = 3)")
     curves = decay_map.curves(res, "stiefel", "baseline")
     assert [g["epoch"] for g in curves[1.0]] == [25, 50, 75]  # every epoch drawn
-    assert decay_map.nearest_cell(cells, 3.0) is by[3.0] and decay_map.nearest_cell(cells, 0.5) is None
 
 
 def test_gain_over_time_pairs_by_seed():

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..choices import cell_choices
 from ..labels import label
 from ..results_reading import LAST, paired
 from ..stats import VERDICTS, PairedComparison, family_verdicts, mcnemar_exact
@@ -29,7 +28,6 @@ __all__ = [
     "count_text",
     "curves",
     "cell_name",
-    "nearest_cell",
     "claim",
     "tuned_cells",
 ]
@@ -198,12 +196,6 @@ def curves(results: dict, a: str, b: str, metric: str = "val_acc") -> dict[float
     }
 
 
-def nearest_cell(cells: list[MapCell], weight_decay: float) -> MapCell | None:
-    """The map's Stiefel − AdamW cell at ``weight_decay`` (``None`` when the map has no such decay).
-    Chapter: regimes."""
-    return next((c for c in cells if c.weight_decay == weight_decay and (c.a, c.b) == ("stiefel", "baseline")), None)
-
-
 def tuned_cells(tuned: dict | None, task, rules: dict) -> list[MapCell] | None:
     """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``): its Stiefel −
     AdamW cells under the family ``decay_map_tuned``, or ``None`` until every run of the map has
@@ -233,22 +225,6 @@ def per_decay_cells(per_decay: dict | None, task, rules: dict) -> list[MapCell] 
         rules["decay_map_per_decay"],
         lr=task.lr,
         warmup_epochs=task.warmup_epochs,
-    )
-
-
-def per_decay_progress(sweep: dict | None, per_decay: dict | None, decays: int = 4, runs: int = 100) -> str:
-    """Where the map tuned decay by decay stands before its verdicts: the cells of its sweep
-    (``grokking_decay_qk_lr``: ``decays`` decays, two arms) with a final choice, and its judged runs
-    (of ``runs``). Chapter: regimes."""
-    settled = 0
-    for weight_decay in (sweep or {}).get("config", {}).get("weight_decays", ()):
-        picks = cell_choices(sweep, ("baseline", "stiefel"), weight_decay, "val_acc").values()
-        settled += sum(1 for pick in picks if pick and pick["interior"])
-    swept = len((sweep or {}).get("runs", {}))
-    done = len((per_decay or {}).get("runs", {}))
-    return (
-        f"not yet run: the sweep at each decay has settled {settled} of {2 * decays} cells ({swept} runs so far), "
-        f"and the map has {done} of {runs} runs"
     )
 
 

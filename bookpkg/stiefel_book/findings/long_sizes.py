@@ -23,7 +23,6 @@ __all__ = [
     "size_table",
     "widening",
     "size_readings",
-    "size_readings_text",
 ]
 
 FITS = 95.0  # final train accuracy (%) from which an arm fits its training set
@@ -143,13 +142,3 @@ def size_readings(sizes: dict | None, size_rows: list[dict]) -> dict:
     }
 
 
-def size_readings_text(r: dict) -> str:
-    """:func:`size_readings` in words, two lines. Chapters: CIFAR-10 patches, regimes."""
-    per_size = (
-        ", ".join(f"{n:,} images ({r['fitting_arms'].get(n, 0)} of 2 arms fit): {v}" for n, v in r["gain"].items())
-        or "none"
-    )
-    return (
-        f"Stiefel − AdamW by size at matched epochs: {per_size}\n"
-        f"the gap with data (gain at the largest size − gain at the smallest): {r['widening'] or 'not yet measured'}"
-    )

@@ -25,7 +25,6 @@ __all__ = [
     "regime_table",
     "PREPRINT_STARTS",
     "protocol_comparison",
-    "panel_table",
     "task_of",
     "FITS",
     "readings",
@@ -158,28 +157,6 @@ def protocol_comparison(
     (:func:`readings`). Chapters: CIFAR-10 patches, regimes."""
     decay = largest_gap_decay(results, a, b, metric)
     return (None, None) if decay is None else (decay, paired_gain_at(results, decay, a, b, metric))
-
-
-def panel_table(
-    results: dict | None, sizes: dict | None, long_rows: list[dict] | None, size_rows: list[dict] | None
-) -> str:
-    """The regime map's CIFAR-10 panel as Markdown: the paired gain Stiefel − AdamW (pp, interval,
-    starts, Holm p, verdict) over decay (rows) × training-set size (columns), 100 epochs in every
-    cell: ``cifar10_long`` gives the 10,000-image column at every decay (its family's rows,
-    :func:`long_cells`), ``cifar10_size`` the sizes at its decay (its family's rows). A cell no
-    run reached shows ``-``. Chapter: regimes."""
-    cells: dict[tuple[float, int], dict | None] = {}
-    if results and results.get("runs"):
-        size, gains = results["config"]["task"]["train_size"], long_cells(long_rows)
-        for decay in decays_of(results):
-            cells[(decay, size)] = gains.get(("gain", decay))
-    if sizes and sizes.get("runs"):
-        by_size = size_cells(size_rows)
-        for row in size_gains(sizes):
-            cells.setdefault((row["weight_decay"], row["train_size"]), by_size.get(("gain", row["train_size"])))
-    decays, columns = sorted({d for d, _ in cells}), sorted({n for _, n in cells})
-    body = [[f"{d:g}", *(family_cell(cells.get((d, n))) for n in columns)] for d in decays]
-    return markdown_table(["λ", *(f"{n:,} images" for n in columns)], body)
 
 
 NOT_RUN = "not yet run"  # a comparison the family does not hold yet (fewer than two paired starts)

@@ -38,8 +38,6 @@ __all__ = [
     "readings_text",
     "trust_rows",
     "never_binds",
-    "regime_line",
-    "grid_rows",
 ]
 
 
@@ -356,27 +354,3 @@ def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | N
     return None if not shares else max(shares) == 0
 
 
-def regime_line(lr: float, weight_decay: float, factors, epochs: int, reached: dict[str, float]) -> str:
-    """A verdict's regime in words: the decay budget, the training length and the accuracy
-    each arm reached (``reached``: arm -> mean accuracy in percent).
-    Chapter: regimes."""
-    budget = decay_budget(lr, weight_decay, factors)
-    accuracy = ", ".join(f"{label(arm)} {value:.1f}%" for arm, value in reached.items())
-    return (
-        f"Σ lr·λ = {budget:.3g} (weights shrink by up to e^-{budget:.2g}), {epochs:,} epochs, "
-        f"accuracy reached: {accuracy}"
-    )
-
-
-def grid_rows(results: dict, arms: tuple[str, ...], metrics: tuple[str, ...] = ("train_acc", "test_acc")) -> list[dict]:
-    """Per λ of a ``"<arm>@wd=<λ>"`` grid: every arm's finished starts and the mean (percent) of
-    each of ``metrics`` at the end of training.
-    Chapter: regimes."""
-    rows = []
-    for wd in results["config"]["weight_decays"]:
-        for arm in arms:
-            runs = runs_of(results, f"{arm}@wd={wd:g}")
-            if runs:
-                means = {m: 100 * float(np.mean([r["final"][m] for r in runs.values()])) for m in metrics}
-                rows.append({"weight_decay": wd, "arm": arm, "starts": len(runs), **means})
-    return rows
