@@ -20,27 +20,8 @@ def test_starts_and_pairing_come_from_the_runs():
     assert findings.runs.finished_starts(None, ("a",)) == findings.runs.finished_starts({}, ("a",)) == []
     assert findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "init_fingerprint")
     assert not findings.runs.same_across_arms(results, ("a", "b"), [0, 1], "order_checksum")
-    assert findings.runs.distinct_across_starts(results, "a", [0, 1]) and not findings.runs.distinct_across_starts(
-        results, "a", [0, 2]
-    )
     assert list(findings.runs.unpaired_starts(results["runs"])) == ["1"]
     assert findings.regimes.paired_seeds(results, "a", "b") == [0, 1] and findings.regimes.paired_seeds(results) == []
-
-
-def test_where_run_says_which_device_ran_which_runs_and_for_how_long():
-    def run(device, seconds, threads=1):
-        return {"provenance": {"device": device, "threads": threads, "wall_seconds": seconds}}
-
-    results = {
-        "runs": {
-            "a/0": run("cpu: x86_64", 300.0),
-            "b/0": run("cpu: x86_64", 420.0),
-            "a/1": run("cuda: NVIDIA H200", 30.0),
-        }
-    }
-    cpu, gpu = findings.runs.where_run(results).split("; ")
-    assert cpu.startswith("2 runs, 0.2 h") and "6.0 min a run" in cpu and "0.5 min a run on cuda" in gpu
-    assert findings.runs.where_run({"runs": {}}) == "no runs"
 
 
 def test_the_abstracts_numbers_are_formatted_from_one_place():
@@ -108,7 +89,6 @@ def test_the_cifar10_findings_pair_the_gain_the_movement_and_the_cost_of_freezin
     assert starts == [0, 1, 2] and c.mean_difference == pytest.approx(7 / 3) and c.wins == 3
     ratios = np.concatenate(list(findings.cifar10.movement_ratios(results, "fixed_step").values()))
     assert ratios == pytest.approx(30.0)  # AdamW's step 0.03 against the fixed step's 0.001
-    assert findings.cifar10.mean_angles(results, ("stiefel",), [0, 1, 2], depth=1) == {"stiefel": 1.0}
     assert findings.cifar10.freezing_cost(results)[3].mean_difference == pytest.approx(1.0)
 
 

@@ -189,22 +189,6 @@ def test_the_gap_widens_when_the_family_reads_the_gain_at_the_largest_size_highe
     assert long_sizes.size_readings(sizes, rows)["widening"] == "higher"
 
 
-def test_the_size_table_gives_each_size_its_fit_and_its_gain():
-    runs = {
-        f"{arm}@wd=1@n={n}/{s}": {"final": {"train_acc": 0.9, "test_acc": 0.5 + 0.01 * (arm == "stiefel") + 0.001 * s}}
-        for arm in ("baseline", "stiefel")
-        for n in (2_500, 20_000)
-        for s in range(3)
-    }
-    lines = long_sizes.size_table({"runs": runs}).splitlines()
-    assert lines[2].split(" | ")[:5] == ["| 2,500", "1", "90.0 / 50.1", "90.0 / 51.1", "3"]
-    assert lines[2].split(" | ")[5].startswith("+1.00 [")
-    assert lines[3].startswith("| 20,000 |")
-    rows = cifar10_family.size_family({"runs": runs}, FAMILY)
-    lines = long_sizes.size_table({"runs": runs}, rows).splitlines()
-    assert lines[2].endswith("Holm p = 0: higher |")  # the same +1 pp in every start
-
-
 def test_the_readings_split_the_decays_by_whether_the_arms_fit_their_training_set():
     results = long_grid()
     r = long_training.readings(results, cifar10_family.long_family(results, FAMILY))

@@ -10,11 +10,11 @@ import numpy as np
 
 from ..experiments.cifar10_config import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
 from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
-from ..stats import mean_and_spread, paired_comparison
+from ..stats import mean_and_spread
 from .regimes import decay_budget
 
 __all__ = ["finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime"]
-__all__ += ["claim_gain", "claim_movement", "sweep_trend", "mean_angles"]
+__all__ += ["claim_gain", "claim_movement"]
 
 
 def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", metric: str = "test_acc") -> Paired:
@@ -22,22 +22,6 @@ def paired_gain(results: dict, arm: str = "stiefel", against: str = "baseline", 
     ``arm`` and ``against`` over the starts both finished, and their paired comparison
     (:func:`results_reading.paired`)."""
     return paired(results, arm, against, metric)
-
-
-def mean_angles(results: dict, arms, starts, depth: int) -> dict[str, float]:
-    """Per arm: the mean principal angle (degrees) between each head's subspace at the end and
-    at the start, over ``starts`` and every block's W_Q and W_K."""
-    return {
-        arm: np.mean(
-            [
-                results["runs"][run_key(arm, s)]["final"][f"angle_mean/blocks.{i}.{m}"]
-                for s in starts
-                for i in range(depth)
-                for m in ("W_Q", "W_K")
-            ]
-        )
-        for arm in arms
-    }
 
 
 def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
@@ -129,12 +113,3 @@ def claim_movement(results: dict) -> str:
     return line
 
 
-def sweep_trend(sweep: dict):
-    """Whether the gain grows with data: per start, the gain at the largest size minus the gain at
-    the smallest, compared in pairs over the starts that finished both sizes (``None`` if < 2)."""
-    small, large = (round(100 * f) for f in (SWEEP_FRACTIONS[0], SWEEP_FRACTIONS[-1]))
-    arms = (f"stiefel@{large}%", f"baseline@{large}%", f"stiefel@{small}%", f"baseline@{small}%")
-    starts = finished_starts(sweep, arms)
-    acc = {arm: np.array([100 * sweep["runs"][run_key(arm, s)]["final"]["test_acc"] for s in starts]) for arm in arms}
-    gain_large, gain_small = acc[arms[0]] - acc[arms[1]], acc[arms[2]] - acc[arms[3]]
-    return starts, (paired_comparison(gain_large, gain_small) if len(starts) >= 2 else None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..choices import cell_choices, widest
 from .fair_fight import family_rows, finals
 
-__all__ = ["decay_cells", "cell_gap", "largest_gap_decay", "best_cells", "best_cells_row", "decay_row", "decay_shift"]
+__all__ = ["decay_cells", "cell_gap", "largest_gap_decay", "best_cells", "best_cells_row", "decay_row"]
 
 SWEPT = ("baseline", "stiefel")
 
@@ -97,19 +97,3 @@ def decay_row(results: dict | None, margin: float, alpha: float = 0.05) -> dict 
     return {**rows[0], "weight_decay": config["task"]["weight_decay"], "qk_lrs": dict(config["qk_lrs"])}
 
 
-def decay_shift(cells: list[dict], decay: float) -> dict[str, tuple[float, float]] | None:
-    """Each swept arm's chosen score (fractions, selection starts) at λ = 1 and at ``decay``:
-    ``{arm: (at λ = 1, at decay)}``, or ``None`` while either cell is not final."""
-    by_decay = {cell["weight_decay"]: cell for cell in cells}
-    if 1.0 not in by_decay or decay not in by_decay:
-        return None
-    out = {}
-    for arm in SWEPT:
-        pair = []
-        for cell in (by_decay[1.0], by_decay[decay]):
-            row = next((r for r in cell["rows"] if r["arm"] == arm and r["interior"]), None)
-            if row is None:
-                return None
-            pair.append(row["scores"][row["chosen"]])
-        out[arm] = tuple(pair)
-    return out

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..results_reading import arm_of, parse_size_arm, runs_of, size_arm
 from ..stats import paired_comparison
-from ..tables import markdown_table
 from .cifar10 import paired_gain
 
 __all__ = [
@@ -20,7 +19,6 @@ __all__ = [
     "holm_p",
     "family_cell",
     "size_cells",
-    "size_table",
     "widening",
     "size_readings",
 ]
@@ -69,27 +67,6 @@ def size_cells(size_rows: list[dict] | None) -> dict[tuple, dict]:
     Stiefel rule − AdamW at a size, ``("widening",)`` for the gain at the largest size − at the
     smallest."""
     return {tuple(r["key"]): r for r in size_rows or ()}
-
-
-def size_table(results: dict, size_rows: list[dict] | None = None) -> str:
-    """The size sweep at matched epochs as Markdown: per size, the arms' mean final train / test
-    accuracy (%) and the paired gain Stiefel − AdamW; with ``size_rows`` (the family
-    ``cifar10_size``) each gain is the family's row with its Holm p and verdict, else its interval
-    and wins alone. Chapters: CIFAR-10 patches, regimes."""
-    cells, body = size_cells(size_rows), []
-    for row in size_gains(results):
-        decay, size = row["weight_decay"], row["train_size"]
-        accuracy = (mean_accuracy(results, size_arm(arm, decay, size)) for arm in ("baseline", "stiefel"))
-        reached = ["-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}" for acc in accuracy]
-        c = row["comparison"]
-        if size_rows is not None:
-            gain = family_cell(cells.get(("gain", size)))
-        else:
-            gain = "-" if c is None else f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}"
-        body.append([f"{size:,}", f"{decay:g}", *reached, row["n"], gain])
-    return markdown_table(
-        ["images", "λ", "AdamW train / test (%)", "Stiefel train / test (%)", "pairs", "Stiefel − AdamW (pp)"], body
-    )
 
 
 def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> dict | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..results_reading import finished_starts, run_key, seed_of  # noqa: F401  (finished_starts: the chapters read it here)
 
-__all__ = ["same_across_arms", "distinct_across_starts", "unpaired_starts", "where_run"]
+__all__ = ["same_across_arms", "unpaired_starts"]
 
 
 def same_across_arms(results: dict, arms, starts, field: str) -> bool:
@@ -16,13 +16,6 @@ def same_across_arms(results: dict, arms, starts, field: str) -> bool:
     Chapters: cifar10_patches, ablation, grokking, regimes."""
     runs = results["runs"]
     return all(len({runs[run_key(arm, s)]["final"][field] for arm in arms}) == 1 for s in starts)
-
-
-def distinct_across_starts(results: dict, arm: str, starts, field: str = "init_fingerprint") -> bool:
-    """Whether ``arm``'s runs recorded a different ``final[field]`` in every start: different
-    starts begin differently.
-    Chapters: cifar10_patches, ablation, grokking, regimes."""
-    return len({results["runs"][run_key(arm, s)]["final"][field] for s in starts}) == len(starts)
 
 
 def unpaired_starts(runs: dict) -> dict[str, list[str]]:
@@ -41,17 +34,3 @@ def unpaired_starts(runs: dict) -> dict[str, list[str]]:
     return out
 
 
-def where_run(results: dict) -> str:
-    """Which device ran a results file's runs, and how long they took, from each run's
-    provenance: ``"36 runs, 3.4 h of wall time, 5.6 min a run on cpu: x86_64, 1 thread(s)"``
-    (per device when there are several, so a chapter can say which result came from which).
-    Chapters: cifar10_patches, regimes."""
-    by_device: dict[str, list[float]] = {}
-    for run in results["runs"].values():
-        p = run["provenance"]
-        by_device.setdefault(f"{p['device']}, {p['threads']} thread(s)", []).append(p["wall_seconds"])
-    parts = [
-        f"{len(w)} runs, {sum(w) / 3600:.1f} h of wall time, {sum(w) / len(w) / 60:.1f} min a run on {device}"
-        for device, w in sorted(by_device.items())
-    ]
-    return "; ".join(parts) if parts else "no runs"
