@@ -1,7 +1,7 @@
 """What the grokking results say: the declared family ``grokking_p97`` in numbers and verdict words
-(:func:`family_rows`; the chapter writes its sentences) and the claims table's line. What the runs
-show before any verdict (endpoints per seed, one run's log, the frames) is :mod:`.grokking_runs`;
-the chapter reads it here too. Pure functions of the ``grokking`` results dicts they are handed."""
+(:func:`family_rows`; the chapter writes its sentences) and the claims table's line. The endpoints
+per seed are :mod:`.grokking_runs`, whose report the chapter reads here too. Pure functions of the
+``grokking`` results dicts they are handed."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ import numpy as np
 from ..stats import mean_and_spread
 from . import grokking_runs, regimes
 from .grokking_runs import ARMS, endpoint_accuracies
-from .grokking_runs import frame_table as frame_table  # re-exported: the chapter reads these four here
-from .grokking_runs import largest_spike as largest_spike
-from .grokking_runs import report as report
-from .grokking_runs import runs_table as runs_table
+from .grokking_runs import report as report  # re-exported: the chapter reads it here
 
 __all__ = [
     *grokking_runs.__all__,  # read here by the chapter
