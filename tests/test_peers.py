@@ -191,33 +191,6 @@ def test_peer_findings_read_how_far_each_arm_moves_its_frames():
     results = {"config": {"task": dataclasses.asdict(get_config("grokking_peers", "full").task)}, "runs": runs}
     movement = {r["arm"]: r for r in findings.movement_rows(results)}
     assert movement["stiefel"]["angle"] == 15.0 and movement["muon"]["ortho"] == 1e-6 and movement["muon"]["n"] == 4
-    series = findings.movement_series(results)["stiefel"]
-    assert len(series["epoch"]) == len(series["angle"]) == len(series["ortho"])
-
-
-def test_the_cifar10_peer_findings_read_how_far_each_arm_fits():
-    from stiefel_book.findings import peers as findings
-
-    task = dataclasses.asdict(get_config("cifar10_peers", "full").task)
-    test_acc = {
-        "stiefel": 0.50,
-        "baseline": 0.45,
-        "per_entry": 0.48,
-    }  # per_entry 2 pp behind, the rest tie with the rule
-    runs = {}
-    for arm in peers.PEER_ARMS:
-        for s in range(3):
-            acc = test_acc.get(arm, 0.50) + 0.001 * s
-            final = {"train_acc": acc + 0.2, "test_acc": acc}
-            runs[f"{arm}/{s}"] = {
-                "history": [{"epoch": 100, **final}],
-                "final": final,
-                **({} if arm == "baseline" else {"frame_lr": 3e-3}),
-            }
-    results = {"config": {"task": task}, "runs": runs}
-    fits = {r["arm"]: r for r in findings.cifar_accuracy_rows(results)}
-    assert fits["baseline"]["frame_lr"] == task["lr"] and fits["stiefel"]["train_acc"] == pytest.approx(70.1)
-    assert fits["baseline"]["n"] == 3 and fits["stiefel"]["test_acc"] == pytest.approx(50.1)
 
 
 def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale():

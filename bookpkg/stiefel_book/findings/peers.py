@@ -24,7 +24,6 @@ from .peers_family import (
 )
 
 __all__ = ["sweep_scores", "chosen_lr", "SWEEP_CRITERION", "sweep_rows", "arms_in", "movement_rows"]
-__all__ += ["movement_series", "cifar_accuracy_rows"]
 # from peers_family, read here by the chapter:
 __all__ += ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
 __all__ += ["family_ingredient_rows", "takeaways", "family_claim"]
@@ -80,37 +79,3 @@ def movement_rows(results: dict) -> list[dict]:
     return rows
 
 
-def cifar_accuracy_rows(results: dict) -> list[dict]:
-    """Per arm of ``cifar10_peers``: its finished starts, mean final train and test accuracy (%),
-    and the W_Q, W_K lr it ran at (the task's lr for AdamW): how far each arm fit its data."""
-    from .regimes import runs_of
-
-    rows = []
-    for arm in arms_in(results):
-        runs = list(runs_of(results, arm).values())
-        rows.append(
-            {
-                "arm": arm,
-                "n": len(runs),
-                "frame_lr": runs[0].get("frame_lr", results["config"]["task"]["lr"]),
-                **{m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")},
-            }
-        )
-    return rows
-
-
-def movement_series(results: dict) -> dict[str, dict[str, np.ndarray]]:
-    """Per arm, at every logged epoch: the mean over its runs of W_Q's mean principal angle to
-    its start (``angle``, degrees) and the largest orthonormality error (``ortho``)."""
-    from .regimes import runs_of
-
-    out = {}
-    for arm in arms_in(results):
-        histories = [run["history"] for run in runs_of(results, arm).values()]
-        n = min(len(h) for h in histories)
-        out[arm] = {
-            "epoch": np.array([h["epoch"] for h in histories[0][:n]]),
-            "angle": np.array([np.mean([h[i]["angle_mean/W_Q"] for h in histories]) for i in range(n)]),
-            "ortho": np.array([np.max([h[i].get("ortho/W_Q", np.nan) for h in histories]) for i in range(n)]),
-        }
-    return out
