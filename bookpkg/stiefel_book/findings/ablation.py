@@ -27,14 +27,11 @@ __all__ = [
     "UNTESTED",
     "merged_results",
     "ablation_rows",
-    "full_rule_accuracy",
     "shares",
     "family_rows",
     "family_shares",
-    "share_text",
     "verdicts",
     "table",
-    "verdict_table",
     "tuned_rows",
     "cap_idle",
     "claim",
@@ -94,12 +91,6 @@ def ablation_rows(results: dict, metric: str) -> list[dict]:
     return rows
 
 
-def full_rule_accuracy(results: dict, metric: str):
-    """The full rule's mean and spread of ``metric`` (percent) over the starts every arm finished. Chapter: ablation."""
-    starts = finished_starts(results, ABLATION_ARMS)
-    return mean_and_spread([100 * results["runs"][f"stiefel/{s}"]["final"][metric] for s in starts]) if starts else None
-
-
 def shares(rows: list[dict]) -> dict[str, float] | None:
     """Each component's share of the baseline-to-full-rule gain: (full − variant) / (full −
     baseline), on the mean differences. ``None`` unless the gain itself is significant and
@@ -151,16 +142,6 @@ def family_shares(rows: list[dict]) -> dict[str, float] | None:
     return {r["removes"]: r["mean_pp"] / gain["mean_pp"] for r in rows if r["variant"] in VARIANTS}
 
 
-def share_text(rows: list[dict]) -> str:
-    """:func:`family_shares` in words, or why they are not defined. Chapter: ablation."""
-    share = family_shares(rows)
-    if share is None:
-        return "no share of a gain to apportion: the full rule is not higher than AdamW here"
-    return "share of the gain over AdamW carried by each component: " + ", ".join(
-        f"{k} {v:.0%}" for k, v in share.items()
-    )
-
-
 def verdicts(rows: list[dict], margin_pp: float, digits: int = 2) -> list[tuple[str, str, str]]:
     """``(component, we measure, verdict)`` for each row of :func:`family_rows`: the verdict reads
     "X beats Y by d pp [interval]" (higher or lower, Holm-corrected), "X and Y are equivalent
@@ -203,18 +184,6 @@ def table(rows: list[dict], margin_pp: float, unit: str = "test accuracy", digit
         out,
         "llrrrrl",
     )
-
-
-def verdict_table(tasks: dict[str, tuple[list[dict], float]]) -> Table:
-    """The verdicts of every task (``{task: (family_rows(...), margin in pp)}``), one row per
-    task and arm, as :func:`verdicts` words them. Chapter: ablation."""
-    out = []
-    for task, (rows, margin_pp) in tasks.items():
-        if not rows:
-            out.append([task, "-", "-", "not measured yet"])
-            continue
-        out += [[task, label(r["variant"]), c, v] for r, (c, _, v) in zip(rows, verdicts(rows, margin_pp))]
-    return Table(["task", "variant", "removes", "verdict"], out)
 
 
 # the ablation's arms that the W_Q, W_K lr sweep tuned: in the family grokking_fair, then (swept later)
