@@ -56,6 +56,7 @@ def test_every_structured_family_is_tested_here():
         "routing_induction",
         "routing_charlm",
         "charlm_long",
+        "grokking_checked",
         "grokking_fair",
         "grokking_fair_scale",
         "grokking_fair_ablation",

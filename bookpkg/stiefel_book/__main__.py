@@ -140,6 +140,7 @@ SWEEPS = [
     "mqar_qk_temp",
     "induction_qk_temp",
     "cifar10_val_qk_lr",
+    "grokking_checked_qk_lr",
 ]
 
 
