@@ -9,7 +9,7 @@ import torch
 
 from stiefel_book import protocol
 from stiefel_book.experiments import ablation, get_config, grokking, run_experiment
-from stiefel_book.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS, frame_options
+from stiefel_book.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 from stiefel_book.findings import ablation as ablation_findings
 from stiefel_book.stats import paired_comparison
 from stiefel_core.manifold import orthonormality_error
@@ -34,8 +34,6 @@ def test_each_variant_changes_exactly_one_switch(arm):
     changed = {k for k, v in DEFAULTS.items() if group[k] != v}
     assert changed == set(VARIANTS[arm])
     assert set(COMPONENTS.values()) == set(VARIANTS) - {"stiefel"}
-    with pytest.raises(ValueError, match="trains no frames"):
-        frame_options("baseline", 0.5)
 
 
 def test_cifar10_ablation_pairs_every_arm_and_the_variants_differ(isolated):
@@ -115,7 +113,7 @@ def test_grokking_variants_keep_their_frames_on_the_manifold():
         from stiefel_core.combined import configure_optimizer
 
         model = ModularTransformer(8, 7, 16, 2, 32)
-        opt = configure_optimizer(model, lr=1e-2, weight_decay=1.0, **frame_options(arm, 0.5))
+        opt = configure_optimizer(model, lr=1e-2, weight_decay=1.0, **{"trust_radius": 0.5, **VARIANTS[arm]})
         tokens = torch.randint(0, 7, (32, 3))
         for _ in range(5):
             model(tokens).square().mean().backward()

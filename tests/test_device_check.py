@@ -55,8 +55,8 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     sweep = results_files.read(out / "runs" / "grokking_p97_qk_lr-ci.json.gz")
     swept = device_plan.config(device_plan.SWEEP, "ci", dry=True)  # the dry run's arms: two of the four
     assert set(swept.arms) < set(p97_fair.ARMS) and len(swept.arms) == 2
-    assert p97_fair.pending_arms(sweep, swept) == []
-    chosen = {arm: p97_fair.chosen(sweep, arm) for arm in swept.arms}
+    assert p97_fair.study(swept).pending(sweep) == []
+    chosen = {arm: p97_fair.study(swept).chosen(sweep, arm) for arm in swept.arms}
     assert all(c is not None and c["interior"] for c in chosen.values())
     fair = results_files.read(out / "runs" / "grokking_p97_fair-ci.json.gz")
     assert sorted(fair["runs"]) == sorted(f"{arm}/0" for arm in (*swept.arms, "frozen"))

@@ -120,7 +120,7 @@ def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, t
     monkeypatch.setattr(grokking, "run", diverge)
     checkpoint = tmp_path / "run.pt"
     checkpoint.write_bytes(b"stale")
-    outcome = fair_fight.run_sweep(fair_fight.SWEEP_PROFILES["ci"], "cayley_adam@qklr=3", 100, "cpu", checkpoint)
+    outcome = fair_fight.study(fair_fight.SWEEP_PROFILES["ci"]).run("cayley_adam@qklr=3", 100, "cpu", checkpoint)
     assert outcome["diverged"] == "AdamW + CayleyAdam" and not checkpoint.exists()
     assert late_score(outcome["history"], fair_fight.SWEEP_PROFILES["ci"].task.epochs) == 0.0
 

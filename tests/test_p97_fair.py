@@ -6,8 +6,11 @@ import dataclasses
 import pytest
 
 from stiefel_book.choices import epochs_to
-from stiefel_book.experiments import get_config, p97_fair, run_experiment
+from stiefel_book.experiments import fair_fight, get_config, p97_fair, run_experiment
 from stiefel_book.experiments.results import write_results
+from stiefel_book.experiments.study import judged_run
+
+FULL = p97_fair.study(p97_fair.SWEEP_PROFILES["full"])  # the sweep as the judged runs read it
 
 
 def _run(epoch_at_90: int | None, horizon: int = 10_000) -> dict:
@@ -26,17 +29,17 @@ def _sweep(times: dict) -> dict:
 
 def test_the_sweep_chooses_the_fastest_lr_and_counts_a_run_that_never_groks_at_the_horizon():
     sweep = _sweep({("stiefel", 1e-4): [None, None], ("stiefel", 3e-4): [3000, 4000], ("stiefel", 1e-3): [None, 2000]})
-    assert p97_fair.study(p97_fair.SWEEP_PROFILES["full"]).scores(sweep, "stiefel")[1e-3] == [-10_000.0, -2000.0]
-    c = p97_fair.chosen(sweep, "stiefel")
+    assert FULL.scores(sweep, "stiefel")[1e-3] == [-10_000.0, -2000.0]
+    c = FULL.chosen(sweep, "stiefel")
     assert c["lr"] == 3e-4 and c["interior"]  # 3,500 epochs on average beats 6,000 and 10,000
     edge = _sweep(
         {("baseline", 1e-4): [9000, 9000], ("baseline", 3e-4): [8000, 8000], ("baseline", 1e-3): [7000, 7000]}
     )
-    assert not p97_fair.chosen(edge, "baseline")["interior"]  # fastest at the top rung: the grid must grow
-    assert p97_fair.study(p97_fair.SWEEP_PROFILES["full"]).pending_rungs(edge, "baseline") == (3e-3,)
+    assert not FULL.chosen(edge, "baseline")["interior"]  # fastest at the top rung: the grid must grow
+    assert FULL.pending_rungs(edge, "baseline") == (3e-3,)
     others = [f"{arm}@qklr={lr:g}" for arm in p97_fair.ARMS[1:] for lr in (1e-4, 3e-4, 1e-3)]
-    assert p97_fair.pending_arms(edge, p97_fair.SWEEP_PROFILES["full"]) == ["baseline@qklr=0.003", *others]
-    assert p97_fair.chosen(_sweep({("qk_norm", 1e-3): [5000]}), "qk_norm") is None  # one of two seeds: no choice
+    assert FULL.pending(edge) == ["baseline@qklr=0.003", *others]
+    assert FULL.chosen(_sweep({("qk_norm", 1e-3): [5000]}), "qk_norm") is None  # one of two seeds: no choice
 
 
 def test_the_judged_runs_refuse_an_unsettled_sweep_and_take_a_settled_one(tmp_path):
@@ -121,7 +124,7 @@ def test_a_judged_run_the_long_runs_already_hold_is_adopted_and_is_that_run_bit_
     assert out["stiefel/0"]["provenance"]["adopted_from"] == "grokking-ci"
     assert out["frozen/0"]["provenance"]["adopted_from"] == "grokking-ci"
     assert "adopted_from" not in out["baseline/0"]["provenance"]  # its lr is not the task's: it ran
-    fresh = p97_fair.run(config, "stiefel", 0, cpu, progress=False)
+    fresh = judged_run(fair_fight.train, config, "stiefel", 0, cpu, progress=False)
     assert out["stiefel/0"]["history"] == fresh["history"]  # the adopted run is the judged run, bit for bit
     assert out["stiefel/0"]["qk_lr"] == fresh["qk_lr"] == lr and out["frozen/0"]["qk_lr"] == 0.0
     other = dataclasses.replace(config, task=dataclasses.replace(task, weight_decay=0.5))
@@ -138,13 +141,13 @@ def test_a_grid_that_falls_to_the_ladders_bottom_asks_for_frozen_frames_and_runs
     bottom = _sweep({**slower, ("baseline", LADDER[0]): [2000, 2000], ("baseline", LADDER[1]): [3000, 3000]})
     config = p97_fair.SWEEP_PROFILES["full"]
     assert p97_fair.study(config).pending_rungs(bottom, "baseline") == (0.0,)  # lr 0, below the ladder: frozen frames
-    assert p97_fair.pending_arms(bottom, config)[0] == "frozen"
+    assert p97_fair.study(config).pending(bottom)[0] == "frozen"
     frozen = {**bottom, "runs": {**bottom["runs"], "frozen/100": _run(1000), "frozen/101": _run(1500)}}
-    choice = p97_fair.chosen(frozen, "baseline")
+    choice = FULL.chosen(frozen, "baseline")
     assert choice["lr"] == 0.0 and choice["interior"]  # lr 0 is a true boundary
-    assert "frozen" not in p97_fair.pending_arms(frozen, config)
+    assert "frozen" not in p97_fair.study(config).pending(frozen)
     task = dataclasses.replace(grokking.PROFILES["ci"], epochs=40, log_every=10, checkpoint_every=50)
     swept = dataclasses.replace(p97_fair.SWEEP_PROFILES["ci"], task=task)
     run = p97_fair.study(swept).run("frozen", 0, torch.device("cpu"), progress=False)
     assert run["final"]["epoch"] == 40  # the tiny task never reaches 90 %: it runs to its end
-    assert "frozen" in p97_fair.SWEEP_ARMS
+    assert "frozen" in FULL.run_names()

@@ -1,7 +1,7 @@
 """The device job's plan (issue 28): grokking at p = 97 at tuned W_Q, W_K lrs.
 
 First the runs the sweep ``grokking_p97_qk_lr`` still lacks, its grid grown by its own rule
-(:func:`stiefel_book.experiments.p97_fair.pending_arms`, the rule ``p97_fair.sweep`` grows it by);
+(``p97_fair.study(config).pending``, the rule the sweep grows by);
 then, once no sweep run is pending and the experiment's resolve step accepts the sweep's
 choices, the judged runs of ``grokking_p97_fair`` (its seeds, paired: seed by seed), which resolve
 their lrs from the sweep file themselves before they run. Each returned results file holds at
@@ -135,12 +135,12 @@ class Plan:
         return load_results(experiment, self.profile, self.results)
 
     def sweep_runs(self) -> list[Run]:
-        """The sweep's pending round (:func:`p97_fair.pending_arms`), each rung's seeds not yet run."""
+        """The sweep's pending round (its study's ``pending``), each rung's seeds not yet run."""
         from stiefel_book.experiments import p97_fair
 
         sweep, cfg = self._load(SWEEP), self.configs[SWEEP]
         done = set(sweep["runs"]) if sweep else set()
-        arms = p97_fair.pending_arms(sweep, cfg)
+        arms = p97_fair.study(cfg).pending(sweep)
         return [Run(SWEEP, arm, seed) for arm in arms for seed in cfg.seeds if f"{arm}/{seed}" not in done]
 
     def fair_runs(self) -> list[Run]:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, grokking
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
 
-__all__ = ["ENTRIES", "DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_name", "parse_arm", "arm_names", "run"]
+__all__ = ["ENTRIES", "DecayMapConfig", "PROFILES", "MAP_ARMS", "arm_names", "run"]
 
 MAP_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
 WEIGHT_DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)  # the issue's grid: none, up to three times grokking's usual 1
@@ -29,16 +28,6 @@ class DecayMapConfig:
     task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["full"])
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
     seeds: tuple[int, ...] = tuple(range(10))  # 10 paired seeds a cell: 5 left intervals wide
-
-
-def arm_name(arm: str, weight_decay: float) -> str:
-    """``("stiefel", 0.3)`` -> ``"stiefel@wd=0.3"``. Chapter: regimes."""
-    return grid_arm(arm, "wd", weight_decay)
-
-
-def parse_arm(name: str) -> tuple[str, float]:
-    """``"stiefel@wd=0.3"`` -> ``("stiefel", 0.3)``. Chapter: regimes."""
-    return parse_grid_arm(name, "wd", MAP_ARMS)
 
 
 def arm_names(config: DecayMapConfig) -> tuple[str, ...]:

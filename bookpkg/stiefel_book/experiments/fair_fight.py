@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
-from .study import Study, judged_entry, judged_run, sweep_entry
+from .study import Study, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -41,8 +41,6 @@ __all__ = [
     "train",
     "compact",
     "resolve",
-    "run",
-    "run_sweep",
     "KEPT_METRICS",
 ]
 
@@ -130,16 +128,6 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
     choice is final: interior, or lr 0)."""
     return study(SWEEP_PROFILES["full"]).resolve(config, directory)
-
-
-def run(config: FairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``arm`` from ``seed`` at its resolved W_Q, W_K lr (``frozen``, or a chosen lr 0: none)."""
-    return judged_run(train, config, arm, seed, device, checkpoint, progress)
-
-
-def run_sweep(config: SweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the sweep: ``"<arm>@qklr=<lr>"`` (or ``frozen``) from ``seed``."""
-    return study(config).run(arm, seed, device, checkpoint, progress)
 
 
 _PAIRED = "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair"

@@ -31,15 +31,10 @@ __all__ = [
     "THRESHOLD",
     "SweepConfig",
     "SWEEP_PROFILES",
-    "SWEEP_ARMS",
     "study",
-    "chosen",
-    "sweep",
-    "pending_arms",
     "FairConfig",
     "PROFILES",
     "resolve",
-    "run",
     "adopt",
 ]
 
@@ -77,25 +72,6 @@ def study(config: SweepConfig) -> Study:
     )
 
 
-SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names()  # frozen: every arm's lr 0
-
-
-def chosen(sweep: dict, arm: str) -> dict | None:
-    """``{"lr", "score", "interior", "scores"}``: the rule's choice (``None`` before a complete rung)."""
-    return study(SWEEP_PROFILES["full"]).chosen(sweep, arm)
-
-
-def sweep(run_experiment, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
-    """Grow the sweep of ``arms`` (default all) until each choice is final (resumable)."""
-    return study(SWEEP_PROFILES[profile]).grow(run_experiment, profile, arms, **options)
-
-
-def pending_arms(results: dict | None, config: SweepConfig) -> list[str]:
-    """The sweep's next round by :func:`sweep`'s rule, as run names ``"<arm>@qklr=<lr>"`` (``frozen``
-    for lr 0; each for every selection seed the results lack); empty once every arm's choice is final."""
-    return study(config).pending(results)
-
-
 @dataclass(frozen=True)
 class FairConfig:
     task: grokking.GrokkingConfig = field(default_factory=lambda: grokking.PROFILES["full"])
@@ -112,8 +88,6 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with each arm's W_Q, W_K lr chosen from ``grokking_p97_qk_lr`` (refused until final)."""
     return study(SWEEP_PROFILES["full"]).resolve(config, directory)
 
-
-run = fair_fight.run  # one judged run: the arm at its resolved lr, frozen frames at none (as at p = 31)
 
 ADOPTED_FROM = "grokking"  # the long runs of the grokking chapter: every arm at the task's W_Q, W_K lr
 

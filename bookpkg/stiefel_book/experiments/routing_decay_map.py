@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm
 from .grid import decay_cell, grid_arms
 from .routing import INDUCTION_PROFILES, InductionConfig, run_induction
 from .routing_sweep import resolver
@@ -59,8 +58,3 @@ def run(config: RoutingDecayMapConfig, arm: str, seed: int, device, checkpoint=N
     """One run: ``arm`` (``"<arm>@wd=<λ>"``) from ``seed`` on the map's task at decay λ."""
     base, weight_decay, task = decay_cell(config, arm, seed, MAP_ARMS)
     return {**run_induction(task, base, seed, device, checkpoint, progress), "weight_decay": weight_decay}
-
-
-def arm_name(arm: str, weight_decay: float) -> str:
-    """``("stiefel", 0.3)`` -> ``"stiefel@wd=0.3"``."""
-    return grid_arm(arm, "wd", weight_decay)

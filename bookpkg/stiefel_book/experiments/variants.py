@@ -17,8 +17,6 @@ __all__ = [
     "COMPONENTS",
     "CONTROLS",
     "CONTROL_ARMS",
-    "MECHANISM_ARMS",
-    "frame_options",
     "euclidean_optimizer",
 ]
 
@@ -51,17 +49,6 @@ CONTROLS = {  # arm -> what it tests
     "fixed_step_matched": "fixed step at the scale-free rule's step size",
 }
 CONTROL_ARMS = tuple(CONTROLS)
-MECHANISM_ARMS = ("baseline", "stiefel", *CONTROL_ARMS)
-
-
-def frame_options(arm: str, trust_radius: float | None) -> dict:
-    """``StiefelAdam`` keyword arguments of a frame-training ``arm`` (``trust_radius`` is the
-    experiment's radius, which ``no_trust_region`` overrides)."""
-    if arm == "fixed_step_matched":
-        return {"trust_radius": trust_radius, **VARIANTS["fixed_step"]}  # its frame lr is calibrated apart
-    if arm not in VARIANTS:
-        raise ValueError(f"{arm!r} trains no frames with StiefelAdam; the variants are {tuple(VARIANTS)}")
-    return {"trust_radius": trust_radius, **VARIANTS[arm]}
 
 
 def euclidean_optimizer(
