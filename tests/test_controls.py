@@ -98,7 +98,7 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
 
     config = get_config("grokking_trust_region", "ci")
     task = dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
-    tiny = dataclasses.replace(config, task=task, frame_lrs=(1e-3, 1.0))
+    tiny = dataclasses.replace(config, task=task, qk_lrs=(1e-3, 1.0))
     capped = {
         arm: trust_region.run(tiny, arm, 0, CPU, progress=False)["final"]["trust_capped"]
         for arm in trust_region.arm_names(tiny)

@@ -109,7 +109,7 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
     monkeypatch.setenv("STIEFEL_CHECKPOINTS", str(tmp_path / "ck"))
     task = grokking.GrokkingConfig(**TINY)
     sweep_config = dataclasses.replace(
-        get_config("grokking_peers_lr", "ci"), task=task, arms=("stiefel", "muon"), frame_lrs=(1e-3, 1e-2)
+        get_config("grokking_peers_lr", "ci"), task=task, arms=("stiefel", "muon"), qk_lrs=(1e-3, 1e-2)
     )
     sweep = run_experiment("grokking_peers_lr", "ci", config=sweep_config, directory=tmp_path, progress=False)
     assert len(sweep["runs"]) == 4
@@ -196,7 +196,7 @@ def test_peer_findings_read_how_far_each_arm_moves_its_frames():
 def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale():
     config = get_config("grokking_peers_lr", "full")
     names = peers.sweep_arm_names(config)
-    assert len(names) == len(config.arms) * len(config.frame_lrs) and len(set(names)) == len(names)
+    assert len(names) == len(config.arms) * len(config.qk_lrs) and len(set(names)) == len(names)
     d_head = config.task.d_model // config.task.n_heads
     assert dict(config.lr_scales)["geoopt_radam"] == (config.task.d_model * d_head) ** 0.5
     assert "geoopt_radam@flr=0.032" in names and "stiefel@flr=0.001" in names

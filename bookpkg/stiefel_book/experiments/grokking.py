@@ -114,9 +114,6 @@ def matched_qk_lr(config: GrokkingConfig, seed: int, device: torch.device) -> di
     return {**matched_lr(measure, config.lr), "epochs": short.epochs}
 
 
-matched_frame_lr = matched_qk_lr  # the regimes chapter's name for it
-
-
 def build_model(config: GrokkingConfig, arm: str, seed: int, vocab_size: int) -> ModularTransformer:
     """``arm``'s model from ``seed``: the same seed gives every arm the same initial weights."""
     torch.manual_seed(seed)

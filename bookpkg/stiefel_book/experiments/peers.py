@@ -7,13 +7,13 @@ Two experiments:
 
 - ``grokking_peers_lr``: the learning-rate sweep, on the ``ci`` task (the same model and data,
   600 epochs). Every arm that trains W_Q, W_K apart from AdamW (the Stiefel rule included) gets
-  the same budget: 4 frame lrs x 2 seeds, on seeds 100 and 101, apart from the comparison's
+  the same budget: 4 W_Q, W_K lrs x 2 seeds, on seeds 100 and 101, apart from the comparison's
   0-19, so that no arm's lr is chosen on the seeds it is judged on. geoopt's grid is the others'
   times sqrt(d r) = 32: its second moment sums a frame's squares where the others average them.
   An arm is ``"<arm>@flr=<lr>"``; every other parameter keeps the task's lr.
 - ``grokking_peers``: the comparison. Each arm trains at the lr that
   :func:`stiefel_book.choices.chosen_lr` reads from the sweep's results file (a recorded
-  function of it, never a typed-in number), and records it in each run (``frame_lr``,
+  function of it, never a typed-in number), and records it in each run (``frame_lr``, its stored key,
   ``lr_from``). The lr is read when a run starts rather than written into the config: the
   committed ``grokking_peers-full`` file's config has no lrs, and resuming it must not change it.
   The baseline is the task's AdamW (its lr is the task's, tuned with the task).
@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
 from . import ablation, cifar10, cifar10_long, grokking
-from .registry import Experiment
+from .registry import Experiment, stored_config
 from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
 
@@ -55,7 +56,7 @@ __all__ = [
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
 STORED_QK_LR = "frame_lr"  # these files' key of a run's W_Q, W_K lr (stored, kept)
-FRAME_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
+QK_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
 def _task() -> grokking.GrokkingConfig:
@@ -70,11 +71,12 @@ def _sweep_task() -> grokking.GrokkingConfig:
 class LrSweepConfig:
     task: grokking.GrokkingConfig = field(default_factory=_sweep_task)
     arms: tuple[str, ...] = SWEPT_ARMS
-    frame_lrs: tuple[float, ...] = FRAME_LRS
+    qk_lrs: tuple[float, ...] = QK_LRS
     # geoopt's second moment is a frame's Riemannian ‖g‖², a sum over its d·r entries where the
     # others' are means (or per entry): the same per-entry step takes sqrt(d r) = 32 times the lr
     lr_scales: tuple[tuple[str, float], ...] = (("geoopt_radam", 32.0),)
     seeds: tuple[int, ...] = (100, 101)  # not the comparison's seeds
+    STORED_NAMES: ClassVar[dict] = {"qk_lrs": "frame_lrs"}  # the results file's name of a field
 
 
 @dataclass(frozen=True)
@@ -85,16 +87,15 @@ class PeersConfig:
 
 
 def sweep_arm_names(config: LrSweepConfig) -> tuple[str, ...]:
-    as_dict = dataclasses.asdict(config)
-    lrs = {arm: swept_lrs(as_dict, arm) for arm in config.arms}
-    return tuple(grid_arm(arm, "flr", lrs[arm][i]) for i in range(len(config.frame_lrs)) for arm in config.arms)
+    lrs = {arm: swept_lrs(stored_config(config), arm) for arm in config.arms}
+    return tuple(grid_arm(arm, "flr", lrs[arm][i]) for i in range(len(config.qk_lrs)) for arm in config.arms)
 
 
 SWEEP_PROFILES = {
     "full": LrSweepConfig(),
     # the machinery in seconds: two arms at one lr, 100 epochs, one seed
     "ci": LrSweepConfig(
-        task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), frame_lrs=(3e-3,), seeds=(100,)
+        task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), qk_lrs=(3e-3,), seeds=(100,)
     ),
 }
 SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
@@ -109,9 +110,9 @@ PROFILES = {
 def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
     """One run of the sweep: ``arm`` (``"<arm>@flr=<lr>"``) from ``seed`` with W_Q, W_K at that lr."""
     base, qk_lr = parse_grid_arm(arm, "flr", config.arms)
-    grid = swept_lrs(dataclasses.asdict(config), base)
+    grid = swept_lrs(stored_config(config), base)
     if qk_lr not in grid:
-        raise ValueError(f"frame lr {qk_lr:g} is not on this profile's grid for {base} {grid}")
+        raise ValueError(f"W_Q, W_K lr {qk_lr:g} is not on this profile's grid for {base} {grid}")
     task = dataclasses.replace(config.task, seeds=(seed,))
     return grokking.run(task, base, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
@@ -173,7 +174,7 @@ ENTRIES = (  # this module's experiments, collected by the runner
         SWEEP_PROFILES,
         SWEEP_ARMS,
         run_sweep,
-        "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 frame lrs x 2 seeds each, 600 "
+        "grokking at ci scale, the lr sweep of the Stiefel rule and its relatives: 4 W_Q, W_K lrs x 2 seeds each, 600 "
         "epochs",
         arms_of=sweep_arm_names,
     ),

@@ -4,11 +4,12 @@ experiment, so a module can import it to declare its entry."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["PROFILES", "Experiment", "UnknownNameError", "collect"]
+__all__ = ["PROFILES", "Experiment", "UnknownNameError", "collect", "stored_config"]
 
 PROFILES = ("ci", "full")
 
@@ -38,6 +39,13 @@ class Experiment:
 
     def default_arms(self, config) -> tuple[str, ...]:
         return tuple(self.arms_of(config)) if self.arms_of else self.arms
+
+
+def stored_config(config) -> dict:
+    """``config`` as its results file stores it: ``dataclasses.asdict``, each field under its stored name
+    where the class keeps an older one (``STORED_NAMES``: the W_Q, W_K lrs ``qk_lrs`` of a grid are ``frame_lrs``)."""
+    names = getattr(config, "STORED_NAMES", {})
+    return {names.get(k, k): v for k, v in dataclasses.asdict(config).items()}
 
 
 def collect(*modules: ModuleType, extra: tuple[Experiment, ...] = ()) -> dict[str, Experiment]:

@@ -46,7 +46,7 @@ from . import (
     routing_sweep,
     trust_region,
 )
-from .registry import PROFILES, Experiment, UnknownNameError, collect
+from .registry import PROFILES, Experiment, UnknownNameError, collect, stored_config
 from .results import (
     checkpoints_dir,
     code_commit,
@@ -195,7 +195,7 @@ def _locked(path: Path):
 
 
 def _as_json(config) -> dict:
-    return json_safe(dataclasses.asdict(config))
+    return json_safe(stored_config(config))
 
 
 def json_safe(value):
