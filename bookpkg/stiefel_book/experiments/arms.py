@@ -122,25 +122,28 @@ def parse(run_arm: str) -> tuple[Arm, dict[str, float]]:
     return arm(name), settings
 
 
-def build_optimizer(model, name: str, *, lr: float, qk_lr: float | None, weight_decay: float, betas, trust_radius):
-    """Arm ``name``'s optimizer, by its factory and settings, for a model whose W_Q, W_K are parameters
-    named so (the modular and patch models): W_Q, W_K at ``qk_lr`` (None: ``lr``), every other parameter
-    AdamW at ``lr`` with decoupled ``weight_decay``; ``trust_radius`` is the task's (an arm may override it).
-    Frozen frames, and a Euclidean arm at the task's lr, are plain AdamW (W_Q, W_K undecayed where the arm says)."""
+def build_optimizer(
+    model, name: str, *, lr: float, qk_lr: float | None, weight_decay: float, betas, trust_radius, qk=None, no_decay=()
+):
+    """Arm ``name``'s optimizer, by its factory and settings: W_Q, W_K at ``qk_lr`` (None: ``lr``), every
+    other parameter AdamW at ``lr`` with decoupled ``weight_decay``; ``trust_radius`` is the task's (an arm
+    may override it). Frozen frames, and a Euclidean arm at the task's lr, are plain AdamW (W_Q, W_K undecayed
+    where the arm says). W_Q, W_K are the parameters named so (the modular and patch models), or ``qk`` (the
+    routing model's head blocks: frames, Euclidean arms); ``no_decay`` names others AdamW does not decay."""
     a, common = arm(name), {"lr": lr, "weight_decay": weight_decay, "betas": betas}
     options = {k: v for k, v in a.settings if k != "calibrated"}  # the calibrated step's lr is its runner's
     if a.factory in (_SCALE, _RELATIVE):
         own = {"trust_radius": trust_radius} if a.factory == _SCALE else {}
         return a.optimizer_factory()(model, name, qk_lr=lr if qk_lr is None else qk_lr, **common, **own)
     if a.factory == _EUCLID and qk_lr is not None:
-        return a.optimizer_factory()(model, qk_lr=qk_lr, **common, **options)
+        return a.optimizer_factory()(model, qk_lr=qk_lr, **common, **options, qk=qk, no_decay=no_decay)
     from stiefel_core.combined import configure_optimizer
 
     if a.factory == _FRAMES:
         radius = {} if "frame_optimizer" in options else {"trust_radius": trust_radius}
-        return configure_optimizer(model, **common, frame_lr=qk_lr, **{**radius, **options})
+        return configure_optimizer(model, **common, frame_lr=qk_lr, **{**radius, **options}, no_decay=no_decay)
     names = [n for n, p in model.named_parameters() if p.requires_grad and n.rpartition(".")[2] in ("W_Q", "W_K")]
-    return configure_optimizer(model, **common, no_decay=[] if options.get("decay_qk", True) else names)
+    return configure_optimizer(model, **common, no_decay=[*no_decay, *([] if options.get("decay_qk", True) else names)])
 
 
 def task_optimizer(model, name: str, config, qk_lr: float | None, factory=None):

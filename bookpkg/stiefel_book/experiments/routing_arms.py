@@ -28,10 +28,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from stiefel_core.combined import CombinedOptimizer, configure_optimizer
+from stiefel_core.combined import CombinedOptimizer
 from stiefel_core.convert import stiefelize, unstiefelize
 
 from ..nanogpt import GPT, GPTConfig
+from .arms import build_optimizer
 
 __all__ = ["ARMS", "OPTIONAL_ARMS", "QKVBlocks", "build", "make_optimizer", "qk_names", "qk_metrics"]
 
@@ -100,34 +101,23 @@ def make_optimizer(
     betas: tuple[float, float],
     trust_radius: float | None = 0.5,
 ) -> torch.optim.Optimizer:
-    """``arm``'s optimizer: W_Q, W_K at ``qk_lr`` by the arm's rule, the rest AdamW at ``lr``."""
-    qk = set(qk_names(model))
+    """``arm``'s optimizer: W_Q, W_K (the head blocks) at ``qk_lr`` by the arm's rule (:func:`.arms.build_optimizer`;
+    QK-norm's is AdamW's, its norm is in the model; ``muon``: ``torch.optim.Muon`` per head), the rest AdamW at
+    ``lr``, nanoGPT's gains and biases undecayed."""
+    qk = qk_names(model)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]  # nanoGPT: gains and biases
-    if arm in FRAME_ARMS:
-        frames = (  # manifold Muon: its own step size, no trust region (a step moves a frame by qk_lr)
-            {"frame_optimizer": "manifold_muon"} if arm == "manifold_muon" else {"trust_radius": trust_radius}
-        )
-        return configure_optimizer(
-            model, lr=lr, weight_decay=weight_decay, betas=betas, frame_lr=qk_lr, no_decay=no_decay, **frames
-        )
+    no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]
+    if arm != "muon":
+        settings = dict(lr=lr, qk_lr=qk_lr, weight_decay=weight_decay, betas=betas, trust_radius=trust_radius)
+        return build_optimizer(model, "baseline" if arm == "qk_norm" else arm, **settings, qk=qk, no_decay=no_decay)
     rest = [
         {"params": [p for n, p in named if n not in qk and n not in no_decay], "weight_decay": weight_decay},
         {"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0},
     ]
+    adamw = torch.optim.AdamW(rest, lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
     mine = [p for n, p in named if n in qk]
-    if arm == "muon":
-        adamw = torch.optim.AdamW(rest, lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
-        return CombinedOptimizer(
-            adamw, torch.optim.Muon(mine, lr=qk_lr, weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw")
-        )
-    qk_decay = 0.0 if arm == "no_decay_qk" else weight_decay
-    return torch.optim.AdamW(
-        [*rest, {"params": mine, "lr": qk_lr, "weight_decay": qk_decay}],
-        lr=lr,
-        betas=betas,
-        weight_decay=weight_decay,
-        foreach=True,
+    return CombinedOptimizer(
+        adamw, torch.optim.Muon(mine, lr=qk_lr, weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw")
     )
 
 

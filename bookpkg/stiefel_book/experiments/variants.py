@@ -60,19 +60,25 @@ def euclidean_optimizer(
     betas: tuple[float, float],
     decay_qk: bool = True,
     eps: float = 1e-8,
+    qk: list[str] | None = None,
+    no_decay: list[str] = (),
 ) -> torch.optim.AdamW:
     """AdamW for a Euclidean arm with W_Q, W_K at their own ``qk_lr`` (decayed by ``weight_decay``
     unless ``decay_qk`` is false), every other parameter at ``lr``: the baseline's W_Q, W_K lr as
-    a knob of its own, as every frame-training arm has."""
+    a knob of its own, as every frame-training arm has. ``qk``: W_Q, W_K's parameter names (default:
+    those named so); ``no_decay``: others that AdamW does not decay, in a group of their own."""
     import torch
 
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    qk = [p for n, p in named if n.rpartition(".")[2] in ("W_Q", "W_K")]
+    qk = set(qk if qk is not None else (n for n, _ in named if n.rpartition(".")[2] in ("W_Q", "W_K")))
     if not qk:
         raise ValueError("euclidean_optimizer: the model has no trainable W_Q, W_K parameters")
-    rest = [p for n, p in named if n.rpartition(".")[2] not in ("W_Q", "W_K")]
+    rest = [{"params": [p for n, p in named if n not in qk and n not in no_decay]}]
+    if no_decay:
+        rest.append({"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0})
+    mine = [p for n, p in named if n in qk]
     return torch.optim.AdamW(
-        [{"params": rest}, {"params": qk, "lr": qk_lr, "weight_decay": weight_decay if decay_qk else 0.0}],
+        [*rest, {"params": mine, "lr": qk_lr, "weight_decay": weight_decay if decay_qk else 0.0}],
         lr=lr,
         betas=betas,
         eps=eps,
