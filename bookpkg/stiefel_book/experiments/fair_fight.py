@@ -117,11 +117,6 @@ PROFILES = {
     "full": FairConfig(),
     "ci": FairConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
 }
-# The scale controls, and the ablation's variants with the relatives, judged on the same seeds (so paired with
-# grokking_fair's runs): three files, so that each starts once its own arms' choices are final
-SCALE_PROFILES = {name: dataclasses.replace(config, arms=SCALE_ARMS) for name, config in PROFILES.items()}
-PEER_PROFILES = {name: dataclasses.replace(config, arms=PEER_ARMS) for name, config in PROFILES.items()}
-VARIANT_PROFILES = {name: dataclasses.replace(config, arms=VARIANT_ARMS) for name, config in PROFILES.items()}
 
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
@@ -131,6 +126,20 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
 
 
 _PAIRED = "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair"
+# The judged files: the headline, then the scale controls, the ablation's variants with the relatives, and the
+# variants swept later, on the same seeds (so paired with grokking_fair's runs): a file each, so that each starts
+# once its own arms' choices are final
+JUDGED = (
+    ("grokking_fair", FAIR_ARMS, ("frozen",), "every arm at its tuned W_Q, W_K lr, 20 paired seeds"),
+    ("grokking_fair_scale", SCALE_ARMS, (), f"the scale controls {_PAIRED}"),
+    ("grokking_fair_peers", PEER_ARMS, (), f"the ablation's variants, the relatives and Cayley Adam {_PAIRED}"),
+    (
+        "grokking_fair_ablation",
+        VARIANT_ARMS,
+        (),
+        f"the ablation's variants without the tangent projector and without the trust region {_PAIRED}",
+    ),
+)
 ENTRIES = (  # this module's experiments, collected by the runner
     sweep_entry(
         "grokking_qk_lr",
@@ -139,37 +148,15 @@ ENTRIES = (  # this module's experiments, collected by the runner
         "grokking at p = 31, every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
         with_frozen=True,
     ),
-    judged_entry(
-        "grokking_fair",
-        PROFILES,
-        (*FAIR_ARMS, "frozen"),
-        train,
-        "grokking at p = 31, every arm at its tuned W_Q, W_K lr, 20 paired seeds",
-        resolve,
-    ),
-    judged_entry(
-        "grokking_fair_scale",
-        SCALE_PROFILES,
-        SCALE_ARMS,
-        train,
-        f"grokking at p = 31, the scale controls {_PAIRED}",
-        resolve,
-    ),
-    judged_entry(
-        "grokking_fair_peers",
-        PEER_PROFILES,
-        PEER_ARMS,
-        train,
-        f"grokking at p = 31, the ablation's variants, the relatives and Cayley Adam {_PAIRED}",
-        resolve,
-    ),
-    judged_entry(
-        "grokking_fair_ablation",
-        VARIANT_PROFILES,
-        VARIANT_ARMS,
-        train,
-        "grokking at p = 31, the ablation's variants without the tangent projector and without the trust region "
-        + _PAIRED,
-        resolve,
+    *(
+        judged_entry(
+            name,
+            {profile: dataclasses.replace(config, arms=arms) for profile, config in PROFILES.items()},
+            (*arms, *beside),
+            train,
+            f"grokking at p = 31, {what}",
+            resolve,
+        )
+        for name, arms, beside, what in JUDGED
     ),
 )
