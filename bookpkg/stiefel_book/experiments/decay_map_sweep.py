@@ -18,7 +18,7 @@ elsewhere. Here:
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm, parse_grid_arm
@@ -27,8 +27,7 @@ from .decay_map import PROFILES as MAP_PROFILES
 from .decay_map import WEIGHT_DECAYS
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
-from .results import load_results
-from .study import Study, in_cells, judged_run, resolved_lr, stored_run, sweep_entry
+from .study import Study, in_cells, judged_run, resolve_lrs, resolved_lr, stored_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -115,31 +114,15 @@ def map_cells(config: PerDecayConfig) -> tuple[str, ...]:
 
 def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     """``config`` with each cell's lr: its decay's choice in ``grokking_decay_qk_lr``, λ = 1's in
-    ``grokking_qk_lr``. Refused, with the command that grows the sweep, while a choice is open."""
-    if config.qk_lrs:
-        return config
-    files = {
-        name: load_results(name, config.sweep_profile, directory) for name in ("grokking_decay_qk_lr", "grokking_qk_lr")
-    }
-    lrs, open_cells = [], []
-    for cell in map_cells(config):
+    ``grokking_qk_lr`` (:func:`.study.resolve_lrs`: refused, with the command that grows the sweep, while open)."""
+
+    def sweep_of(cell: str) -> tuple[str, Callable, str]:
         base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)
-        at_one = weight_decay == AT_ONE
-        sweep_file = files["grokking_qk_lr" if at_one else "grokking_decay_qk_lr"]
-        pick = (fair_fight.study(fair_fight.SWEEP_PROFILES["full"]) if at_one else study(SWEEP_PROFILES["full"])).chosen
-        key = base if at_one else cell
-        choice = pick(sweep_file, key) if sweep_file else None
-        if choice is None or not choice["interior"]:
-            open_cells.append(cell)
-        else:
-            lrs.append((cell, choice["lr"]))
-    if open_cells:
-        raise ValueError(
-            f"the sweep has not settled {open_cells} (no choice yet, or one at a grid edge): run "
-            f"`python -m stiefel_book sweep grokking_decay_qk_lr --profile {config.sweep_profile}` "
-            f"(λ = 1: `python -m stiefel_book sweep grokking_qk_lr --profile {config.sweep_profile}`)"
-        )
-    return dataclasses.replace(config, qk_lrs=tuple(lrs))
+        if weight_decay == AT_ONE:
+            return "grokking_qk_lr", fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen, base
+        return "grokking_decay_qk_lr", study(SWEEP_PROFILES["full"]).chosen, cell
+
+    return resolve_lrs(config, sweep_of, None, directory, arms=map_cells(config))
 
 
 def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:

@@ -182,27 +182,32 @@ def grow(
         run_experiment(name, profile, arms=names, **options)
 
 
-def resolve_lrs(config, sweep: str, choose: Callable[[dict, str], dict | None], directory=None):
+def resolve_lrs(config, sweep: str | Callable, choose: Callable[[dict, str], dict | None], directory=None, arms=None):
     """The resolve step: ``config`` with ``qk_lrs`` set to ``choose(sweep file, arm)["lr"]`` for each
-    of ``config.arms``, read from the file of ``sweep`` at ``config.sweep_profile`` before any run.
+    of ``arms`` (default ``config.arms``), read from the file of ``sweep`` at ``config.sweep_profile`` before
+    any run; where arms take their choices from several sweeps, ``sweep(arm)`` is ``(sweep, choose, key)``.
 
-    A config that has ``qk_lrs`` is kept. Refused, with the command that grows the sweep, while the
+    A config that has ``qk_lrs`` is kept. Refused, with the command that grows the sweep, while a
     file is missing or any arm's choice is open (none yet, or at a grid's edge)."""
     if config.qk_lrs:
         return config
-    command = f"`python -m stiefel_book sweep {sweep} --profile {config.sweep_profile}`"
-    results = load_results(sweep, config.sweep_profile, directory)
-    if not results:
-        raise ValueError(f"no W_Q, W_K lr sweep yet for these arms: run {command} first")
-    lrs, open_arms = [], []
-    for arm in config.arms:
-        chosen = choose(results, arm)
+    route = sweep if callable(sweep) else lambda arm: (sweep, choose, arm)
+    files, lrs, open_arms = {}, [], {}  # open_arms: {the command that grows a sweep: its open arms}
+    for arm in arms or config.arms:
+        name, pick, key = route(arm)
+        command = f"`python -m stiefel_book sweep {name} --profile {config.sweep_profile}`"
+        if name not in files:
+            files[name] = load_results(name, config.sweep_profile, directory)
+            if not files[name]:
+                raise ValueError(f"no W_Q, W_K lr sweep yet for these arms: run {command} first")
+        chosen = pick(files[name], key)
         if chosen is None or not chosen["interior"]:
-            open_arms.append(arm)
+            open_arms.setdefault(command, []).append(arm)
         else:
             lrs.append((arm, chosen["lr"]))
     if open_arms:
-        raise ValueError(f"the sweep has not settled {open_arms} (no choice yet, or one at a grid edge): run {command}")
+        unsettled, todo = [arm for group in open_arms.values() for arm in group], " and ".join(open_arms)
+        raise ValueError(f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): run {todo}")
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
 
 
