@@ -32,6 +32,7 @@ __all__ = [
     "KEY",
     "FROZEN",
     "Study",
+    "grow",
     "resolve_lrs",
     "judged_run",
     "resolved_lr",
@@ -152,14 +153,8 @@ class Study:
         return choices.settled(scores, n, center) if required else choices.settled_or_none(scores, n, center)
 
     def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
-        """Run the pending rounds of ``arms`` (default all) with ``run_experiment`` until every choice is
-        final, each round reading the results file (a stopped sweep resumes); the sweep's results."""
-        while True:
-            results = load_results(self.name, profile, options.get("directory"))
-            names = self.pending(results, arms)
-            if not names:
-                return results
-            run_experiment(self.name, profile, arms=names, **options)
+        """Run the pending rounds of ``arms`` (default all) until every choice is final (resumable)."""
+        return grow(run_experiment, self.name, profile, lambda results: self.pending(results, arms), **options)
 
     # --- runs ----------------------------------------------------------------------------------
 
@@ -172,6 +167,19 @@ class Study:
     def resolve(self, config, directory=None, choose: Callable[[dict, str], dict | None] | None = None):
         """``config`` with each of its arms' rates chosen from this sweep's file (:func:`resolve_lrs`)."""
         return resolve_lrs(config, self.name, choose or self.chosen, directory)
+
+
+def grow(
+    run_experiment: Callable, name: str, profile: str, pending_arms: Callable[[dict | None], list[str]], **options
+) -> dict:
+    """Run ``pending_arms(results)`` of sweep ``name`` with ``run_experiment`` until it names none,
+    each round reading the results file (a stopped sweep resumes); the sweep's results."""
+    while True:
+        results = load_results(name, profile, options.get("directory"))
+        names = list(dict.fromkeys(pending_arms(results)))
+        if not names:
+            return results
+        run_experiment(name, profile, arms=names, **options)
 
 
 def resolve_lrs(config, sweep: str | Callable, choose: Callable[[dict, str], dict | None], directory=None, arms=None):
