@@ -59,7 +59,7 @@ def test_grokking_runs_at_the_lr_its_check_chose():
     """grokking_model_lr moved the model lr (by its rule, from the committed file); grokking_checked's
     sweep and judged runs are set there and refuse a file that chose otherwise."""
     from stiefel_book.experiments import grokking_checked
-    from stiefel_book.experiments.lr_sensitivity import check_choice
+    from stiefel_book.experiments.checked_lr import check_choice
 
     results = load_results("grokking_model_lr", "full")
     assert check_choice(grokking_checked.MARGIN)(results) == grokking_checked.CHECKED_LR

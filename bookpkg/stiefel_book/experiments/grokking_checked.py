@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import fair_fight
-from .lr_sensitivity import at_checked_lr, check_choice
+from .checked_lr import at_checked_lr, check_choice
 from .study import Study, judged_entry, sweep_entry
 
 __all__ = ["CHECKED_LR", "ARMS", "SWEEP_PROFILES", "PROFILES", "study", "resolve", "ENTRIES"]

@@ -188,7 +188,7 @@ def _guarded(entry: Experiment) -> Experiment:
     if entry.name != "charlm_long_qk_lr":
         return entry
     from . import charlm
-    from .lr_sensitivity import at_checked_lr
+    from .checked_lr import at_checked_lr
 
     return dataclasses.replace(entry, resolve=at_checked_lr("charlm_long_model_lr", charlm.LONG_PROFILES["full"]))
 

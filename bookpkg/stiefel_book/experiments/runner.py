@@ -21,6 +21,7 @@ from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
     charlm,
+    checked_lr,
     cifar10,
     cifar10_decay,
     cifar10_fair,
@@ -112,7 +113,7 @@ ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: rout
         charlm.run,
         "character-level LM over 4,500 steps at its checked model lr, seven arms at their tuned W_Q, W_K lrs, "
         "10 paired seeds",
-        resolve=lr_sensitivity.at_checked_lr(
+        resolve=checked_lr.at_checked_lr(
             "charlm_long_model_lr",
             charlm.LONG_PROFILES["full"],
             routing_sweep.resolver("charlm_long_qk_lr", (*routing_sweep.SWEPT_ARMS, "manifold_muon")),
