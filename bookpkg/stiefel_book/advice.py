@@ -84,6 +84,7 @@ def facts() -> dict:
         "reach": found.reach(judged),
         "cost": step_cost(),
         "charlm_lr": charlm_model_lr(),
+        "grokking_lr": grokking_model_lr(),
     }
 
 
@@ -98,6 +99,18 @@ def charlm_model_lr() -> dict | None:
         return None
     margin = float(protocol.load().sweeps["charlm_lr_sensitivity"]["margin"])
     return lr_sensitivity.model_lr_check(results, margin)
+
+
+def grokking_model_lr() -> dict | None:
+    """Grokking's declared model-lr check (``grokking_model_lr`` in ``book/protocol.yml``) by its rule:
+    ``{"current", "best", "gain", "moves", "lr", "means", ...}`` (:func:`stiefel_book.model_lr.ladder_check`),
+    or ``None`` before its runs."""
+    from .model_lr import ladder_check
+
+    results = load_results("grokking_model_lr", "full")
+    if results is None:
+        return None
+    return ladder_check(results, float(protocol.load().sweeps["grokking_model_lr"]["margin"]))
 
 
 def step_cost() -> dict | None:
