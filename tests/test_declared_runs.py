@@ -22,12 +22,14 @@ def test_p97_primary_adopts_the_same_runs_and_makes_the_new_seeds():
     assert entry.adopt(other, "baseline", 0) is None  # another lr: not the same computation
 
 
-def test_mqar_fresh_judges_on_its_declared_fresh_seeds_at_mqar_lrs():
-    entry = EXPERIMENTS["mqar_fresh"]
-    config = entry.resolve(get_config("mqar_fresh", "full"))
+def test_mqar_fresh_judges_on_its_declared_fresh_seeds_at_the_checked_lr(tmp_path):
+    """routing_mqar_fresh (amended): MQAR's arms on 30 fresh seeds at MQAR's checked model lr, their rates
+    read from mqar_checked_qk_lr; refused until that sweep has settled."""
+    from stiefel_book.experiments import routing
+
+    config = get_config("mqar_fresh", "full")
     assert list(config.seeds) == list(protocol.family("routing_mqar_fresh").judged_seeds)
     assert not set(config.seeds) & (set(range(10)) | set(range(100, 105)))  # trial, judged and selection seeds
-    mqar = EXPERIMENTS["mqar"].resolve(get_config("mqar", "full"))
-    assert config.qk_lrs == mqar.qk_lrs and config.__class__ is mqar.__class__
-    with pytest.raises(ValueError, match="selection seeds"):
-        entry.resolve(get_config("mqar_fresh", "full").__class__(**{**config.__dict__, "seeds": (100,), "qk_lrs": ()}))
+    assert config.lr == routing.MQAR_CHECKED_LR != routing.MQAR_PROFILES["full"].lr
+    with pytest.raises(ValueError, match="mqar_checked_qk_lr"):
+        EXPERIMENTS["mqar_fresh"].resolve(config)  # the committed check chose 1e-3; the sweep there has not run

@@ -3,6 +3,7 @@ from the rungs declared for it, and settles; the judged 2x2 runs read every corn
 sweep (refusing, with the command, until manifold Muon's has settled) on fresh seeds; the family's
 declared power is what the statistics compute from the judged routing runs. At ci scale."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from test_routing_resolve import SETTLED, write_sweep
 
 from stiefel_book import protocol, results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import routing_2x2, routing_sweep, run_experiment
+from stiefel_book.experiments import routing, routing_2x2, routing_sweep, run_experiment
 from stiefel_book.experiments.results import load_results
 from stiefel_book.experiments.routing_sweep import SWEPT_ARMS, SweepError, resolver
 
@@ -35,7 +36,8 @@ def test_a_ci_sweep_of_manifold_muon_grows_only_its_ladder_and_resolves(tmp_path
     assert choice["interior"]
     from stiefel_book.experiments.runner import get_config
 
-    resolved = resolver("mqar_qk_lr", routing_2x2.ARMS)(get_config("mqar_2x2", "ci"), tmp_path)
+    at_task_lr = dataclasses.replace(get_config("mqar_2x2", "ci"), lr=routing.MQAR_PROFILES["ci"].lr)  # the sweep's
+    resolved = resolver("mqar_qk_lr", routing_2x2.ARMS)(at_task_lr, tmp_path)
     assert dict(resolved.qk_lrs) == {"baseline": 3e-3, "muon": 3e-3, "stiefel": 3e-3, "manifold_muon": choice["lr"]}
     main([*folders, *argv])  # settled: a second call runs nothing
     assert set(load_results("mqar_qk_lr", "ci", tmp_path)["runs"]) == set(runs)

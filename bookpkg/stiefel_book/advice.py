@@ -84,7 +84,7 @@ def facts() -> dict:
         "reach": found.reach(judged),
         "cost": step_cost(),
         "charlm_lr": charlm_model_lr(),
-        "grokking_lr": grokking_model_lr(),
+        "model_lrs": model_lr_checks(),
     }
 
 
@@ -101,16 +101,20 @@ def charlm_model_lr() -> dict | None:
     return lr_sensitivity.model_lr_check(results, margin)
 
 
-def grokking_model_lr() -> dict | None:
-    """Grokking's declared model-lr check (``grokking_model_lr`` in ``book/protocol.yml``) by its rule:
-    ``{"current", "best", "gain", "moves", "lr", "means", ...}`` (:func:`stiefel_book.model_lr.ladder_check`),
-    or ``None`` before its runs."""
+def model_lr_checks() -> dict[str, dict]:
+    """Each routing or grokking task's declared model-lr check read by its rule (``*_model_lr`` in
+    ``book/protocol.yml``, :func:`stiefel_book.model_lr.ladder_check`), in the order the book
+    names them: ``{"grokking": ..., "MQAR": ...}`` with ``"current"``, ``"lr"`` (after the rule),
+    ``"moves"``, ``"gain"``; a check without its runs yet is left out."""
     from .model_lr import ladder_check
 
-    results = load_results("grokking_model_lr", "full")
-    if results is None:
-        return None
-    return ladder_check(results, float(protocol.load().sweeps["grokking_model_lr"]["margin"]))
+    sweeps = protocol.load().sweeps
+    out = {}
+    for task, name in (("grokking", "grokking_model_lr"), ("MQAR", "mqar_model_lr")):
+        results = load_results(name, "full")
+        if results is not None:
+            out[task] = ladder_check(results, float(sweeps[name]["margin"]))
+    return out
 
 
 def step_cost() -> dict | None:

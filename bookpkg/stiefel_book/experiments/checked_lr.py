@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..model_lr import ladder_check, ladder_choice
 from .results import load_results
 
-__all__ = ["TIES", "long_choice", "check_choice", "at_checked_lr"]
+__all__ = ["TIES", "long_choice", "check_choice", "at_checked_lr", "guarded"]
 
 TIES = 0.02  # charlm_long_model_lr's ties (routing_charlm's margin), in bits per character
 
@@ -55,5 +55,17 @@ def at_checked_lr(check: str, task, then: Callable | None = None, choose: Callab
             if lr != task.lr:
                 raise ValueError(f"{check} chose model lr {lr:g}, these runs are set at {task.lr:g}: fix the task")
         return then(config, directory) if then else config
+
+    return resolve
+
+
+def guarded(guard: Callable, then: Callable) -> Callable:
+    """``then`` (a judged experiment's resolve) after ``guard`` (:func:`at_checked_lr` of its sweep's task):
+    judged runs at a checked lr wait for the same check as their sweep."""
+
+    def resolve(config, directory=None):
+        task = dataclasses.replace(config, seeds=(), qk_lrs=()) if hasattr(config, "qk_lrs") else config
+        guard(task, directory)
+        return then(config, directory)
 
     return resolve

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import routing, routing_sweep
+from . import checked_lr, routing, routing_sweep
 from .registry import Experiment
 
 __all__ = ["ARMS", "SEEDS", "MQAR_PROFILES", "INDUCTION_PROFILES", "ENTRIES"]
@@ -30,7 +30,7 @@ def _profiles(task_profiles: dict) -> dict:
     }
 
 
-MQAR_PROFILES = _profiles(routing.MQAR_PROFILES)
+MQAR_PROFILES = _profiles(routing.MQAR_CHECKED_PROFILES)  # at MQAR's checked model lr (routing_2x2, amended)
 INDUCTION_PROFILES = _profiles(routing.INDUCTION_PROFILES)
 
 ENTRIES = (
@@ -40,7 +40,9 @@ ENTRIES = (
         ARMS,
         routing.run_mqar,
         "MQAR's 2x2 of update direction and constraint on W_Q, W_K, four arms at their tuned lrs, 10 fresh seeds",
-        resolve=routing_sweep.resolver("mqar_qk_lr", ARMS),
+        resolve=checked_lr.guarded(
+            routing_sweep.checked("mqar_checked_qk_lr"), routing_sweep.resolver("mqar_checked_qk_lr", ARMS)
+        ),
     ),
     Experiment(
         "induction_2x2",

@@ -160,6 +160,8 @@ def _tasks() -> dict[str, tuple[dict, Callable]]:
         "mqar_qk_lr": (_profiles(routing.MQAR_PROFILES, "val_acc"), routing.run_mqar),
         "induction_qk_lr": (_profiles(routing.INDUCTION_PROFILES, "val_acc"), routing.run_induction),
         "charlm_qk_lr": (_profiles(charlm.PROFILES, "-val_bpc"), charlm.run),
+        # MQAR at its checked model lr (mqar_checked_qk_lr)
+        "mqar_checked_qk_lr": (_profiles(routing.MQAR_CHECKED_PROFILES, "val_acc"), routing.run_mqar),
         # the character model at 4,500 steps and its checked model lr (charlm_long_qk_lr): 3 selection seeds
         "charlm_long_qk_lr": (_profiles(charlm.LONG_PROFILES, "-val_bpc", (100, 101, 102)), charlm.run),
     }
@@ -183,14 +185,22 @@ def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
     return dataclasses.replace(entry, arms_of=first)
 
 
-def _guarded(entry: Experiment) -> Experiment:
-    """The character model's long sweep runs only at the model lr its long check chose."""
-    if entry.name != "charlm_long_qk_lr":
-        return entry
-    from . import charlm
-    from .checked_lr import at_checked_lr
+def checked(sweep_name: str) -> Callable | None:
+    """The guard of a sweep made at a checked model lr (``None`` for the others): it runs only where the
+    check's file chose that lr (:func:`.checked_lr.at_checked_lr`)."""
+    from . import charlm, routing
+    from .checked_lr import at_checked_lr, check_choice
 
-    return dataclasses.replace(entry, resolve=at_checked_lr("charlm_long_model_lr", charlm.LONG_PROFILES["full"]))
+    if sweep_name == "charlm_long_qk_lr":
+        return at_checked_lr("charlm_long_model_lr", charlm.LONG_PROFILES["full"])
+    if sweep_name == "mqar_checked_qk_lr":
+        return at_checked_lr("mqar_model_lr", routing.MQAR_CHECKED_PROFILES["full"], choose=check_choice(0.02))
+    return None
+
+
+def _guarded(entry: Experiment) -> Experiment:
+    guard = checked(entry.name)
+    return dataclasses.replace(entry, resolve=guard) if guard else entry
 
 
 ENTRIES = tuple(_guarded(_entry(name, profiles, run_task)) for name, (profiles, run_task) in SWEEPS.items())

@@ -77,16 +77,19 @@ ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: rout
         resolve=routing_sweep.resolver("mqar_qk_lr"),
         optional_arms=routing.OPTIONAL_ARMS,
     ),
-    Experiment(  # routing_mqar_fresh (book/protocol.yml): the same arms and setting on 30 fresh judged seeds
+    Experiment(  # routing_mqar_fresh (book/protocol.yml, amended): at MQAR's checked model lr, 30 fresh seeds
         "mqar_fresh",
         {
-            "full": dataclasses.replace(routing.MQAR_PROFILES["full"], seeds=tuple(range(20, 50))),
-            "ci": dataclasses.replace(routing.MQAR_PROFILES["ci"], seeds=(20,)),
+            "full": dataclasses.replace(routing.MQAR_CHECKED_PROFILES["full"], seeds=tuple(range(20, 50))),
+            "ci": dataclasses.replace(routing.MQAR_CHECKED_PROFILES["ci"], seeds=(20,)),
         },
         routing.ARMS,
         routing.run_mqar,
-        "multi-query associative recall, the six arms of mqar at their tuned W_Q, W_K lrs, 30 fresh paired seeds",
-        resolve=routing_sweep.resolver("mqar_qk_lr"),
+        "multi-query associative recall at its checked model lr, the six arms of mqar at their tuned W_Q, W_K lrs, "
+        "30 fresh paired seeds",
+        resolve=checked_lr.guarded(
+            routing_sweep.checked("mqar_checked_qk_lr"), routing_sweep.resolver("mqar_checked_qk_lr")
+        ),
     ),
     Experiment(
         "induction",
