@@ -85,6 +85,7 @@ def facts() -> dict:
         "cost": step_cost(),
         "charlm_lr": charlm_model_lr(),
         "model_lrs": model_lr_checks(),
+        "charlm_long_lr": charlm_long_model_lr(),
     }
 
 
@@ -115,6 +116,15 @@ def model_lr_checks() -> dict[str, dict]:
         if results is not None:
             out[task] = ladder_check(results, float(sweeps[name]["margin"]))
     return out
+
+
+def charlm_long_model_lr() -> dict | None:
+    """The character model's check at 4,500 steps (``charlm_long_model_lr``) by its rule: ``{"lr", "means",
+    "interior", ...}`` (:func:`stiefel_book.model_lr.ladder_choice`), or ``None`` before its runs."""
+    from .model_lr import ladder_choice
+
+    results = load_results("charlm_long_model_lr", "full")
+    return None if results is None else ladder_choice(results, 0.02)
 
 
 def step_cost() -> dict | None:
