@@ -58,15 +58,15 @@ def test_the_long_lr_is_the_committed_checks_choice():
 def test_grokking_runs_at_the_lr_its_check_chose():
     """grokking_model_lr moved the model lr (by its rule, from the committed file); grokking_checked's
     sweep and judged runs are set there and refuse a file that chose otherwise."""
-    from stiefel_book.experiments import grokking_checked
+    from stiefel_book.experiments import fair_fight
     from stiefel_book.experiments.checked_lr import check_choice
 
     results = load_results("grokking_model_lr", "full")
-    assert check_choice(grokking_checked.MARGIN)(results) == grokking_checked.CHECKED_LR
-    assert grokking_checked.CHECKED_LR != get_config("grokking_fair", "full").task.lr  # it moved
+    assert check_choice(fair_fight.CHECKED_MARGIN)(results) == fair_fight.CHECKED_LR
+    assert fair_fight.CHECKED_LR != get_config("grokking_fair", "full").task.lr  # it moved
     config = get_config("grokking_checked_qk_lr", "full")
     entry = EXPERIMENTS["grokking_checked_qk_lr"]
-    assert entry.resolve(config) == config and entry.study(config).task.lr == grokking_checked.CHECKED_LR
+    assert entry.resolve(config) == config and entry.study(config).task.lr == fair_fight.CHECKED_LR
 
 
 def test_mqar_runs_at_the_lr_its_check_chose():

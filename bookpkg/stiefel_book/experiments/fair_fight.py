@@ -14,6 +14,11 @@
   projector, no trust region), swept and judged the same way, on the same seeds, in a family of
   their own (declared after the other files had been read, before any run of these arms).
 
+At the model lr its declared check chose (issue 52; ``book/protocol.yml``, sweep ``grokking_model_lr``) the
+same study is made again, one setting apart (:data:`CHECKED_LR` for every parameter but W_Q, W_K):
+``grokking_checked_qk_lr`` sweeps :data:`CHECKED_ARMS` by the same rule, ``grokking_checked`` judges them
+and frozen frames on seeds 0-39; both refuse to run unless that check's file chose :data:`CHECKED_LR`.
+
 Histories keep the metrics the book reads (accuracy, loss, W_Q, W_K's norm, movement), so that
 hundreds of runs stay a few MB.
 """
@@ -24,6 +29,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import ablation, grokking
+from .checked_lr import at_checked_lr, check_choice
 from .study import Study, judged_entry, sweep_entry
 
 __all__ = [
@@ -42,6 +48,11 @@ __all__ = [
     "compact",
     "resolve",
     "KEPT_METRICS",
+    "CHECKED_LR",
+    "CHECKED_MARGIN",
+    "CHECKED_ARMS",
+    "CHECKED_SWEEP_PROFILES",
+    "CHECKED_PROFILES",
 ]
 
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")  # the headline and the preprint's mechanism control
@@ -64,8 +75,10 @@ KEPT_METRICS = (
 )
 
 
-def _task() -> grokking.GrokkingConfig:
-    return ablation.GROKKING_PROFILES["full"]  # the ablation's task: p = 31, 1,500 epochs
+def _task(lr: float | None = None) -> grokking.GrokkingConfig:
+    """The ablation's task: p = 31, 1,500 epochs (at model lr ``lr`` where given)."""
+    task = ablation.GROKKING_PROFILES["full"]
+    return task if lr is None else dataclasses.replace(task, lr=lr)
 
 
 @dataclass(frozen=True)
@@ -76,10 +89,13 @@ class SweepConfig:
     start_above: int = 1
 
 
-SWEEP_PROFILES = {
-    "full": SweepConfig(),
-    "ci": SweepConfig(task=dataclasses.replace(_task(), epochs=100), seeds=(100,), start_below=1, start_above=0),
-}
+def _sweep_profiles(lr: float | None = None) -> dict:
+    task = _task(lr)
+    ci = SweepConfig(task=dataclasses.replace(task, epochs=100), seeds=(100,), start_below=1, start_above=0)
+    return {"full": SweepConfig(task=task), "ci": ci}
+
+
+SWEEP_PROFILES = _sweep_profiles()
 
 
 def compact(outcome: dict) -> dict:
@@ -95,13 +111,10 @@ def train(task, arm: str, seed: int, device, checkpoint, progress, qk_lr: float,
     return compact(grokking.run(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr, stop_at=stop_at))
 
 
-def study(config: SweepConfig) -> Study:
-    """``grokking_qk_lr`` at a profile: every swept arm, the late validation accuracy, diverged runs scored 0."""
-    start = (config.start_below, config.start_above)
-    centers = tuple(CENTERS.items())
-    return Study(
-        "grokking_qk_lr", config.task, SWEPT_ARMS, config.seeds, train, start=start, centers=centers, diverged=True
-    )
+def study(config: SweepConfig, name: str = "grokking_qk_lr", arms: tuple[str, ...] = SWEPT_ARMS) -> Study:
+    """Sweep ``name`` (of ``arms``) at a profile: the late validation accuracy, diverged runs scored 0."""
+    start, centers = (config.start_below, config.start_above), tuple(CENTERS.items())
+    return Study(name, config.task, arms, config.seeds, train, start=start, centers=centers, diverged=True)
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,28 @@ def resolve(config: FairConfig, directory=None) -> FairConfig:
     """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
     choice is final: interior, or lr 0)."""
     return study(SWEEP_PROFILES["full"]).resolve(config, directory)
+
+
+# --- the same study at the model lr grokking_model_lr's check chose ---------------------------------------------
+
+CHECKED_LR = 1e-2  # grokking_model_lr's choice (tests/test_checked_lrs.py ties it to the committed file)
+CHECKED_MARGIN = 0.02  # grokking_model_lr's margin (2 pp of validation accuracy)
+CHECKED_ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")
+CHECKED_SWEEP_PROFILES = _sweep_profiles(CHECKED_LR)
+CHECKED_PROFILES = {
+    "full": FairConfig(task=_task(CHECKED_LR), arms=CHECKED_ARMS, seeds=tuple(range(40))),
+    "ci": FairConfig(CHECKED_SWEEP_PROFILES["ci"].task, CHECKED_ARMS, sweep_profile="ci", seeds=(0,)),
+}
+_guard = at_checked_lr("grokking_model_lr", _task(CHECKED_LR), choose=check_choice(CHECKED_MARGIN))
+
+
+def _checked_study(config: SweepConfig) -> Study:
+    return study(config, "grokking_checked_qk_lr", CHECKED_ARMS)
+
+
+def _checked_resolve(config: FairConfig, directory=None) -> FairConfig:
+    """The judged runs' rates, read from the sweep's file, once the check has chosen the model lr."""
+    return _guard(_checked_study(CHECKED_SWEEP_PROFILES[config.sweep_profile]).resolve(config, directory), directory)
 
 
 _PAIRED = "at their tuned W_Q, W_K lrs, 20 seeds paired with grokking_fair"
@@ -158,5 +193,25 @@ ENTRIES = (  # this module's experiments, collected by the runner
             resolve,
         )
         for name, arms, beside, what in JUDGED
+    ),
+    dataclasses.replace(
+        sweep_entry(
+            "grokking_checked_qk_lr",
+            CHECKED_SWEEP_PROFILES,
+            _checked_study,
+            "grokking at p = 31 at its checked model lr 1e-2, four arms' W_Q, W_K lr on 5 selection seeds "
+            "until interior",
+            with_frozen=True,
+        ),
+        resolve=_guard,
+    ),
+    judged_entry(
+        "grokking_checked",
+        CHECKED_PROFILES,
+        (*CHECKED_ARMS, "frozen"),
+        train,
+        "grokking at p = 31 at its checked model lr 1e-2, four arms at their tuned W_Q, W_K lrs and frozen frames, "
+        "40 paired seeds",
+        _checked_resolve,
     ),
 )
