@@ -45,8 +45,8 @@ def test_a_ci_sweep_of_manifold_muon_grows_only_its_ladder_and_resolves(tmp_path
 
 def test_manifold_muons_start_and_ties_are_its_own_rung_not_the_tasks_lr():
     config = routing_sweep.SWEEPS["induction_qk_lr"][0]["full"]
-    assert routing_sweep.start_rungs(config, "manifold_muon") == (1e-3, 3e-3, 1e-2, 3e-2)
-    assert routing_sweep.start_rungs(config, "stiefel") == (3e-4, 1e-3, 3e-3, 1e-2)
+    assert routing_sweep.study("", config).start_rungs("manifold_muon") == (1e-3, 3e-3, 1e-2, 3e-2)
+    assert routing_sweep.study("", config).start_rungs("stiefel") == (3e-4, 1e-3, 3e-3, 1e-2)
     tied = {"config": {"metric": "val_acc", "seeds": [100], "task": {"lr": 3e-3, "steps": 10}}, "runs": {}}
     for lr in (1e-3, 3e-3, 1e-2, 3e-2):  # a flat ladder: the tie goes to the rung nearest the arm's own
         for arm in ("manifold_muon", "stiefel"):

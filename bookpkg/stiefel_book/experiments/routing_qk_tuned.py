@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from . import routing
 from .registry import Experiment
-from .results import load_results
 from .routing_qk_temp import SWEEPS, TemperatureStudy
-from .routing_sweep import SweepError, task_setting
+from .routing_sweep import SweepError, sweep_file
 from .study import FROZEN
 
 __all__ = ["ARM", "ENTRIES", "TunedConfig", "PROFILES", "SWEEP_OF", "resolver", "runner"]
@@ -60,19 +59,9 @@ def resolver(name: str) -> Callable:
     def resolve(config: TunedConfig, directory=None) -> TunedConfig:
         if config.qk_temperature is not None and config.qk_lr is not None:
             return config
-        command = f"`python -m stiefel_book sweep {sweep} --profile {config.sweep_profile}`"
-        sweep_config = SWEEPS[sweep][0][config.sweep_profile]
-        if task_setting(sweep_config.task) != task_setting(config.task):
-            raise SweepError(f"{sweep} ({config.sweep_profile}) sweeps another setting than {name} judges")
-        shared = sorted(set(config.seeds) & set(sweep_config.seeds))
-        if shared:
-            raise SweepError(f"judged seeds {shared} are {sweep}'s selection seeds: judge on other seeds")
-        results = load_results(sweep, config.sweep_profile, directory)
-        if not results:
-            raise SweepError(f"no temperature sweep of this setting yet: run {command} first")
-        if task_setting(results["config"]["task"]) != task_setting(config.task):
-            raise SweepError(f"{sweep} ({config.sweep_profile}) holds a sweep of another setting: move it away")
-        pick = TemperatureStudy(sweep, sweep_config).chosen(results)
+        profiles = SWEEPS[sweep][0]
+        results, command = sweep_file(sweep, profiles, config.task, config.seeds, directory, config.sweep_profile)
+        pick = TemperatureStudy(sweep, profiles[config.sweep_profile]).chosen(results)
         if pick is None or not pick["settled"]:
             raise SweepError(f"{sweep} has not settled its temperature and lr: grow it with {command} first")
         return dataclasses.replace(config, qk_temperature=pick["temperature"], qk_lr=pick["lr"])

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from ..choices import LADDER, ladder_around
+from ..choices import LADDER
 from ..results_reading import grid_arm
 from .registry import Experiment
 from .results import load_results
@@ -31,7 +31,7 @@ __all__ = [
     "KEY",
     "RoutingSweepConfig",
     "study",
-    "start_rungs",
+    "sweep_file",
     "chosen",
     "resolver",
     "SweepError",
@@ -72,11 +72,6 @@ def study(
     return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start=start, centers=centers)
 
 
-def start_rungs(config: RoutingSweepConfig, arm: str | None = None) -> tuple[float, ...]:
-    """``arm``'s first grid: around the task's lr, or the arm's own rung (:data:`START_AROUND`)."""
-    return ladder_around(START_AROUND.get(arm, config.task.lr), config.start_below, config.start_above)
-
-
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
 READER = Study("", None, SWEPT_ARMS + OPTIONAL_SWEPT_ARMS, (), horizon="steps", centers=tuple(START_AROUND.items()))
 
@@ -99,34 +94,41 @@ def task_setting(task) -> dict:
     return {k: v for k, v in stored.items() if k not in UNSWEPT}
 
 
+def sweep_file(sweep: str, profiles: dict, task, seeds, directory=None, profile: str | None = None) -> tuple[dict, str]:
+    """The results file of sweep ``sweep`` (profiles ``profiles``) that swept ``task``'s setting, and the command
+    that grows it: at ``profile``, else the profile whose task it is. Refused (:class:`SweepError`, with the command
+    to run) where no profile sweeps that setting, the judged ``seeds`` are selection seeds, or the file is missing
+    or holds a sweep of another setting."""
+    if profile is None:
+        profile = next((p for p, c in profiles.items() if task_setting(c.task) == task_setting(task)), None)
+        if profile is None:
+            raise SweepError(
+                f"no profile of {sweep} sweeps this setting ({sorted(profiles)} sweep others): "
+                "judge a setting a sweep profile runs, or add that profile"
+            )
+    elif task_setting(profiles[profile].task) != task_setting(task):
+        raise SweepError(f"{sweep} ({profile}) sweeps another setting than these judged runs")
+    command = f"`python -m stiefel_book sweep {sweep} --profile {profile}`"
+    shared = sorted(set(seeds) & set(profiles[profile].seeds))
+    if shared:
+        raise SweepError(f"judged seeds {shared} are {sweep}'s selection seeds: judge on other seeds")
+    results = load_results(sweep, profile, directory)
+    if not results:
+        raise SweepError(f"no sweep of this setting yet: run {command} first")
+    if task_setting(results["config"]["task"]) != task_setting(task):
+        raise SweepError(f"{sweep} ({profile}) holds a sweep of another setting: move it away and run {command}")
+    return results, command
+
+
 def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
     config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
-    kept). It refuses, with the command to run, a setting no sweep profile runs, a sweep not yet
-    run or of another setting, an unsettled choice, and judged seeds that are selection seeds."""
+    kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
 
     def resolve(config, directory=None):
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
-        profiles = SWEEPS[sweep_name][0]
-        profile = next((p for p, c in profiles.items() if task_setting(c.task) == task_setting(config)), None)
-        if profile is None:
-            raise SweepError(
-                f"no profile of {sweep_name} sweeps this setting ({sorted(profiles)} sweep others): "
-                "judge a setting a sweep profile runs, or add that profile"
-            )
-        command = f"`python -m stiefel_book sweep {sweep_name} --profile {profile}`"
-        sweep_config = profiles[profile]
-        shared = sorted(set(config.seeds) & set(sweep_config.seeds))
-        if shared:
-            raise SweepError(f"judged seeds {shared} are {sweep_name}'s selection seeds: judge on other seeds")
-        results = load_results(sweep_name, profile, directory)
-        if not results:
-            raise SweepError(f"no W_Q, W_K lr sweep of this setting yet: run {command} first")
-        if task_setting(results["config"]["task"]) != task_setting(config):
-            raise SweepError(
-                f"{sweep_name} ({profile}) holds a sweep of another setting: move it away and run {command}"
-            )
+        results, command = sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)
         lrs, unsettled = [], []
         for arm in arms:
             try:
@@ -138,7 +140,7 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
             named = [a for a, _ in unsettled if a in OPTIONAL_SWEPT_ARMS]
             grow_command = command[:-1] + f" --arms {' '.join(named)}`" if named else command
             raise SweepError(
-                f"{sweep_name} ({profile}) has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
+                f"{sweep_name} has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
                 f"rungs unfinished): grow it with {grow_command} first"
             )
         return dataclasses.replace(config, qk_lrs=tuple(lrs))
