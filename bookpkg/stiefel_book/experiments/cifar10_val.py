@@ -30,7 +30,7 @@ from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
 from .cifar10_config import with_validation
 from .results import load_results
-from .study import Study, in_cells, judged_entry, stored_run, sweep_entry
+from .study import Study, adopted, in_cells, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -167,8 +167,7 @@ def adopt(config: ValJudgedConfig, arm: str, seed: int, directory=None) -> tuple
     the same rate (frozen frames: none); ``(its record, "<source>-<profile>")``, else ``None``."""
     if arm != "frozen" and _test_scored(config, directory).get(arm) != dict(config.qk_lrs).get(arm):
         return None
-    run = stored_run(config.source, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
-    return None if run is None else ({**run}, f"{config.source}-{config.sweep_profile}")  # its own provenance kept
+    return adopted(config.source, config, f"{arm}/{seed}", directory)  # its own provenance kept
 
 
 _train = cifar10_fair.train  # one judged run: the arm at its rate (lr 0: frozen frames)

@@ -27,7 +27,7 @@ from .decay_map import PROFILES as MAP_PROFILES
 from .decay_map import WEIGHT_DECAYS
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
-from .study import Study, in_cells, judged_run, resolve_lrs, resolved_lr, stored_run, sweep_entry
+from .study import Study, adopted, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -135,10 +135,8 @@ def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, pr
 def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
     """``grokking_decay_map_tuned``'s run of this cell and seed where it trained at this cell's lr
     on the same task (the same computation): ``(the run, its source)``, else ``None``."""
-    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
-    if run is None or run.get("qk_lr") != resolved_lr(config, arm):
-        return None
-    return run, f"{ADOPTED_FROM}-{config.sweep_profile}"
+    same_lr = lambda run: run.get("qk_lr") == resolved_lr(config, arm)  # noqa: E731
+    return adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory, same_lr)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -18,7 +18,7 @@ from .decay_map import MAP_ARMS, WEIGHT_DECAYS, DecayMapConfig, arm_names
 from .decay_map import PROFILES as MAP_PROFILES
 from .grid import decay_cell
 from .registry import Experiment
-from .study import resolved_lr, stored_run
+from .study import adopted, resolved_lr
 
 __all__ = ["ENTRIES", "SWEPT", "DecayMapTunedConfig", "PROFILES", "resolve", "run", "adopt"]
 
@@ -62,10 +62,8 @@ def adopt(config: DecayMapTunedConfig, arm: str, seed: int, directory=None) -> t
     lr = 0.0 if base == "frozen" else resolved_lr(config, base)
     if base != "frozen" and lr != config.task.lr:
         return None
-    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
-    if run is None:
-        return None
-    return {**fair_fight.compact(run), "qk_lr": lr}, f"{ADOPTED_FROM}-{config.sweep_profile}"
+    found = adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory)
+    return found and ({**fair_fight.compact(found[0]), "qk_lr": lr}, found[1])
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -23,7 +23,7 @@ import functools
 from dataclasses import dataclass, field
 
 from . import fair_fight, grokking
-from .study import Study, judged_entry, stored_run, sweep_entry
+from .study import Study, adopted, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -101,13 +101,8 @@ def adopt(config: FairConfig, arm: str, seed: int, directory=None) -> tuple[dict
     lr = dict(config.qk_lrs).get(arm)
     if arm != "frozen" and lr != config.task.lr:
         return None
-    run = stored_run(ADOPTED_FROM, config.sweep_profile, directory, config.task, f"{arm}/{seed}", whole_config=True)
-    if run is None:
-        return None
-    return {
-        **fair_fight.compact(run),
-        "qk_lr": 0.0 if arm == "frozen" else lr,
-    }, f"{ADOPTED_FROM}-{config.sweep_profile}"
+    found = adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory, whole_config=True)
+    return found and ({**fair_fight.compact(found[0]), "qk_lr": 0.0 if arm == "frozen" else lr}, found[1])
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

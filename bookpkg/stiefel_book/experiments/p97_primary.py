@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import fair_fight, p97_fair
-from .study import judged_entry, stored_run
+from .study import adopted, judged_entry
 
 __all__ = ["ARMS", "PROFILES", "adopt", "ENTRIES"]
 
@@ -25,10 +25,8 @@ PROFILES = {
 def adopt(config, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
     """``grokking_p97_fair``'s run of ``arm`` from ``seed`` where it trained the same task at the same
     W_Q, W_K lr (``(outcome, source)``), else ``None``: the run is made."""
-    run = stored_run(SOURCE, config.sweep_profile, directory, config.task, f"{arm}/{seed}")
-    if run is None or run.get("qk_lr") != dict(config.qk_lrs).get(arm):
-        return None
-    return run, f"{SOURCE}-{config.sweep_profile}"
+    same_lr = lambda run: run.get("qk_lr") == dict(config.qk_lrs).get(arm)  # noqa: E731
+    return adopted(SOURCE, config, f"{arm}/{seed}", directory, same_lr)
 
 
 ENTRIES = (

@@ -37,6 +37,7 @@ __all__ = [
     "judged_run",
     "resolved_lr",
     "stored_run",
+    "adopted",
     "in_cells",
     "diverged_outcome",
     "train_or_diverge",
@@ -240,6 +241,14 @@ def stored_run(name: str, profile: str, directory, task, key: str, *, whole_conf
     if without_seeds(stored) != without_seeds(json.loads(json.dumps(dataclasses.asdict(task)))):
         return None
     return source["runs"].get(key)
+
+
+def adopted(source: str, config, key: str, directory, keep: Callable | None = None, whole_config: bool = False):
+    """Run ``key`` of ``source``'s file (at ``config.sweep_profile``) where that file trained ``config.task``
+    (:func:`stored_run`) and ``keep(run)`` holds: ``(the run, "<source>-<profile>")``, a run to adopt, the same
+    computation; else ``None``."""
+    run = stored_run(source, config.sweep_profile, directory, config.task, key, whole_config=whole_config)
+    return None if run is None or (keep and not keep(run)) else (run, f"{source}-{config.sweep_profile}")
 
 
 def in_cells(train: Train, arms: tuple[str, ...]) -> Train:
