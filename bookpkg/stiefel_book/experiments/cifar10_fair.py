@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm
 from . import cifar10, cifar10_long
+from .grid import grid_arms
 from .relatives import without_parametrized_steps
-from .study import Study, in_cells, sweep_entry
+from .study import Study, cell_run_names, in_cells, sweep_entry
 
 __all__ = ["ENTRIES", "SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "study", "train"]
 
@@ -51,16 +51,12 @@ def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "
     return outcome if frozen else without_parametrized_steps(arm, outcome)
 
 
-def _cells(config: CifarSweepConfig) -> tuple[str, ...]:
-    return tuple(grid_arm(arm, "wd", wd) for wd in config.weight_decays for arm in SWEPT)
-
-
 def study(config: CifarSweepConfig) -> Study:
     """``cifar10_qk_lr`` at a profile: each (arm, λ) cell, the late test accuracy, three first rungs."""
     return Study(
         "cifar10_qk_lr",
         config.task,
-        _cells(config),
+        grid_arms(SWEPT, "wd", config.weight_decays),
         config.seeds,
         in_cells(train, SWEPT),
         "test_acc",
@@ -69,10 +65,7 @@ def study(config: CifarSweepConfig) -> Study:
     )
 
 
-_CELLS = tuple(
-    grid_arm(arm, "wd", wd) for arm in SWEPT for wd in sorted({w for p in PROFILES.values() for w in p.weight_decays})
-)
-ARMS = study(PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
+ARMS = cell_run_names(study, SWEPT, PROFILES)  # lr 0: frozen frames
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results_reading import parse_grid_arm
 from . import fair_fight, grokking
 from .decay_map import PROFILES as MAP_PROFILES
 from .decay_map import WEIGHT_DECAYS
 from .grid import decay_cell, grid_arms
 from .registry import Experiment
-from .study import Study, adopted, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
+from .study import Study, adopted, cell_run_names, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -65,17 +65,13 @@ SWEEP_PROFILES = {
 _train = in_cells(fair_fight.train, SWEPT)  # a cell "<arm>@wd=<λ>" at W_Q, W_K lr qk_lr (0: frozen frames)
 
 
-def _cells(config: DecaySweepConfig) -> tuple[str, ...]:
-    return tuple(grid_arm(arm, "wd", wd) for wd in config.weight_decays for arm in SWEPT)
-
-
 def study(config: DecaySweepConfig) -> Study:
     """``grokking_decay_qk_lr`` at a profile: each (arm, λ) cell as ``grokking_qk_lr`` sweeps an arm."""
     start = (config.start_below, config.start_above)
     return Study(
         "grokking_decay_qk_lr",
         config.task,
-        _cells(config),
+        grid_arms(SWEPT, "wd", config.weight_decays),
         config.seeds,
         _train,
         start=start,
@@ -84,12 +80,7 @@ def study(config: DecaySweepConfig) -> Study:
     )
 
 
-_CELLS = tuple(
-    grid_arm(arm, "wd", wd)
-    for arm in SWEPT
-    for wd in sorted({w for p in SWEEP_PROFILES.values() for w in p.weight_decays})
-)
-SWEEP_ARMS = study(SWEEP_PROFILES["full"]).run_names(_CELLS)  # lr 0: frozen frames
+SWEEP_ARMS = cell_run_names(study, SWEPT, SWEEP_PROFILES)  # lr 0: frozen frames
 
 
 @dataclass(frozen=True)

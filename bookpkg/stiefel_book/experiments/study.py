@@ -39,6 +39,7 @@ __all__ = [
     "stored_run",
     "adopted",
     "in_cells",
+    "cell_run_names",
     "diverged_outcome",
     "train_or_diverge",
     "sweep_entry",
@@ -249,6 +250,13 @@ def adopted(source: str, config, key: str, directory, keep: Callable | None = No
     computation; else ``None``."""
     run = stored_run(source, config.sweep_profile, directory, config.task, key, whole_config=whole_config)
     return None if run is None or (keep and not keep(run)) else (run, f"{source}-{config.sweep_profile}")
+
+
+def cell_run_names(study_of: Callable, arms: tuple[str, ...], profiles: dict) -> tuple[str, ...]:
+    """Every run a sweep of cells ``"<arm>@wd=<λ>"`` may make: each of ``arms`` at each decay of any profile
+    (arm-major, decays ascending), every rung and lr 0 (:meth:`Study.run_names`)."""
+    decays = sorted({w for profile in profiles.values() for w in profile.weight_decays})
+    return study_of(profiles["full"]).run_names(tuple(grid_arm(arm, "wd", w) for arm in arms for w in decays))
 
 
 def in_cells(train: Train, arms: tuple[str, ...]) -> Train:
