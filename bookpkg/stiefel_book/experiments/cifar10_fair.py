@@ -1,11 +1,7 @@
 """A fair fight on CIFAR-10 (issue 28): the AdamW baseline's and the Stiefel rule's W_Q, W_K
-learning rate swept in the long protocol of :mod:`.cifar10_long` (100 epochs, 10,000 images), at
-each weight decay λ, on selection starts 100-102, apart from the judged starts 0-11.
-
-An arm is ``"<arm>@wd=<λ>@qklr=<lr>"``; every other parameter keeps the task's lr (1e-3). Each
-(arm, λ) grid starts at three rungs of :data:`stiefel_book.choices.LADDER` around the task's lr and grows by
-the rule of :mod:`stiefel_book.choices` (score: a run's mean test accuracy over the last 20 % of its
-epochs), as the grokking sweep does. A run takes ~6-7 minutes on one core.
+learning rate swept by :mod:`.study` in the long protocol of :mod:`.cifar10_long` (100 epochs, 10,000
+images), a cell ``"<arm>@wd=<λ>"`` at each weight decay λ, on selection starts 100-102, scored by the
+late test accuracy, three first rungs. A run takes ~6-7 minutes on one core.
 """
 
 from __future__ import annotations

@@ -2,17 +2,13 @@
 epochs, 10,000 images) at the preprint's weight decay λ = 1:
 
 - ``cifar10_peers_qk_lr``: the relatives' W_Q, W_K lr tuned on CIFAR-10 itself (not taken from
-  grokking), on selection starts 100-101: a smaller grid than the core arms', three rungs of
-  :data:`stiefel_book.choices.LADDER` around the task's lr (geoopt's around 1e-1, as on grokking) grown
-  by the rule of :mod:`.study` until the choice is interior.
+  grokking) by :mod:`.study`, on selection starts 100-101, three first rungs (geoopt's around 1e-1).
 - ``cifar10_fair``: AdamW, the Stiefel rule and frozen frames on the judged starts 0-11 (the
   preprint's twelve), each swept arm at the lr its cell ``"<arm>@wd=1"`` of ``cifar10_qk_lr``
   chose.
 - ``cifar10_fair_peers``: the relatives at their CIFAR-10 lrs on the same starts, paired.
 
-Each judged experiment resolves its lrs before the runs (:func:`resolve`) and writes them into its
-results file's config; a sweep that has not settled stops it with the command that grows the
-sweep. A run takes ~6-7 minutes on one core: ``cifar10_fair`` is 36 runs (~4 core-hours), the
+A run takes ~6-7 minutes on one core: ``cifar10_fair`` is 36 runs (~4 core-hours), the
 relatives' sweep at least 30, their judged runs 60.
 """
 

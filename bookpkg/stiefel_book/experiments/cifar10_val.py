@@ -3,8 +3,7 @@
 
 ``cifar10_qk_lr`` scored its sweep on the test images that then judged the choices. Here:
 
-- ``cifar10_val_qk_lr``: the same rule (:mod:`stiefel_book.choices`, three first rungs, growth to an
-  interior choice, lr 0 below the ladder as frozen frames) on selection starts 100-102, scored on a
+- ``cifar10_val_qk_lr``: the same study (:mod:`.study`, three first rungs) on selection starts 100-102, scored on a
   validation split of :data:`VAL_SIZE` images carved from the training images (the next ones of
   the balanced order after the 10,000 the runs train on): the cells λ = 1 and λ = 0.05 of AdamW
   and the Stiefel rule, the decay grid past its edges (λ = 3, λ = 0.01), and at λ = 0.05 the

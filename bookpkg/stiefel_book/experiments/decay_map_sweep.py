@@ -6,10 +6,7 @@ best lr moves with the decay, so a map read at λ = 1's rates may compare arms a
 elsewhere. Here:
 
 - ``grokking_decay_qk_lr``: AdamW's and the Stiefel rule's W_Q, W_K lr swept at each of the map's
-  other decays (0, 0.1, 0.3, 3) on ``grokking_qk_lr``'s selection seeds (100-104), by its rule:
-  score, a run's mean validation accuracy over the last 20 % of training; first grid, four
-  rungs around the task's lr; growth until the choice is interior, lr 0 (frozen frames) below
-  the ladder. A cell is ``"<arm>@wd=<λ>"``, a run ``"<arm>@wd=<λ>@qklr=<lr>"``.
+  other decays (0, 0.1, 0.3, 3) as ``grokking_qk_lr`` sweeps an arm, a cell ``"<arm>@wd=<λ>"`` each.
 - ``grokking_decay_map_per_decay``: the map's grid (λ 0-3, seeds 0-9) for those two arms, each
   cell at the lr its decay chose (λ = 1: ``grokking_qk_lr``'s choice), resolved before the runs
   and written into the config. A cell at the lr ``grokking_decay_map_tuned`` already ran is that

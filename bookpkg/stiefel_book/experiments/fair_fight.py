@@ -1,15 +1,11 @@
-"""A fair fight (issue 28): every arm at its own tuned W_Q, W_K learning rate.
+"""A fair fight (issue 28): every arm at its own tuned W_Q, W_K learning rate, by :mod:`.study`.
 
-- ``grokking_qk_lr``: the sweep, on the ablation's task (p = 31, 1,500 epochs), on selection
-  seeds 100-104, apart from the judged seeds 0-19. An arm is ``"<arm>@qklr=<lr>"``; every other
-  parameter keeps the task's lr (3e-3). The grid starts at four rungs of the half-decade ladder
-  around the task's lr (geoopt's around 30x it: its second moment sums a frame's d r = 1,024
-  squares where the others average them) and grows by the rule of :mod:`stiefel_book.choices` until each
-  arm's choice is interior; ``frozen`` is every arm's lr 0. :func:`sweep` drives that growth.
+- ``grokking_qk_lr``: the sweep, on the ablation's task (p = 31, 1,500 epochs, model lr 3e-3), on
+  selection seeds 100-104 (geoopt's and Cayley Adam's ladders centred 30x higher: their second moment
+  sums a frame's d r = 1,024 squares where the others average them).
 - ``grokking_fair`` (AdamW, AdamW without decay on W_Q, W_K, the Stiefel rule, frozen frames),
   ``grokking_fair_scale`` (the scale controls) and ``grokking_fair_peers`` (the ablation's variants,
-  the relatives, Cayley Adam): the comparison at 20 paired seeds, each arm at the lr the sweep
-  chose, resolved before the runs by :func:`resolve` and written into the results file's config.
+  the relatives, Cayley Adam): the judged runs, 20 paired seeds.
 - ``grokking_fair_ablation``: the ablation's two variants the first sweep left out (no tangent
   projector, no trust region), swept and judged the same way, on the same seeds, in a family of
   their own (declared after the other files had been read, before any run of these arms).

@@ -3,13 +3,9 @@ one-layer model, task lr 1e-3, weight decay 1):
 
 - ``grokking_p97_qk_lr``: AdamW's, AdamW's without decay on W_Q, W_K, the Stiefel rule's and
   QK-norm's W_Q, W_K lr at the task's lr, a third and a tenth of it (1e-3, 3e-4, 1e-4), on selection
-  seeds 100-101, 10,000 epochs a run at most. A run's score is how fast it groks: minus the epochs to
-  90 % validation accuracy, a run that never gets there counted at 10,000; a run stops once it gets
-  there (its score is fixed). An lr's score is the mean
-  over the seeds, and the rule of :mod:`.study` (highest score; ties to the task's lr; grow
-  while the choice is at an edge) picks it.
-- ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs (resolved before the runs
-  by :func:`resolve`), 20,000 epochs, judged seeds 0-5.
+  seeds 100-101, 10,000 epochs a run at most, by :mod:`.study`. A run's score is how fast it groks:
+  minus the epochs to 90 % validation accuracy (never: 10,000); a run stops once its score is fixed.
+- ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs, 20,000 epochs, judged seeds 0-5.
 
 A p = 97 run takes ~20 minutes (10,000 epochs) or ~40 (20,000) on one CPU core, a sweep run that
 groks early less: these runs are for a lent GPU or a long background run; 24 sweep runs, then 30

@@ -1,13 +1,7 @@
-"""The W_Q, W_K lr sweeps of the routing tasks (``mqar_qk_lr``, ``induction_qk_lr``,
-``charlm_qk_lr``): the rule of :mod:`.study`, as ``grokking_qk_lr`` applies it
-(:mod:`.fair_fight`), on each task's ``full`` setting and on selection seeds 100-104, apart from
-the judged seeds. An arm is ``"<arm>@qklr=<lr>"``, every other parameter at the task's lr; the
-grid starts at four rungs around the task's lr and grows until each arm's choice is interior;
-``frozen`` is every arm's lr 0. A run's score is its mean of ``metric`` over the last 20 % of
-training (validation accuracy; for the language model, minus the bits per character).
-
-The judged experiments (``mqar``, ``induction``, ``charlm``) take each arm's W_Q, W_K lr from their
-sweep's file before their runs (:func:`resolver`), and their results file records it (``qk_lrs``).
+"""The W_Q, W_K lr sweeps of the routing tasks (``mqar_qk_lr``, ``induction_qk_lr``, ``charlm_qk_lr``, and
+those at a checked model lr) by :mod:`.study`, on selection seeds 100-104, scored by the late validation
+accuracy (the language model: minus the bits per character); their judged experiments' resolve step
+(:func:`resolver`) and the checks it makes of the sweep's file (:func:`sweep_file`).
 """
 
 from __future__ import annotations
