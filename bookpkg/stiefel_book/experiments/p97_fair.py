@@ -68,16 +68,11 @@ def study(config: SweepConfig) -> Study:
     )
 
 
-@dataclass(frozen=True)
-class FairConfig:
-    task: grokking.GrokkingConfig = field(default_factory=lambda: grokking.PROFILES["full"])
-    arms: tuple[str, ...] = ARMS  # the swept arms it judges (frozen frames run beside them)
-    sweep_profile: str = "full"
-    qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
-    seeds: tuple[int, ...] = tuple(range(6))
-
-
-PROFILES = {"full": FairConfig(), "ci": FairConfig(task=_CI_TASK, sweep_profile="ci", seeds=(0,))}
+FairConfig = fair_fight.FairConfig  # the judged runs' config, as at p = 31: the swept arms, frozen frames beside
+PROFILES = {
+    "full": FairConfig(grokking.PROFILES["full"], ARMS, seeds=tuple(range(6))),
+    "ci": FairConfig(_CI_TASK, ARMS, sweep_profile="ci", seeds=(0,)),
+}
 
 
 def resolve(config: FairConfig, directory=None) -> FairConfig:
