@@ -43,9 +43,7 @@ def _tuned(profile: DecayMapConfig, sweep_profile: str) -> DecayMapTunedConfig:
 PROFILES = {name: _tuned(profile, name) for name, profile in MAP_PROFILES.items()}
 
 
-def resolve(config: DecayMapTunedConfig, directory=None) -> DecayMapTunedConfig:
-    """``config`` with each swept arm's W_Q, W_K lr chosen by ``grokking_qk_lr`` (refused until final)."""
-    return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).resolve(config, directory)
+resolve = fair_fight.resolve  # each swept arm's W_Q, W_K lr chosen by grokking_qk_lr (refused until final)
 
 
 def run(config: DecayMapTunedConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:

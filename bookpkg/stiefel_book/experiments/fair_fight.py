@@ -128,10 +128,7 @@ PROFILES = {
 }
 
 
-def resolve(config: FairConfig, directory=None) -> FairConfig:
-    """``config`` with every arm's W_Q, W_K lr chosen from the sweep's file (refused until each
-    choice is final: interior, or lr 0)."""
-    return study(SWEEP_PROFILES["full"]).resolve(config, directory)
+resolve = study(SWEEP_PROFILES["full"]).resolve  # (config, directory) -> config with every arm's chosen lr
 
 
 # --- the same study at the model lr grokking_model_lr's check chose ---------------------------------------------

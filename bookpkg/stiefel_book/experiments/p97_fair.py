@@ -75,9 +75,7 @@ PROFILES = {
 }
 
 
-def resolve(config: FairConfig, directory=None) -> FairConfig:
-    """``config`` with each arm's W_Q, W_K lr chosen from ``grokking_p97_qk_lr`` (refused until final)."""
-    return study(SWEEP_PROFILES["full"]).resolve(config, directory)
+resolve = study(SWEEP_PROFILES["full"]).resolve  # (config, directory) -> config with every arm's chosen lr
 
 
 ADOPTED_FROM = "grokking"  # the long runs of the grokking chapter: every arm at the task's W_Q, W_K lr
