@@ -1,6 +1,7 @@
 """The claims table and the README's generated blocks."""
 
 import json
+import re
 
 import pytest
 
@@ -213,3 +214,56 @@ def test_every_experiment_claim_has_both_axes_from_the_results(committed):
     for v in with_axes:  # a claim decided against on no axis never reads ✗
         if v.mark == "✗":
             assert {v.baseline.word, v.tuned.word} & {"lower", "equivalent"}
+
+
+# --- one result a line in the verdict boxes (issue 51, item 5) -------------------------------------
+
+_WORDS = re.compile(r"\b(higher|lower|equivalent|inconclusive|not shown)\b")
+
+
+def _results_in(line: str) -> int:
+    """How many results a line holds: its verdict words, or its ``;``-joined parts, whichever is more."""
+    return max(len(_WORDS.findall(line)), line.count(";") + 1)
+
+
+def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
+    from stiefel_book.findings import claim_axes as ca
+    from stiefel_book.findings.claim_box import claim_item
+    from stiefel_book.findings.claim_verdict import Verdict
+
+    readings = [
+        ca.row_reading(f"task {i}", _row(w, m, 12, 0.1), 3, _Family())
+        for i, (w, m) in enumerate([("inconclusive", 0.1), ("higher", 0.9), ("lower", -0.8)])
+    ]
+    map_three = ca.Reading(
+        "",
+        "higher",
+        "",
+        "",
+        (("higher", "at 1 of 3", "λ = 0"), ("lower", "at 1 of 3", "λ = 1"), ("inconclusive", "at 1 of 3", "")),
+    )
+    v = Verdict("partly", "a; b; c", "", baseline=ca.axis(readings), tuned=ca.axis([map_three]))
+    item = claim_item("A claim", "its words", v)
+    lines = item.splitlines()
+    assert max(map(_results_in, lines)) <= 2, item
+    assert "a; b; c" not in item  # the headline chains results: the box reads the axes instead
+    base = next(line for line in lines if "baseline" in line)
+    assert "**higher**" in base and "task 1" in base  # the axis's word, with the reading that decided it
+    assert sum("task" in line for line in lines) == 3 and sum("at 1 of 3" in line for line in lines) == 3
+    cert = claim_item("P1", "certified", Verdict("certified", "one number: 1e-12", ""))
+    assert len(cert.splitlines()) == 1 and "1e-12" in cert  # a certificate keeps its one line
+
+
+def test_no_line_of_a_verdict_box_holds_more_than_two_results(committed):
+    from stiefel_book import pages
+    from stiefel_book.findings.claim_box import claim_item
+
+    boxes = {}
+    for (claim, preprint, _, chapter), v in zip(committed[0], committed[1]):
+        boxes.setdefault(chapter, []).append(claim_item(claim, preprint, v))
+    for chapter, items in boxes.items():
+        for line in "\n".join(items).splitlines():
+            assert _results_in(line) <= 2, (chapter, line)
+    assert sum("\n" in item for items in boxes.values() for item in items) >= 5  # the claims with axes: nested
+    peers = pages.chapter_verdict("peers").data  # the chapter's box is these items
+    assert all(item in peers for item in boxes["book/peers"])

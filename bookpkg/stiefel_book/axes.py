@@ -11,7 +11,7 @@ from .experiments import get_config, load_results
 from .findings import claim_axes as ca
 from .findings.claim_verdict import Axis
 
-__all__ = ["grokking", "fair_fight", "cifar10", "movement", "ablation", "regimes"]
+__all__ = ["grokking", "fair_fight", "cifar10", "movement", "ablation", "regimes", "routing"]
 
 Axes = tuple[Axis | None, Axis | None]
 
@@ -172,3 +172,19 @@ def regimes() -> Axes:
             ]
         ),
     )
+
+
+def routing() -> tuple[ca.Reading, ...]:
+    """The routing tasks at tuned rates, one reading a task: the Stiefel rule − the tuned AdamW by
+    its family ``routing_<task>``, its word read as better or worse; a task without runs says so."""
+    from .findings import routing as fr
+
+    readings = []
+    for task, rows in declared.routing().items():
+        endpoint, row = fr.TASKS[task][1], fr.answers(rows)["tuned_baseline"] if rows else None
+        if row is None:
+            readings.append(ca.Reading(fr.TASK_PHRASES[task], "pending", "", "not yet run"))
+            continue
+        shown = row["verdict"] + (f" ({row['reading']})" if row["reading"] != row["verdict"] else "")
+        readings.append(ca.Reading(fr.TASK_PHRASES[task], row["verdict"], shown, f"{row['mean']:+.3g} {endpoint.unit}"))
+    return tuple(readings)

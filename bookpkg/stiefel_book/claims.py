@@ -215,10 +215,21 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
         ),
         "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
-        "routing": lambda: summary.routing_verdict(declared.routing()),
+        "routing": lambda: _routing_readings(summary.routing_verdict(declared.routing())),
     }
     two_axes = ("grokking", "cifar10", "movement", "ablation", "regimes", "fair_fight")
     return {name: _with_axes(v, name) if name in two_axes else v for name, v in found.items()}
+
+
+def _routing_readings(verdict: Verdict) -> Verdict:
+    """The routing verdict with its tuned axis's readings, one a task (:func:`axes.routing`)."""
+    from dataclasses import replace
+
+    from . import axes
+
+    if verdict.tuned is None:
+        return verdict
+    return replace(verdict, tuned=replace(verdict.tuned, readings=axes.routing()))
 
 
 def _with_axes(verdict: Callable[[], Verdict], name: str) -> Callable[[], Verdict]:
@@ -456,14 +467,11 @@ class ClaimsTable:
         )
 
     def details_markdown(self) -> str:
-        """Each claim in full, behind a toggle: the preprint's words, both axes, what we measure."""
-        items = []
-        for (c, p, m, _), v in zip(self.rows, self.verdicts):
-            base, tuned = self._axes(v)
-            items.append(
-                f"- **{c}** ({v}). The preprint: {p}. Against its baseline: {base}. At tuned rates: {tuned}. "
-                f"We measure: {m}"
-            )
+        """Each claim in full, behind a toggle, as its chapter's verdict box gives it (one result a
+        line: :func:`findings.claim_box.claim_item`), then what we measure."""
+        from .findings.claim_box import claim_item
+
+        items = [f"- {claim_item(c, p, v, m)}" for (c, p, m, _), v in zip(self.rows, self.verdicts)]
         return "<details>\n<summary>Every claim in full</summary>\n\n" + "\n".join(items) + "\n\n</details>\n"
 
     def _repr_markdown_(self) -> str:

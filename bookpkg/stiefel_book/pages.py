@@ -117,19 +117,14 @@ def takeaways(chapter: str) -> Markdown:
 
 
 def chapter_verdict(chapter: str) -> Markdown:
-    """The verdict of every claim whose evidence ``chapter`` holds (book/NAME or NAME), as the
-    intro's claims table gives it: the claim, the mark and word, the headline."""
+    """The verdict of every claim whose evidence ``chapter`` holds (book/NAME or NAME), one result a
+    line (:func:`findings.claim_box.claim_item`): the claim and its word, the preprint's words, each
+    axis's word with the reading that decided it, its other readings under it."""
     from .claims import CLAIMS
+    from .findings.claim_box import claim_item
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
-    lines = [
-        f"**{c.claim}** (the preprint: {c.preprint}): {v} — {v.headline}."
-        + (f" Against the preprint's baseline: {v.baseline}." if v.baseline else "")
-        + (f" At tuned rates: {f'**{v.tuned.word}**' if v.word == 'new' else v.tuned}." if v.tuned else "")
-        for c in CLAIMS
-        if c.chapter == path
-        for v in [c.verdict()]
-    ]
+    lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
     if not lines:
         raise ValueError(f"no claim has its evidence in {path}")
     return admonition("Verdict", lines, "important")

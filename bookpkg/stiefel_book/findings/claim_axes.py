@@ -24,12 +24,14 @@ _FLIP = {"higher": "lower", "lower": "higher"}
 @dataclass(frozen=True)
 class Reading:
     """One comparison read on an axis: where (the regime, in words), its word, the words a reader
-    sees (its word or "not shown (...)") and the numbers."""
+    sees (its word or "not shown (...)") and the numbers; a decay map's ``parts``, its count one
+    word at a time (``(word, "at 2 of 5 decays", "λ = 0, 0.3")``, the decays only where decided)."""
 
     where: str
     word: str
     shown: str
     numbers: str
+    parts: tuple[tuple[str, str, str], ...] = ()
 
     def text(self) -> str:
         said = f"{self.numbers}, {self.shown}" if self.shown else self.numbers
@@ -50,7 +52,7 @@ def axis(readings: list[Reading]) -> Axis | None:
         word = "not shown"
     else:
         word = "inconclusive"
-    return Axis(word, "; ".join(r.text() for r in readings))
+    return Axis(word, "; ".join(r.text() for r in readings), tuple(readings))
 
 
 def _mean(row) -> float:
@@ -97,8 +99,8 @@ def map_reading(where: str, cells: list, family) -> Reading | None:
     parts = []
     for word, got in groups.items():
         if got:
-            at = f" (λ = {', '.join(f'{c.weight_decay:g}' for c in got)})" if word in DECIDED else ""
-            parts.append(f"{word} at {len(got)} of {len(cells)} decays{at}")
+            at = f"λ = {', '.join(f'{c.weight_decay:g}' for c in got)}" if word in DECIDED else ""
+            parts.append((word, f"at {len(got)} of {len(cells)} decays", at))
     decided = [c.verdict for c in cells if c.verdict in DECIDED]
     powers = [row_power(c, len(cells), family.margin, family.alpha, family.margin_unit) for c in cells]
     if decided:  # the count says each cell's word
@@ -111,7 +113,9 @@ def map_reading(where: str, cells: list, family) -> Reading | None:
         )
     else:
         word, shown = "inconclusive", ""
-    return Reading(where, word, shown, "; ".join(parts))
+    return Reading(
+        where, word, shown, "; ".join(f"{w} {n}" + (f" ({at})" if at else "") for w, n, at in parts), tuple(parts)
+    )
 
 
 def overall(baseline: Axis | None, tuned: Axis | None) -> str:

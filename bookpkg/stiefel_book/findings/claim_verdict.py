@@ -4,7 +4,7 @@ chapter with a verdict box."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Verdict", "Axis", "MARKS", "PENDING"]
 
@@ -25,10 +25,12 @@ class Axis:
     """One axis of a claim (against the preprint's own baseline, or at tuned rates): ``word``, one of
     higher, lower, equivalent, inconclusive or "not shown" (or "mixed": a new result whose
     comparisons read different words), and ``text``, the readings it rests on with their regimes
-    and numbers."""
+    and numbers; ``readings``, the same readings one by one (:class:`claim_axes.Reading`), for a
+    verdict box that gives each result its own line (:mod:`claim_box`)."""
 
     word: str
     text: str
+    readings: tuple = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"**{self.word}**: {self.text}"
