@@ -397,6 +397,8 @@ def test_page(browser, base_url, page):
                 PHONE["width"],
             )
             problems.append(f"on a {PHONE['width']} px phone the page is {width} px wide, e.g. {wide}")
+        if page == PAGES[0]:  # the intro on a phone: the answer and when it holds, on the first screen
+            problems += phone_first_screen(phone.page)
         phone.page.screenshot(path=str(SCREENSHOTS / f"{page.replace('/', '_')}-phone.png"), full_page=True)
         for v in (visit, phone):
             if v.external:
@@ -500,6 +502,38 @@ def first_screen_answers(p) -> list[str]:
         match = pattern.search(found["seen"])
         if match:
             problems.append(f"the intro's first screen shows {name}: {match.group(0)!r} (put it behind the toggle)")
+    return problems
+
+
+# The intro's answer and when it holds (issue 51, item 1), a key word or two each.
+ANSWER_WORDS = re.compile(r"\bnot\b[^.]*\baccuracy\b", re.IGNORECASE)
+WHEN_WORDS = re.compile(r"\bcannot tune\b", re.IGNORECASE)
+
+
+def phone_first_screen(p) -> list[str]:
+    """The intro's first 390 x 844 screen: the heading "Should I use it?", then the answer and when
+    it holds, each whole on that screen (paragraphs whose bottom is within it), and no interval or
+    p-value there."""
+    seen = p.evaluate(
+        """() => {
+            const h = Array.from(document.querySelectorAll('h2')).find(h => /Should I use it/.test(h.textContent));
+            if (!h || h.getBoundingClientRect().bottom > innerHeight) return null;
+            return Array.from(document.querySelectorAll('article p, article li'))
+                .filter(e => e.offsetParent !== null && e.getBoundingClientRect().bottom <= innerHeight)
+                .map(e => e.innerText).join('\\n');
+        }"""  # noqa: E501 (JavaScript evaluated in the page)
+    )
+    if seen is None:
+        return [f"on a {PHONE['width']} px phone the intro's first screen does not show \"Should I use it?\""]
+    problems = [
+        f"on a {PHONE['width']} px phone the intro's first screen does not show {what} (key words {words.pattern!r})"
+        for what, words in (("the answer", ANSWER_WORDS), ("when it holds", WHEN_WORDS))
+        if not words.search(seen)
+    ]
+    for name, pattern in (("an interval", INTERVAL), ("a p-value", P_VALUE)):
+        match = pattern.search(seen)
+        if match:
+            problems.append(f"on a phone the intro's first screen shows {name}: {match.group(0)!r}")
     return problems
 
 
