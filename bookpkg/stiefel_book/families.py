@@ -24,7 +24,7 @@ from . import protocol as _protocol
 from .results_reading import split_key, value_at
 from .stats import family_verdicts, mcnemar_exact, paired_comparison
 
-__all__ = ["FamilyError", "Row", "read_family", "judge", "paired_values", "find", "table"]
+__all__ = ["FamilyError", "Row", "read_family", "judge", "paired_values", "find", "table", "as_dict"]
 
 
 class FamilyError(ValueError):
@@ -184,6 +184,25 @@ def judge(
             )
         )
     return rows
+
+
+def as_dict(row: Row, factor: float = 1.0) -> dict:
+    """A row as the dict the findings' older readers index (``mean_pp``, ``ci_pp``, ``p``, ``p_holm``,
+    ``tost_p_holm``, ``verdict``, ``past``, ``mcnemar_p``), its difference and interval times ``factor``."""
+    lo, hi = row.interval
+    return {
+        "arm": row.arm,
+        "reference": row.reference,
+        "n": row.n,
+        "mean_pp": factor * row.difference,
+        "ci_pp": (factor * lo, factor * hi),
+        "p": row.p_raw,
+        "p_holm": row.p_corrected,
+        "tost_p_holm": row.p_equivalence,
+        "verdict": row.verdict,
+        "past": row.past,
+        "mcnemar_p": row.p_past,
+    }
 
 
 def find(rows: list[Row], arm: str, reference: str) -> Row | None:

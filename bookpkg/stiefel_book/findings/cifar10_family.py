@@ -11,7 +11,7 @@ import numpy as np
 from .. import preprint
 from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10_config import SWEEP_FRACTIONS
-from ..families import judge
+from ..families import as_dict, judge
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import size_gains
@@ -22,17 +22,14 @@ __all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_
 def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
     """``comparisons``: ``(what, paired differences in pp)`` of one declared family, in order, read
     by the family reader (:func:`families.judge`, each against zero). Each row: ``what``, ``n``,
-    ``mean_pp``, ``ci_pp`` (its t interval), ``p``, ``p_holm``, ``p_tost_holm`` and ``verdict``."""
+    ``mean_pp``, ``ci_pp`` (its t interval), ``p``, ``p_holm``, ``tost_p_holm`` and ``verdict``
+    (:func:`families.as_dict`)."""
     if not comparisons:
         return []
     values = {what: dict(enumerate(np.asarray(d, float))) for what, d in comparisons}
     values[""] = dict.fromkeys(range(max(len(d) for _, d in comparisons)), 0.0)
     rows = judge(values, [(what, "") for what, _ in comparisons], family.margin, family.alpha)
-    keys = ("what", "n", "mean_pp", "ci_pp", "p", "p_holm", "p_tost_holm", "verdict")
-    return [
-        dict(zip(keys, (r.arm, r.n, r.difference, r.interval, r.p_raw, r.p_corrected, r.p_equivalence, r.verdict)))
-        for r in rows
-    ]
+    return [{"what": r.arm, **as_dict(r)} for r in rows]
 
 
 def _difference(results: dict, a: str, b: str) -> np.ndarray:

@@ -6,7 +6,7 @@ learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sw
 from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
-from ..families import judge
+from ..families import as_dict, judge
 from ..labels import label, rate_text
 
 __all__ = [
@@ -88,23 +88,7 @@ def family_rows(
         for arm in arms:
             if arm != ref and arm in values and ref in values and (ref, arm) not in pairs and (arm, ref) not in pairs:
                 pairs.append((arm, ref))
-    rows = judge(values, pairs, margin, alpha, count_past=threshold)
-    return [
-        {
-            "arm": r.arm,
-            "reference": r.reference,
-            "n": r.n,
-            "mean_pp": 100 * r.difference,
-            "ci_pp": (100 * r.interval[0], 100 * r.interval[1]),
-            "p": r.p_raw,
-            "p_holm": r.p_corrected,
-            "tost_p_holm": r.p_equivalence,
-            "verdict": r.verdict,
-            "past": r.past,
-            "mcnemar_p": r.p_past,
-        }
-        for r in rows
-    ]
+    return [as_dict(r, 100) for r in judge(values, pairs, margin, alpha, count_past=threshold)]
 
 
 def declared_rows(

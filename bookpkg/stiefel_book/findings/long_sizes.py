@@ -49,7 +49,7 @@ def holm_p(row: dict) -> str:
     """The Holm-corrected p that decides ``row``'s word: the equivalence test's (TOST) for
     *equivalent*, else the paired t test's. Chapters: CIFAR-10 patches, regimes."""
     if row["verdict"] == "equivalent":
-        return f"Holm TOST p = {row['p_tost_holm']:.2g}"
+        return f"Holm TOST p = {row['tost_p_holm']:.2g}"
     return f"Holm p = {row['p_holm']:.2g}"
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from ..families import judge
 from ..labels import label
 from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of  # noqa: F401  (metric_at: chapters)
-from ..stats import LogRank, PairedComparison, family_verdicts, holm, mcnemar_exact, permutation_logrank
+from ..stats import LogRank, PairedComparison, holm, permutation_logrank
 
 __all__ = [
     "grokking_lr_factors",
@@ -159,44 +160,40 @@ def endpoint_comparison(
     return paired(results, a, b, metric, LAST if epoch is None else epoch, scale=100.0).comparison
 
 
-def _past(results: dict, a: str, b: str, seeds: list[int], threshold: float) -> tuple[tuple[int, int], float]:
-    ra, rb = runs_of(results, a), runs_of(results, b)
-    x = [ra[s]["history"][-1]["val_acc"] > threshold for s in seeds]
-    y = [rb[s]["history"][-1]["val_acc"] > threshold for s in seeds]
-    return (sum(x), sum(y)), mcnemar_exact(x, y).p_value
+def _last(results: dict, arms, scale: float = 1.0) -> dict[str, dict[int, float]]:
+    """``{arm: {seed: scale · last logged validation accuracy}}``."""
+    return {arm: {s: scale * run["history"][-1]["val_acc"] for s, run in runs_of(results, arm).items()} for arm in arms}
 
 
 def control_rows(results: dict, margin: float, alpha: float = 0.05, count_past: float | None = 0.9) -> list[dict]:
     """One row per pair of :data:`CONTROL_PAIRS` that the file holds, at the last record: the
-    paired comparison (percentage points), and the verdict of the declared family (one of
-    ``stats.VERDICTS``: Holm across the pairs the file holds, TOST within ``margin`` pp), with
+    paired comparison (percentage points), and the verdict of the declared family read by
+    :func:`families.judge` (Holm across the pairs the file holds, TOST within ``margin`` pp), with
     the seeds past ``count_past`` in each arm and their exact McNemar p.
     Chapter: regimes."""
-    found, family = [], {}
-    for a, b, meaning in CONTROL_PAIRS:
-        p = paired(results, a, b, "val_acc", LAST, scale=100.0)
-        if p.comparison is not None:
-            found.append((a, b, meaning, p))
-            family[f"{a} - {b}"] = p.a - p.b
-    verdicts = family_verdicts(family, margin, alpha) if family else {}
-    rows = []
-    for a, b, meaning, p in found:
-        v = verdicts[f"{a} - {b}"]
-        past, mc = _past(results, a, b, p.starts, count_past) if count_past is not None else (None, None)
-        rows.append(
-            {
-                "a": a,
-                "b": b,
-                "meaning": meaning,
-                "comparison": p.comparison,
-                "verdict": v.word,
-                "p_holm": v.p_adjusted,
-                "tost_p_holm": v.tost_p_adjusted,
-                "past": past,
-                "mcnemar_p": mc,
-            }
-        )
-    return rows
+    found = [(a, b, meaning, paired(results, a, b, "val_acc", LAST, scale=100.0)) for a, b, meaning in CONTROL_PAIRS]
+    found = [f for f in found if f[3].comparison is not None]
+    if not found:
+        return []
+    arms = {arm for a, b, *_ in found for arm in (a, b)}
+    last = _last(results, arms)
+    rows = judge(
+        _last(results, arms, 100.0), [f[:2] for f in found], margin, alpha, count_past=count_past, counted=last
+    )
+    return [
+        {
+            "a": a,
+            "b": b,
+            "meaning": meaning,
+            "comparison": p.comparison,
+            "verdict": r.verdict,
+            "p_holm": r.p_corrected,
+            "tost_p_holm": r.p_equivalence,
+            "past": r.past,
+            "mcnemar_p": r.p_past,
+        }
+        for (a, b, meaning, p), r in zip(found, rows)
+    ]
 
 
 def tuned_control_rows(family_rows: list[dict]) -> list[dict]:
@@ -319,25 +316,19 @@ def trust_rows(results: dict, margin: float, alpha: float = 0.05) -> list[dict]:
     frame lrs where the cap binds form the declared family (Holm, TOST within ``margin`` pp);
     where it never binds the comparison tests nothing, and the verdict is ``None``.
     Chapter: regimes."""
-    found, family = [], {}
+    found = []
     for lr in results["config"]["frame_lrs"]:
         full, free = f"stiefel@flr={lr:g}", f"no_trust_region@flr={lr:g}"
         capped = [run["final"].get("trust_capped") for run in runs_of(results, full).values()]
         capped = [c for c in capped if c is not None]
         share = float(np.mean(capped)) if capped else None
-        p = paired(results, full, free, "val_acc", LAST, scale=100.0)
-        found.append((lr, share, p))
-        if share != 0 and p.comparison is not None:
-            family[lr] = p.a - p.b
-    verdicts = family_verdicts(family, margin, alpha) if family else {}
+        found.append((lr, share, (full, free), paired(results, full, free, "val_acc", LAST, scale=100.0)))
+    pairs = [pair for _, share, pair, p in found if share != 0 and p.comparison is not None]
+    arms = {arm for pair in pairs for arm in pair}
+    words = {(r.arm, r.reference): r.verdict for r in judge(_last(results, arms, 100.0), pairs, margin, alpha)}
     return [
-        {
-            "frame_lr": lr,
-            "capped": share,
-            "comparison": p.comparison,
-            "verdict": verdicts[lr].word if lr in verdicts else None,
-        }
-        for lr, share, p in found
+        {"frame_lr": lr, "capped": share, "comparison": p.comparison, "verdict": words.get(pair)}
+        for lr, share, pair, p in found
     ]
 
 
@@ -352,5 +343,3 @@ def never_binds(results: dict, arms: tuple[str, ...] = ("stiefel",)) -> bool | N
         if "trust_capped" in run["final"]
     ]
     return None if not shares else max(shares) == 0
-
-
