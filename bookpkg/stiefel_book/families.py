@@ -163,7 +163,7 @@ def judge(
         if count_past is not None:
             pa = [counted[a][s] > count_past for s in seeds[a, b]]
             pb = [counted[b][s] > count_past for s in seeds[a, b]]
-            past, p_past = (sum(pa), sum(pb)), (mcnemar_exact(pa, pb).p_value if pa else math.nan)
+            past, p_past = (int(sum(pa)), int(sum(pb))), (mcnemar_exact(pa, pb).p_value if pa else math.nan)
         rows.append(
             Row(
                 family=family,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..families import judge
 from ..labels import label
 from ..results_reading import LAST, paired
-from ..stats import VERDICTS, PairedComparison, family_verdicts, mcnemar_exact
+from ..stats import VERDICTS, PairedComparison
 from . import regimes
 from .regimes import decay_budget, gain_over_time, grokking_lr_factors
 
@@ -108,13 +109,13 @@ def final_cells(
     """One cell per pair ``(a, b)`` and weight decay of the configuration, ``a − b`` at the last
     logged epoch of the paired seeds, in percentage points for an accuracy (else the metric's own
     unit); the verdicts of all the cells
-    together are one family (Holm, :func:`stats.family_verdicts`, ``rule.margin`` in pp).
+    together are one family (Holm, :func:`families.judge`, ``rule.margin`` in pp).
     ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at ``lr``
     with ``warmup_epochs``). Chapters: regimes, intro."""
     if rule.margin is None:
         raise ValueError("the map's family needs an equivalence margin (margin_pp in book/protocol.yml)")
     budget = _budget_at(lr, warmup_epochs, budget_at)
-    read, family = [], {}
+    read, values = [], {}
     for a, b in pairs:
         for wd in results["config"]["weight_decays"]:
             name_a, name_b = f"{a}@wd={wd:g}", f"{b}@wd={wd:g}"
@@ -122,15 +123,14 @@ def final_cells(
             runs = results["runs"]
             epoch = runs[f"{name_a}/{p.starts[0]}"]["history"][-1]["epoch"] if p.starts else 0
             read.append((a, b, wd, epoch, p))
-            family[(a, b, wd)] = p.a - p.b
-    verdicts = family_verdicts({f"{k}": v for k, v in family.items()}, rule.margin, rule.alpha)
+            values.setdefault(name_a, {}).update(zip(p.starts, p.a))
+            values.setdefault(name_b, {}).update(zip(p.starts, p.b))
+    past = None if rule.count_past is None else 100 * rule.count_past  # the values are in pp
+    judged = [(f"{a}@wd={wd:g}", f"{b}@wd={wd:g}") for a, b, wd, _, _ in read]
+    rows = judge(values, judged, rule.margin, rule.alpha, count_past=past)
     cells = []
-    for a, b, wd, epoch, p in read:
-        v = verdicts[f"{(a, b, wd)}"]
-        past = mc = None
-        if rule.count_past is not None and len(p.starts):
-            x, y = p.a > 100 * rule.count_past, p.b > 100 * rule.count_past
-            past, mc = (int(x.sum()), int(y.sum())), mcnemar_exact(x, y).p_value
+    for (a, b, wd, epoch, p), v in zip(read, rows):
+        counted = p.starts and rule.count_past is not None
         cells.append(
             MapCell(
                 a,
@@ -139,13 +139,13 @@ def final_cells(
                 epoch,
                 budget(wd, epoch) if epoch else math.nan,
                 p.comparison,
-                v.word,
-                v.p_adjusted,
-                v.tost_p_adjusted,
+                v.verdict,
+                v.p_corrected,
+                v.p_equivalence,
                 float(np.mean(p.a)) if len(p.a) else math.nan,
                 float(np.mean(p.b)) if len(p.b) else math.nan,
-                past,
-                mc,
+                v.past if counted else None,
+                v.p_past if counted else None,
             )
         )
     return cells
