@@ -179,8 +179,6 @@ def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads
     tuned = {r["variant"]: r for r in ablation_findings.tuned_rows(rows, ff.finals(fair, variants), cap_idle=True)}
     assert tuned["no_projector"]["verdict"] == "higher" and tuned["no_projector"]["untested"] is None
     assert tuned["no_trust_region"]["untested"] == ablation_findings.CAP_IDLE
-    words = dict((c, v) for c, _, v in ablation_findings.verdicts(list(tuned.values()), 2.0))
-    assert "untested" in words["trust region"] and "untested" not in words["tangent projector"]
     busy = ablation_findings.tuned_rows(rows, None, cap_idle=False)
     assert all(r["untested"] is None for r in busy)
 

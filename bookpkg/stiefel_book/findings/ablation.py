@@ -12,10 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
-from ..labels import label
 from ..results_reading import arm_of, without_seeds
-from ..stats import MIN_PAIRS_FOR_VERDICT, mean_and_spread, paired_comparison
-from ..tables import Table
+from ..stats import mean_and_spread, paired_comparison
 from . import fair_fight, tuned
 from .cifar10 import regime
 from .regimes import decay_budget, grokking_lr_factors, never_binds
@@ -23,23 +21,17 @@ from .runs import finished_starts, unpaired_starts
 
 __all__ = [
     "METRIC",
-    "MIN_STARTS_FOR_VERDICT",
-    "UNTESTED",
     "merged_results",
     "ablation_rows",
     "shares",
     "family_rows",
     "family_shares",
-    "verdicts",
-    "table",
     "tuned_rows",
     "cap_idle",
     "claim",
 ]
 
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
-MIN_STARTS_FOR_VERDICT = MIN_PAIRS_FOR_VERDICT
-UNTESTED = "untested: identical in every start, the component never acts here"
 
 
 def merged_results(ablation: dict, reference: dict | None) -> dict:
@@ -126,11 +118,6 @@ def family_rows(results: dict, metric: str, family) -> list[dict]:
     return rows
 
 
-def _full_rule_label(key: str, capital: bool = False) -> str:
-    text = "the full rule" if key == "stiefel" else label(key)
-    return text[:1].upper() + text[1:] if capital else text
-
-
 def family_shares(rows: list[dict]) -> dict[str, float] | None:
     """Each component's share of the full rule's gain over AdamW, (full − variant) / (full −
     AdamW) on the mean differences of :func:`family_rows`; ``None`` unless the full rule is
@@ -140,50 +127,6 @@ def family_shares(rows: list[dict]) -> dict[str, float] | None:
     if gain is None or gain["verdict"] != "higher":
         return None
     return {r["removes"]: r["mean_pp"] / gain["mean_pp"] for r in rows if r["variant"] in VARIANTS}
-
-
-def verdicts(rows: list[dict], margin_pp: float, digits: int = 2) -> list[tuple[str, str, str]]:
-    """``(component, we measure, verdict)`` for each row of :func:`family_rows`: the verdict reads
-    "X beats Y by d pp [interval]" (higher or lower, Holm-corrected), "X and Y are equivalent
-    (within ± margin)" or "inconclusive"; a variant identical to the full rule in every start is
-    untested (it never acts). Chapter: ablation."""
-    out = []
-    for r in rows:
-        lo, hi = r["ci_pp"]
-        measured = f"{r['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}], Holm p = {r['p_holm']:.2g}"
-        text = (
-            f"{label(r['variant'], capital=True)} never acts here (identical to the full rule in every start): untested"
-            if r["identical"]
-            else tuned.beats(r, _full_rule_label, margin_pp, digits)
-        )
-        if r.get("untested"):
-            text += f" ({r['untested']})"
-        out.append((r["removes"], measured, text))
-    return out
-
-
-def table(rows: list[dict], margin_pp: float, unit: str = "test accuracy", digits: int = 2) -> Table:
-    """The rows of :func:`family_rows`, one line per arm, in words. Chapter: ablation."""
-    out = []
-    for r, (component, _, verdict) in zip(rows, verdicts(rows, margin_pp, digits)):
-        lo, hi = r["ci_pp"]
-        acc = r.get("accuracy")
-        out.append(
-            [
-                label(r["variant"], capital=True),
-                component,
-                f"{acc.mean:.{digits}f} ± {acc.std:.{digits}f}" if acc else "-",
-                f"{r['mean_pp']:+.{digits}f}",
-                f"[{lo:+.{digits}f}, {hi:+.{digits}f}]",
-                f"{r['p_holm']:.2g}",
-                "never acts" if r["identical"] else r["verdict"] + (" (untested)" if r.get("untested") else ""),
-            ]
-        )
-    return Table(
-        ["variant", "removes", f"{unit} (%)", "full rule − variant (pp)", "95 % interval", "Holm p", "verdict"],
-        out,
-        "llrrrrl",
-    )
 
 
 # the ablation's arms that the W_Q, W_K lr sweep tuned: in the family grokking_fair, then (swept later)
