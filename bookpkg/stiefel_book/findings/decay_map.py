@@ -28,7 +28,6 @@ __all__ = [
     "count",
     "count_text",
     "curves",
-    "cell_name",
     "claim",
     "tuned_cells",
 ]
@@ -149,11 +148,6 @@ def final_cells(
             )
         )
     return cells
-
-
-def cell_name(cell: MapCell) -> str:
-    """``"λ = 0.3"``: a cell by its decay (each decay has one cell). Chapters: regimes, intro."""
-    return f"λ = {cell.weight_decay:g}"
 
 
 def count(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") -> dict[str, list[MapCell]]:
