@@ -35,6 +35,19 @@ def _p31_tuned() -> ca.Reading | None:
     return ca.row_reading("p = 31", _find(rows, "stiefel", "baseline"), len(rows), _family("grokking_fair"))
 
 
+def _p31_checked() -> ca.Reading | None:
+    """p = 31 at the model lr its declared check chose: the Stiefel rule − AdamW of the family
+    ``grokking_checked``, each at the W_Q, W_K rate swept there; ``None`` until every judged seed has run."""
+    from .families import as_dict, find, read_family
+
+    family = _family("grokking_checked")
+    rows = read_family("grokking_checked")
+    row = find(rows, "stiefel", "baseline")
+    if row is None or row.n < len(family.judged_seeds):
+        return None
+    return ca.row_reading("p = 31 at the checked model rate", as_dict(row), len(rows), family)
+
+
 def _first(results: dict | None, seeds) -> tuple[int, int] | None:
     from .findings.regimes import time_to_threshold
 
@@ -86,14 +99,14 @@ def _p97_tuned() -> list[ca.Reading]:
 
 def grokking() -> Axes:
     """Grokking: against its baseline at p = 31 (the endpoint) and p = 97 (time to 90 %); at tuned
-    rates at p = 97 (final accuracy, time) and p = 31."""
-    return ca.axis([_p31_untuned(), _p97_untuned()]), ca.axis([*_p97_tuned(), _p31_tuned()])
+    rates at p = 97 (final accuracy, time), p = 31, and p = 31 at its checked model lr."""
+    return ca.axis([_p31_untuned(), _p97_untuned()]), ca.axis([*_p97_tuned(), _p31_tuned(), _p31_checked()])
 
 
 def fair_fight() -> Axes:
     """Does the gain on grokking survive a tuned AdamW: the gain at the shared rate, then at tuned
-    rates at p = 31 and p = 97."""
-    return ca.axis([_p31_untuned()]), ca.axis([_p31_tuned(), *_p97_tuned()])
+    rates at p = 31 (at the task's model lr, then at its checked one) and p = 97."""
+    return ca.axis([_p31_untuned()]), ca.axis([_p31_tuned(), _p31_checked(), *_p97_tuned()])
 
 
 def cifar10() -> Axes:
