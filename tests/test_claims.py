@@ -254,6 +254,18 @@ def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
     assert len(cert.splitlines()) == 1 and "1e-12" in cert  # a certificate keeps its one line
 
 
+def test_what_we_measure_gives_each_result_a_line_and_keeps_a_bracket_whole():
+    from stiefel_book.findings.claim_box import claim_item, record_parts
+    from stiefel_book.findings.claim_verdict import Verdict
+
+    assert record_parts("a: 1 (b; c); d [e; f]; g") == ["a: 1 (b; c)", "d [e; f]", "g"]
+    assert record_parts("one (x; y)") == ["one (x; y)"] and record_parts("") == []
+    item = claim_item("P1", "certified", Verdict("certified", "1e-12", ""), record="r1; r2 (s; t); r3")
+    lines = item.splitlines()
+    assert [line.strip() for line in lines[-3:]] == ["- r1", "- r2 (s; t)", "- r3"]  # one result a line
+    assert claim_item("P1", "c", Verdict("certified", "1e-12", ""), record="only").count("\n") == 1
+
+
 def test_no_line_of_a_verdict_box_holds_more_than_two_results(committed):
     from stiefel_book import pages
     from stiefel_book.findings.claim_box import claim_item

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .claim_verdict import Axis, Verdict
 
-__all__ = ["AXES", "claim_item", "axis_lines"]
+__all__ = ["AXES", "claim_item", "axis_lines", "record_parts"]
 
 AXES = (("baseline", "Against the preprint's baseline"), ("tuned", "At tuned rates"))
 NOT_SHOWN = "not shown ("
@@ -46,6 +46,28 @@ def axis_lines(title: str, axis: Axis) -> tuple[str, list[str]]:
     return head, [r[2] for r in results if r is not lead]
 
 
+def record_parts(record: str) -> list[str]:
+    """What we measure, one result a part: ``record`` split at each "; " outside brackets (a
+    parenthesis keeps its own clauses together)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(record):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and record.startswith("; ", i):
+            parts.append(record[start:i])
+            start = i + 2
+    return [part for part in (*parts, record[start:]) if part]
+
+
+def _measured(record: str, indent: str) -> list[str]:
+    parts = record_parts(record)
+    if len(parts) <= 1:
+        return [f"{indent}- We measure: {record}"] if record else []
+    return [f"{indent}- We measure:", *(f"{indent}  - {part}" for part in parts)]
+
+
 def claim_item(claim: str, preprint: str, verdict: Verdict, record: str = "") -> str:
     """One claim as a list item's text (without its leading "- "): a certificate or a claim with no
     axis in one line; else the claim and its word, then the preprint's words and each axis on
@@ -53,12 +75,11 @@ def claim_item(claim: str, preprint: str, verdict: Verdict, record: str = "") ->
     axes = [(title, getattr(verdict, name)) for name, title in AXES if getattr(verdict, name) is not None]
     if not axes:
         head = f"**{claim}** (the preprint: {preprint}): {verdict} — {verdict.headline}."
-        return head + (f"\n  - We measure: {record}" if record else "")
+        return "\n".join([head, *_measured(record, "  ")])
     said = preprint[1:-1] if preprint.startswith("(") and preprint.endswith(")") else preprint
     lines = [f"  - The preprint: {said}."]
     for title, axis in axes:
         head, others = axis_lines(title, axis)
         lines += [f"  - {head}", *(f"    - {other}" for other in others)]
-    if record:
-        lines.append(f"  - We measure: {record}")
+    lines += _measured(record, "  ")
     return f"**{claim}**: {verdict}.\n" + "\n".join(lines)
