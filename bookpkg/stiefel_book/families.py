@@ -213,7 +213,7 @@ def find(rows: list[Row], arm: str, reference: str) -> Row | None:
 def table(rows: list[Row], label=str, digits: int = 2) -> str:
     """The rows as a Markdown table: comparison, n, difference [interval] in the unit, raw and
     corrected p, verdict. ``label``: arm key -> the name shown."""
-    head = "| comparison | n | difference [interval] | p | corrected p | verdict |\n|---|---|---|---|---|---|"
+    head = "| comparison | n | difference [unadjusted 95 % CI] | p | corrected p | verdict |\n|---|---|---|---|---|---|"
     lines = [head]
     for r in rows:
         lo, hi = r.interval

@@ -5,7 +5,9 @@ the book spells an arm's name out. Chapter: all.
 
 from __future__ import annotations
 
-__all__ = ["ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels", "rate_text"]
+__all__ = [
+    "ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels", "rate_text", "interval"
+]
 
 ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
     "stiefel": "the Stiefel rule",
@@ -98,3 +100,12 @@ def rate_text(lr: float) -> str:
         return f"{lr:g}"
     mantissa, exponent = f"{lr:.0e}".split("e")
     return f"{mantissa}e{int(exponent)}"
+
+
+def interval(low: float, high: float, spec: str = "+.1f", level: int = 95) -> str:
+    """An interval as the pages print it, its level said before it: ``"unadjusted 95 % CI
+    [-0.35, -0.18]"`` (a difference reads ``"-0.27 pp, unadjusted 95 % CI [-0.35, -0.18]"``). The
+    book's intervals are plain t intervals, never corrected; the verdict beside one is the
+    corrected reading (issue 51: statistics that agree with themselves). ``level``: 95 for the
+    comparisons, 90 for the one TOST reads."""
+    return f"unadjusted {level} % CI [{low:{spec}}, {high:{spec}}]"

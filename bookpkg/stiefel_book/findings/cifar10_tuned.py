@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..choices import late_scores, rung_scores
-from ..labels import label
+from ..labels import interval, label
 from .fair_fight import family_rows, finals, tuned_lrs
 
 __all__ = ["RELATIVES", "ARMS", "REFERENCES", "peer_sweep_rows", "tuned_lrs", "fair_rows", "shown", "find", "text"]
@@ -76,7 +76,8 @@ def text(row: dict | None, judged: int) -> str:
     tested = "too few for a test yet" if math.isnan(row["p"]) else f"p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}"
     if row["n"] < judged and not math.isnan(row["p"]):
         tested = f"an interim look, not the declared endpoint: {tested}"
-    return f"**{row['verdict']}**, {row['mean_pp']:+.2f} pp [{lo:+.2f}, {hi:+.2f}] over {of} paired starts ({tested})"
+    difference = f"{row['mean_pp']:+.2f} pp, {interval(lo, hi, '+.2f')}"
+    return f"**{row['verdict']}**, {difference} over {of} paired starts ({tested})"
 
 
 def answer_lines(rows: dict, judged: int) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
 from ..families import as_dict, judge
-from ..labels import label, rate_text
+from ..labels import interval, label, rate_text
 
 __all__ = [
     "THRESHOLD",
@@ -144,7 +144,7 @@ def result_text(row: dict | None) -> str:
         return "not yet run"
     lo, hi = row["ci_pp"]
     return (
-        f"{row['verdict']}, {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] over {row['n']} paired seeds "
+        f"{row['verdict']}, {row['mean_pp']:+.1f} pp, {interval(lo, hi)} over {row['n']} paired seeds "
         f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})"
     )
 

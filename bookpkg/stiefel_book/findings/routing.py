@@ -13,6 +13,7 @@ import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
 from ..families import Row, judge
+from ..labels import interval
 from ..protocol_fields import expand
 
 __all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
@@ -131,7 +132,7 @@ def result_text(row: dict | None, endpoint: Endpoint) -> str:
     lo, hi = row["ci"]
     reading = f" ({row['reading']})" if row["reading"] != row["verdict"] else ""
     return (
-        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit} [{lo:+.3g}, {hi:+.3g}] "
+        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit}, {interval(lo, hi, '+.3g')} "
         f"over {row['n']} paired seeds"
     )
 

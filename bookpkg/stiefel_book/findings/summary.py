@@ -8,7 +8,7 @@ intro, every experiment chapter.
 
 from __future__ import annotations
 
-from ..labels import label
+from ..labels import interval, label
 from . import decay_map as decay_map_findings
 from . import regimes
 from .claim_verdict import MARKS, PENDING, Verdict
@@ -292,7 +292,7 @@ def fair_fight_verdict(
     gain97 = found.get(("stiefel", "baseline"))
     words = [row["verdict"]]
     lo, hi = row["ci_pp"]
-    headline = f"{row['verdict']}: {row['mean_pp']:+.1f} pp [{lo:+.1f}, {hi:+.1f}] at tuned lrs"
+    headline = f"{row['verdict']}: {row['mean_pp']:+.1f} pp, {interval(lo, hi)}, at tuned lrs"
     if gain97 is not None:
         words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
         headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"

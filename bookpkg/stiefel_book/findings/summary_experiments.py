@@ -9,7 +9,7 @@ Chapters: intro, grokking, cifar10_patches, ablation, peers."""
 from __future__ import annotations
 
 from .. import preprint
-from ..labels import label
+from ..labels import interval, label
 from . import ablation, grokking
 from . import routing as routing_findings
 from .cifar10_tuned import best_decays_text
@@ -41,8 +41,9 @@ def claim_word(words: list[str]) -> str:
 
 
 def _pp(row: dict, digits: int = 1) -> str:
-    lo, hi = row.get("ci_pp", row.get("tost_ci_pp"))
-    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    level = 95 if "ci_pp" in row else 90  # TOST reads the (1 - 2 alpha) interval
+    lo, hi = row["ci_pp"] if "ci_pp" in row else row["tost_ci_pp"]
+    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f', level)}"
 
 
 def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None = None, lrs=None) -> Verdict:

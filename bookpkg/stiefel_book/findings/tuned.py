@@ -7,6 +7,7 @@ Pure functions of the results dicts and protocol families they are handed."""
 
 from __future__ import annotations
 
+from ..labels import interval
 from . import fair_fight as ff
 
 __all__ = [
@@ -97,7 +98,7 @@ def retired_word(row: dict | None) -> str:
 def interval_text(row: dict, digits: int) -> str:
     """A family row's difference and interval: ``"+1.2 pp [-0.3, +2.7]"``."""
     lo, hi = row["ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f')}"
 
 
 def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: bool = True) -> str:
@@ -113,8 +114,8 @@ def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: b
         s = 1 if w == "higher" else -1
         low, high = sorted((s * lo, s * hi))
         return (
-            f"{label(win, capital=capital)} beats {label(lose)} by {abs(row['mean_pp']):.{digits}f} pp "
-            f"[{low:.{digits}f}, {high:.{digits}f}], Holm p = {row['p_holm']:.2g}"
+            f"{label(win, capital=capital)} beats {label(lose)} by {abs(row['mean_pp']):.{digits}f} pp, "
+            f"{interval(low, high, f'.{digits}f')}, Holm p = {row['p_holm']:.2g}"
         )
     if w == "equivalent":
         return (

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
 from ..findings.regimes import endpoint_comparison
-from ..labels import label
+from ..labels import interval, label
 from ..plots import figsize, style
 from ..plots.regimes import draw_cell
 from ..results_reading import metric_at, runs_of
@@ -40,8 +40,8 @@ def draw_map_cell(results: dict, weight_decay: float, epoch: int):
         c = endpoint_comparison(results, f"stiefel@wd={weight_decay:g}", f"{arm}@wd={weight_decay:g}", epoch)
         if c is not None:
             parts.append(
-                f"{label('stiefel', capital=True)} − {label(arm)}: {c.mean_difference:+.1f} pp "
-                f"[{c.ci_low:+.1f}, {c.ci_high:+.1f}], {c.wins} of {c.n} seeds ahead"
+                f"{label('stiefel', capital=True)} − {label(arm)}: {c.mean_difference:+.1f} pp, "
+                f"{interval(c.ci_low, c.ci_high)}, {c.wins} of {c.n} seeds ahead"
             )
     return fig, "; ".join(parts) or "no paired seeds in this cell yet"
 
