@@ -441,6 +441,10 @@ def reader_checks(p, page: str) -> list[str]:
     named = sorted({name for name in IDENTIFIERS if name in text})
     if named:
         problems.append(f"code names in prose, tables or printed output: {named}")
+    # Every interval says its level (issue 51): a difference reads "-0.27 pp, unadjusted 95 % CI [...]".
+    bare = re.findall(r"\d (?:pp|points|nats per token|bits per character) \[[+\-−]?\d", text)
+    if bare:
+        problems.append(f"intervals without their level: {bare[:3]}")
     # One search box or button on the page.
     searches = p.evaluate("""() => Array.from(document.querySelectorAll('.search-button__button, .bd-sidebar-primary .bd-search'))
                                  .filter(e => e.offsetParent !== null).length""")  # noqa: E501 (JavaScript evaluated in the page)

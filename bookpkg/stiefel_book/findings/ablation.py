@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
+from ..labels import interval
 from ..results_reading import arm_of, without_seeds
 from ..stats import mean_and_spread, paired_comparison
 from . import fair_fight, tuned
@@ -192,8 +193,8 @@ def claim(results: dict, reference: dict | None, repeat: dict | None = None, dec
         + (
             "untested (identical runs: it never acts)"
             if r["full_minus_arm"].ties == r["full_minus_arm"].n
-            else f"{r['full_minus_arm'].mean_difference:+.2f} pp "
-            f"[{r['full_minus_arm'].ci_low:+.2f}, {r['full_minus_arm'].ci_high:+.2f}]"
+            else f"{r['full_minus_arm'].mean_difference:+.2f} pp, "
+            f"{interval(r['full_minus_arm'].ci_low, r['full_minus_arm'].ci_high, '+.2f')}"
         )
         for r in rows
     ]

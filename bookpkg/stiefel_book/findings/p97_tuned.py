@@ -19,7 +19,7 @@ import numpy as np
 
 from ..choices import sweep_row, time_scores
 from ..families import judge
-from ..labels import label
+from ..labels import interval, label
 from ..results_reading import runs_of
 from ..stats import paired_comparison
 from .fair_fight import finals, lr_text
@@ -162,14 +162,15 @@ def row_text(row: dict | None) -> str:
         f"time to 90 % **{word}**, {_medians(row)} over "
         f"{row['seeds']} paired seeds (p = {row['p']:.2g}, Holm p = {row['p_holm']:.2g}), with "
         f"{row['past'][0]} against {row['past'][1]} seeds past 90 %. Its final accuracy: {final_word}"
-        f"{f.mean_difference:+.1f} pp [{f.ci_low:+.1f}, {f.ci_high:+.1f}]{seen}"
+        f"{f.mean_difference:+.1f} pp, {interval(f.ci_low, f.ci_high)}{seen}"
     )
 
 
 def table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """The family's comparisons as a table, ``(headers, rows)``: medians, seeds past 90 %, the
     adjusted p and word of time, the final accuracy's difference and word."""
-    headers = ["Comparison", "Seeds", "Median epoch to 90 %", "Past 90 %", "Holm p", "Time", "Final acc. (pp)", "Final"]
+    headers = ["Comparison", "Seeds", "Median epoch to 90 %", "Past 90 %", "Holm p", "Time"]
+    headers += ["Final acc., pp (unadjusted 95 % CI)", "Final"]
     body = []
     for r in rows:
         f = r["final"]
