@@ -80,3 +80,24 @@ def test_mqar_runs_at_the_lr_its_check_chose():
     assert routing_2x2.MQAR_PROFILES["full"].lr == get_config("mqar_fresh", "full").lr == routing.MQAR_CHECKED_LR
     config = get_config("mqar_checked_qk_lr", "full")
     assert EXPERIMENTS["mqar_checked_qk_lr"].resolve(config) == config
+
+
+def test_cifar10s_held_out_sweep_and_judged_runs_wait_for_the_check_and_run_at_its_choice(tmp_path):
+    """cifar10_model_lr moved CIFAR-10's model lr (by its rule, on held-out images); the validation sweep
+    and its judged runs are set there, refused until the check's file chose it, and adopt no run of the
+    test-scored files (trained at the task's 1e-3)."""
+    from stiefel_book.experiments import cifar10_val
+    from stiefel_book.experiments.checked_lr import check_choice
+
+    results = load_results("cifar10_model_lr", "full")
+    if results is None or check_choice(cifar10_val.CHECKED_MARGIN)(results) is None:
+        pytest.skip("cifar10_model_lr has not finished in book/results yet")
+    assert check_choice(cifar10_val.CHECKED_MARGIN)(results) == cifar10_val.CHECKED_LR
+    assert cifar10_val.CHECKED_LR != get_config("cifar10_fair", "full").task.lr  # it moved
+    for name in ("cifar10_val_qk_lr", "cifar10_val_controls", "cifar10_val_fair"):
+        config = get_config(name, "full")
+        assert config.task.lr == cifar10_val.CHECKED_LR
+        with pytest.raises(ValueError, match="cifar10_model_lr has not chosen"):
+            EXPERIMENTS[name].resolve(config, tmp_path)  # an empty folder: no check yet
+    sweep = get_config("cifar10_val_qk_lr", "full")
+    assert EXPERIMENTS["cifar10_val_qk_lr"].resolve(sweep) == sweep

@@ -15,24 +15,29 @@
 - ``cifar10_val_fair``: the λ = 1 cell re-judged where a validation choice differs from the
   test-scored one (``cifar10_fair``'s), the unmoved arm adopted; refused when neither moved.
 
-The model lr (every parameter but W_Q, W_K) is the task's ``lr`` (1e-3); :func:`at_model_lr` sets
-it, for the resolve step once the model lr has been checked. The judged runs hold no validation images:
-they train on the same images and the test set judges them.
+The model lr (every parameter but W_Q, W_K) is :data:`CHECKED_LR`, the rate ``cifar10_model_lr`` chose
+by its declared rule (the task's 1e-3 moved to 3e-4); the full profiles' runs are refused until that
+check's file holds the choice (:func:`.checked_lr.at_checked_lr`). The judged runs hold no validation
+images: they train on the same images and the test set judges them. Runs of the test-scored files, at
+the task's 1e-3, are another computation: none is adopted, and every λ = 1 choice is re-judged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
 from . import cifar10, cifar10_fair, cifar10_long
+from .checked_lr import at_checked_lr, check_choice
 from .cifar10_config import with_validation
 from .results import load_results
 from .study import Study, adopted, in_cells, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
+    "CHECKED_LR",
     "VAL_SIZE",
     "QK_CENTER",
     "SWEPT",
@@ -57,6 +62,8 @@ CONTROLS = ("no_decay_qk", "qk_norm")  # the λ = 0.05 controls with a rate to t
 LOW = 0.05  # the decay at which the gain appeared (cifar10_fair_decay)
 HIGH = 1.0  # the preprint's decay (cifar10_fair)
 SWEEP = "cifar10_val_qk_lr"
+CHECKED_LR = 3e-4  # cifar10_model_lr's choice (tests/test_checked_lrs.py ties it to the committed file)
+CHECKED_MARGIN = 0.005  # cifar10_model_lr's margin (0.5 pp of validation accuracy)
 
 
 def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
@@ -65,7 +72,7 @@ def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
 
 @dataclass(frozen=True)
 class ValSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: with_validation(_task("full"), VAL_SIZE))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: with_validation(_task("full", lr=CHECKED_LR), VAL_SIZE))
     # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
     cells: tuple[tuple[float, tuple[str, ...]], ...] = (
         (HIGH, SWEPT),
@@ -118,7 +125,7 @@ def at_model_lr(config, lr: float):
 
 @dataclass(frozen=True)
 class ValJudgedConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", weight_decay=LOW))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", weight_decay=LOW, lr=CHECKED_LR))
     arms: tuple[str, ...] = (*SWEPT, *CONTROLS)  # judged at their cells' validation choices; frozen frames beside
     source: str = "cifar10_fair_decay"  # the judged runs of these cells chosen on test images: adopted where unmoved
     rejudge_only: bool = False  # refused when no arm's choice moved (a re-judgement with nothing to re-judge)
@@ -140,9 +147,25 @@ FAIR_PROFILES = {
 
 
 def _test_scored(config: ValJudgedConfig, directory=None) -> dict[str, float]:
-    """``{arm: lr}`` the source's judged runs took (chosen on test images); empty without its file."""
-    source = load_results(config.source, config.sweep_profile, directory)
-    return {arm: float(lr) for arm, lr in (source or {}).get("config", {}).get("qk_lrs", [])}
+    """``{arm: lr}`` the source's judged runs took (chosen on test images) at ``config``'s model lr; empty
+    without its file or where the source ran at another model lr."""
+    source = (load_results(config.source, config.sweep_profile, directory) or {}).get("config", {})
+    if source.get("task", {}).get("lr", config.task.lr) != config.task.lr:
+        return {}
+    return {arm: float(lr) for arm, lr in source.get("qk_lrs", [])}
+
+
+def _checked(then: Callable) -> Callable:
+    """``then`` (a resolve) once ``cifar10_model_lr`` has chosen, by its declared rule, the model lr a run
+    at :data:`CHECKED_LR` is set at (a smaller profile, at the task's lr, passes)."""
+    choose = check_choice(CHECKED_MARGIN)
+
+    def resolve(config, directory=None):
+        if config.task.lr == CHECKED_LR:
+            at_checked_lr("cifar10_model_lr", config.task, choose=choose)(config, directory)
+        return then(config, directory)
+
+    return resolve
 
 
 def resolve(config: ValJudgedConfig, directory=None) -> ValJudgedConfig:
@@ -153,7 +176,7 @@ def resolve(config: ValJudgedConfig, directory=None) -> ValJudgedConfig:
     sweep = study(SWEEP_PROFILES[config.sweep_profile])
     resolved = sweep.resolve(config, directory, lambda results, arm: sweep.chosen(results, grid_arm(arm, "wd", decay)))
     old = _test_scored(config, directory)
-    if config.rejudge_only and old and all(old.get(arm) == lr for arm, lr in resolved.qk_lrs):
+    if config.rejudge_only and old and all(old.get(arm) == lr for arm, lr in resolved.qk_lrs):  # same model lr
         raise ValueError(
             f"at λ = {decay:g} every validation choice equals the test-scored one ({old}): nothing to re-judge; "
             f"the verdict of {config.source} stands"
@@ -171,13 +194,17 @@ def adopt(config: ValJudgedConfig, arm: str, seed: int, directory=None) -> tuple
 
 _train = cifar10_fair.train  # one judged run: the arm at its rate (lr 0: frozen frames)
 ENTRIES = (  # this module's experiments, collected by the runner
-    sweep_entry(
-        SWEEP,
-        SWEEP_PROFILES,
-        study,
-        "CIFAR-10 long protocol, W_Q, W_K lr chosen on 10,000 validation images: AdamW and the Stiefel rule at "
-        "λ = 1, 0.05, 3 and 0.01, QK-norm and AdamW without decay on W_Q, W_K at λ = 0.05, 3 selection starts",
-        arms=study(SWEEP_PROFILES["full"]).run_names(),
+    dataclasses.replace(
+        sweep_entry(
+            SWEEP,
+            SWEEP_PROFILES,
+            study,
+            "CIFAR-10 long protocol at its checked model lr 3e-4, W_Q, W_K lr chosen on 10,000 validation images: "
+            "AdamW and the Stiefel rule at λ = 1, 0.05, 3 and 0.01, QK-norm and AdamW without decay on W_Q, W_K at "
+            "λ = 0.05, 3 selection starts",
+            arms=study(SWEEP_PROFILES["full"]).run_names(),
+        ),
+        resolve=_checked(lambda config, directory=None: config),
     ),
     judged_entry(
         "cifar10_val_controls",
@@ -186,7 +213,7 @@ ENTRIES = (  # this module's experiments, collected by the runner
         _train,
         "CIFAR-10 long protocol at λ = 0.05, AdamW, the Stiefel rule, QK-norm and AdamW without decay on W_Q, W_K "
         "at their validation-chosen W_Q, W_K lrs, and frozen frames, 12 paired starts",
-        resolve,
+        _checked(resolve),
         adopt=adopt,
     ),
     judged_entry(
@@ -196,7 +223,7 @@ ENTRIES = (  # this module's experiments, collected by the runner
         _train,
         "CIFAR-10 long protocol at λ = 1, AdamW and the Stiefel rule re-judged at their validation-chosen W_Q, W_K "
         "lrs where a choice moved, 12 paired starts",
-        resolve,
+        _checked(resolve),
         adopt=adopt,
     ),
 )
