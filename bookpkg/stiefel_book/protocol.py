@@ -16,7 +16,9 @@ read by :mod:`stiefel_book.families`).
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -323,15 +325,25 @@ def _family(name: str, raw, where: str) -> Family:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(data: bytes):
+    """The YAML of ``data``, parsed once per content (a chapter or the claims table reads the protocol
+    dozens of times); libyaml's safe loader where it is built in."""
+    import yaml  # the chapters' extra: the wheel's core needs torch alone
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def load(path: Path | str | None = None) -> Protocol:
     """Read and validate the protocol file (see :func:`protocol_path`); :class:`ProtocolError`
-    saying what is wrong and where."""
-    import yaml  # the chapters' extra: the wheel's core needs torch alone
+    saying what is wrong and where. The file is read each time, its parse reused while its bytes
+    are the same."""
+    import yaml
 
     where = protocol_path(path)
     data = _read_bytes(where)
     try:
-        raw = yaml.safe_load(data)
+        raw = copy.deepcopy(_parsed(data))  # the caller's own copy: the cached parse is never changed
     except yaml.YAMLError as e:
         raise ProtocolError(f"{where} is not valid YAML: {e}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("families"), dict) or not raw["families"]:

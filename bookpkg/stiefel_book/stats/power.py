@@ -17,6 +17,7 @@ that state a family's verdicts (through ``tools/detectable.py`` and the claims t
 
 from __future__ import annotations
 
+import functools
 import math
 
 from scipy import integrate, optimize, stats
@@ -81,8 +82,12 @@ def smallest_detectable_effect(n: int, sd: float, m: int = 1, alpha: float = 0.0
     the paired differences (a family's own, or the selection seeds')."""
     _check(n, m, alpha, power)
     sd = _sd(sd)
-    if sd == 0:
-        return 0.0
+    return 0.0 if sd == 0 else _detectable_in_sds(n, m, alpha, power) * sd
+
+
+@functools.lru_cache(maxsize=256)
+def _detectable_in_sds(n: int, m: int, alpha: float, power: float) -> float:
+    """:func:`smallest_detectable_effect` in units of the sd (it scales with the sd): solved once per design."""
 
     def short(e: float) -> float:
         return t_power(e, n, 1.0, m, alpha) - power
@@ -90,7 +95,7 @@ def smallest_detectable_effect(n: int, sd: float, m: int = 1, alpha: float = 0.0
     high = 1.0
     while short(high) < 0:
         high *= 2
-    return float(optimize.brentq(short, 0.0, high, xtol=1e-10)) * sd
+    return float(optimize.brentq(short, 0.0, high, xtol=1e-10))
 
 
 def _tost_power(margin: float, n: int, level: float) -> float:
@@ -113,12 +118,16 @@ def smallest_equivalence_margin(n: int, sd: float, m: int = 1, alpha: float = 0.
     are truly equal: a family whose declared margin is below it will rarely read "equivalent"."""
     level = _check(n, m, alpha, power)
     sd = _sd(sd)
-    if sd == 0:
-        return 0.0
+    return 0.0 if sd == 0 else _equivalence_in_sds(n, level, power) * sd
+
+
+@functools.lru_cache(maxsize=256)
+def _equivalence_in_sds(n: int, level: float, power: float) -> float:
+    """:func:`smallest_equivalence_margin` in units of the sd (it scales with the sd): solved once per design."""
     high = 1.0
     while _tost_power(high, n, level) < power:
         high *= 2
-    return float(optimize.brentq(lambda x: _tost_power(x, n, level) - power, 1e-9, high, xtol=1e-8)) * sd
+    return float(optimize.brentq(lambda x: _tost_power(x, n, level) - power, 1e-9, high, xtol=1e-8))
 
 
 def floor_p(n: int) -> float:
