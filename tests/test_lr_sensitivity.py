@@ -134,6 +134,20 @@ def test_the_model_lr_check_moves_only_to_an_interior_rung_better_by_more_than_t
         ls.model_lr_check(unfinished, margin=0.02)
 
 
+def test_off_best_is_the_loss_some_rungs_under_and_over_the_best_rung_minus_the_best():
+    losses = {1e-4: [4.0, 4.2], 3e-4: [3.5, 3.5], 1e-3: [3.0, 3.2], 3e-3: [2.0, 2.2], 1e-2: [2.5, 2.5], 3e-2: [math.nan, 9.0]}
+    results = _results({"stiefel": losses})
+    off = ls.off_best(results, "stiefel")  # a decade: two rungs
+    assert off["best_lr"] == 3e-3 and off["best"] == pytest.approx(2.1)
+    assert off["below"] == pytest.approx(1.4)  # 3e-4, a decade under 3e-3: 3.5 - 2.1
+    assert off["above"] == pytest.approx(2.9)  # 3e-2: diverged and above-initial runs score the initial loss, 5
+    assert ls.off_best(results, "stiefel", steps=1)["below"] == pytest.approx(1.0)  # 1e-3: 3.1 - 2.1
+    edge = ls.off_best(results, "stiefel", steps=3)
+    assert math.isnan(edge["above"]) and edge["below"] == pytest.approx(2.0)  # 1e-4: 4.1 - 2.1; none 3 rungs above
+    with pytest.raises(ValueError, match="positive"):
+        ls.off_best(results, "stiefel", steps=0)
+
+
 def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
     results = _results({"baseline": {1e-3: [3.0], 1e-1: [math.nan]}}, logits={("baseline", 1e-3): 7.0})
     results["runs"]["baseline@lr=0.1/200"]["history"][1]["max_logit/0"] = math.inf

@@ -12,6 +12,8 @@ names in ``book/protocol.yml``). Pure functions of a results dict.
   better than the task's current model lr by more than the declared margin, becomes the task's
   model lr (:func:`model_lr_check`).
 - Each run's largest attention logit over layers and logged steps (:func:`logit_peaks`).
+- What a rate a half-decade or a decade off its best costs an arm (:func:`off_best`): a
+  description chosen after the runs (labelled so where a page prints it), with no verdict drawn.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "logit_peak",
     "logit_peaks",
     "top_rung",
+    "off_best",
 ]
 
 KEY = "lr"
@@ -169,3 +172,22 @@ def top_rung(results: dict, arm: str) -> dict:
         "at_top": means[top],
         "peak": max(peaks) if peaks else math.nan,
     }
+
+
+def off_best(results: dict, arm: str, steps: int = 2) -> dict:
+    """What a model lr ``steps`` rungs off ``arm``'s best costs it (on the half-decade ladder one
+    rung is about 3x, two a decade): ``{"best_lr", "best", "below", "above"}``, where ``below``
+    (``above``) is the mean score that many rungs under (over) the best minus the best's, over the
+    rungs every seed has run; ``nan`` where that rung is off the ladder or not run. The best rung
+    is the one of lowest mean, as in :func:`top_rung`."""
+    if steps < 1:
+        raise ValueError(f"steps must be a positive number of rungs, got {steps}")
+    means = rung_means(results, arm)
+    best_lr = min(means, key=means.get)
+    rungs = sorted(float(r) for r in results["config"]["rungs"])
+    i = rungs.index(best_lr)
+
+    def cost(j: int) -> float:
+        return means[rungs[j]] - means[best_lr] if 0 <= j < len(rungs) and rungs[j] in means else math.nan
+
+    return {"best_lr": best_lr, "best": means[best_lr], "below": cost(i - steps), "above": cost(i + steps)}
