@@ -1,5 +1,5 @@
 """CIFAR-10's fair fight at the decay of largest gap (issue 28: "12 paired starts at the tuned lrs
-and the decay of largest gap"), in the long protocol of :mod:`.cifar10_long`.
+and the decay of largest gap"), in the long protocol of :mod:`.maps` (``cifar10_long``).
 
 ``cifar10_qk_lr`` tunes AdamW's and the Stiefel rule's W_Q, W_K lr apart at each weight decay λ.
 Once every cell is final, the decay of largest gap is the λ at which the Stiefel rule's sweep
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..choices import widest
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, cifar10_judged, cifar10_long
+from . import cifar10, cifar10_fair, cifar10_judged, maps
 from .results import load_results
 from .study import judged_entry
 
@@ -50,7 +50,7 @@ def largest_gap(choices: dict[float, dict[str, dict]]) -> tuple[float, dict[floa
 
 @dataclass(frozen=True)
 class DecayFairConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: cifar10_long.PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.LONG_PROFILES["full"].task)
     arms: tuple[str, ...] = cifar10_judged.CORE
     sweep_profile: str = "full"
     gaps: tuple[tuple[float, float], ...] = ()  # resolved: each decay's gap on the selection starts
@@ -60,7 +60,7 @@ class DecayFairConfig:
 
 PROFILES = {
     "full": DecayFairConfig(),
-    "ci": DecayFairConfig(task=cifar10_long.PROFILES["ci"].task, sweep_profile="ci", seeds=(0,)),
+    "ci": DecayFairConfig(task=maps.LONG_PROFILES["ci"].task, sweep_profile="ci", seeds=(0,)),
 }
 
 

@@ -1,5 +1,5 @@
 """A fair fight on CIFAR-10 (issue 28): the AdamW baseline's and the Stiefel rule's W_Q, W_K
-learning rate swept by :mod:`.study` in the long protocol of :mod:`.cifar10_long` (100 epochs, 10,000
+learning rate swept by :mod:`.study` in the long protocol of :mod:`.maps` (``cifar10_long``) (100 epochs, 10,000
 images), a cell ``"<arm>@wd=<λ>"`` at each weight decay λ, on selection starts 100-102, scored by the
 late test accuracy, three first rungs. A run takes ~6-7 minutes on one core.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cifar10, cifar10_long
+from . import cifar10, maps
 from .grid import grid_arms
 from .relatives import without_parametrized_steps
 from .study import Study, cell_run_names, in_cells, sweep_entry
@@ -20,14 +20,14 @@ SWEPT = ("baseline", "stiefel")
 
 @dataclass(frozen=True)
 class CifarSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: cifar10_long.PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.LONG_PROFILES["full"].task)
     weight_decays: tuple[float, ...] = (1.0, 0.3, 0.05)  # λ = 1 first: the decay of the preprint's 12 starts
     seeds: tuple[int, ...] = (100, 101, 102)  # selection starts, apart from the judged 0-11
 
 
 PROFILES = {
     "full": CifarSweepConfig(),
-    "ci": CifarSweepConfig(task=cifar10_long.PROFILES["ci"].task, weight_decays=(1.0,), seeds=(100,)),
+    "ci": CifarSweepConfig(task=maps.LONG_PROFILES["ci"].task, weight_decays=(1.0,), seeds=(100,)),
 }
 
 

@@ -1,4 +1,4 @@
-"""CIFAR-10's fair fight, judged (issue 28), in the long protocol of :mod:`.cifar10_long` (100
+"""CIFAR-10's fair fight, judged (issue 28), in the long protocol of :mod:`.maps` (``cifar10_long``) (100
 epochs, 10,000 images) at the preprint's weight decay λ = 1:
 
 - ``cifar10_peers_qk_lr``: the relatives' W_Q, W_K lr tuned on CIFAR-10 itself (not taken from
@@ -19,7 +19,7 @@ import functools
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, cifar10_long
+from . import cifar10, cifar10_fair, maps
 from .fair_fight import CENTERS
 from .relatives import RELATIVES
 from .study import Study, judged_entry, judged_run, sweep_entry
@@ -44,7 +44,7 @@ WEIGHT_DECAY = 1.0  # the decay of the preprint's twelve starts
 
 
 def _task(profile: str) -> cifar10.CIFAR10Config:
-    return dataclasses.replace(cifar10_long.PROFILES[profile].task, weight_decay=WEIGHT_DECAY)
+    return dataclasses.replace(maps.LONG_PROFILES[profile].task, weight_decay=WEIGHT_DECAY)
 
 
 # --- the relatives' sweep ---------------------------------------------------------------------

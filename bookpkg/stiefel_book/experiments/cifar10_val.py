@@ -1,5 +1,5 @@
 """CIFAR-10's W_Q, W_K rates chosen on held-out images (issue 52), in the long protocol of
-:mod:`.cifar10_long` (100 epochs, 10,000 images).
+:mod:`.maps` (``cifar10_long``) (100 epochs, 10,000 images).
 
 ``cifar10_qk_lr`` scored its sweep on the test images that then judged the choices. Here:
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, cifar10_long
+from . import cifar10, cifar10_fair, maps
 from .checked_lr import at_checked_lr, check_choice
 from .cifar10_config import with_validation
 from .results import load_results
@@ -67,7 +67,7 @@ CHECKED_MARGIN = 0.005  # cifar10_model_lr's margin (0.5 pp of validation accura
 
 
 def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
-    return dataclasses.replace(cifar10_long.PROFILES[profile].task, **changes)
+    return dataclasses.replace(maps.LONG_PROFILES[profile].task, **changes)
 
 
 @dataclass(frozen=True)

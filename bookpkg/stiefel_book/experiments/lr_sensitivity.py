@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..nanogpt import recording_logits
 from ..results_reading import grid_arm, parse_grid_arm
-from . import charlm, cifar10, cifar10_long, cifar10_val, fair_fight, routing
+from . import charlm, cifar10, cifar10_val, fair_fight, maps, routing
 from .cifar10_config import with_validation
 from .registry import Experiment
 from .results import load_results
@@ -97,7 +97,7 @@ def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
 
 def _cifar10_task(profile: str, val_size: int):
     """The long protocol at the preprint's decay (λ = 1), with held-out images to choose on."""
-    task = dataclasses.replace(cifar10_long.PROFILES[profile].task, weight_decay=1.0)
+    task = dataclasses.replace(maps.LONG_PROFILES[profile].task, weight_decay=1.0)
     return with_validation(task, val_size)
 
 

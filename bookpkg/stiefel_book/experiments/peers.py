@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
-from . import ablation, cifar10, cifar10_long, grokking
+from . import ablation, cifar10, grokking, maps
 from .registry import Experiment, stored_config
 from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
@@ -131,7 +131,7 @@ def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progr
 
 
 def _cifar10_task() -> cifar10.CIFAR10Config:
-    return dataclasses.replace(cifar10_long.PROFILES["full"].task, weight_decay=1.0)
+    return dataclasses.replace(maps.LONG_PROFILES["full"].task, weight_decay=1.0)
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class CifarPeersConfig:
 
 CIFAR10_PROFILES = {
     "full": CifarPeersConfig(),
-    "ci": CifarPeersConfig(task=dataclasses.replace(cifar10_long.PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
+    "ci": CifarPeersConfig(task=dataclasses.replace(maps.LONG_PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
 }
 
 
