@@ -50,7 +50,7 @@ def largest_gap(choices: dict[float, dict[str, dict]]) -> tuple[float, dict[floa
 
 @dataclass(frozen=True)
 class DecayFairConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.LONG_PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
     arms: tuple[str, ...] = cifar10_judged.CORE
     sweep_profile: str = "full"
     gaps: tuple[tuple[float, float], ...] = ()  # resolved: each decay's gap on the selection starts
@@ -60,7 +60,7 @@ class DecayFairConfig:
 
 PROFILES = {
     "full": DecayFairConfig(),
-    "ci": DecayFairConfig(task=maps.LONG_PROFILES["ci"].task, sweep_profile="ci", seeds=(0,)),
+    "ci": DecayFairConfig(task=maps.long_task("ci"), sweep_profile="ci", seeds=(0,)),
 }
 
 

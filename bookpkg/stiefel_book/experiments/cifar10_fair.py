@@ -20,14 +20,14 @@ SWEPT = ("baseline", "stiefel")
 
 @dataclass(frozen=True)
 class CifarSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.LONG_PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
     weight_decays: tuple[float, ...] = (1.0, 0.3, 0.05)  # λ = 1 first: the decay of the preprint's 12 starts
     seeds: tuple[int, ...] = (100, 101, 102)  # selection starts, apart from the judged 0-11
 
 
 PROFILES = {
     "full": CifarSweepConfig(),
-    "ci": CifarSweepConfig(task=maps.LONG_PROFILES["ci"].task, weight_decays=(1.0,), seeds=(100,)),
+    "ci": CifarSweepConfig(task=maps.long_task("ci"), weight_decays=(1.0,), seeds=(100,)),
 }
 
 

@@ -43,21 +43,20 @@ CORE = ("baseline", "stiefel")  # the swept arms of cifar10_qk_lr; frozen frames
 WEIGHT_DECAY = 1.0  # the decay of the preprint's twelve starts
 
 
-def _task(profile: str) -> cifar10.CIFAR10Config:
-    return dataclasses.replace(maps.LONG_PROFILES[profile].task, weight_decay=WEIGHT_DECAY)
-
-
 # --- the relatives' sweep ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class PeerSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full"))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=WEIGHT_DECAY))
     arms: tuple[str, ...] = PEERS
     seeds: tuple[int, ...] = (100, 101)  # selection starts, apart from the judged 0-11
 
 
-PEER_SWEEP_PROFILES = {"full": PeerSweepConfig(), "ci": PeerSweepConfig(task=_task("ci"), seeds=(100,))}
+PEER_SWEEP_PROFILES = {
+    "full": PeerSweepConfig(),
+    "ci": PeerSweepConfig(task=maps.long_task("ci", weight_decay=WEIGHT_DECAY), seeds=(100,)),
+}
 
 
 def peer_study(config: PeerSweepConfig) -> Study:
@@ -84,7 +83,7 @@ def peer_study(config: PeerSweepConfig) -> Study:
 
 @dataclass(frozen=True)
 class CifarFairConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full"))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=WEIGHT_DECAY))
     arms: tuple[str, ...] = CORE  # the swept arms it judges (frozen frames run beside the core)
     sweep: str = "cifar10_qk_lr"  # the sweep whose choices the arms take
     sweep_profile: str = "full"
@@ -92,7 +91,10 @@ class CifarFairConfig:
     seeds: tuple[int, ...] = tuple(range(12))  # the judged starts, the preprint's twelve
 
 
-PROFILES = {"full": CifarFairConfig(), "ci": CifarFairConfig(task=_task("ci"), sweep_profile="ci", seeds=(0,))}
+PROFILES = {
+    "full": CifarFairConfig(),
+    "ci": CifarFairConfig(task=maps.long_task("ci", weight_decay=WEIGHT_DECAY), sweep_profile="ci", seeds=(0,)),
+}
 PEER_PROFILES = {name: dataclasses.replace(c, arms=PEERS, sweep="cifar10_peers_qk_lr") for name, c in PROFILES.items()}
 
 

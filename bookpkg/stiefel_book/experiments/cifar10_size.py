@@ -35,7 +35,7 @@ class SizeConfig:
     """The data-size sweep: its task, the training-set sizes, the decay (``None``: the long
     grid's choice), the starts. Chapter: regimes."""
 
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.LONG_PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
     sizes: tuple[int, ...] = SIZES
     weight_decay: float | None = None  # None: chosen from cifar10_long's results (see the module)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -44,7 +44,7 @@ class SizeConfig:
 PROFILES = {
     "full": SizeConfig(),
     # the machinery in seconds: two small sizes, a fixed decay
-    "ci": SizeConfig(task=maps.LONG_PROFILES["ci"].task, sizes=(500, 1_000), weight_decay=1.0, seeds=(0,)),
+    "ci": SizeConfig(task=maps.long_task("ci"), sizes=(500, 1_000), weight_decay=1.0, seeds=(0,)),
 }
 
 

@@ -66,13 +66,11 @@ CHECKED_LR = 3e-4  # cifar10_model_lr's choice (tests/test_checked_lrs.py ties i
 CHECKED_MARGIN = 0.005  # cifar10_model_lr's margin (0.5 pp of validation accuracy)
 
 
-def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
-    return dataclasses.replace(maps.LONG_PROFILES[profile].task, **changes)
-
-
 @dataclass(frozen=True)
 class ValSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: with_validation(_task("full", lr=CHECKED_LR), VAL_SIZE))
+    task: cifar10.CIFAR10Config = field(
+        default_factory=lambda: with_validation(maps.long_task("full", lr=CHECKED_LR), VAL_SIZE)
+    )
     # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
     cells: tuple[tuple[float, tuple[str, ...]], ...] = (
         (HIGH, SWEPT),
@@ -87,7 +85,7 @@ SWEEP_PROFILES = {
     "full": ValSweepConfig(),
     # the machinery in seconds: 1,000 training and 500 validation images, 4 epochs, one start
     "ci": ValSweepConfig(
-        task=with_validation(_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
+        task=with_validation(maps.long_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
     ),
 }
 
@@ -125,7 +123,7 @@ def at_model_lr(config, lr: float):
 
 @dataclass(frozen=True)
 class ValJudgedConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", weight_decay=LOW, lr=CHECKED_LR))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=LOW, lr=CHECKED_LR))
     arms: tuple[str, ...] = (*SWEPT, *CONTROLS)  # judged at their cells' validation choices; frozen frames beside
     source: str = "cifar10_fair_decay"  # the judged runs of these cells chosen on test images: adopted where unmoved
     rejudge_only: bool = False  # refused when no arm's choice moved (a re-judgement with nothing to re-judge)
@@ -136,7 +134,7 @@ class ValJudgedConfig:
 
 CONTROL_PROFILES = {
     "full": ValJudgedConfig(),
-    "ci": ValJudgedConfig(task=_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
+    "ci": ValJudgedConfig(task=maps.long_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
 }
 FAIR_PROFILES = {
     name: dataclasses.replace(

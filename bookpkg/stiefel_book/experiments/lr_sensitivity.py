@@ -95,12 +95,6 @@ def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return cifar10.train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
 
-def _cifar10_task(profile: str, val_size: int):
-    """The long protocol at the preprint's decay (λ = 1), with held-out images to choose on."""
-    task = dataclasses.replace(maps.LONG_PROFILES[profile].task, weight_decay=1.0)
-    return with_validation(task, val_size)
-
-
 TASKS = {
     "charlm": Task(
         charlm.PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
@@ -126,7 +120,10 @@ TASKS = {
     ),
 }
 TASKS["cifar10"] = Task(
-    {"full": _cifar10_task("full", cifar10_val.VAL_SIZE), "ci": _cifar10_task("ci", 200)},
+    {  # the long protocol at the preprint's decay (λ = 1), with held-out images to choose on
+        "full": with_validation(maps.long_task("full", weight_decay=1.0), cifar10_val.VAL_SIZE),
+        "ci": with_validation(maps.long_task("ci", weight_decay=1.0), 200),
+    },
     _cifar10_run,
     lambda task: math.log(10),
     "val_acc",

@@ -51,6 +51,7 @@ __all__ = [
     "LONG_ARMS",
     "LONG_WEIGHT_DECAYS",
     "LONG_PROFILES",
+    "long_task",
     "TrustRegionConfig",
     "DECAY_MAP_ENTRIES",
     "LONG_ENTRIES",
@@ -164,6 +165,11 @@ LONG_PROFILES = {
         (0,),
     ),
 }
+
+
+def long_task(profile: str, **changes) -> cifar10.CIFAR10Config:
+    """The long protocol's task at ``profile``, ``changes`` applied: every CIFAR-10 sweep and judged run's."""
+    return dataclasses.replace(LONG_PROFILES[profile].task, **changes)
 
 
 def _long_cell(config: MapConfig, cell: Cell, device, checkpoint, progress) -> dict:

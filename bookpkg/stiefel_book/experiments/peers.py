@@ -130,20 +130,16 @@ def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progr
     return {**outcome, STORED_QK_LR: qk_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
 
 
-def _cifar10_task() -> cifar10.CIFAR10Config:
-    return dataclasses.replace(maps.LONG_PROFILES["full"].task, weight_decay=1.0)
-
-
 @dataclass(frozen=True)
 class CifarPeersConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=_cifar10_task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=1.0))
     sweep_profile: str = "full"  # the grokking sweep whose chosen lr multiples the arms take
     seeds: tuple[int, ...] = (0, 1, 2)  # the "at least 3 paired starts"
 
 
 CIFAR10_PROFILES = {
     "full": CifarPeersConfig(),
-    "ci": CifarPeersConfig(task=dataclasses.replace(maps.LONG_PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
+    "ci": CifarPeersConfig(task=maps.long_task("ci", weight_decay=1.0), seeds=(0,)),
 }
 
 
