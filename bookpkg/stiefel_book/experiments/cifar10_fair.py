@@ -6,28 +6,20 @@ late test accuracy, three first rungs. A run takes ~6-7 minutes on one core.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from . import cifar10, maps
 from .grid import grid_arms
+from .maps import MapConfig
 from .relatives import without_parametrized_steps
 from .study import Study, cell_run_names, in_cells, sweep_entry
 
-__all__ = ["ENTRIES", "SWEPT", "CifarSweepConfig", "PROFILES", "ARMS", "study", "train"]
+__all__ = ["ENTRIES", "SWEPT", "PROFILES", "ARMS", "study", "train"]
 
 SWEPT = ("baseline", "stiefel")
 
 
-@dataclass(frozen=True)
-class CifarSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
-    weight_decays: tuple[float, ...] = (1.0, 0.3, 0.05)  # λ = 1 first: the decay of the preprint's 12 starts
-    seeds: tuple[int, ...] = (100, 101, 102)  # selection starts, apart from the judged 0-11
-
-
-PROFILES = {
-    "full": CifarSweepConfig(),
-    "ci": CifarSweepConfig(task=maps.long_task("ci"), weight_decays=(1.0,), seeds=(100,)),
+PROFILES = {  # λ = 1 first (the decay of the preprint's 12 starts); selection starts apart from the judged 0-11
+    "full": MapConfig(maps.long_task("full"), (1.0, 0.3, 0.05), (100, 101, 102)),
+    "ci": MapConfig(maps.long_task("ci"), (1.0,), (100,)),
 }
 
 
@@ -47,7 +39,7 @@ def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "
     return outcome if frozen else without_parametrized_steps(arm, outcome)
 
 
-def study(config: CifarSweepConfig) -> Study:
+def study(config: MapConfig) -> Study:
     """``cifar10_qk_lr`` at a profile: each (arm, λ) cell, the late test accuracy, three first rungs."""
     return Study(
         "cifar10_qk_lr",
