@@ -50,7 +50,6 @@ __all__ = [
     "FAIR_PROFILES",
     "study",
     "cells",
-    "at_model_lr",
     "resolve",
     "adopt",
 ]
@@ -111,11 +110,6 @@ def study(config: ValSweepConfig) -> Study:
         frozen=None,
         judged_seeds=tuple(range(12)),
     )
-
-
-def at_model_lr(config, lr: float):
-    """``config`` (a sweep's or a judged config) with the model lr, its task's ``lr``, set to ``lr``."""
-    return dataclasses.replace(config, task=dataclasses.replace(config.task, lr=lr))
 
 
 # --- the judged runs --------------------------------------------------------------------------

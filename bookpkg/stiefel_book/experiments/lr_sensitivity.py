@@ -83,10 +83,6 @@ class Task:
     horizon: str = "steps"  # the task config's length field
 
 
-def _grokking_choice(results: dict, arm: str) -> dict | None:
-    return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen(results, arm)
-
-
 def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
@@ -115,7 +111,7 @@ TASKS = {
         lambda task: math.log(task.p),
         "val_acc",
         "grokking_qk_lr",
-        _grokking_choice,
+        fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen,
         "epochs",
     ),
 }
