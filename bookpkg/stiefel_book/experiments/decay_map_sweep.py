@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..results_reading import parse_grid_arm
 from . import fair_fight, grokking
-from .grid import Grid, grid_arms
+from .grid import Cell, Grid, grid_arms
 from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
 from .maps import WEIGHT_DECAYS
 from .study import Study, adopted, cell_run_names, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
@@ -34,7 +34,7 @@ __all__ = [
     "PROFILES",
     "study",
     "resolve",
-    "run",
+    "run_cell",
     "adopt",
 ]
 
@@ -110,7 +110,7 @@ def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     return resolve_lrs(config, sweep_of, None, directory, arms=PER_DECAY.names(config))
 
 
-def run(config: PerDecayConfig, cell, device, checkpoint=None, progress=True) -> dict:
+def run_cell(config: PerDecayConfig, cell: Cell, device, checkpoint=None, progress=True) -> dict:
     """One judged run: a cell ``"<arm>@wd=<λ>"`` from its seed at its resolved lr (a run that
     diverges scores 0, as in the sweep)."""
     return judged_run(_train, config, cell.arm, cell.seed, device, checkpoint, progress, diverged=True)
@@ -135,7 +135,7 @@ ENTRIES = (  # this module's experiments, collected by the runner
     PER_DECAY.entry(
         "grokking_decay_map_per_decay",
         PROFILES,
-        run,
+        run_cell,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds), AdamW and the Stiefel rule each at its lr tuned at that decay",
         resolve=resolve,
         adopt=adopt,
