@@ -23,7 +23,7 @@ from . import fair_fight, grokking
 from .grid import Cell, Grid, grid_arms
 from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
 from .maps import WEIGHT_DECAYS
-from .study import Study, adopted, cell_run_names, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
+from .study import Study, cell_run_names, in_cells, judged_run, resolve_lrs, same_rate, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -35,7 +35,6 @@ __all__ = [
     "study",
     "resolve",
     "run_cell",
-    "adopt",
 ]
 
 SWEPT = ("baseline", "stiefel")
@@ -116,13 +115,6 @@ def run_cell(config: PerDecayConfig, cell: Cell, device, checkpoint=None, progre
     return judged_run(_train, config, cell.arm, cell.seed, device, checkpoint, progress, diverged=True)
 
 
-def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
-    """``grokking_decay_map_tuned``'s run of this cell and seed where it trained at this cell's lr
-    on the same task (the same computation): ``(the run, its source)``, else ``None``."""
-    same_lr = lambda run: run.get("qk_lr") == resolved_lr(config, arm)  # noqa: E731
-    return adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory, same_lr)
-
-
 ENTRIES = (  # this module's experiments, collected by the runner
     sweep_entry(
         "grokking_decay_qk_lr",
@@ -138,6 +130,6 @@ ENTRIES = (  # this module's experiments, collected by the runner
         run_cell,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds), AdamW and the Stiefel rule each at its lr tuned at that decay",
         resolve=resolve,
-        adopt=adopt,
+        adopt=same_rate(ADOPTED_FROM),  # a cell at the lr grokking_decay_map_tuned already ran: its run
     ),
 )

@@ -39,6 +39,7 @@ __all__ = [
     "resolved_lr",
     "stored_run",
     "adopted",
+    "same_rate",
     "in_cells",
     "cell_run_names",
     "diverged_outcome",
@@ -277,6 +278,17 @@ def adopted(source: str, config, key: str, directory, keep: Callable | None = No
     computation; else ``None``."""
     run = stored_run(source, config.sweep_profile, directory, config.task, key, whole_config=whole_config)
     return None if run is None or (keep and not keep(run)) else (run, f"{source}-{config.sweep_profile}")
+
+
+def same_rate(source: str) -> Callable:
+    """The ``adopt`` of judged runs that ``source``'s file already holds: its run of the arm from the seed where
+    it trained the same task at the same W_Q, W_K lr (:func:`adopted`), else ``None``: the run is made."""
+
+    def adopt(config, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+        same = lambda run: run.get("qk_lr") == dict(config.qk_lrs).get(arm)  # noqa: E731
+        return adopted(source, config, f"{arm}/{seed}", directory, same)
+
+    return adopt
 
 
 def cell_run_names(study_of: Callable, arms: tuple[str, ...], profiles: dict) -> tuple[str, ...]:
