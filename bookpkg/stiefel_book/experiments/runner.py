@@ -21,9 +21,7 @@ from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
     cifar10,
-    cifar10_decay,
     cifar10_fair,
-    cifar10_judged,
     cifar10_size,
     cifar10_val,
     decay_map_sweep,
@@ -70,8 +68,6 @@ EXPERIMENTS = collect(
     peers,
     fair_fight,
     cifar10_fair,
-    cifar10_judged,
-    cifar10_decay,
     cifar10_val,
     p97_fair,
     lr_sensitivity,
