@@ -33,7 +33,6 @@ from . import (
     peers,
     routing_judged,
     routing_qk_temp,
-    routing_qk_tuned,
     routing_sweep,
 )
 from .registry import PROFILES, Experiment, UnknownNameError, collect, stored_config
@@ -73,7 +72,7 @@ EXPERIMENTS = collect(
     lr_sensitivity,
     routing_judged.ENTRIES_2X2,
     routing_qk_temp,
-    routing_qk_tuned,
+    routing_qk_temp.TUNED_ENTRIES,
     extra=(*routing_judged.ENTRIES, *maps.INDUCTION_ENTRIES, *routing_sweep.ENTRIES),
 )
 
