@@ -72,12 +72,12 @@ def test_grokking_runs_at_the_lr_its_check_chose():
 def test_mqar_runs_at_the_lr_its_check_chose():
     """mqar_model_lr moved MQAR's model lr down (by its rule, from the committed file); its new sweep, the
     2x2's MQAR half and mqar_fresh are set there."""
-    from stiefel_book.experiments import routing, routing_2x2
+    from stiefel_book.experiments import routing, routing_judged
     from stiefel_book.experiments.checked_lr import check_choice
 
     assert check_choice(0.02)(load_results("mqar_model_lr", "full")) == routing.MQAR_CHECKED_LR
     assert routing.MQAR_CHECKED_LR < routing.MQAR_PROFILES["full"].lr
-    assert routing_2x2.MQAR_PROFILES["full"].lr == get_config("mqar_fresh", "full").lr == routing.MQAR_CHECKED_LR
+    assert routing_judged.MQAR_2X2_PROFILES["full"].lr == get_config("mqar_fresh", "full").lr == routing.MQAR_CHECKED_LR
     config = get_config("mqar_checked_qk_lr", "full")
     assert EXPERIMENTS["mqar_checked_qk_lr"].resolve(config) == config
 

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from stiefel_book.choices import ladder_around
-from stiefel_book.experiments import cifar10_judged as judged
+from stiefel_book.experiments import cifar10_fair as judged
 from stiefel_book.experiments import get_config, run_experiment
 from stiefel_book.experiments.results import write_results
 
@@ -82,11 +82,9 @@ def test_the_relatives_sweep_starts_at_three_rungs_and_asks_for_what_is_missing(
 
 
 def test_the_core_sweep_grows_below_its_ladder_to_lr_0_as_frozen_frames(isolated):
-    from stiefel_book.experiments import cifar10_fair
-
     base = get_config("cifar10_qk_lr", "ci")
     config = dataclasses.replace(base, task=dataclasses.replace(base.task, **SHRUNK))
-    assert "stiefel@wd=1@qklr=0" in cifar10_fair.ARMS
+    assert "stiefel@wd=1@qklr=0" in judged.SWEEP_ARMS
     out = run_experiment("cifar10_qk_lr", "ci", config=config, arms=["stiefel@wd=1@qklr=0"], progress=False)
     run = out["runs"]["stiefel@wd=1@qklr=0/100"]
     assert run["final"].get("step/W_Q", 0.0) == 0.0  # the frames never move

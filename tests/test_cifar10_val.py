@@ -92,8 +92,9 @@ def test_the_sweep_scores_validation_accuracy_starting_every_cell_at_the_same_ru
     assert {"qk_norm@wd=0.05", "no_decay_qk@wd=0.05", "stiefel@wd=3", "baseline@wd=0.01", "stiefel@wd=1"} <= set(
         full.arms
     )
-    moved = cifar10_val.study(cifar10_val.at_model_lr(get_config("cifar10_val_qk_lr", "full"), 3e-4))
-    assert moved.task.lr == 3e-4 and moved.start_arms() == full.start_arms()
+    config = get_config("cifar10_val_qk_lr", "full")
+    moved = cifar10_val.study(dataclasses.replace(config, task=dataclasses.replace(config.task, lr=1e-3)))
+    assert moved.task.lr == 1e-3 and moved.start_arms() == full.start_arms()
     assert full.start_rungs("qk_norm@wd=0.05") == (3e-4, 1e-3, 3e-3)
     runs = {}
     for lr in (3e-4, 1e-3, 3e-3):  # test accuracy best at 3e-4 (an edge), validation accuracy at 1e-3 (interior)

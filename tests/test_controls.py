@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from stiefel_book.experiments import decay_map, get_config, grokking
+from stiefel_book.experiments import EXPERIMENTS, get_config, grokking
 from stiefel_book.experiments.arms import arm
 from stiefel_book.experiments.calibration import calibration_epochs, matched_lr, median_step
 from stiefel_book.experiments.metrics import bilinear_change, principal_angles
@@ -79,40 +79,52 @@ def test_control_arms_start_where_the_others_do_and_do_what_they_say():
     assert runs["no_decay_qk"]["final"]["norm/attn.W_Q"] > runs["baseline"]["final"]["norm/attn.W_Q"]
 
 
-def test_decay_map_arms_name_their_decay_and_reject_what_is_off_the_grid():
-    config = get_config("grokking_decay_map", "ci")
+@pytest.mark.parametrize(
+    "name, off",
+    [
+        ("grokking_decay_map", "stiefel@wd=0.7"),
+        ("grokking_decay_map_per_decay", "stiefel@wd=0.7"),
+        ("cifar10_long", "stiefel@wd=0.3"),
+        ("induction_decay_map", "stiefel@wd=0.3"),
+        ("grokking_trust_region", "stiefel@flr=0.5"),
+    ],
+)
+def test_a_grid_names_each_arm_at_each_value_and_refuses_what_is_off_it(name, off):
+    experiment = EXPERIMENTS[name]
+    config = experiment.profiles["ci"]
+    assert set(experiment.default_arms(config)) <= set(experiment.arms)
     with pytest.raises(ValueError, match="expected"):
-        decay_map.run(config, "stiefel", 0, CPU, progress=False)
-    assert set(decay_map.arm_names(config)) <= set(decay_map.ARMS)
-    with pytest.raises(ValueError, match="grid"):
-        decay_map.run(config, "stiefel@wd=0.7", 0, CPU, progress=False)
+        experiment.run(config, "stiefel", 0, CPU, progress=False)
+    with pytest.raises(ValueError, match="not on this profile's grid"):
+        experiment.run(config, off, 0, CPU, progress=False)
+
+
+def test_a_decay_map_cell_trains_at_its_decay():
+    config = get_config("grokking_decay_map", "ci")
     tiny = dataclasses.replace(
         config, task=dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
     )
-    out = decay_map.run(tiny, "baseline@wd=0", 0, CPU, progress=False)
+    out = EXPERIMENTS["grokking_decay_map"].run(tiny, "baseline@wd=0", 0, CPU, progress=False)
     assert math.isfinite(out["final"]["val_loss"])
 
 
 def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books():
-    from stiefel_book.experiments import trust_region
-
+    trust_region = EXPERIMENTS["grokking_trust_region"]
     config = get_config("grokking_trust_region", "ci")
     task = dataclasses.replace(config.task, **{k: v for k, v in TINY.items() if k != "seeds"})
     tiny = dataclasses.replace(config, task=task, qk_lrs=(1e-3, 1.0))
     capped = {
         arm: trust_region.run(tiny, arm, 0, CPU, progress=False)["final"]["trust_capped"]
-        for arm in trust_region.arm_names(tiny)
+        for arm in trust_region.default_arms(tiny)
     }
     assert capped["stiefel@flr=1"] > 0.5 and capped["stiefel@flr=0.001"] == 0.0
     assert capped["no_trust_region@flr=1"] == 0.0  # no radius, nothing to cap
-    with pytest.raises(ValueError, match="grid"):
-        trust_region.run(tiny, "stiefel@flr=0.5", 0, CPU, progress=False)
     with pytest.raises(ValueError, match="qk_lr"):
         grokking.run(task, "frozen", 0, CPU, progress=False, qk_lr=0.1)  # no W_Q, W_K to train
 
 
 def test_cifar10_controls_build_what_they_say():
-    from stiefel_book.experiments import cifar10, cifar10_long
+    from stiefel_book.experiments import cifar10, maps
 
     config = get_config("cifar10", "ci")
     model = cifar10.build_model(config, "no_decay_qk", 0)
@@ -128,8 +140,8 @@ def test_cifar10_controls_build_what_they_say():
         cifar10.build_model(config, "lion", 0)
     long = get_config("cifar10_long", "full")
     assert long.task.epochs >= 100 and long.task.train_size == 10_000 and len(long.seeds) >= 3
-    assert set(cifar10_long.arm_names(long)) == {
-        f"{a}@wd={w:g}" for a in cifar10_long.LONG_ARMS for w in (0.05, 0.3, 1.0)
+    assert set(EXPERIMENTS["cifar10_long"].default_arms(long)) == {
+        f"{a}@wd={w:g}" for a in maps.LONG_ARMS for w in (0.05, 0.3, 1.0)
     }
     factors = cifar10.lr_factors(long.task)
     assert len(factors) == 100 * (10_000 // 128) and max(factors) == 1.0

@@ -6,8 +6,9 @@ import dataclasses
 import pytest
 import torch
 
-from stiefel_book.experiments import decay_map_tuned as tuned
-from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.experiments import EXPERIMENTS, get_config, run_experiment
+
+tuned = EXPERIMENTS["grokking_decay_map_tuned"]
 
 
 def test_adopted_cells_are_the_maps_runs_and_the_others_train_at_their_lr(isolated):

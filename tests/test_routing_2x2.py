@@ -13,7 +13,7 @@ from test_routing_resolve import SETTLED, write_sweep
 
 from stiefel_book import protocol, results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import routing, routing_2x2, routing_sweep, run_experiment
+from stiefel_book.experiments import routing, routing_judged, routing_sweep, run_experiment
 from stiefel_book.experiments.results import load_results
 from stiefel_book.experiments.routing_sweep import SWEPT_ARMS, SweepError, resolver
 
@@ -37,7 +37,7 @@ def test_a_ci_sweep_of_manifold_muon_grows_only_its_ladder_and_resolves(tmp_path
     from stiefel_book.experiments.runner import get_config
 
     at_task_lr = dataclasses.replace(get_config("mqar_2x2", "ci"), lr=routing.MQAR_PROFILES["ci"].lr)  # the sweep's
-    resolved = resolver("mqar_qk_lr", routing_2x2.ARMS)(at_task_lr, tmp_path)
+    resolved = resolver("mqar_qk_lr", routing_judged.ARMS_2X2)(at_task_lr, tmp_path)
     assert dict(resolved.qk_lrs) == {"baseline": 3e-3, "muon": 3e-3, "stiefel": 3e-3, "manifold_muon": choice["lr"]}
     main([*folders, *argv])  # settled: a second call runs nothing
     assert set(load_results("mqar_qk_lr", "ci", tmp_path)["runs"]) == set(runs)
@@ -62,7 +62,7 @@ def test_the_2x2_waits_for_manifold_muons_sweep_then_trains_each_corner_at_its_r
     scores = {arm: SETTLED for arm in SWEPT_ARMS} | {"manifold_muon": {3e-3: 0.2, 1e-2: 0.9, 3e-2: 0.5}}
     write_sweep(tmp_path, "induction_qk_lr", scores=scores)
     results = run_experiment("induction_2x2", "ci", directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
-    assert set(results["runs"]) == {f"{arm}/50" for arm in routing_2x2.ARMS}
+    assert set(results["runs"]) == {f"{arm}/50" for arm in routing_judged.ARMS_2X2}
     lrs = {key.split("/")[0]: run["qk_lr"] for key, run in results["runs"].items()}
     assert lrs == {"baseline": 3e-3, "muon": 3e-3, "stiefel": 3e-3, "manifold_muon": 1e-2}
     assert all(math.isfinite(run["final"]["val_loss"]) for run in results["runs"].values())
@@ -72,7 +72,7 @@ def test_the_2x2_judges_on_the_declared_fresh_seeds():
     family = protocol.family("routing_2x2")
     used = set(protocol.family("routing_mqar").judged_seeds) | set(protocol.family("routing_mqar_fresh").judged_seeds)
     used |= set(protocol.family("routing_mqar").selection_seeds) | {200, 201, 202} | set(range(5))
-    for profiles in (routing_2x2.MQAR_PROFILES, routing_2x2.INDUCTION_PROFILES):
+    for profiles in (routing_judged.MQAR_2X2_PROFILES, routing_judged.INDUCTION_2X2_PROFILES):
         assert profiles["full"].seeds == family.judged_seeds
     assert not set(family.judged_seeds) & used
     assert {s.split("-")[0] for s in family.results} == {"mqar_2x2", "induction_2x2"}
@@ -102,7 +102,7 @@ def made(task: str, effects: dict[str, float], seeds=range(50, 60), noise: float
     runs = {}
     for s in seeds:
         base = 0.5 + 0.1 * rng.standard_normal()
-        for arm in routing_2x2.ARMS:
+        for arm in routing_judged.ARMS_2X2:
             value = base + effects.get(arm, 0.0) + noise * rng.standard_normal()
             runs[f"{arm}/{s}"] = {"final": {metric: value}, "history": []}
     return {"runs": runs}

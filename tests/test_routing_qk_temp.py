@@ -22,15 +22,17 @@ from stiefel_book.experiments.results import load_results, results_path, write_r
 from stiefel_book.experiments.routing_arms import build
 from stiefel_book.experiments.routing_qk_temp import (
     SWEEPS,
+    TUNED_PROFILES,
     TemperatureStudy,
     TempSweepConfig,
     adopter,
     cell,
     parse_cell,
+    resolver,
     temperature_grid,
 )
-from stiefel_book.experiments.routing_qk_tuned import PROFILES, resolver
-from stiefel_book.experiments.routing_sweep import SweepError, task_setting
+from stiefel_book.experiments.routing_sweep import task_setting
+from stiefel_book.experiments.study import SweepError
 from stiefel_book.nanogpt import GPTConfig, recording_logits
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
@@ -190,7 +192,7 @@ def test_the_judged_runs_wait_for_a_settled_sweep_then_run_at_its_choice(tmp_pat
 def test_the_judged_runs_pair_with_the_tasks_judged_runs_apart_from_the_selection_seeds(task):
     from stiefel_book.experiments.runner import EXPERIMENTS
 
-    tuned, judged = PROFILES[f"{task}_qk_norm_tuned"]["full"], EXPERIMENTS[task].profiles["full"]
+    tuned, judged = TUNED_PROFILES[f"{task}_qk_norm_tuned"]["full"], EXPERIMENTS[task].profiles["full"]
     assert task_setting(tuned.task) == task_setting(judged) and tuned.seeds == judged.seeds
     sweep = SWEEPS[f"{task}_qk_temp"][0]["full"]
     assert task_setting(sweep.task) == task_setting(judged) and not set(sweep.seeds) & set(tuned.seeds)

@@ -18,13 +18,13 @@ SNAPSHOT = json.loads(gzip.decompress((Path(__file__).parent / "data" / "study_s
 
 def studies(sweep: str) -> dict:
     """``{profile: the Study}`` of ``sweep``, from the ported modules."""
-    from stiefel_book.experiments import cifar10_fair, cifar10_judged, decay_map_sweep, fair_fight, p97_fair
+    from stiefel_book.experiments import cifar10_fair, decay_map_sweep, fair_fight, p97_fair
 
     home = {
         "grokking_qk_lr": (fair_fight.study, fair_fight.SWEEP_PROFILES),
         "grokking_p97_qk_lr": (p97_fair.study, p97_fair.SWEEP_PROFILES),
-        "cifar10_qk_lr": (cifar10_fair.study, cifar10_fair.PROFILES),
-        "cifar10_peers_qk_lr": (cifar10_judged.peer_study, cifar10_judged.PEER_SWEEP_PROFILES),
+        "cifar10_qk_lr": (cifar10_fair.study, cifar10_fair.SWEEP_PROFILES),
+        "cifar10_peers_qk_lr": (cifar10_fair.peer_study, cifar10_fair.PEER_SWEEP_PROFILES),
         "grokking_decay_qk_lr": (decay_map_sweep.study, decay_map_sweep.SWEEP_PROFILES),
     }
     if sweep in home:
@@ -89,8 +89,8 @@ def test_each_judged_experiment_resolves_the_rates_the_old_modules_resolved(name
 
 
 def test_the_cifar10_decay_choices_are_the_old_ones():
-    from stiefel_book.experiments import cifar10_decay
+    from stiefel_book.experiments import cifar10_fair
 
-    picks = cifar10_decay.decay_choices(load_results("cifar10_qk_lr", "full", RESULTS))
+    picks = cifar10_fair.decay_choices(load_results("cifar10_qk_lr", "full", RESULTS))
     got = {repr(k): {a: _pick(v) for a, v in d.items()} for k, d in picks.items()}
     assert got == SNAPSHOT["cifar10_qk_lr"]["decay_choices"]["ok"]

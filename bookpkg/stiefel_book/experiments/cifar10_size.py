@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..choices import largest_gap_decay
 from ..results_reading import parse_size_arm, size_arm
-from . import cifar10, cifar10_long
+from . import cifar10, maps
 from .registry import Experiment
 from .results import load_results
 
@@ -35,7 +35,7 @@ class SizeConfig:
     """The data-size sweep: its task, the training-set sizes, the decay (``None``: the long
     grid's choice), the starts. Chapter: regimes."""
 
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: cifar10_long.PROFILES["full"].task)
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
     sizes: tuple[int, ...] = SIZES
     weight_decay: float | None = None  # None: chosen from cifar10_long's results (see the module)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -44,7 +44,7 @@ class SizeConfig:
 PROFILES = {
     "full": SizeConfig(),
     # the machinery in seconds: two small sizes, a fixed decay
-    "ci": SizeConfig(task=cifar10_long.PROFILES["ci"].task, sizes=(500, 1_000), weight_decay=1.0, seeds=(0,)),
+    "ci": SizeConfig(task=maps.long_task("ci"), sizes=(500, 1_000), weight_decay=1.0, seeds=(0,)),
 }
 
 
@@ -73,7 +73,7 @@ def arm_names(config: SizeConfig) -> tuple[str, ...]:
 
 def _all_arms() -> tuple[str, ...]:
     """Every arm any profile could run (the decay over the long grid's values)."""
-    decays = {*cifar10_long.WEIGHT_DECAYS, *(p.weight_decay for p in PROFILES.values() if p.weight_decay is not None)}
+    decays = {*maps.LONG_WEIGHT_DECAYS, *(p.weight_decay for p in PROFILES.values() if p.weight_decay is not None)}
     return tuple(
         size_arm(arm, decay, size)
         for decay in sorted(decays)

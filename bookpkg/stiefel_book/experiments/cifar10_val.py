@@ -1,5 +1,5 @@
 """CIFAR-10's W_Q, W_K rates chosen on held-out images (issue 52), in the long protocol of
-:mod:`.cifar10_long` (100 epochs, 10,000 images).
+:mod:`.maps` (``cifar10_long``) (100 epochs, 10,000 images).
 
 ``cifar10_qk_lr`` scored its sweep on the test images that then judged the choices. Here:
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, cifar10_long
+from . import cifar10, cifar10_fair, maps
 from .checked_lr import at_checked_lr, check_choice
 from .cifar10_config import with_validation
 from .results import load_results
@@ -50,7 +50,6 @@ __all__ = [
     "FAIR_PROFILES",
     "study",
     "cells",
-    "at_model_lr",
     "resolve",
     "adopt",
 ]
@@ -66,13 +65,11 @@ CHECKED_LR = 3e-4  # cifar10_model_lr's choice (tests/test_checked_lrs.py ties i
 CHECKED_MARGIN = 0.005  # cifar10_model_lr's margin (0.5 pp of validation accuracy)
 
 
-def _task(profile: str, **changes) -> cifar10.CIFAR10Config:
-    return dataclasses.replace(cifar10_long.PROFILES[profile].task, **changes)
-
-
 @dataclass(frozen=True)
 class ValSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: with_validation(_task("full", lr=CHECKED_LR), VAL_SIZE))
+    task: cifar10.CIFAR10Config = field(
+        default_factory=lambda: with_validation(maps.long_task("full", lr=CHECKED_LR), VAL_SIZE)
+    )
     # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
     cells: tuple[tuple[float, tuple[str, ...]], ...] = (
         (HIGH, SWEPT),
@@ -87,7 +84,7 @@ SWEEP_PROFILES = {
     "full": ValSweepConfig(),
     # the machinery in seconds: 1,000 training and 500 validation images, 4 epochs, one start
     "ci": ValSweepConfig(
-        task=with_validation(_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
+        task=with_validation(maps.long_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
     ),
 }
 
@@ -115,17 +112,12 @@ def study(config: ValSweepConfig) -> Study:
     )
 
 
-def at_model_lr(config, lr: float):
-    """``config`` (a sweep's or a judged config) with the model lr, its task's ``lr``, set to ``lr``."""
-    return dataclasses.replace(config, task=dataclasses.replace(config.task, lr=lr))
-
-
 # --- the judged runs --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ValJudgedConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: _task("full", weight_decay=LOW, lr=CHECKED_LR))
+    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=LOW, lr=CHECKED_LR))
     arms: tuple[str, ...] = (*SWEPT, *CONTROLS)  # judged at their cells' validation choices; frozen frames beside
     source: str = "cifar10_fair_decay"  # the judged runs of these cells chosen on test images: adopted where unmoved
     rejudge_only: bool = False  # refused when no arm's choice moved (a re-judgement with nothing to re-judge)
@@ -136,7 +128,7 @@ class ValJudgedConfig:
 
 CONTROL_PROFILES = {
     "full": ValJudgedConfig(),
-    "ci": ValJudgedConfig(task=_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
+    "ci": ValJudgedConfig(task=maps.long_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
 }
 FAIR_PROFILES = {
     name: dataclasses.replace(

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 
 from ..results_reading import parse_grid_arm
 from . import fair_fight, grokking
-from .decay_map import PROFILES as MAP_PROFILES
-from .decay_map import WEIGHT_DECAYS
-from .grid import decay_cell, grid_arms
-from .registry import Experiment
-from .study import Study, adopted, cell_run_names, in_cells, judged_run, resolve_lrs, resolved_lr, sweep_entry
+from .grid import Cell, Grid, grid_arms
+from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
+from .maps import WEIGHT_DECAYS
+from .study import Study, cell_run_names, in_cells, judged_run, resolve_lrs, same_rate, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -35,8 +34,7 @@ __all__ = [
     "PROFILES",
     "study",
     "resolve",
-    "run",
-    "adopt",
+    "run_cell",
 ]
 
 SWEPT = ("baseline", "stiefel")
@@ -95,9 +93,7 @@ PROFILES = {
 }
 
 
-def map_cells(config: PerDecayConfig) -> tuple[str, ...]:
-    """Every ``"<arm>@wd=<λ>"`` of a profile."""
-    return grid_arms(SWEPT, "wd", config.weight_decays)
+PER_DECAY = Grid(SWEPT)  # the map's cells "<arm>@wd=<λ>"
 
 
 def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
@@ -110,21 +106,13 @@ def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
             return "grokking_qk_lr", fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen, base
         return "grokking_decay_qk_lr", study(SWEEP_PROFILES["full"]).chosen, cell
 
-    return resolve_lrs(config, sweep_of, None, directory, arms=map_cells(config))
+    return resolve_lrs(config, sweep_of, None, directory, arms=PER_DECAY.names(config))
 
 
-def run(config: PerDecayConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``"<arm>@wd=<λ>"`` from ``seed`` at its cell's resolved lr (a run that
+def run_cell(config: PerDecayConfig, cell: Cell, device, checkpoint=None, progress=True) -> dict:
+    """One judged run: a cell ``"<arm>@wd=<λ>"`` from its seed at its resolved lr (a run that
     diverges scores 0, as in the sweep)."""
-    decay_cell(config, arm, seed, SWEPT)  # refuses a λ off the profile's grid
-    return judged_run(_train, config, arm, seed, device, checkpoint, progress, diverged=True)
-
-
-def adopt(config: PerDecayConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
-    """``grokking_decay_map_tuned``'s run of this cell and seed where it trained at this cell's lr
-    on the same task (the same computation): ``(the run, its source)``, else ``None``."""
-    same_lr = lambda run: run.get("qk_lr") == resolved_lr(config, arm)  # noqa: E731
-    return adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory, same_lr)
+    return judged_run(_train, config, cell.arm, cell.seed, device, checkpoint, progress, diverged=True)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner
@@ -136,14 +124,12 @@ ENTRIES = (  # this module's experiments, collected by the runner
         "5 selection seeds",
         arms=SWEEP_ARMS,
     ),
-    Experiment(
+    PER_DECAY.entry(
         "grokking_decay_map_per_decay",
         PROFILES,
-        tuple(dict.fromkeys(cell for profile in PROFILES.values() for cell in map_cells(profile))),
-        run,
+        run_cell,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds), AdamW and the Stiefel rule each at its lr tuned at that decay",
-        arms_of=map_cells,
         resolve=resolve,
-        adopt=adopt,
+        adopt=same_rate(ADOPTED_FROM),  # a cell at the lr grokking_decay_map_tuned already ran: its run
     ),
 )

@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..nanogpt import recording_logits
 from ..results_reading import grid_arm, parse_grid_arm
-from . import charlm, cifar10, cifar10_long, cifar10_val, fair_fight, routing
+from . import charlm, cifar10, cifar10_val, fair_fight, maps, routing
 from .cifar10_config import with_validation
 from .registry import Experiment
 from .results import load_results
@@ -83,22 +83,12 @@ class Task:
     horizon: str = "steps"  # the task config's length field
 
 
-def _grokking_choice(results: dict, arm: str) -> dict | None:
-    return fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen(results, arm)
-
-
 def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
 def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return cifar10.train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-
-
-def _cifar10_task(profile: str, val_size: int):
-    """The long protocol at the preprint's decay (λ = 1), with held-out images to choose on."""
-    task = dataclasses.replace(cifar10_long.PROFILES[profile].task, weight_decay=1.0)
-    return with_validation(task, val_size)
 
 
 TASKS = {
@@ -121,12 +111,15 @@ TASKS = {
         lambda task: math.log(task.p),
         "val_acc",
         "grokking_qk_lr",
-        _grokking_choice,
+        fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen,
         "epochs",
     ),
 }
 TASKS["cifar10"] = Task(
-    {"full": _cifar10_task("full", cifar10_val.VAL_SIZE), "ci": _cifar10_task("ci", 200)},
+    {  # the long protocol at the preprint's decay (λ = 1), with held-out images to choose on
+        "full": with_validation(maps.long_task("full", weight_decay=1.0), cifar10_val.VAL_SIZE),
+        "ci": with_validation(maps.long_task("ci", weight_decay=1.0), 200),
+    },
     _cifar10_run,
     lambda task: math.log(10),
     "val_acc",

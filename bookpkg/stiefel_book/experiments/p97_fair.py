@@ -6,6 +6,10 @@ one-layer model, task lr 1e-3, weight decay 1):
   seeds 100-101, 10,000 epochs a run at most, by :mod:`.study`. A run's score is how fast it groks:
   minus the epochs to 90 % validation accuracy (never: 10,000); a run stops once its score is fixed.
 - ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs, 20,000 epochs, judged seeds 0-5.
+- ``grokking_p97_primary``: the fight sized to decide (issue 52; family ``grokking_p97_primary``): AdamW
+  and the Stiefel rule at their chosen lrs, judged seeds 0-11, the Stiefel rule − AdamW on time to 90 %
+  first and alone at the full α (gatekeeping). Seeds 0-5 are ``grokking_p97_fair``'s runs of the same two
+  arms, the same computation (task, lr, seed), adopted rather than rerun.
 
 A p = 97 run takes ~20 minutes (10,000 epochs) or ~40 (20,000) on one CPU core, a sweep run that
 groks early less: these runs are for a lent GPU or a long background run; 24 sweep runs, then 30
@@ -19,7 +23,7 @@ import functools
 from dataclasses import dataclass, field
 
 from . import fair_fight, grokking
-from .study import Study, adopted, judged_entry, sweep_entry
+from .study import Study, adopted, judged_entry, same_rate, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -32,6 +36,8 @@ __all__ = [
     "PROFILES",
     "resolve",
     "adopt",
+    "PRIMARY_ARMS",
+    "PRIMARY_PROFILES",
 ]
 
 ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # swept; frozen frames are judged beside them
@@ -94,6 +100,12 @@ def adopt(config: FairConfig, arm: str, seed: int, directory=None) -> tuple[dict
     return found and ({**fair_fight.compact(found[0]), "qk_lr": 0.0 if arm == "frozen" else lr}, found[1])
 
 
+PRIMARY_ARMS = ("baseline", "stiefel")
+PRIMARY_PROFILES = {
+    name: dataclasses.replace(config, arms=PRIMARY_ARMS, seeds=tuple(range(12 if name == "full" else 1)))
+    for name, config in PROFILES.items()
+}
+
 ENTRIES = (  # this module's experiments, collected by the runner
     sweep_entry(
         "grokking_p97_qk_lr",
@@ -111,5 +123,15 @@ ENTRIES = (  # this module's experiments, collected by the runner
         "W_Q, W_K lrs, and frozen frames, 6 paired seeds",
         resolve,
         adopt=adopt,
+    ),
+    judged_entry(
+        "grokking_p97_primary",
+        PRIMARY_PROFILES,
+        PRIMARY_ARMS,
+        fair_fight.train,
+        "grokking at p = 97, AdamW and the Stiefel rule at their tuned W_Q, W_K lrs, 12 paired seeds "
+        "(0-5 adopted from grokking_p97_fair)",
+        resolve,
+        adopt=same_rate("grokking_p97_fair"),
     ),
 )

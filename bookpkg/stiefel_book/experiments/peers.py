@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from ..choices import chosen_lr, swept_lrs
 from ..results_reading import grid_arm, parse_grid_arm
-from . import ablation, cifar10, cifar10_long, grokking
+from . import ablation, cifar10, grokking, maps
 from .registry import Experiment, stored_config
 from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
@@ -42,7 +42,6 @@ __all__ = [
     "PEER_ARMS",
     "LrSweepConfig",
     "PeersConfig",
-    "CifarPeersConfig",
     "SWEEP_PROFILES",
     "PROFILES",
     "CIFAR10_PROFILES",
@@ -59,17 +58,9 @@ STORED_QK_LR = "frame_lr"  # these files' key of a run's W_Q, W_K lr (stored, ke
 QK_LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # around the task's 3e-3; Muon's match_rms_adamw scaling takes AdamW's lrs
 
 
-def _task() -> grokking.GrokkingConfig:
-    return ablation.GROKKING_PROFILES["full"]  # the very task of grokking_ablation
-
-
-def _sweep_task() -> grokking.GrokkingConfig:
-    return ablation.GROKKING_PROFILES["ci"]  # the ci task: the same model and data, 600 epochs
-
-
 @dataclass(frozen=True)
 class LrSweepConfig:
-    task: grokking.GrokkingConfig = field(default_factory=_sweep_task)
+    task: grokking.GrokkingConfig = field(default_factory=lambda: ablation.GROKKING_PROFILES["ci"])  # 600 epochs
     arms: tuple[str, ...] = SWEPT_ARMS
     qk_lrs: tuple[float, ...] = QK_LRS
     # geoopt's second moment is a frame's Riemannian ‖g‖², a sum over its d·r entries where the
@@ -81,7 +72,9 @@ class LrSweepConfig:
 
 @dataclass(frozen=True)
 class PeersConfig:
-    task: grokking.GrokkingConfig = field(default_factory=_task)
+    """A comparison's config (``grokking_peers``, ``cifar10_peers``)."""
+
+    task: object
     sweep_profile: str = "full"  # the profile of grokking_peers_lr whose file picks the lrs
     seeds: tuple[int, ...] = tuple(range(20))  # grokking_ablation's seeds
 
@@ -95,15 +88,22 @@ SWEEP_PROFILES = {
     "full": LrSweepConfig(),
     # the machinery in seconds: two arms at one lr, 100 epochs, one seed
     "ci": LrSweepConfig(
-        task=dataclasses.replace(_sweep_task(), epochs=100), arms=("stiefel", "muon"), qk_lrs=(3e-3,), seeds=(100,)
+        task=dataclasses.replace(ablation.GROKKING_PROFILES["ci"], epochs=100),
+        arms=("stiefel", "muon"),
+        qk_lrs=(3e-3,),
+        seeds=(100,),
     ),
 }
 SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
 
 PROFILES = {
-    "full": PeersConfig(),
+    "full": PeersConfig(ablation.GROKKING_PROFILES["full"]),  # the very task of grokking_ablation
     # one seed at 600 epochs, at the lrs the full sweep chose: a live run for the chapter
-    "ci": PeersConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
+    "ci": PeersConfig(ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
+}
+CIFAR10_PROFILES = {  # the issue's "at least 3 paired starts"
+    "full": PeersConfig(maps.long_task("full", weight_decay=1.0), seeds=(0, 1, 2)),
+    "ci": PeersConfig(maps.long_task("ci", weight_decay=1.0), seeds=(0,)),
 }
 
 
@@ -117,55 +117,36 @@ def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=Non
     return grokking.run(task, base, seed, device, checkpoint, progress, qk_lr=qk_lr)
 
 
-def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of the comparison: ``arm`` from ``seed`` at the lr the sweep chose for it."""
-    if arm not in PEER_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; grokking_peers has {PEER_ARMS}")
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    if arm == "baseline":
-        return grokking.run(task, arm, seed, device, checkpoint, progress)
-    sweep = load_results("grokking_peers_lr", config.sweep_profile)
-    qk_lr = chosen_lr(sweep, arm)
-    outcome = grokking.run(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-    return {**outcome, STORED_QK_LR: qk_lr, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+def _cifar10_train(task, arm, seed, device, checkpoint, progress, **qk_lr) -> dict:
+    outcome = cifar10.train_arm(
+        task, arm, seed, device, checkpoint, progress, description=f"cifar10 peers {arm} start {seed}", **qk_lr
+    )
+    return without_parametrized_steps(arm, outcome) if qk_lr else outcome
 
 
-def _cifar10_task() -> cifar10.CIFAR10Config:
-    return dataclasses.replace(cifar10_long.PROFILES["full"].task, weight_decay=1.0)
+def comparison(name: str, train, scaled: bool):
+    """The run of comparison ``name``: ``arm`` from ``seed`` by ``train``, the baseline at the task's lr, every
+    other arm at the lr the sweep chose for it (``scaled``: at the task's lr times the multiple of the grokking
+    task's lr it chose), recorded in the run beside where it came from."""
+
+    def run(config: PeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        if arm not in PEER_ARMS:
+            raise ValueError(f"unknown arm {arm!r}; {name} has {PEER_ARMS}")
+        task = dataclasses.replace(config.task, seeds=(seed,))
+        if arm == "baseline":
+            return train(task, arm, seed, device, checkpoint, progress)
+        sweep = load_results("grokking_peers_lr", config.sweep_profile)
+        multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
+        qk_lr = task.lr * multiple if scaled else chosen_lr(sweep, arm)
+        outcome = train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
+        scale = {"lr_multiple": multiple} if scaled else {}
+        return {**outcome, STORED_QK_LR: qk_lr, **scale, "lr_from": f"grokking_peers_lr-{config.sweep_profile}"}
+
+    return run
 
 
-@dataclass(frozen=True)
-class CifarPeersConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=_cifar10_task)
-    sweep_profile: str = "full"  # the grokking sweep whose chosen lr multiples the arms take
-    seeds: tuple[int, ...] = (0, 1, 2)  # the issue's "at least 3 paired starts"
-
-
-CIFAR10_PROFILES = {
-    "full": CifarPeersConfig(),
-    "ci": CifarPeersConfig(task=dataclasses.replace(cifar10_long.PROFILES["ci"].task, weight_decay=1.0), seeds=(0,)),
-}
-
-
-def run_cifar10(config: CifarPeersConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One run of ``cifar10_peers``: ``arm`` from start ``seed``, its W_Q, W_K at the task's lr
-    times the multiple its grokking sweep chose."""
-    if arm not in PEER_ARMS:
-        raise ValueError(f"unknown arm {arm!r}; cifar10_peers has {PEER_ARMS}")
-    task = dataclasses.replace(config.task, seeds=(seed,))
-    description = f"cifar10 peers {arm} start {seed}"
-    if arm == "baseline":
-        return cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description)
-    sweep = load_results("grokking_peers_lr", config.sweep_profile)
-    multiple = chosen_lr(sweep, arm) / sweep["config"]["task"]["lr"]
-    qk_lr = task.lr * multiple
-    outcome = cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description, qk_lr=qk_lr)
-    return {
-        **without_parametrized_steps(arm, outcome),
-        STORED_QK_LR: qk_lr,
-        "lr_multiple": multiple,
-        "lr_from": f"grokking_peers_lr-{config.sweep_profile}",
-    }
+run = comparison("grokking_peers", grokking.run, scaled=False)
+run_cifar10 = comparison("cifar10_peers", _cifar10_train, scaled=True)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

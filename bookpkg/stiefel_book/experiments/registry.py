@@ -48,11 +48,11 @@ def stored_config(config) -> dict:
     return {names.get(k, k): v for k, v in dataclasses.asdict(config).items()}
 
 
-def collect(*modules: ModuleType, extra: tuple[Experiment, ...] = ()) -> dict[str, Experiment]:
-    """``{name: Experiment}`` from every module's ``ENTRIES`` (in order), then ``extra``; a name
-    declared twice is refused."""
+def collect(*sources: ModuleType | tuple[Experiment, ...], extra: tuple[Experiment, ...] = ()) -> dict[str, Experiment]:
+    """``{name: Experiment}`` from every source, a module's ``ENTRIES`` or a tuple of entries (in order), then
+    ``extra``; a name declared twice is refused."""
     out: dict[str, Experiment] = {}
-    for entry in (*(e for module in modules for e in module.ENTRIES), *extra):
+    for entry in (*(e for source in sources for e in getattr(source, "ENTRIES", source)), *extra):
         if entry.name in out:
             raise ValueError(f"experiment {entry.name!r} is declared twice; rename one of them")
         out[entry.name] = entry

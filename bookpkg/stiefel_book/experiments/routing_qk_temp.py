@@ -13,6 +13,14 @@ above (below) is added and swept the same way, until the choice is interior or a
 
 The cell τ = 1 is QK-norm exactly as ``<task>_qk_lr`` swept it (the same seeds, task and rungs:
 the same computation), so its runs, and ``frozen``'s, are adopted from that file, not rerun.
+
+QK-norm judged at its tuned initial temperature (issue 52, item 5; families ``routing_mqar_qk_norm_tuned``
+and ``routing_induction_qk_norm_tuned``): ``mqar_qk_norm_tuned`` and ``induction_qk_norm_tuned`` run one
+arm, ``qk_norm_tuned``, QK-norm at the (initial temperature, W_Q, W_K lr) its task's temperature sweep chose,
+read from the sweep's file before the first run and written into the config (``qk_temperature``, ``qk_lr``),
+on the task's judged seeds 0-9 and full setting: the runs pair by seed with the other arms' runs of ``mqar``
+and ``induction`` (same seeds, same task), which the families read beside these. The judged runs of QK-norm at
+temperature 1 (``qk_norm`` in those files) stay as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from .. import choices
 from ..results_reading import grid_arm, parse_grid_arm, split_key
 from . import routing
 from .registry import Experiment
-from .routing_sweep import task_setting
+from .routing_sweep import SweepError, sweep_file, task_setting
 from .study import FROZEN, KEY, Study, grow, stored_run, sweep_entry
 
 __all__ = [
@@ -40,6 +48,11 @@ __all__ = [
     "parse_cell",
     "temperature_choice",
     "TemperatureStudy",
+    "TUNED_ARM",
+    "TunedConfig",
+    "TUNED_PROFILES",
+    "resolver",
+    "runner",
 ]
 
 TEMPERATURE_KEY = "temp"  # a cell's key: "qk_norm@temp=3"
@@ -242,3 +255,81 @@ def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
 
 
 ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())
+
+
+# --- QK-norm judged at its tuned initial temperature ---------------------------------------------------------
+
+TUNED_ARM = "qk_norm_tuned"
+SWEEP_OF = {"mqar_qk_norm_tuned": "mqar_qk_temp", "induction_qk_norm_tuned": "induction_qk_temp"}
+
+
+@dataclass(frozen=True)
+class TunedConfig:
+    task: object  # the judged experiment's task (routing.MQAR_PROFILES / INDUCTION_PROFILES)
+    seeds: tuple[int, ...] = tuple(range(10))  # the judged seeds, paired with mqar's and induction's
+    sweep_profile: str = "full"  # the profile of the temperature sweep whose choice it takes
+    qk_temperature: float | None = None  # resolved before the runs (:func:`resolver`)
+    qk_lr: float | None = None
+
+
+TUNED_PROFILES = {
+    name: {"full": TunedConfig(tasks["full"]), "ci": TunedConfig(tasks["ci"], seeds=(0,), sweep_profile="ci")}
+    for name, tasks in (
+        ("mqar_qk_norm_tuned", routing.MQAR_PROFILES),
+        ("induction_qk_norm_tuned", routing.INDUCTION_PROFILES),
+    )
+}
+
+
+def resolver(name: str) -> Callable:
+    """The ``resolve`` of judged experiment ``name``: ``(config, directory) -> config`` with the
+    temperature sweep's chosen ``qk_temperature`` and ``qk_lr`` (a config that has both is kept).
+    Refused, with the command to run, while the sweep is missing, of another setting or unsettled,
+    and where the judged seeds are its selection seeds."""
+    sweep = SWEEP_OF[name]
+
+    def resolve(config: TunedConfig, directory=None) -> TunedConfig:
+        if config.qk_temperature is not None and config.qk_lr is not None:
+            return config
+        profiles = SWEEPS[sweep][0]
+        results, command = sweep_file(sweep, profiles, config.task, config.seeds, directory, config.sweep_profile)
+        pick = TemperatureStudy(sweep, profiles[config.sweep_profile]).chosen(results)
+        if pick is None or not pick["settled"]:
+            raise SweepError(f"{sweep} has not settled its temperature and lr: grow it with {command} first")
+        return dataclasses.replace(config, qk_temperature=pick["temperature"], qk_lr=pick["lr"])
+
+    return resolve
+
+
+def runner(run_task: Callable) -> Callable:
+    """The judged run: QK-norm from ``seed`` at the config's resolved temperature and lr (a chosen
+    lr of 0 is frozen frames, as in every sweep); the outcome records both."""
+
+    def run(config: TunedConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        if arm != TUNED_ARM:
+            raise ValueError(f"unknown arm {arm!r}: these experiments run {TUNED_ARM!r} alone")
+        if config.qk_temperature is None or config.qk_lr is None:
+            raise ValueError("the temperature and lr are not resolved: run it through run_experiment (resolve first)")
+        task = dataclasses.replace(config.task, seeds=(seed,))
+        if config.qk_lr == 0.0:
+            outcome = run_task(task, FROZEN, seed, device, checkpoint, progress)
+        else:
+            tuned = {"qk_lr": config.qk_lr, "qk_temperature": config.qk_temperature}
+            outcome = run_task(task, "qk_norm", seed, device, checkpoint, progress, **tuned)
+        return {**outcome, "qk_lr": config.qk_lr, "qk_temperature": config.qk_temperature}
+
+    return run
+
+
+TUNED_ENTRIES = tuple(
+    Experiment(
+        name,
+        TUNED_PROFILES[name],
+        (TUNED_ARM,),
+        runner(run_task),
+        f"{name.removesuffix('_qk_norm_tuned')}: QK-norm at its tuned initial temperature and W_Q, W_K lr, "
+        "judged seeds 0-9 (paired with the task's judged runs)",
+        resolve=resolver(name),
+    )
+    for name, run_task in (("mqar_qk_norm_tuned", routing.run_mqar), ("induction_qk_norm_tuned", routing.run_induction))
+)

@@ -15,7 +15,7 @@ from ..choices import LADDER
 from ..results_reading import grid_arm
 from .registry import Experiment
 from .results import load_results
-from .study import KEY, Study, sweep_entry
+from .study import KEY, Study, SweepError, resolve_lrs, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -75,10 +75,6 @@ def chosen(results: dict, arm: str) -> dict:
     return READER.chosen(results, arm, required=True)
 
 
-class SweepError(ValueError):
-    """A judged routing experiment whose sweep is missing, unsettled, or of another setting."""
-
-
 UNSWEPT = ("seeds", "qk_lr", "qk_lrs")  # what a judged config may differ in from its sweep's task
 
 
@@ -116,28 +112,14 @@ def sweep_file(sweep: str, profiles: dict, task, seeds, directory=None, profile:
 
 def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
-    config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (a config that has them is
-    kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
+    config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
+    config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
 
     def resolve(config, directory=None):
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
-        results, command = sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)
-        lrs, unsettled = [], []
-        for arm in arms:
-            try:
-                c = chosen(results, arm)
-            except ValueError:  # no rung with every selection seed yet
-                c = {"lr": None, "interior": False}
-            (lrs if c["interior"] else unsettled).append((arm, c["lr"]))
-        if unsettled:
-            named = [a for a, _ in unsettled if a in OPTIONAL_SWEPT_ARMS]
-            grow_command = command[:-1] + f" --arms {' '.join(named)}`" if named else command
-            raise SweepError(
-                f"{sweep_name} has not settled {[a for a, _ in unsettled]} (choice at a grid edge or "
-                f"rungs unfinished): grow it with {grow_command} first"
-            )
-        return dataclasses.replace(config, qk_lrs=tuple(lrs))
+        files = {sweep_name: sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)}
+        return resolve_lrs(config, sweep_name, READER.chosen, directory, arms, files=files, named=OPTIONAL_SWEPT_ARMS)
 
     return resolve
 

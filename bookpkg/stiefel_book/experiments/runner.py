@@ -20,31 +20,20 @@ from ..results_reading import run_key, without_seeds
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
-    charlm,
-    checked_lr,
     cifar10,
-    cifar10_decay,
     cifar10_fair,
-    cifar10_judged,
-    cifar10_long,
     cifar10_size,
     cifar10_val,
-    decay_map,
     decay_map_sweep,
-    decay_map_tuned,
     fair_fight,
     grokking,
     lr_sensitivity,
+    maps,
     p97_fair,
-    p97_primary,
     peers,
-    routing,
-    routing_2x2,
-    routing_decay_map,
+    routing_judged,
     routing_qk_temp,
-    routing_qk_tuned,
     routing_sweep,
-    trust_region,
 )
 from .registry import PROFILES, Experiment, UnknownNameError, collect, stored_config
 from .results import (
@@ -66,95 +55,25 @@ __all__ = [
     "json_safe",
 ]
 
-ROUTING_ENTRIES = (  # the routing tasks' judged experiments (their sweeps: routing_sweep.ENTRIES)
-    Experiment(
-        "mqar",
-        routing.MQAR_PROFILES,
-        routing.ARMS,
-        routing.run_mqar,
-        "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
-        resolve=routing_sweep.resolver("mqar_qk_lr"),
-        optional_arms=routing.OPTIONAL_ARMS,
-    ),
-    Experiment(  # routing_mqar_fresh (book/protocol.yml, amended): at MQAR's checked model lr, 30 fresh seeds
-        "mqar_fresh",
-        {
-            "full": dataclasses.replace(routing.MQAR_CHECKED_PROFILES["full"], seeds=tuple(range(20, 50))),
-            "ci": dataclasses.replace(routing.MQAR_CHECKED_PROFILES["ci"], seeds=(20,)),
-        },
-        routing.ARMS,
-        routing.run_mqar,
-        "multi-query associative recall at its checked model lr, the six arms of mqar at their tuned W_Q, W_K lrs, "
-        "30 fresh paired seeds",
-        resolve=checked_lr.guarded(
-            routing_sweep.checked("mqar_checked_qk_lr"), routing_sweep.resolver("mqar_checked_qk_lr")
-        ),
-    ),
-    Experiment(
-        "induction",
-        routing.INDUCTION_PROFILES,
-        routing.ARMS,
-        routing.run_induction,
-        "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
-        resolve=routing_sweep.resolver("induction_qk_lr"),
-        optional_arms=routing.OPTIONAL_ARMS,
-    ),
-    Experiment(
-        "charlm",
-        charlm.PROFILES,
-        charlm.ARMS,
-        charlm.run,
-        "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
-        resolve=routing_sweep.resolver("charlm_qk_lr"),
-        optional_arms=routing.OPTIONAL_ARMS,
-    ),
-    Experiment(  # charlm_long (book/protocol.yml): 4,500 steps at the checked model lr, manifold Muon among the arms
-        "charlm_long",
-        charlm.LONG_PROFILES,
-        (*charlm.ARMS, "manifold_muon"),
-        charlm.run,
-        "character-level LM over 4,500 steps at its checked model lr, seven arms at their tuned W_Q, W_K lrs, "
-        "10 paired seeds",
-        resolve=checked_lr.at_checked_lr(
-            "charlm_long_model_lr",
-            charlm.LONG_PROFILES["full"],
-            routing_sweep.resolver("charlm_long_qk_lr", (*routing_sweep.SWEPT_ARMS, "manifold_muon")),
-        ),
-    ),
-    Experiment(
-        "induction_decay_map",
-        routing_decay_map.PROFILES,
-        routing_decay_map.ARMS,
-        routing_decay_map.run,
-        "induction heads over weight decays 0-3 and training length, four arms at their tuned W_Q, W_K lrs, "
-        "10 paired seeds",
-        arms_of=routing_decay_map.arm_names,
-        resolve=routing_decay_map.resolve,
-    ),
-)
 EXPERIMENTS = collect(
     grokking,
     cifar10,
-    cifar10_long,
+    maps.LONG_ENTRIES,
     cifar10_size,
     ablation,
-    decay_map,
-    decay_map_tuned,
+    maps.DECAY_MAP_ENTRIES,
     decay_map_sweep,
-    trust_region,
+    maps.TRUST_REGION_ENTRIES,
     peers,
     fair_fight,
     cifar10_fair,
-    cifar10_judged,
-    cifar10_decay,
     cifar10_val,
     p97_fair,
-    p97_primary,
     lr_sensitivity,
-    routing_2x2,
+    routing_judged.ENTRIES_2X2,
     routing_qk_temp,
-    routing_qk_tuned,
-    extra=(*ROUTING_ENTRIES, *routing_sweep.ENTRIES),
+    routing_qk_temp.TUNED_ENTRIES,
+    extra=(*routing_judged.ENTRIES, *maps.INDUCTION_ENTRIES, *routing_sweep.ENTRIES),
 )
 
 

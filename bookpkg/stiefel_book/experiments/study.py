@@ -33,11 +33,13 @@ __all__ = [
     "FROZEN",
     "Study",
     "grow",
+    "SweepError",
     "resolve_lrs",
     "judged_run",
     "resolved_lr",
     "stored_run",
     "adopted",
+    "same_rate",
     "in_cells",
     "cell_run_names",
     "diverged_outcome",
@@ -184,33 +186,59 @@ def grow(
         run_experiment(name, profile, arms=names, **options)
 
 
-def resolve_lrs(config, sweep: str | Callable, choose: Callable[[dict, str], dict | None], directory=None, arms=None):
+class SweepError(ValueError):
+    """Judged runs whose sweep is missing, unsettled, or of another setting (one line: the command to run)."""
+
+
+def resolve_lrs(
+    config,
+    sweep: str | Callable,
+    choose: Callable[[dict, str], dict | None],
+    directory=None,
+    arms=None,
+    *,
+    files: dict | None = None,
+    named: tuple[str, ...] = (),
+):
     """The resolve step: ``config`` with ``qk_lrs`` set to ``choose(sweep file, arm)["lr"]`` for each
     of ``arms`` (default ``config.arms``), read from the file of ``sweep`` at ``config.sweep_profile`` before
     any run; where arms take their choices from several sweeps, ``sweep(arm)`` is ``(sweep, choose, key)``.
+    ``files``: ``{sweep: (its results, the command that grows it)}`` read already (:func:`.routing_sweep.sweep_file`);
+    ``named``: the arms a sweep grows only when named.
 
-    A config that has ``qk_lrs`` is kept. Refused, with the command that grows the sweep, while a
-    file is missing or any arm's choice is open (none yet, or at a grid's edge)."""
+    A config that has ``qk_lrs`` is kept. Refused (:class:`SweepError`), with the command that grows the sweep
+    (naming its ``named`` arms), while a file is missing or any arm's choice is open (none yet, or at a grid's edge)."""
     if config.qk_lrs:
         return config
     route = sweep if callable(sweep) else lambda arm: (sweep, choose, arm)
-    files, lrs, open_arms = {}, [], {}  # open_arms: {the command that grows a sweep: its open arms}
+    files, lrs, open_arms = dict(files or {}), [], {}  # open_arms: {a sweep: its open arms}
     for arm in arms or config.arms:
         name, pick, key = route(arm)
-        command = f"`python -m stiefel_book sweep {name} --profile {config.sweep_profile}`"
         if name not in files:
-            files[name] = load_results(name, config.sweep_profile, directory)
-            if not files[name]:
-                raise ValueError(f"no W_Q, W_K lr sweep yet for these arms: run {command} first")
-        chosen = pick(files[name], key)
+            command = f"`python -m stiefel_book sweep {name} --profile {config.sweep_profile}`"
+            files[name] = load_results(name, config.sweep_profile, directory), command
+            if not files[name][0]:
+                raise SweepError(f"no W_Q, W_K lr sweep yet for these arms: run {command} first")
+        chosen = pick(files[name][0], key)
         if chosen is None or not chosen["interior"]:
-            open_arms.setdefault(command, []).append(arm)
+            open_arms.setdefault(name, []).append(arm)
         else:
             lrs.append((arm, chosen["lr"]))
     if open_arms:
-        unsettled, todo = [arm for group in open_arms.values() for arm in group], " and ".join(open_arms)
-        raise ValueError(f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): run {todo}")
+        unsettled = [arm for group in open_arms.values() for arm in group]
+        todo = " and ".join(
+            _naming(files[name][1], [arm for arm in group if arm in named]) for name, group in open_arms.items()
+        )
+        raise SweepError(
+            f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): grow it with {todo} "
+            "first"
+        )
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
+
+
+def _naming(command: str, arms: list[str]) -> str:
+    """A sweep's ``command`` naming ``arms`` (those it grows only when named)."""
+    return command[:-1] + f" --arms {' '.join(arms)}`" if arms else command
 
 
 def judged_run(
@@ -250,6 +278,17 @@ def adopted(source: str, config, key: str, directory, keep: Callable | None = No
     computation; else ``None``."""
     run = stored_run(source, config.sweep_profile, directory, config.task, key, whole_config=whole_config)
     return None if run is None or (keep and not keep(run)) else (run, f"{source}-{config.sweep_profile}")
+
+
+def same_rate(source: str) -> Callable:
+    """The ``adopt`` of judged runs that ``source``'s file already holds: its run of the arm from the seed where
+    it trained the same task at the same W_Q, W_K lr (:func:`adopted`), else ``None``: the run is made."""
+
+    def adopt(config, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+        same = lambda run: run.get("qk_lr") == dict(config.qk_lrs).get(arm)  # noqa: E731
+        return adopted(source, config, f"{arm}/{seed}", directory, same)
+
+    return adopt
 
 
 def cell_run_names(study_of: Callable, arms: tuple[str, ...], profiles: dict) -> tuple[str, ...]:
