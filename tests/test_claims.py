@@ -83,16 +83,6 @@ def test_without_results_every_verdict_is_certified_or_pending(without_results):
     assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
 
 
-def test_a_claim_word_gathers_the_verdicts_it_rests_on():
-    from stiefel_book.findings.summary import word_of
-
-    assert word_of(["reproduced", "reproduced"]) == "reproduced"
-    assert word_of(["not reproduced: worse", "not measured"]) == "not reproduced"
-    assert word_of(["reproduced", "not reproduced: narrows"]) == "partly"
-    assert word_of(["qualitatively reproduced"]) == "partly"
-    assert word_of(["not measured"]) == "pending"
-
-
 def test_labels_name_arms_and_grid_arms_in_words():
     from stiefel_book.labels import label
 
@@ -104,7 +94,7 @@ def test_labels_name_arms_and_grid_arms_in_words():
 def test_the_map_has_one_count_everywhere(committed):
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
     README quote the decay map's count from one function (findings.decay_map.count_text)."""
-    from stiefel_book import pages
+    from stiefel_book import claim_verdicts, pages
     from stiefel_book.experiments import get_config, load_results
     from stiefel_book.findings import decay_map, summary
 
@@ -125,7 +115,7 @@ def test_the_map_has_one_count_everywhere(committed):
     if tuned is not None:  # the map at tuned lrs leads, with the same count everywhere
         tuned_count = decay_map.count_text(tuned)
         assert tuned_count in regimes_measured
-        assert f"reads {summary.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
+        assert f"reads {claim_verdicts.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
         assert (
             tuned_count in pages.takeaways("regimes").data and tuned_count in (PACKAGE_ROOT / "README.md").read_text()
         )
@@ -136,8 +126,9 @@ def test_the_map_has_one_count_everywhere(committed):
 
 
 def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_runs_exist():
+    from stiefel_book import claim_verdicts as summary
     from stiefel_book import declared
-    from stiefel_book.findings import p97_tuned, summary
+    from stiefel_book.findings import p97_tuned
 
     results, family = declared.grokking()
     untuned = summary.grokking_verdict(results, family, None)

@@ -126,8 +126,8 @@ def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, t
 
 
 def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_reads_everywhere():
+    from stiefel_book.claim_verdicts import fair_fight_verdict
     from stiefel_book.findings import fair_fight as ff
-    from stiefel_book.findings.summary import fair_fight_verdict
 
     judged = set(fair_fight.FAIR_ARMS) | {"frozen"} | set(fair_fight.PEER_ARMS) | set(fair_fight.SCALE_ARMS)
     declared = {arm for arms, refs in ff.FAMILIES.values() for arm in (*arms, *refs)}

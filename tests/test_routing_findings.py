@@ -192,7 +192,7 @@ def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in
 
 
 def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
-    from stiefel_book.findings.summary import routing_verdict
+    from stiefel_book.claim_verdicts import routing_verdict
 
     assert routing_verdict({"mqar": [], "induction": [], "charlm": []}).word == "pending"
     rng = np.random.default_rng(4)
@@ -206,9 +206,9 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
 
 
 def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
+    from stiefel_book.claim_verdicts import shared_word
     from stiefel_book.claims import ClaimsTable
     from stiefel_book.findings.claim_verdict import Axis, Verdict
-    from stiefel_book.findings.summary_experiments import shared_word
 
     v = Verdict("new", "higher here, lower there", "", tuned=Axis("inconclusive", "the readings"))
     assert ClaimsTable._axis_words(v) == ("—", "inconclusive")

@@ -3,6 +3,7 @@ rows turned into the controls' pairs, and the readings they decide stated before
 
 from types import SimpleNamespace
 
+from stiefel_book import claim_verdicts
 from stiefel_book.findings import regimes, summary
 from stiefel_book.findings.decay_map import Rule
 
@@ -67,9 +68,9 @@ def test_the_tuned_readings_decide_the_claim_and_lead_the_takeaways():
             for s in range(5)
         }
     }
-    verdict = summary.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
+    verdict = claim_verdicts.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
     assert verdict.word == "reproduced" and "tuned rates" in verdict.sentence
-    assert summary.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided
+    assert claim_verdicts.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided
     lines = summary.regimes_takeaways(controls, dmap, TASK, None, RULES, FAMILY)
     tuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at tuned rates"))
     untuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at the endpoint"))

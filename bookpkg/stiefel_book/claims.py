@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import findings, preprint, protocol
+from . import claim_verdicts, findings, preprint, protocol
 from .certify import certify_all
 from .checkout import checkout_root
 from .experiments import get_config
 from .experiments.results import full_results, load_results
-from .findings import summary
+from .findings.claim_verdict import PENDING, Verdict
 from .findings.fair_fight import tuned_lrs
-from .findings.summary import PENDING, Verdict
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
@@ -73,7 +72,7 @@ def _certificate_verdict(key: str) -> Callable[[], Verdict]:
     def verdict() -> Verdict:
         cert = _certificates()[key]
         name = HEADLINES[key][0]
-        return summary.certificate(cert.passed, f"{name}: {cert.summary()[name]}", STATES[key])
+        return claim_verdicts.certificate(cert.passed, f"{name}: {cert.summary()[name]}", STATES[key])
 
     return verdict
 
@@ -153,7 +152,7 @@ def _tuned_gain(rows: dict) -> list[dict]:
 
 def _cifar10_claim(rows: dict):
     tuned = _tuned_gain(rows)
-    return summary.cifar10_gain_verdict(
+    return claim_verdicts.cifar10_gain_verdict(
         rows["protocol"],
         rows["long"],
         rows["size"],
@@ -198,13 +197,13 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
     from . import declared
 
     found = {
-        "grokking": lambda: summary.grokking_verdict(
+        "grokking": lambda: claim_verdicts.grokking_verdict(
             *declared.grokking(), declared.p97_rows(), tuned_lrs(load_results("grokking_p97_fair", "full")) or None
         ),
         "cifar10": lambda: _cifar10_claim(declared.cifar10()),
-        "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
-        "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),
-        "regimes": lambda: summary.regimes_verdict(
+        "movement": lambda: claim_verdicts.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
+        "ablation": lambda: claim_verdicts.ablation_verdict(declared.ablation()["cifar10"]),
+        "regimes": lambda: claim_verdicts.regimes_verdict(
             load_results("grokking_ablation", "full"),
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
@@ -213,9 +212,9 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             fair_rows=declared.fair_rows(),
             per_decay_map=load_results("grokking_decay_map_per_decay", "full"),
         ),
-        "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
+        "peers": lambda: claim_verdicts.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
-        "routing": lambda: _routing_readings(summary.routing_verdict(declared.routing())),
+        "routing": lambda: _routing_readings(claim_verdicts.routing_verdict(declared.routing())),
     }
     two_axes = ("grokking", "cifar10", "movement", "ablation", "regimes", "fair_fight")
     return {name: _with_axes(v, name) if name in two_axes else v for name, v in found.items()}
@@ -255,7 +254,7 @@ def _fair_fight_verdict() -> Verdict:
     from . import declared, protocol
 
     family = protocol.family("grokking_fair")
-    return summary.fair_fight_verdict(
+    return claim_verdicts.fair_fight_verdict(
         load_results("grokking_fair", "full"),
         load_results("grokking_fair_scale", "full"),
         load_results("grokking_ablation", "full"),
@@ -268,7 +267,7 @@ def _fair_fight_verdict() -> Verdict:
 
 def _gauge_verdict() -> Verdict:
     gradients, projected = certify_gauge_gradients(), certify_projected_run()
-    return summary.certificate(
+    return claim_verdicts.certificate(
         gradients.passed and projected.passed,
         "no gradient along the gauge",
         "a direction along which the loss is invariant carries no gradient, so gauge removal "
@@ -431,7 +430,7 @@ class ClaimsTable:
         shorts: list[str] | None = None,
     ):
         self.rows, self.link = rows, link
-        self.verdicts = verdicts or [summary.PENDING] * len(rows)
+        self.verdicts = verdicts or [PENDING] * len(rows)
         self.shorts = shorts or [claim for claim, *_ in rows]
 
     def _chapter(self, chapter: str) -> str:

@@ -3,8 +3,9 @@ no file), from which chapters print tables, verdicts and claim lines. One module
 (:mod:`.cifar10`, its long runs
 :mod:`.long_training` and size sweep :mod:`.long_sizes`, :mod:`.ablation`, :mod:`.grokking`,
 :mod:`.regimes` and its map :mod:`.decay_map`, :mod:`.peers`) and :mod:`.runs`, the starts a
-file finished and whether its runs are paired; :mod:`.summary` says the chapters' verdicts in
-words (the intro's "What we found", each chapter's takeaways)."""
+file finished and whether its runs are paired; :mod:`.summary` gives the intro's "What we found"
+and the regimes chapter's takeaways (the claims' verdicts in words are the claims table's,
+:mod:`stiefel_book.claim_verdicts`)."""
 
 from . import (
     ablation,

@@ -1,22 +1,26 @@
-"""The experiment claims' verdicts in words, read from the declared families' rows
-(``book/protocol.yml``: four words, Holm within each family) exactly as the chapters read them:
-the grokking endpoint and time to 90 % (:func:`grokking.family_rows`), the CIFAR-10 protocol,
-long training and data size (:mod:`cifar10_family`), the ablation (:func:`ablation.family_rows`)
-and the relatives (:func:`peers.family_peer_rows`). A claim is *reproduced* only where the
-comparison it rests on is *higher* under its family. Re-exported by :mod:`findings.summary`.
-Chapters: intro, grokking, cifar10_patches, ablation, peers."""
+"""The claims' verdicts in words (their one reader: the claims table, :mod:`claims`, and the README
+it writes), read from the declared families' rows (``book/protocol.yml``: four words, Holm within
+each family) exactly as the chapters read them: the grokking endpoint and time to 90 %
+(:func:`findings.grokking.family_rows`), the CIFAR-10 protocol, long training and data size
+(:mod:`findings.cifar10_family`), the ablation (:func:`findings.ablation.family_rows`), the
+relatives (:func:`findings.peers.family_peer_rows`), the routing tasks, the regimes and the fair
+fight. A claim is *reproduced* only where the comparison it rests on is *higher* under its family;
+a proposition's certificate says its float64 check."""
 
 from __future__ import annotations
 
-from .. import preprint
-from ..labels import interval, label
-from . import ablation, grokking
-from . import routing as routing_findings
-from .cifar10_tuned import best_decays_text
-from .claim_verdict import PENDING, Axis, Verdict
-from .fair_fight import lr_text
+from . import preprint
+from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
+from .findings import decay_map as decay_map_findings
+from .findings import routing as routing_findings
+from .findings.cifar10_tuned import best_decays_text
+from .findings.claim_verdict import PENDING, Axis, Verdict
+from .findings.fair_fight import lr_text
+from .findings.summary import CONTROLS_UNTUNED, UNTUNED, readings_at_tuned_rates, regimes_cells
+from .labels import interval, label
 
 __all__ = [
+    "certificate",
     "claim_word",
     "grokking_verdict",
     "cifar10_gain_verdict",
@@ -25,6 +29,9 @@ __all__ = [
     "ablation_verdict",
     "peers_verdict",
     "routing_verdict",
+    "count_short",
+    "regimes_verdict",
+    "fair_fight_verdict",
 ]
 
 WORDS = ("higher", "lower", "equivalent", "inconclusive")
@@ -53,8 +60,6 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
     Stiefel rule's final accuracy is *higher* in both; partly when any of its final accuracies or
     times to 90 % is (sooner); not reproduced otherwise. While the tuned rows are missing, the
     sentence says so."""
-    from . import p97_tuned
-
     rows = grokking.family_rows(results, family)
     if rows is None:
         return PENDING
@@ -265,3 +270,119 @@ def shared_word(words) -> str:
     """The one verdict word of a claim's comparisons, "mixed" where they differ (or "—" with none)."""
     found = set(words)
     return found.pop() if len(found) == 1 else "mixed" if found else "—"
+
+
+def certificate(passed: bool, headline: str, what: str) -> Verdict:
+    """A proposition's float64 certificate: ``what`` it states, in a sentence's words."""
+    return Verdict(
+        "certified" if passed else "not certified",
+        headline,
+        f"{what[:1].upper()}{what[1:]}: {'certified' if passed else 'NOT certified'} in float64.",
+    )
+
+
+def count_short(cells: list) -> str:
+    """The map's count in brief: "higher at 2 of 5 decays; inconclusive at 3 of 5 decays"."""
+    groups = decay_map_findings.count(cells)
+    total = sum(map(len, groups.values()))
+    return "; ".join(f"{word} at {len(got)} of {total} decays" for word, got in groups.items() if got)
+
+
+def regimes_verdict(
+    controls: dict | None,
+    decay_map: dict | None,
+    task,
+    rules: dict,
+    tuned_map: dict | None = None,
+    fair_rows: list[dict] | None = None,
+    per_decay_map: dict | None = None,
+) -> Verdict:
+    """The mechanism claim: reproduced when the controls support the preprint's reading (the
+    learned geometry survives decay); not reproduced when they contradict it or leave it
+    undecided. Where the fair fight has judged the controls at tuned lrs (``fair_rows``, as
+    :func:`findings.tuned.fair_family` gives them), those readings decide and the task-rate
+    ones stand beside them; ``per_decay_map``, the map with each arm at the rate tuned at each
+    decay, is counted beside the map. ``rules``: :class:`decay_map.Rule` by declared family name."""
+    if not controls or not decay_map:
+        return PENDING
+    rule = rules["controls_p31"]
+    readings = regimes.supported_readings(regimes.control_rows(controls, rule.margin, rule.alpha))
+    tuned_readings = readings_at_tuned_rates(fair_rows)
+    deciding = readings if tuned_readings is None else tuned_readings
+    cells = regimes_cells(decay_map, task, rules)
+    status = regimes.STATUS[deciding["geometry"]]
+    word = "reproduced" if deciding["geometry"] else "not reproduced"
+    tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
+    if tuned is None:
+        headline = f"map: {count_short(cells)}; the preprint's mechanism {status}"
+        found = f"On grokking, {decay_map_findings.count_text(cells)}"
+    else:
+        headline = f"map at tuned lrs: {count_short(tuned)}; the preprint's mechanism {status}"
+        found = (
+            f"On grokking with every arm's W_Q, W_K at its own tuned learning rate, the Stiefel rule against AdamW "
+            f"reads {count_short(tuned)} (at the task's one rate: {count_short(cells)})"
+        )
+    per_decay = decay_map_findings.per_decay_cells(per_decay_map, task, rules)
+    if per_decay is not None:
+        headline = headline.replace(
+            "; the preprint's", f"; tuned at each decay: {count_short(per_decay)}; the preprint's"
+        )
+        by_word = decay_map_findings.count_text(per_decay).split(": ", 1)[
+            1
+        ]  # "higher at none, lower at 1 (λ = 0), ..."
+        found += f"; with each arm's rate tuned at each decay instead, it reads {by_word}"
+    if tuned_readings is None:
+        note = UNTUNED if tuned is None else CONTROLS_UNTUNED
+        controls_text = (
+            f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
+        )
+    else:
+        changed = [
+            f"{label(name)}: {regimes.STATUS[readings[name]]}"
+            for name in tuned_readings
+            if readings.get(name) != tuned_readings[name]
+        ]
+        controls_text = (
+            f"The controls at tuned rates leave the preprint's mechanism {status} "
+            f"({regimes.readings_text(tuned_readings)})"
+            + (f"; at the task's one rate, against an untuned AdamW, {'; '.join(changed)}" if changed else "")
+        )
+    return Verdict(word, headline, f"{found}. {controls_text}.")
+
+
+def fair_fight_verdict(
+    fair: dict | None,
+    scale: dict | None,
+    before: dict | None,
+    margin: float,
+    alpha: float,
+    peers: dict | None = None,
+    p97_rows: list[dict] = (),
+) -> Verdict:
+    """Does the Stiefel rule's gain on grokking survive a tuned baseline? At p = 31 (Holm across the
+    declared family) and, once run, at p = 97 (``p97_rows``, :func:`p97_tuned.fair_rows`):
+    ``reproduced`` when the rule is *higher* than AdamW with both at their tuned lrs in each task
+    (at p = 97: sooner to 90 % or higher final accuracy), ``partly`` when in one, ``not reproduced``
+    otherwise."""
+    sentence = fair_fight.what_we_found(fair, scale, before, margin, alpha, label, peers)
+    if sentence is None:
+        return PENDING
+    rows, _ = fair_fight.declared_rows(fair, scale, peers, margin, alpha)
+    row = fair_fight.answers(rows)["tuned_baseline"]
+    found = {(r["a"], r["b"]): r for r in p97_rows}
+    gain97 = found.get(("stiefel", "baseline"))
+    words = [row["verdict"]]
+    lo, hi = row["ci_pp"]
+    headline = f"{row['verdict']}: {row['mean_pp']:+.1f} pp, {interval(lo, hi)}, at tuned lrs"
+    if gain97 is not None:
+        words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
+        headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"
+        sentence += (
+            f" At p = 97 (20,000 epochs, {gain97['seeds']} paired seeds), each arm at its tuned rate, "
+            f"{label('stiefel')} against {label('baseline')}: {p97_tuned.short_text(gain97)}; "
+            f"{label('qk_norm')} against {label('stiefel')}: {p97_tuned.short_text(found.get(('qk_norm', 'stiefel')))}"
+            f"{p97_tuned.floor_note(p97_rows)}."
+        )
+    held = sum(w == "higher" for w in words)
+    word = "reproduced" if held == len(words) else "partly" if held else "not reproduced"
+    return Verdict(word, headline, sentence)
