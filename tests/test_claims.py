@@ -169,7 +169,7 @@ def _row(verdict, mean, n, half):
 
 
 def test_an_inconclusive_family_that_could_not_reach_its_margin_reads_not_shown():
-    from stiefel_book.findings import claim_axes as ca
+    from stiefel_book import claim_axes as ca
 
     weak = ca.row_reading("λ = 1", _row("inconclusive", -0.4, 4, 1.5), 13, _Family(), 2)
     assert weak.shown.startswith("not shown") and "smallest detectable effect" in weak.shown
@@ -182,8 +182,8 @@ def test_an_inconclusive_family_that_could_not_reach_its_margin_reads_not_shown(
 
 
 def test_a_claim_reads_a_cross_only_where_an_axis_decided_against_it():
-    from stiefel_book.findings import claim_axes as ca
-    from stiefel_book.findings.claim_verdict import MARKS, Axis
+    from stiefel_book import claim_axes as ca
+    from stiefel_book.claim_box import MARKS, Axis
 
     higher, lower, same, unshown = (Axis(w, "") for w in ("higher", "lower", "equivalent", "not shown"))
     assert ca.overall(higher, higher) == "reproduced" and ca.overall(higher, unshown) == "partly"
@@ -218,9 +218,8 @@ def _results_in(line: str) -> int:
 
 
 def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
-    from stiefel_book.findings import claim_axes as ca
-    from stiefel_book.findings.claim_box import claim_item
-    from stiefel_book.findings.claim_verdict import Verdict
+    from stiefel_book import claim_axes as ca
+    from stiefel_book.claim_box import Verdict, claim_item
 
     readings = [
         ca.row_reading(f"task {i}", _row(w, m, 12, 0.1), 3, _Family())
@@ -246,8 +245,7 @@ def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
 
 
 def test_what_we_measure_gives_each_result_a_line_and_keeps_a_bracket_whole():
-    from stiefel_book.findings.claim_box import claim_item, record_parts
-    from stiefel_book.findings.claim_verdict import Verdict
+    from stiefel_book.claim_box import Verdict, claim_item, record_parts
 
     assert record_parts("a: 1 (b; c); d [e; f]; g") == ["a: 1 (b; c)", "d [e; f]", "g"]
     assert record_parts("one (x; y)") == ["one (x; y)"] and record_parts("") == []
@@ -259,7 +257,7 @@ def test_what_we_measure_gives_each_result_a_line_and_keeps_a_bracket_whole():
 
 def test_no_line_of_a_verdict_box_holds_more_than_two_results(committed):
     from stiefel_book import pages
-    from stiefel_book.findings.claim_box import claim_item
+    from stiefel_book.claim_box import claim_item
 
     boxes = {}
     for (claim, preprint, _, chapter), v in zip(committed[0], committed[1]):

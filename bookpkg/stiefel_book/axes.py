@@ -1,4 +1,4 @@
-"""Each experiment claim's two axes (:mod:`findings.claim_axes`), read from the declared families'
+"""Each experiment claim's two axes (:mod:`claim_axes`), read from the declared families'
 rows (:mod:`declared`): against the preprint's own baseline (every arm at the task's one, untuned
 W_Q, W_K rate) and at tuned rates. Every number comes from the rows; nothing is typed in. The claims
 table (:mod:`claims`) puts them beside each claim. Chapters: intro and every chapter with a verdict
@@ -6,10 +6,10 @@ box."""
 
 from __future__ import annotations
 
+from . import claim_axes as ca
 from . import declared, protocol
+from .claim_box import Axis
 from .experiments import get_config, load_results
-from .findings import claim_axes as ca
-from .findings.claim_verdict import Axis
 
 __all__ = ["grokking", "fair_fight", "cifar10", "movement", "ablation", "regimes", "routing"]
 

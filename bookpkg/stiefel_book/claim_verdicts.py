@@ -10,11 +10,11 @@ a proposition's certificate says its float64 check."""
 from __future__ import annotations
 
 from . import preprint
+from .claim_box import PENDING, Axis, Verdict
 from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
 from .findings import decay_map as decay_map_findings
 from .findings import routing as routing_findings
 from .findings.cifar10_tuned import best_decays_text
-from .findings.claim_verdict import PENDING, Axis, Verdict
 from .findings.fair_fight import lr_text
 from .findings.summary import CONTROLS_UNTUNED, UNTUNED, readings_at_tuned_rates, regimes_cells
 from .labels import interval, label
@@ -32,6 +32,7 @@ __all__ = [
     "count_short",
     "regimes_verdict",
     "fair_fight_verdict",
+    "what_we_found",
 ]
 
 WORDS = ("higher", "lower", "equivalent", "inconclusive")
@@ -386,3 +387,14 @@ def fair_fight_verdict(
     held = sum(w == "higher" for w in words)
     word = "reproduced" if held == len(words) else "partly" if held else "not reproduced"
     return Verdict(word, headline, sentence)
+
+
+def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:
+    """The intro's "What we found": the sentence of every measured claim, in the order given
+    (the title's question first), then the propositions' count."""
+    last = (
+        f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
+        if certified == propositions
+        else f"{certified} of {propositions} propositions are certified numerically in float64."
+    )
+    return [v.sentence for v in verdicts if v.word != "pending" and v.sentence] + [last]

@@ -15,9 +15,9 @@ from typing import Callable
 from . import claim_verdicts, findings, preprint, protocol
 from .certify import certify_all
 from .checkout import checkout_root
+from .claim_box import PENDING, Verdict
 from .experiments import get_config
 from .experiments.results import full_results, load_results
-from .findings.claim_verdict import PENDING, Verdict
 from .findings.fair_fight import tuned_lrs
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
@@ -233,13 +233,13 @@ def _routing_readings(verdict: Verdict) -> Verdict:
 
 def _with_axes(verdict: Callable[[], Verdict], name: str) -> Callable[[], Verdict]:
     """``verdict`` with its two axes (:mod:`axes`: against the preprint's own baseline, at tuned rates)
-    and the claim's word from them (:func:`findings.claim_axes.overall`); pending stays pending."""
+    and the claim's word from them (:func:`claim_axes.overall`); pending stays pending."""
 
     def with_axes() -> Verdict:
         from dataclasses import replace
 
         from . import axes
-        from .findings.claim_axes import overall
+        from .claim_axes import overall
 
         v = verdict()
         if v.word == "pending":
@@ -467,8 +467,8 @@ class ClaimsTable:
 
     def details_markdown(self) -> str:
         """Each claim in full, behind a toggle, as its chapter's verdict box gives it (one result a
-        line: :func:`findings.claim_box.claim_item`), then what we measure."""
-        from .findings.claim_box import claim_item
+        line: :func:`claim_box.claim_item`), then what we measure."""
+        from .claim_box import claim_item
 
         items = [f"- {claim_item(c, p, v, m)}" for (c, p, m, _), v in zip(self.rows, self.verdicts)]
         return "<details>\n<summary>Every claim in full</summary>\n\n" + "\n".join(items) + "\n\n</details>\n"

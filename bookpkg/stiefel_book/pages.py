@@ -1,7 +1,7 @@
 """What the chapters print for a reader, made from the results files: the intro's "What we found"
 with its hero figure, each experiment chapter's "Key takeaways" and its closing verdict, and a
 certificate's one-line summary with its checks behind a toggle. The words come from
-:mod:`findings.summary`; this module loads the files (the full profile's) and lays them out as
+:mod:`findings` and :mod:`claim_verdicts`; this module loads the files (the full profile's) and lays them out as
 MyST Markdown. Chapters: every chapter.
 
     from stiefel_book.pages import takeaways
@@ -118,10 +118,10 @@ def takeaways(chapter: str) -> Markdown:
 
 def chapter_verdict(chapter: str) -> Markdown:
     """The verdict of every claim whose evidence ``chapter`` holds (book/NAME or NAME), one result a
-    line (:func:`findings.claim_box.claim_item`): the claim and its word, the preprint's words, each
+    line (:func:`claim_box.claim_item`): the claim and its word, the preprint's words, each
     axis's word with the reading that decided it, its other readings under it."""
+    from .claim_box import claim_item
     from .claims import CLAIMS
-    from .findings.claim_box import claim_item
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
     lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
@@ -144,10 +144,10 @@ FOUND_ORDER = (
 
 def what_we_found(dropdown: str | None = None) -> Markdown:
     """The intro's findings, a list: per chapter of :data:`FOUND_ORDER` with a measured verdict, its
-    short title (linked) and the verdict's sentence (:func:`summary.what_we_found`), the title's
+    short title (linked) and the verdict's sentence (:func:`claim_verdicts.what_we_found`), the title's
     question first, the routing tasks (no claim of the preprint) next, the propositions last;
     with ``dropdown``, shut behind a toggle of that title."""
-    from . import declared
+    from . import claim_verdicts, declared
     from .claims import CLAIMS, chapter_title
     from .findings import routing_summary
     from .labels import label
@@ -156,7 +156,7 @@ def what_we_found(dropdown: str | None = None) -> Markdown:
     certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
     first = {chapter: verdicts[next(c.claim for c in CLAIMS if c.chapter == chapter)] for chapter in FOUND_ORDER}
     measured = [chapter for chapter, v in first.items() if v.word != "pending" and v.sentence]
-    sentences = summary.what_we_found(
+    sentences = claim_verdicts.what_we_found(
         [first[c] for c in measured], sum(v.word == "certified" for v in certificates), len(certificates)
     )
     items = [(chapter_title(c), c, s) for c, s in zip(measured, sentences)]

@@ -1,7 +1,7 @@
-"""The regimes chapter's takeaways and the intro's "What we found", computed from the results dicts
+"""The regimes chapter's takeaways, computed from the results dicts
 and declared families' rows they are handed; the claims' verdicts are :mod:`stiefel_book.claim_verdicts`
 (the claims table's). Nothing here decides anew. Loading is the caller's (``pages.py``).
-Chapters: intro, regimes.
+Chapter: regimes.
 """
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from __future__ import annotations
 from ..labels import label
 from . import decay_map as decay_map_findings
 from . import regimes
-from .claim_verdict import Verdict
 
-__all__ = ["regimes_cells", "readings_at_tuned_rates", "what_we_found", "regimes_takeaways"]
+__all__ = ["regimes_cells", "readings_at_tuned_rates", "regimes_takeaways"]
 
 
 # --- regimes and peers --------------------------------------------------------------------------
@@ -131,14 +130,3 @@ def regimes_takeaways(
         if scale:
             out.append("**Does scale alone do what the Stiefel rule does?** " + "; ".join(scale) + ".")
     return out
-
-
-def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:
-    """The intro's "What we found": the sentence of every measured claim, in the order given
-    (the title's question first), then the propositions' count."""
-    last = (
-        f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
-        if certified == propositions
-        else f"{certified} of {propositions} propositions are certified numerically in float64."
-    )
-    return [v.sentence for v in verdicts if v.word != "pending" and v.sentence] + [last]
