@@ -62,6 +62,8 @@ def test_time_rows_use_the_paired_permutation_test_with_holm():
 def test_the_claim_quotes_the_map_count_and_the_readings():
     from types import SimpleNamespace
 
+    from stiefel_book import claim_measures
+
     task = SimpleNamespace(p=31, lr=1e-3, warmup_epochs=10)
     map_runs = {
         f"{arm}@wd=1/{s}": run([0.5, 0.7, 0.9 if arm == "stiefel" else 0.6 + 0.01 * s], every=500)
@@ -70,7 +72,7 @@ def test_the_claim_quotes_the_map_count_and_the_readings():
     }
     dmap = results(map_runs, weight_decays=[1.0])
     controls = results({f"{arm}/{s}": run([0.5, 0.9 - 0.01 * s]) for arm in ("stiefel", "baseline") for s in range(3)})
-    line = decay_map.claim(controls, dmap, task, RULES)
+    line = claim_measures.regimes(controls, dmap, task, RULES)
     assert (
         decay_map.count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
         in line

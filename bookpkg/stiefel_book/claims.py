@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import claim_verdicts, findings, preprint, protocol
+from . import claim_measures, claim_verdicts, findings, preprint, protocol
 from .certify import certify_all
 from .checkout import checkout_root
 from .claim_box import PENDING, Verdict
@@ -90,7 +90,7 @@ def _grokking() -> str:
     from . import declared
 
     results, family = declared.grokking()
-    return findings.grokking.claim(results, get_config("grokking", "full"), family)
+    return claim_measures.grokking(results, get_config("grokking", "full"), family)
 
 
 def _regimes_rules() -> dict:
@@ -103,7 +103,7 @@ def _regimes() -> str:
     from . import declared
 
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    return findings.decay_map.claim(
+    return claim_measures.regimes(
         controls,
         dmap,
         get_config("grokking_decay_map", "full").task,
@@ -134,7 +134,7 @@ def _cifar10_gain(results: dict) -> str:
 
     rows = declared.cifar10()
     return (
-        findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
+        claim_measures.cifar10_gain(results, load_results("cifar10_sweep", "full"))
         + "; under the declared families: "
         + _rows_text(
             rows["protocol"][:1] + rows["protocol"][3:4] + rows["long"][:1] + rows["size"][:1] + _tuned_gain(rows)
@@ -168,7 +168,7 @@ def _cifar10_movement(results: dict) -> str:
     rows = declared.cifar10()
     frozen = [r for r in rows["long"] if r["what"].startswith("the Stiefel rule − frozen frames")]
     return (
-        findings.cifar10.claim_movement(results)
+        claim_measures.cifar10_movement(results)
         + " (a fixed step's size is lr × gradient: the ratio is set by its lr); under the declared families: "
         + _rows_text(rows["protocol"][1:3] + frozen)
     )
@@ -178,13 +178,13 @@ def _peers(results: dict) -> str:
     from . import declared
 
     judged = len(protocol.load().sweeps["cifar10_peers_qk_lr"]["judged_seeds"])
-    return findings.peers.family_claim(
+    return claim_measures.peers(
         declared.peers()["rows"], declared.peers_cifar10(), declared.cifar10()["tuned"], judged
     )
 
 
 def _ablation(results: dict) -> str:
-    return findings.ablation.claim(
+    return claim_measures.ablation(
         results,
         load_results("cifar10", "full"),
         load_results("grokking_ablation", "full"),

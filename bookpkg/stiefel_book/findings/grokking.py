@@ -7,59 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import mean_and_spread
-from . import grokking_runs, regimes
+from . import grokking_runs
 from .grokking_runs import ARMS, endpoint_accuracies
 from .grokking_runs import report as report  # re-exported: the chapter reads it here
 
 __all__ = [
     *grokking_runs.__all__,  # read here by the chapter
     "family_rows",
-    "claim",
 ]
-
-
-def claim(results: dict | None, config, family=None) -> str:
-    """One line for the book's claims table from ``grokking-full`` and its configuration: the
-    validation accuracy at epoch 20,000 per arm, the censored time to 90 %, and the regime. With
-    ``family`` (``grokking_p97``), the two verdicts of :func:`family_rows` (the time by the paired
-    permutation log-rank, Holm across the family) instead of the asymptotic log-rank p.
-    Chapter: grokking."""
-    if not results or not results.get("runs"):
-        return "not yet measured (no finished full run)"
-    table = endpoint_accuracies(results, 20_000)
-    parts = []
-    for arm, name in (("stiefel", "Stiefel"), ("baseline", "baseline")):
-        values = [100 * v for v in table.get(arm, {}).values()]
-        if len(values) >= 2:
-            s = mean_and_spread(values)
-            parts.append(f"{name} {s.mean:.1f}% ± {s.std:.1f} (n = {s.n}, range {s.min:.1f}-{s.max:.1f})")
-        elif values:
-            parts.append(f"{name} {values[0]:.1f}% (n = 1)")
-        else:
-            parts.append(f"{name}: no finished run")
-    line = "validation accuracy at epoch 20,000: " + "; ".join(parts)
-    seeds = regimes.paired_seeds(results, "stiefel", "baseline")
-    rows = family_rows(results, family) if family is not None else None
-    if rows is not None:
-        e, t = rows["endpoint"], rows["time"]
-        line += (
-            f"; under the declared family (Holm): accuracy {e['verdict']} ({e['mean_pp']:+.1f} pp, Holm p = "
-            f"{e['p_holm']:.2g}); time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel "
-            f"{t['median'][0]:,.0f}, baseline {t['median'][1]:,.0f} ({t['never'][1]} of {len(rows['seeds'])} never), "
-            f"{t['verdict']} (paired permutation log-rank p = {t['p']:.2g}, Holm p = {t['p_holm']:.2g})"
-        )
-    elif len(seeds) >= 2:
-        s_, b_ = (regimes.survival(results, arm, seeds=seeds) for arm in ("stiefel", "baseline"))
-        _, p = regimes.logrank(results, "stiefel", "baseline")
-        line += (
-            f"; time to 90 %, median epoch (Kaplan-Meier, censored runs kept): Stiefel {s_.median:,.0f}, "
-            f"baseline {b_.median:,.0f} ({b_.censored} of {len(seeds)} never), log-rank p = {p:.2g}"
-        )
-    budget = regimes.decay_budget(
-        config.lr, config.weight_decay, regimes.grokking_lr_factors(config.warmup_epochs, config.epochs)
-    )
-    return line + f"; regime: p = {config.p}, Σ lr·λ = {budget:.3g}, {config.epochs:,} epochs (a CPU-sized model)"
 
 
 # --- the declared family (book/protocol.yml: grokking_p97) -------------------------------------
