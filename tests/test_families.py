@@ -119,7 +119,8 @@ def test_routing_families_equal_findings_routing(files, task):
 
     name, endpoint = fr.TASKS[task]
     f = protocol.family(name)
-    old = routing_rows_as_they_were(fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha)
+    values = fr.finals(files[f"{task}-full"], metric=endpoint.metric)
+    old = routing_rows_as_they_were(values, endpoint, f.margin, f.alpha)
     rows = read(name, files)
     same(rows, old, "mean", "ci")
     assert [r.reading for r in rows] == [o["reading"] for o in old]
@@ -329,7 +330,7 @@ def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files
     for task, (name, endpoint) in fr.TASKS.items():
         f = protocol.family(name)
         old[task] = routing_rows_as_they_were(
-            fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha
+            fr.finals(files[f"{task}-full"], metric=endpoint.metric), endpoint, f.margin, f.alpha
         )
         new[task] = fr.as_rows(read(name, files))
     assert summary(new, label) == summary(old, label)

@@ -25,7 +25,7 @@ def test_frozen_frames_far_below_read_worse_and_the_sanity_check_holds():
     stiefel = base + rng.normal(0.001, 0.001, 10)
     results = judged({"baseline": base, "stiefel": stiefel, "frozen": stiefel - rng.normal(0.5, 0.01, 10)})
     endpoint = fr.TASKS["mqar"][1]
-    rows = fr.family_rows(fr.finals(results, "val_acc"), endpoint, margin=2.0)
+    rows = fr.family_rows(fr.finals(results, metric="val_acc"), endpoint, margin=2.0)
     a = fr.answers(rows)
     assert a["frozen"]["verdict"] == "lower" and a["frozen"]["reading"] == "worse"
     assert -52 < a["frozen"]["mean"] < -48  # percentage points
@@ -41,7 +41,7 @@ def test_a_lower_loss_reads_better_and_an_equal_frozen_arm_fails_the_sanity_chec
     stiefel = loss - rng.normal(0.3, 0.01, 10)
     results = judged({"baseline": loss, "stiefel": stiefel, "frozen": stiefel + rng.normal(0, 1e-3, 10)}, "val_loss")
     endpoint = fr.TASKS["induction"][1]
-    a = fr.answers(fr.family_rows(fr.finals(results, "val_loss"), endpoint, margin=0.05))
+    a = fr.answers(fr.family_rows(fr.finals(results, metric="val_loss"), endpoint, margin=0.05))
     assert a["tuned_baseline"]["verdict"] == "lower" and a["tuned_baseline"]["reading"] == "better"
     assert fr.sanity(a["frozen"]) == "fails"
     assert fr.result_text(a["tuned_baseline"], endpoint).startswith("lower (better), -0.29")
@@ -198,7 +198,7 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
     rng = np.random.default_rng(4)
     loss = rng.uniform(0.1, 0.2, 10)
     results = judged({"baseline": loss + 2.0, "stiefel": loss, "frozen": loss + 4.0, "qk_norm": loss + 2.0}, "val_loss")
-    rows = fr.family_rows(fr.finals(results, "val_loss"), fr.TASKS["induction"][1], margin=0.05)
+    rows = fr.family_rows(fr.finals(results, metric="val_loss"), fr.TASKS["induction"][1], margin=0.05)
     v = routing_verdict({"mqar": [], "induction": rows, "charlm": []})
     assert v.word == "new"
     assert "lower (better), -2 nats" in v.headline and "not yet run" in v.headline and "holds" in v.sentence
@@ -300,8 +300,8 @@ def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
     tie = judged({"baseline": loss, "stiefel": loss + rng.normal(0, 0.3, 10), "frozen": loss + 4, "qk_norm": loss + 3})
     win = judged({"baseline": loss + 1, "stiefel": loss, "frozen": loss + 4, "qk_norm": loss + 3}, "val_loss")
     endpoint = fr.TASKS["induction"][1]
-    tie_rows = fr.family_rows(fr.finals(tie, "val_acc"), endpoint, margin=0.05)
-    win_rows = fr.family_rows(fr.finals(win, "val_loss"), endpoint, margin=0.05)
+    tie_rows = fr.family_rows(fr.finals(tie, metric="val_acc"), endpoint, margin=0.05)
+    win_rows = fr.family_rows(fr.finals(win, metric="val_loss"), endpoint, margin=0.05)
     assert summary({"mqar": [], "induction": []}, label) == ""
     text = summary({"mqar": tie_rows, "induction": tie_rows, "charlm": []}, label, notes={"mqar": "a note"})
     assert "on none of" in text and text.index("the induction task (a note)") < text.index("Frozen")  # notes follow

@@ -178,7 +178,7 @@ def routing_counts() -> dict[str, str]:
         f = families()[family]
         if f.count_past is not None:
             metric = f.count_metric or endpoint.metric
-            counts = fr.past(fr.finals(load_results(task, "full"), metric), f.count_past)
+            counts = fr.past(fr.finals(load_results(task, "full"), metric=metric), f.count_past)
             out[task] = fr.count_text(counts, f.count_past, metric, label)
     return out
 
@@ -195,7 +195,8 @@ def routing_notes() -> dict[str, str | None]:
         f, results = families()[family], load_results(task, "full")
         notes = []
         if f.count_past is not None and f.count_metric in (None, endpoint.metric):
-            notes.append(fr.ceiling_note(fr.past(fr.finals(results, endpoint.metric), f.count_past), f.count_past))
+            counts = fr.past(fr.finals(results, metric=endpoint.metric), f.count_past)
+            notes.append(fr.ceiling_note(counts, f.count_past))
         row = fr.answers(rows[task])["tuned_baseline"] if rows[task] else None
         notes.append(fr.margin_note(row, f.margin, endpoint.unit))
         out[task] = "; ".join(n for n in notes if n) or None

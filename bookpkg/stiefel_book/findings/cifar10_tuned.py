@@ -13,7 +13,8 @@ import math
 
 from ..choices import late_scores, rung_scores
 from ..labels import interval, label
-from .fair_fight import family_rows, finals, tuned_lrs
+from ..results_reading import finals
+from .fair_fight import family_rows, tuned_lrs
 
 __all__ = ["RELATIVES", "ARMS", "REFERENCES", "peer_sweep_rows", "tuned_lrs", "fair_rows", "shown", "find", "text"]
 __all__ += ["answer_lines", "best_decays_text"]

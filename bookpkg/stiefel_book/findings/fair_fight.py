@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..choices import late_scores, rung_scores
 from ..families import as_dict, judge
 from ..labels import interval, label, rate_text
+from ..results_reading import finals
 
 __all__ = [
     "THRESHOLD",
@@ -58,16 +59,6 @@ def tuned_lrs(*results: dict | None) -> dict[str, float]:
     for r in results:
         if r:
             out.update({arm: float(lr) for arm, lr in r["config"]["qk_lrs"]})
-    return out
-
-
-def finals(*results: dict | None, metric: str = "val_acc") -> dict[str, dict[int, float]]:
-    """``{arm: {seed: final metric}}`` over the files (same seeds, same initial weights: paired)."""
-    out: dict[str, dict[int, float]] = {}
-    for r in results:
-        for key, run in (r or {}).get("runs", {}).items():
-            arm, _, seed = key.rpartition("/")
-            out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
     return out
 
 

@@ -20,9 +20,9 @@ import numpy as np
 from ..choices import sweep_row, time_scores
 from ..families import judge
 from ..labels import interval, label
-from ..results_reading import runs_of
+from ..results_reading import finals, runs_of
 from ..stats import paired_comparison
-from .fair_fight import finals, lr_text
+from .fair_fight import lr_text
 from .regimes import CONTROL_PAIRS, time_rows
 
 __all__ = [

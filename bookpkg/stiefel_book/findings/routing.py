@@ -15,6 +15,7 @@ from ..choices import late_scores, metric_sign, sweep_row
 from ..families import Row, judge
 from ..labels import interval
 from ..protocol_fields import expand
+from ..results_reading import finals
 
 __all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
 __all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
@@ -46,15 +47,6 @@ TASKS = {  # task -> (its family in book/protocol.yml, its endpoint)
     "induction": ("routing_induction", Endpoint("val_loss", "nats per token", 1.0, False)),
     "charlm": ("routing_charlm", Endpoint("val_bpc", "bits per character", 1.0, False)),
 }
-
-
-def finals(results: dict | None, metric: str) -> dict[str, dict[int, float]]:
-    """``{arm: {seed: metric of the last record}}`` (same seed, same initial weights: paired)."""
-    out: dict[str, dict[int, float]] = {}
-    for key, run in (results or {}).get("runs", {}).items():
-        arm, _, seed = key.rpartition("/")
-        out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
-    return out
 
 
 def family_rows(
