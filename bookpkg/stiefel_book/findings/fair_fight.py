@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..choices import late_scores, rung_scores
 from ..families import as_dict, judge
 from ..labels import interval, label, rate_text
+from ..protocol_fields import expand
 from ..results_reading import finals
 
 __all__ = [
@@ -74,11 +75,7 @@ def family_rows(
     :func:`families.judge` (Holm across the family, the seeds past ``threshold`` with their exact
     McNemar p beside), as dicts in pp: ``mean_pp``, ``ci_pp``, ``p``, ``p_holm``, ``tost_p_holm``,
     ``verdict``, ``past``, ``mcnemar_p``. A pair appears once ("b − a" is "a − b")."""
-    pairs = []
-    for ref in references:
-        for arm in arms:
-            if arm != ref and arm in values and ref in values and (ref, arm) not in pairs and (arm, ref) not in pairs:
-                pairs.append((arm, ref))
+    pairs = [(a, b) for a, b in expand(arms, references) if a in values and b in values]
     return [as_dict(r, 100) for r in judge(values, pairs, margin, alpha, count_past=threshold)]
 
 
