@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .findings import p97_tuned, tuned
+from .findings import p97_tuned
 from .findings import regimes as rg
 from .findings.ablation import METRIC, ablation_rows, merged_results, shares
 from .findings.cifar10 import freezing_cost, movement_ratios, paired_gain, regime, sweep_gains
@@ -16,7 +16,7 @@ from .findings.decay_map import count_text, final_cells, tuned_cells
 from .findings.grokking import family_rows as grokking_family_rows
 from .findings.grokking_runs import endpoint_accuracies
 from .findings.peers_family import PEERS
-from .labels import interval, label
+from .labels import difference, interval, label
 from .stats import VERDICTS, mean_and_spread
 
 __all__ = ["grokking", "regimes", "ablation", "cifar10_gain", "cifar10_movement", "peers"]
@@ -233,7 +233,7 @@ def peers(grokking: list[dict], cifar10: list[dict], cifar10_tuned: list[dict] =
 
     def line(rows: list[dict], digits: int) -> str:
         against = [r for r in rows if r["reference"] == "stiefel"]
-        parts = [f"{label(r['arm'])} {r['verdict']} ({tuned.interval_text(r, digits)})" for r in against]
+        parts = [f"{label(r['arm'])} {r['verdict']} ({difference(r, digits)})" for r in against]
         counts = ", ".join(f"{w} {sum(r['verdict'] == w for r in against)}" for w in VERDICTS)
         return "; ".join(parts) + f" (of {len(against)}: {counts})"
 

@@ -17,7 +17,7 @@ from .findings import routing as routing_findings
 from .findings.cifar10_tuned import best_decays_text
 from .findings.fair_fight import lr_text
 from .findings.summary import CONTROLS_UNTUNED, UNTUNED, readings_at_tuned_rates, regimes_cells
-from .labels import interval, label
+from .labels import difference, label
 
 __all__ = [
     "certificate",
@@ -48,12 +48,6 @@ def claim_word(words: list[str]) -> str:
     return "reproduced" if held == len(words) else "not reproduced" if held == 0 else "partly"
 
 
-def _pp(row: dict, digits: int = 1) -> str:
-    level = 95 if "ci_pp" in row else 90  # TOST reads the (1 - 2 alpha) interval
-    lo, hi = row["ci_pp"] if "ci_pp" in row else row["tost_ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f', level)}"
-
-
 def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None = None, lrs=None) -> Verdict:
     """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`, every arm
     at the task's lr) and, once run, ``grokking_p97_fair`` (``tuned_rows``,
@@ -82,9 +76,9 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
     sentence = (
         f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs, {len(seeds)} seeds), the Stiefel "
         f"rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's {means['baseline']:.1f} %: "
-        f"{e['verdict']} under the declared family ({_pp(e)}, Holm p = {e['p_holm']:.2g}); its time to 90 % (median "
-        f"epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) reads "
-        f"{t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
+        f"{e['verdict']} under the declared family ({difference(e)}, Holm p = {e['p_holm']:.2g}); its time to 90 % "
+        f"(median epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) "
+        f"reads {t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
     )
     if gain is None:
         sentence += (
@@ -133,28 +127,28 @@ def cifar10_gain_verdict(
     )
     # Sentences of at most two results each: the preprint's protocol and 100-epoch training, then one
     # sentence a further reading, then the gap with data.
-    first = f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"
+    first = f"the Stiefel rule minus AdamW is {gain['verdict']}, {difference(gain, 2)} over {gain['n']} paired starts"
     if long_gain:
-        first += f", and {long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})"
+        first += f", and {long_gain['verdict']} in 100-epoch training ({difference(long_gain, 2)})"
     said = "partly reproduced" if word == "partly" else word
     sentences = [f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {said}: {first}."]
     if tuned:
         sentences.append(
-            f"With each arm at its tuned W_Q, W_K lr it reads {tuned['verdict']} there ({_pp(tuned, 2)}, "
+            f"With each arm at its tuned W_Q, W_K lr it reads {tuned['verdict']} there ({difference(tuned, 2)}, "
             f"{tuned['n']} starts)."
         )
         headline += f"; {tuned['verdict']}: {tuned['mean_pp']:+.2f} pp (tuned)"
     if at_decay:
         where = f"λ = {at_decay['weight_decay']:g}"
         sentences.append(
-            f"At tuned lrs at {where}, the decay of largest gap, it reads {at_decay['verdict']} ({_pp(at_decay, 2)}, "
-            f"{at_decay['n']} starts; a decay the preprint never tuned, not counted)."
+            f"At tuned lrs at {where}, the decay of largest gap, it reads {at_decay['verdict']} "
+            f"({difference(at_decay, 2)}, {at_decay['n']} starts; a decay the preprint never tuned, not counted)."
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where}; not counted)"
     if best:
         cells = best_decays_text(best["cells"])
         sentences.append(
-            f"With each arm at its best decay and lr ({cells}) it reads {best['verdict']} ({_pp(best, 2)}, "
+            f"With each arm at its best decay and lr ({cells}) it reads {best['verdict']} ({difference(best, 2)}, "
             f"{best['n']} starts; a comparison set after the runs, not counted)."
         )
     gaps = [r for r in (gap, widening) if r is not None]
@@ -179,8 +173,8 @@ def movement_verdict(protocol: list[dict], movement: dict | None) -> Verdict:
     )
     sentence = (
         f"How far a fixed step moves the frames ({low:.0f}-{high:.0f}x less than AdamW here) is set by its lr, not "
-        f"found; the cost of freezing the frames is {cost['verdict']} against a fixed step ({_pp(cost, 2)}) and "
-        f"{stiefel['verdict']} against the Stiefel rule ({_pp(stiefel, 2)})."
+        f"found; the cost of freezing the frames is {cost['verdict']} against a fixed step ({difference(cost, 2)}) and "
+        f"{stiefel['verdict']} against the Stiefel rule ({difference(stiefel, 2)})."
     )
     return Verdict(word, headline, sentence)
 
@@ -209,7 +203,7 @@ def ablation_verdict(rows: list[dict]) -> Verdict:
     readings = "; ".join(f"{k}: {got.get(k, 'not run')} (the preprint: {v})" for k, v in EXPECTED.items())
     sentence = (
         f"Of the rule's parts on CIFAR-10, removing the scale-free step costs {step['mean_pp']:.2f} pp "
-        f"({step['verdict']}), while the whole rule against AdamW reads {gain['verdict']} ({_pp(gain, 2)}): "
+        f"({step['verdict']}), while the whole rule against AdamW reads {gain['verdict']} ({difference(gain, 2)}): "
         f"{readings}."
     )
     return Verdict(word, headline, sentence)
@@ -373,8 +367,7 @@ def fair_fight_verdict(
     found = {(r["a"], r["b"]): r for r in p97_rows}
     gain97 = found.get(("stiefel", "baseline"))
     words = [row["verdict"]]
-    lo, hi = row["ci_pp"]
-    headline = f"{row['verdict']}: {row['mean_pp']:+.1f} pp, {interval(lo, hi)}, at tuned lrs"
+    headline = f"{row['verdict']}: {difference(row)}, at tuned lrs"
     if gain97 is not None:
         words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
         headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"

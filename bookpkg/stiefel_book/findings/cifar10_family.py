@@ -12,7 +12,7 @@ from .. import preprint
 from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10_config import SWEEP_FRACTIONS
 from ..families import as_dict, judge
-from ..labels import interval
+from ..labels import difference
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import size_gains
@@ -129,10 +129,9 @@ def row_text(row: dict | None, digits: int = 2) -> str:
     """ "<what>: <verdict>, <mean> pp [<lo>, <hi>] over n starts (Holm p)"."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     return (
-        f"{row['what']}: **{row['verdict']}**, {row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f')} "
-        f"over {row['n']} starts (Holm p = {row['p_holm']:.2g})"
+        f"{row['what']}: **{row['verdict']}**, {difference(row, digits)} over {row['n']} starts "
+        f"(Holm p = {row['p_holm']:.2g})"
     )
 
 

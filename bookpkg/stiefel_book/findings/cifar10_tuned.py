@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..choices import late_scores, rung_scores
-from ..labels import interval, label
+from ..labels import difference, label
 from ..results_reading import finals
 from .fair_fight import family_rows, tuned_lrs
 
@@ -72,13 +72,11 @@ def text(row: dict | None, judged: int) -> str:
     or "not yet run". Before all ``judged`` starts have run, the test is an interim look, and says so."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
     tested = "too few for a test yet" if math.isnan(row["p"]) else f"p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}"
     if row["n"] < judged and not math.isnan(row["p"]):
         tested = f"an interim look, not the declared endpoint: {tested}"
-    difference = f"{row['mean_pp']:+.2f} pp, {interval(lo, hi, '+.2f')}"
-    return f"**{row['verdict']}**, {difference} over {of} paired starts ({tested})"
+    return f"**{row['verdict']}**, {difference(row, 2)} over {of} paired starts ({tested})"
 
 
 def answer_lines(rows: dict, judged: int) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
 from ..families import as_dict, judge
-from ..labels import interval, label, rate_text
+from ..labels import difference, label, rate_text
 from ..protocol_fields import expand
 from ..results_reading import finals
 
@@ -130,9 +130,8 @@ def result_text(row: dict | None) -> str:
     past 90 %: x against y)"."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     return (
-        f"{row['verdict']}, {row['mean_pp']:+.1f} pp, {interval(lo, hi)} over {row['n']} paired seeds "
+        f"{row['verdict']}, {difference(row)} over {row['n']} paired seeds "
         f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})"
     )
 

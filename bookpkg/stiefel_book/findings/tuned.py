@@ -7,7 +7,7 @@ Pure functions of the results dicts and protocol families they are handed."""
 
 from __future__ import annotations
 
-from ..labels import interval
+from ..labels import difference, interval
 from . import fair_fight as ff
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "retired_word",
     "beats",
     "verdict_text",
-    "interval_text",
     "changed",
     "after_runs_lines",
 ]
@@ -95,12 +94,6 @@ def retired_word(row: dict | None) -> str:
     return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
 
 
-def interval_text(row: dict, digits: int) -> str:
-    """A family row's difference and interval: ``"+1.2 pp [-0.3, +2.7]"``."""
-    lo, hi = row["ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f')}"
-
-
 def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: bool = True) -> str:
     """One row ``a − b`` as a reader reads it: "A beats B by d pp [lo, hi]" (higher or lower, Holm
     across its family), "A and B are equivalent (within ± m pp): ..." or "A against B:
@@ -120,14 +113,14 @@ def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: b
     if w == "equivalent":
         return (
             f"{label(a, capital=capital)} and {label(b)} are equivalent (within ±{margin_pp:g} pp): "
-            f"{interval_text(row, digits)}"
+            f"{difference(row, digits)}"
         )
-    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {interval_text(row, digits)}"
+    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {difference(row, digits)}"
 
 
 def verdict_text(row: dict | None, digits: int = 1) -> str:
     """A row's word and numbers for a table cell: "higher, +3.1 pp [+0.2, +6.0]" (``-`` when missing)."""
-    return "-" if row is None else f"{row['verdict']}, {interval_text(row, digits)}"
+    return "-" if row is None else f"{row['verdict']}, {difference(row, digits)}"
 
 
 def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) -> list[str]:
@@ -144,7 +137,7 @@ def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) 
         if old == new or (old.startswith("tie") and new == "inconclusive"):
             continue
         out.append(
-            f"{what}: {old} ({interval_text(before, digits)}) before, **{new}** now ({interval_text(now, digits)}, "
+            f"{what}: {old} ({difference(before, digits)}) before, **{new}** now ({difference(now, digits)}, "
             f"Holm p = {now['p_holm']:.2g})"
         )
     return out
