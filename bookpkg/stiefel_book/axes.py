@@ -169,11 +169,10 @@ def regimes() -> Axes:
     """When the geometry dominates: the decay map at the task's rate; at tuned rates, the map at λ = 1's
     tuned rates and the map tuned at each decay."""
     from .findings import decay_map as dm
-    from .findings import summary
 
     task, rules = get_config("grokking_decay_map", "full").task, dm.rules(protocol.load())
     dmap = load_results("grokking_decay_map", "full")
-    cells = summary.regimes_cells(dmap, task, rules) if dmap else []
+    cells = dm.regimes_cells(dmap, task, rules) if dmap else []
     tuned = dm.tuned_cells(load_results("grokking_decay_map_tuned", "full"), task, rules) or []
     per = dm.per_decay_cells(load_results("grokking_decay_map_per_decay", "full"), task, rules) or []
     return (

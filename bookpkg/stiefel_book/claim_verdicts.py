@@ -16,7 +16,6 @@ from .findings import decay_map as decay_map_findings
 from .findings import routing as routing_findings
 from .findings.cifar10_tuned import best_decays_text
 from .findings.fair_fight import lr_text
-from .findings.summary import CONTROLS_UNTUNED, UNTUNED, readings_at_tuned_rates, regimes_cells
 from .labels import difference, label
 
 __all__ = [
@@ -35,6 +34,14 @@ __all__ = [
     "what_we_found",
 ]
 
+UNTUNED = (
+    "these runs trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned (the fair fight "
+    "tunes it)"
+)
+CONTROLS_UNTUNED = (
+    "the controls trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned there (the fair "
+    "fight tunes it)"
+)
 WORDS = ("higher", "lower", "equivalent", "inconclusive")
 
 
@@ -302,9 +309,9 @@ def regimes_verdict(
         return PENDING
     rule = rules["controls_p31"]
     readings = regimes.supported_readings(regimes.control_rows(controls, rule.margin, rule.alpha))
-    tuned_readings = readings_at_tuned_rates(fair_rows)
+    tuned_readings = regimes.readings_at_tuned_rates(fair_rows)
     deciding = readings if tuned_readings is None else tuned_readings
-    cells = regimes_cells(decay_map, task, rules)
+    cells = decay_map_findings.regimes_cells(decay_map, task, rules)
     status = regimes.STATUS[deciding["geometry"]]
     word = "reproduced" if deciding["geometry"] else "not reproduced"
     tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)

@@ -28,6 +28,7 @@ __all__ = [
     "count_text",
     "curves",
     "tuned_cells",
+    "regimes_cells",
 ]
 
 
@@ -217,4 +218,13 @@ def per_decay_cells(per_decay: dict | None, task, rules: dict) -> list[MapCell] 
         rules["decay_map_per_decay"],
         lr=task.lr,
         warmup_epochs=task.warmup_epochs,
+    )
+
+
+def regimes_cells(decay_map: dict, task, rules: dict) -> list:
+    """The decay map's Stiefel − AdamW cells at each decay's final epoch, under the declared
+    family ``decay_map`` (``rules``: :class:`decay_map.Rule` by family name). Every page's count
+    of the map comes from these cells (:func:`decay_map.count`)."""
+    return final_cells(
+        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
     )
