@@ -4,19 +4,22 @@ families' rows the findings give. Pure functions of what they are handed; loadin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
+from .experiments.cifar10_config import PROFILES, SWEEP_ARMS, CIFAR10Config, lr_factors
 from .findings import p97_tuned
 from .findings import regimes as rg
 from .findings.ablation import METRIC, ablation_rows, merged_results, shares
-from .findings.cifar10 import freezing_cost, movement_ratios, paired_gain, regime, sweep_gains
+from .findings.cifar10 import movement_ratios, paired_gain, sweep_gains
 from .findings.decay_map import count_text, final_cells, tuned_cells
 from .findings.grokking import family_rows as grokking_family_rows
 from .findings.grokking_runs import endpoint_accuracies
 from .findings.peers_family import PEERS
 from .labels import difference, interval, label
+from .results_reading import arm_of
 from .stats import VERDICTS, mean_and_spread
 
 __all__ = ["grokking", "regimes", "ablation", "cifar10_gain", "cifar10_movement", "peers"]
@@ -182,6 +185,26 @@ def ablation(results: dict, reference: dict | None, repeat: dict | None = None, 
     return line
 
 
+def regime(results: dict) -> str:
+    """The regime of a results file's verdicts: its decay budget, training length, and the test
+    accuracy the baseline and the Stiefel arm reached."""
+    fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
+    config = dataclasses.replace(
+        PROFILES["full"],
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields},
+    )
+    reached = {
+        arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if arm_of(k) == arm])
+        for arm in SWEEP_ARMS
+    }
+    budget = rg.decay_budget(config.lr, config.weight_decay, lr_factors(config))
+    return (
+        f"Σ lr·λ = {budget:.3g}, {config.epochs} epochs on "
+        f"{config.train_size:,} images, test accuracy reached "
+        + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items())
+    )
+
+
 def cifar10_gain(results: dict, sweep: dict | None) -> str:
     """One line for the book's claims table: the paired gain of ``cifar10-full`` and the gains
     by size of ``cifar10_sweep-full`` (``None``: not run yet)."""
@@ -215,7 +238,7 @@ def cifar10_movement(results: dict) -> str:
         f"fixed step moves {values.min():.0f}-{values.max():.0f}x less per step than AdamW "
         f"(median {np.median(values):.0f}x)"
     )
-    starts, _, _, c = freezing_cost(results)
+    starts, _, _, c = paired_gain(results, "fixed_step", "frozen")  # what freezing the frames costs
     if c is not None:
         line += (
             f"; freezing costs {c.mean_difference:+.2f} pp against the fixed step "

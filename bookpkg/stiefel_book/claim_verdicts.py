@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import preprint
 from .claim_box import PENDING, Axis, Verdict
+from .families import find
 from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
 from .findings import decay_map as decay_map_findings
 from .findings import routing as routing_findings
@@ -353,12 +354,11 @@ def regimes_verdict(
 
 
 def fair_fight_verdict(
-    fair: dict | None,
-    scale: dict | None,
+    rows: list[dict],
+    scale_rows: list[dict],
     before: dict | None,
     margin: float,
     alpha: float,
-    peers: dict | None = None,
     p97_rows: list[dict] = (),
 ) -> Verdict:
     """Does the Stiefel rule's gain on grokking survive a tuned baseline? At p = 31 (Holm across the
@@ -366,13 +366,22 @@ def fair_fight_verdict(
     ``reproduced`` when the rule is *higher* than AdamW with both at their tuned lrs in each task
     (at p = 97: sooner to 90 % or higher final accuracy), ``partly`` when in one, ``not reproduced``
     otherwise."""
-    sentence = fair_fight.what_we_found(fair, scale, before, margin, alpha, label, peers)
-    if sentence is None:
+    row = find(rows, "stiefel", "baseline")
+    if row is None:
         return PENDING
-    rows, _ = fair_fight.declared_rows(fair, scale, peers, margin, alpha)
-    row = fair_fight.answers(rows)["tuned_baseline"]
-    found = {(r["a"], r["b"]): r for r in p97_rows}
-    gain97 = found.get(("stiefel", "baseline"))
+    sentence = (  # the Stiefel rule against AdamW at their tuned lrs, beside the same at the task's rate; scale alone
+        f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
+        f"{label('stiefel')} against {label('baseline')} is {fair_fight.result_text(row)}"
+    )
+    old = find(fair_fight.before_rows(before, margin, alpha), "stiefel", "baseline") if before else None
+    if old is not None:
+        sentence += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
+    sentence += "."
+    for arm in ("qk_norm", "sphere"):
+        if (r := find(scale_rows, arm, "baseline")) is not None:
+            sentence += f" {label(arm, capital=True)} against {label('baseline')}: {r['verdict']}, "
+            sentence += f"{r['mean_pp']:+.1f} pp."
+    gain97 = find(p97_rows, "stiefel", "baseline")
     words = [row["verdict"]]
     headline = f"{row['verdict']}: {difference(row)}, at tuned lrs"
     if gain97 is not None:
@@ -381,7 +390,8 @@ def fair_fight_verdict(
         sentence += (
             f" At p = 97 (20,000 epochs, {gain97['seeds']} paired seeds), each arm at its tuned rate, "
             f"{label('stiefel')} against {label('baseline')}: {p97_tuned.short_text(gain97)}; "
-            f"{label('qk_norm')} against {label('stiefel')}: {p97_tuned.short_text(found.get(('qk_norm', 'stiefel')))}"
+            f"{label('qk_norm')} against {label('stiefel')}: "
+            f"{p97_tuned.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
             f"{p97_tuned.floor_note(p97_rows)}."
         )
     held = sum(w == "higher" for w in words)

@@ -255,12 +255,11 @@ def _fair_fight_verdict() -> Verdict:
 
     family = protocol.family("grokking_fair")
     return claim_verdicts.fair_fight_verdict(
-        load_results("grokking_fair", "full"),
-        load_results("grokking_fair_scale", "full"),
+        declared.tuned_rows(),
+        declared.scale_rows(),
         load_results("grokking_ablation", "full"),
         family.margin / 100,
         family.alpha,
-        load_results("grokking_fair_peers", "full"),
         declared.p97_rows(),
     )
 

@@ -1,11 +1,11 @@
 """What the chapters print for a reader, made from the results files: the intro's "What we found"
-with its hero figure, each experiment chapter's "Key takeaways" and its closing verdict, and a
+with its hero figure, each experiment chapter's closing verdict, and a
 certificate's one-line summary with its checks behind a toggle. The words come from
 :mod:`findings` and :mod:`claim_verdicts`; this module loads the files (the full profile's) and lays them out as
 MyST Markdown. Chapters: every chapter.
 
-    from stiefel_book.pages import takeaways
-    takeaways("peers")    # a "Key takeaways" admonition, shown by IPython.display
+    from stiefel_book.pages import chapter_verdict
+    chapter_verdict("peers")    # the chapter's verdict box, shown by IPython.display
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ __all__ = [
     "hero_figure",
     "regimes_rules",
     "fair_rows",
-    "takeaways",
     "chapter_verdict",
     "certificate_summary",
     "admonition",
@@ -35,14 +34,6 @@ def admonition(title: str, lines: list[str], kind: str = "tip", collapsed: bool 
     body = "\n".join(f"- {line}" for line in lines)
     classes = f"{kind} dropdown" if collapsed else kind
     return Markdown(f":::{{admonition}} {title}\n:class: {classes}\n{body}\n:::\n")
-
-
-def _cifar10() -> list[str]:
-    from . import declared
-    from .findings import cifar10_family
-
-    rows = declared.cifar10()
-    return cifar10_family.takeaways(rows["protocol"], rows["long"], rows["size"], rows["movement"])
 
 
 def regimes_rules() -> dict:
@@ -60,37 +51,6 @@ def fair_rows() -> list[dict]:
     from . import declared
 
     return declared.fair_rows()
-
-
-def _peers() -> list[str]:
-    from . import declared
-    from .findings import peers
-    from .labels import label
-
-    rows = declared.peers()
-    return peers.takeaways(rows["rows"], rows["lrs"], label, rows["margin"])
-
-
-TAKEAWAYS = {
-    "cifar10_patches": _cifar10,
-    "peers": _peers,
-}
-# The claims each experiment chapter holds the evidence for (claims.CLAIMS' chapter field).
-CHAPTER_CLAIMS = {
-    "grokking": "book/grokking",
-    "cifar10_patches": "book/cifar10_patches",
-    "ablation": "book/ablation",
-    "regimes": "book/regimes",
-    "peers": "book/peers",
-}
-
-
-def takeaways(chapter: str) -> Markdown:
-    """The "Key takeaways" admonition of an experiment chapter (a key of :data:`TAKEAWAYS`),
-    from the full profile's results files."""
-    if chapter not in TAKEAWAYS:
-        raise ValueError(f"no takeaways for chapter {chapter!r}: use one of {sorted(TAKEAWAYS)}")
-    return admonition("Key takeaways", TAKEAWAYS[chapter]())
 
 
 def chapter_verdict(chapter: str) -> Markdown:

@@ -4,16 +4,11 @@ table's lines. Pure functions of the results dicts of ``cifar10`` and ``cifar10_
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
-from ..experiments.cifar10_config import PROFILES, SWEEP_ARMS, SWEEP_FRACTIONS, CIFAR10Config, lr_factors
+from ..experiments.cifar10_config import SWEEP_FRACTIONS
 from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
 from ..stats import mean_and_spread
-from .regimes import decay_budget
 
-__all__ = ["finished_starts", "paired_gain", "movement_ratios", "sweep_gains", "freezing_cost", "regime"]
+__all__ = ["finished_starts", "paired_gain", "movement_ratios", "sweep_gains"]
 
 
 
@@ -44,28 +39,3 @@ def sweep_gains(results: dict, metric: str = "test_acc") -> list[dict]:
             }
         )
     return rows
-
-
-def freezing_cost(results: dict, reference: str = "fixed_step"):
-    """``paired_gain(results, reference, "frozen")``: what freezing the frames outright costs
-    (positive: the trained frames did better), in percentage points."""
-    return paired_gain(results, reference, "frozen")
-
-
-def regime(results: dict) -> str:
-    """The regime of a results file's verdicts: its decay budget, training length, and the test
-    accuracy the baseline and the Stiefel arm reached."""
-    fields = {f.name for f in dataclasses.fields(CIFAR10Config)}
-    config = dataclasses.replace(
-        PROFILES["full"],
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in results["config"].items() if k in fields},
-    )
-    reached = {
-        arm: np.mean([r["final"]["test_acc"] for k, r in results["runs"].items() if arm_of(k) == arm])
-        for arm in SWEEP_ARMS
-    }
-    return (
-        f"Σ lr·λ = {decay_budget(config.lr, config.weight_decay, lr_factors(config)):.3g}, {config.epochs} epochs on "
-        f"{config.train_size:,} images, test accuracy reached "
-        + ", ".join(f"{arm} {100 * v:.1f}%" for arm, v in reached.items())
-    )

@@ -6,17 +6,13 @@ learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sw
 from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
-from ..families import as_dict, judge
+from ..families import as_dict, find, judge
 from ..labels import difference, label, rate_text
 from ..protocol_fields import expand
 from ..results_reading import finals
 
 __all__ = [
     "THRESHOLD",
-    "FAMILIES",
-    "declared_rows",
-    "VARIANT_FAMILY",
-    "variant_rows",
     "sweep_rows",
     "tuned_lrs",
     "finals",
@@ -26,19 +22,11 @@ __all__ = [
     "result_text",
     "lr_text",
     "picks_text",
-    "what_we_found",
     "before_rows",
 ]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 PEERS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
-# The families of book/protocol.yml, as (arms, references): each arm against each reference, Holm within.
-FAMILIES = {
-    "grokking_fair": (("no_decay_qk", "stiefel", "frozen", *PEERS), ("baseline", "stiefel")),
-    "grokking_fair_scale": (("qk_norm", "sphere", "stiefel_temp"), ("stiefel", "baseline")),
-}
-# The ablation's two variants swept later, judged in a family of their own against the same references
-VARIANT_FAMILY = (("no_projector", "no_trust_region"), ("stiefel", "baseline"))
 
 
 def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
@@ -79,36 +67,15 @@ def family_rows(
     return [as_dict(r, 100) for r in judge(values, pairs, margin, alpha, count_past=threshold)]
 
 
-def declared_rows(
-    fair: dict | None, scale: dict | None, peers: dict | None, margin: float, alpha: float = 0.05
-) -> tuple[list[dict], list[dict]]:
-    """The rows of the two declared families (:data:`FAMILIES`), each Holm-corrected over all of its
-    comparisons: ``(grokking_fair rows, grokking_fair_scale rows)``. The chapter, the intro and the
-    claims table all read these, so one comparison is corrected the same way everywhere."""
-    values = finals(fair, scale, peers)
-    return tuple(family_rows(values, *FAMILIES[name], margin, alpha) for name in FAMILIES)
-
-
-def variant_rows(fair: dict | None, variants: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
-    """The rows of the family ``grokking_fair_ablation`` (:data:`VARIANT_FAMILY`): the ablation's
-    variants without the projector and without the trust region (``variants``, the file
-    ``grokking_fair_ablation``) against the Stiefel rule and AdamW (``fair``), Holm within."""
-    return family_rows(finals(fair, variants), *VARIANT_FAMILY, margin, alpha)
-
-
-def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
-    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
-
-
 def answers(rows: list[dict]) -> dict[str, dict | None]:
     """The chapter's questions, each answered by one row (``None`` where its runs are missing):
     does the Stiefel rule beat the tuned baseline; do frozen frames do as well; does scale alone
     (AdamW with QK-norm; the sphere) do what the Stiefel rule does."""
     return {
-        "tuned_baseline": _find(rows, "stiefel", "baseline"),
-        "frozen": _find(rows, "frozen", "stiefel"),
-        "qk_norm": _find(rows, "qk_norm", "stiefel"),
-        "sphere": _find(rows, "sphere", "stiefel"),
+        "tuned_baseline": find(rows, "stiefel", "baseline"),
+        "frozen": find(rows, "frozen", "stiefel"),
+        "qk_norm": find(rows, "qk_norm", "stiefel"),
+        "sphere": find(rows, "sphere", "stiefel"),
     }
 
 
@@ -146,37 +113,3 @@ def before_rows(before: dict | None, margin: float, alpha: float = 0.05) -> list
     W_Q, W_K lr: ``grokking_ablation``), by the same rule: the Stiefel rule and frozen frames
     against AdamW and against the Stiefel rule."""
     return family_rows(finals(before), ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
-
-
-def what_we_found(
-    fair: dict | None,
-    scale: dict | None,
-    before: dict | None,
-    margin: float,
-    alpha: float,
-    label,
-    peers: dict | None = None,
-) -> str | None:
-    """The intro's sentence on the fair fight (``None`` before its runs): the Stiefel rule against
-    AdamW at their tuned lrs (Holm over the declared family, :func:`declared_rows`) beside the same
-    comparison at the task's shared lr, then scale alone."""
-    rows, scale_rows = declared_rows(fair, scale, peers, margin, alpha)
-    a = answers(rows)
-    if a["tuned_baseline"] is None:
-        return None
-    text = (
-        f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
-        f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}"
-    )
-    if before:
-        old = _find(before_rows(before, margin, alpha), "stiefel", "baseline")
-        if old is not None:
-            text += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
-    text += "."
-    for arm in ("qk_norm", "sphere"):
-        row = _find(scale_rows, arm, "baseline")
-        if row is not None:
-            text += (
-                f" {label(arm, capital=True)} against {label('baseline')}: {row['verdict']}, {row['mean_pp']:+.1f} pp."
-            )
-    return text

@@ -6,11 +6,10 @@ and the claims table's line. Pure functions of the rows they are handed."""
 
 from __future__ import annotations
 
-from ..stats import VERDICTS
-from . import fair_fight, tuned
+from . import tuned
 
 __all__ = ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
-__all__ += ["family_ingredient_rows", "takeaways"]
+__all__ += ["family_ingredient_rows"]
 
 ARMS = ("baseline", "stiefel", "muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")  # the
 # chapter's order: experiments.peers.PEER_ARMS (a test holds them equal; this module loads no torch)
@@ -70,26 +69,3 @@ def family_ingredient_rows(rows: list[dict]) -> list[dict]:
     """:data:`INGREDIENTS` read from a family's rows (``row`` ``None`` where the family does not
     hold that comparison: it is outside the declared family and gets no verdict)."""
     return [{"a": a, "b": b, "meaning": meaning, "row": tuned.find(rows, a, b)} for a, b, meaning in INGREDIENTS]
-
-
-def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) -> list[str]:
-    """The chapter's key takeaways from the tuned family's peer rows (:func:`family_peer_rows`)."""
-    if not rows:
-        return ["The relatives' runs at their tuned learning rates have not run yet."]
-    out = [
-        "Every relative trained W_Q, W_K at its own learning rate, chosen on selection seeds by a rule fixed "
-        "before the sweep: "
-        + ", ".join(
-            f"{label(a)} {fair_fight.lr_text(lrs[a])}" for a in ("stiefel", "baseline", *TUNED_PEERS) if a in lrs
-        )
-        + "."
-    ]
-    against = [r for r in rows if r["reference"] == "stiefel"]
-    counts = {w: sum(r["verdict"] == w for r in against) for w in VERDICTS}
-    out.append(
-        f"On grokking, against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
-        f"{counts['higher']} higher, {counts['lower']} lower, {counts['equivalent']} equivalent "
-        f"(within ±{margin_pp:g} pp), {counts['inconclusive']} inconclusive."
-    )
-    out += [tuned.beats(r, label, margin_pp) + "." for r in rows if r["verdict"] in ("higher", "lower")]
-    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
-from ..families import Row, judge
+from ..families import Row, find, judge
 from ..labels import interval
 from ..protocol_fields import expand
 from ..results_reading import finals
@@ -93,18 +93,14 @@ def as_rows(rows: list[Row]) -> list[dict]:
     ]
 
 
-def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
-    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
-
-
 def answers(rows: list[dict]) -> dict[str, dict | None]:
     """The chapter's three questions per task, each one row (``None`` before its runs): does the
     Stiefel rule beat the tuned baseline; does scale alone (QK-norm) do the same; do frozen
     frames fall short of trained ones (the sanity check)."""
     return {
-        "tuned_baseline": _find(rows, "stiefel", "baseline"),
-        "qk_norm": _find(rows, "qk_norm", "stiefel"),
-        "frozen": _find(rows, "frozen", "stiefel"),
+        "tuned_baseline": find(rows, "stiefel", "baseline"),
+        "qk_norm": find(rows, "qk_norm", "stiefel"),
+        "frozen": find(rows, "frozen", "stiefel"),
     }
 
 

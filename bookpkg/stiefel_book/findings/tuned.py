@@ -8,16 +8,12 @@ Pure functions of the results dicts and protocol families they are handed."""
 from __future__ import annotations
 
 from ..labels import difference, interval
-from . import fair_fight as ff
 
 __all__ = [
     "TIE_NOTE",
     "FAIR_ARMS",
     "SCALE_ARMS",
     "PEER_ARMS",
-    "fair_family",
-    "scale_family",
-    "variant_family",
     "find",
     "rule_word",
     "retired_word",
@@ -33,30 +29,6 @@ TIE_NOTE = "A former tie (an interval holding zero) now reads inconclusive unles
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")
 SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")
 PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
-
-
-def _margin(family) -> float:
-    return family.margin / 100  # declared in percentage points; accuracies are fractions
-
-
-def fair_family(fair: dict | None, scale: dict | None, peers: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair`` as every page reads it (:func:`fair_fight.declared_rows`):
-    every arm at its tuned W_Q, W_K lr (frozen frames and the peers included) against AdamW and
-    against the Stiefel rule, Holm across all of them."""
-    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[0]
-
-
-def scale_family(fair: dict | None, scale: dict | None, family, peers: dict | None = None) -> list[dict]:
-    """The family ``grokking_fair_scale`` (:func:`fair_fight.declared_rows`): QK-norm, the sphere
-    and the Stiefel rule with a learned scale against the Stiefel rule and against AdamW, at their
-    tuned lrs."""
-    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[1]
-
-
-def variant_family(fair: dict | None, variants: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair_ablation`` (:func:`fair_fight.variant_rows`): no tangent projector
-    and no trust region against the Stiefel rule and against AdamW, at their tuned lrs."""
-    return ff.variant_rows(fair, variants, _margin(family), family.alpha)
 
 
 def find(rows: list[dict], a: str, b: str) -> dict | None:
