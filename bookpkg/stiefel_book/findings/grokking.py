@@ -5,6 +5,8 @@ per seed are :mod:`.grokking_runs`, whose report the chapter reads here too. Pur
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import grokking_runs
@@ -28,7 +30,7 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
     ``{"seeds", "endpoint": {...}, "time": {...}}``, each with its word (higher, lower,
     equivalent, inconclusive; time: higher when the Stiefel rule gets there sooner) and p-values.
     Chapter: grokking."""
-    from ..stats import holm, paired_t_p, permutation_logrank, tost
+    from ..stats import holm, paired_t_p, permutation_logrank, tost, word
     from ..stats.paired import MIN_PAIRS_FOR_VERDICT
     from .regimes import survival, time_to_threshold
 
@@ -45,23 +47,15 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
     p = np.array([paired_t_p(d), lr.p_value]) if tested else np.array([np.nan, np.nan])
     p_holm = holm(p, nan="one")
     alpha = family.alpha
-
-    def word(p_adj: float, sign: float, equivalent: bool) -> str:
-        if p_adj < alpha:
-            return "higher" if sign > 0 else "lower"
-        return "equivalent" if equivalent else "inconclusive"
-
-    half = float(equivalence.ci_high - equivalence.ci_low) / 2  # the (1 - 2 alpha) interval, as TOST reads it
     return {
         "seeds": seeds,
         "endpoint": {
             "mean_pp": 100 * float(d.mean()),
             "tost_ci_pp": (100 * equivalence.ci_low, 100 * equivalence.ci_high),
-            "half_pp": 100 * half,
             "p": float(p[0]),
             "p_holm": float(p_holm[0]),
             "tost_p": equivalence.p_value,
-            "verdict": word(p_holm[0], d.mean(), tested and equivalence.p_value < alpha),
+            "verdict": word(d.mean(), p_holm[0], equivalence.p_value if tested else math.nan, alpha),
             "past": tuple(sum(table[arm][k] >= threshold for k in seeds) for arm in ARMS[::-1]),
         },
         "time": {
@@ -70,7 +64,7 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
             "p_holm": float(p_holm[1]),
             "exact": lr.exact,
             "arrangements": lr.arrangements,
-            "verdict": word(p_holm[1], lr.statistic, False),
+            "verdict": word(lr.statistic, p_holm[1], math.nan, alpha),
             "never": tuple(sum(not ok for _, ok in times[arm]) for arm in ARMS[::-1]),
             "median": tuple(survival(results, arm, threshold, seeds).median for arm in ARMS[::-1]),
         },
