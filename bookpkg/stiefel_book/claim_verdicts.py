@@ -239,7 +239,7 @@ def peers_verdict(rows: list[dict]) -> Verdict:
 
 def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
     """The routing tasks, which the preprint did not test (a new result), from the families
-    ``routing_<task>`` (:func:`routing.family_rows`): per task with judged runs, the Stiefel rule
+    ``routing_<task>`` (:func:`declared.routing`): per task with judged runs, the Stiefel rule
     against the tuned AdamW, scale alone against the Stiefel rule, and the sanity check."""
     fr = routing_findings
     judged = {task: fr.answers(rows) for task, rows in rows_by_task.items() if rows}

@@ -12,17 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
-from ..families import Row, find, judge
+from ..families import Row, find
 from ..labels import interval
-from ..protocol_fields import expand
 from ..results_reading import finals
 
-__all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
+__all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals"]
 __all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
 __all__ += ["committed_cells", "cell_curves", "sweep_rows"]
 __all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
 
-REFERENCES = ("baseline", "stiefel")
 TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
 SWEPT = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")  # the arms each task's sweep tunes
 JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
@@ -47,29 +45,6 @@ TASKS = {  # task -> (its family in book/protocol.yml, its endpoint)
     "induction": ("routing_induction", Endpoint("val_loss", "nats per token", 1.0, False)),
     "charlm": ("routing_charlm", Endpoint("val_bpc", "bits per character", 1.0, False)),
 }
-
-
-def family_rows(
-    values: dict[str, dict[int, float]],
-    endpoint: Endpoint,
-    margin: float,
-    alpha: float = 0.05,
-    arms: tuple[str, ...] = JUDGED_ARMS,
-) -> list[dict]:
-    """Every comparison of one declared family (each arm against AdamW and against the Stiefel
-    rule), on the seeds both finished, in the endpoint's unit (``margin`` too), by the family reader
-    (:func:`families.judge`: Holm across every declared pair, one without runs keeping its place):
-    :func:`as_rows` of its rows."""
-    rows = judge(
-        values,
-        expand(arms, REFERENCES),
-        margin,
-        alpha,
-        scale=endpoint.scale,
-        unit=endpoint.unit,
-        higher_is_better=endpoint.higher_is_better,
-    )
-    return as_rows(rows)
 
 
 def as_rows(rows: list[Row]) -> list[dict]:
