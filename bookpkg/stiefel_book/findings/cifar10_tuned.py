@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 
-from ..choices import late_scores, rung_scores
 from ..labels import difference, label
 from ..results_reading import finals
-from .fair_fight import family_rows, tuned_lrs
+from .fair_fight import family_rows, sweep_rows, tuned_lrs
 
 __all__ = ["RELATIVES", "ARMS", "REFERENCES", "peer_sweep_rows", "tuned_lrs", "fair_rows", "shown", "find", "text"]
 __all__ += ["answer_lines", "best_decays_text"]
@@ -28,23 +27,7 @@ def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) 
     """Per relative of its own CIFAR-10 sweep (λ = 1, two selection starts): ``scores``
     (lr -> mean late test accuracy over the rungs every start finished), ``n`` and ``chosen`` (the lr
     its judged runs used, from their config; ``None`` before)."""
-    return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
-
-
-def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
-    if not sweep:
-        return []
-    n = len(sweep["config"]["seeds"])
-    rows = [
-        {
-            "arm": arm,
-            "scores": rung_scores(late_scores(sweep, cell, "test_acc"), n),
-            "n": n,
-            "chosen": (chosen or {}).get(arm),
-        }
-        for arm, cell in cells.items()
-    ]
-    return [r for r in rows if r["scores"]]
+    return [r for r in sweep_rows(sweep, RELATIVES, chosen, "test_acc") if r["scores"]]
 
 
 def fair_rows(fair: dict | None, peers: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:

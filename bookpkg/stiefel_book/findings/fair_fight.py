@@ -29,17 +29,15 @@ THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 PEERS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
 
 
-def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
-    """Per arm: ``scores`` (lr -> mean late score over the selection seeds that finished every
-    seed), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``, from a
-    comparison's config), else ``None``."""
-    n = len(sweep["config"]["seeds"])
-    rows = []
-    for arm in arms:
-        rows.append(
-            {"arm": arm, "scores": rung_scores(late_scores(sweep, arm), n), "n": n, "chosen": (chosen or {}).get(arm)}
-        )
-    return rows
+def sweep_rows(
+    sweep: dict | None, arms: tuple[str, ...], chosen: dict[str, float] | None = None, metric: str = "val_acc"
+) -> list[dict]:
+    """Per arm: ``scores`` (lr -> mean late ``metric`` over the selection seeds, on the rungs every seed
+    finished; empty before), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``,
+    from a comparison's config), else ``None``. No sweep yet: no rows."""
+    n = len(sweep["config"]["seeds"]) if sweep else 0
+    scores = {a: rung_scores(late_scores(sweep, a, metric), n) for a in arms} if sweep else {}
+    return [{"arm": a, "scores": s, "n": n, "chosen": (chosen or {}).get(a)} for a, s in scores.items()]
 
 
 def tuned_lrs(*results: dict | None) -> dict[str, float]:
