@@ -30,9 +30,9 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
     ``{"seeds", "endpoint": {...}, "time": {...}}``, each with its word (higher, lower,
     equivalent, inconclusive; time: higher when the Stiefel rule gets there sooner) and p-values.
     Chapter: grokking."""
-    from ..stats import holm, paired_t_p, permutation_logrank, tost, word
+    from ..stats import holm, paired_t_p, tost, word
     from ..stats.paired import MIN_PAIRS_FOR_VERDICT
-    from .regimes import survival, time_to_threshold
+    from .regimes import survival, time_test
 
     table = endpoint_accuracies(results, epoch) if results else {}
     seeds = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
@@ -41,8 +41,8 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
     d = np.array([table["stiefel"][k] - table["baseline"][k] for k in seeds])
     margin = family.margin / 100
     equivalence = tost(d, margin, family.alpha)
-    times = {arm: [time_to_threshold(results["runs"][f"{arm}/{k}"], threshold) for k in seeds] for arm in ARMS}
-    lr = permutation_logrank(*zip(*times["stiefel"]), *zip(*times["baseline"]), paired=True)
+    lr = time_test(results, "stiefel", "baseline", threshold, seeds)
+    curves = {arm: survival(results, arm, threshold, seeds) for arm in ARMS[::-1]}  # Kaplan-Meier: Stiefel first
     tested = len(seeds) >= MIN_PAIRS_FOR_VERDICT
     p = np.array([paired_t_p(d), lr.p_value]) if tested else np.array([np.nan, np.nan])
     p_holm = holm(p, nan="one")
@@ -65,7 +65,7 @@ def family_rows(results: dict | None, family, epoch: int = 20_000, threshold: fl
             "exact": lr.exact,
             "arrangements": lr.arrangements,
             "verdict": word(lr.statistic, p_holm[1], math.nan, alpha),
-            "never": tuple(sum(not ok for _, ok in times[arm]) for arm in ARMS[::-1]),
-            "median": tuple(survival(results, arm, threshold, seeds).median for arm in ARMS[::-1]),
+            "never": tuple(c.censored for c in curves.values()),
+            "median": tuple(c.median for c in curves.values()),
         },
     }
