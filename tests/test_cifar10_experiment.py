@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from stiefel_book import results_files
+from stiefel_book import claim_measures, results_files
 from stiefel_book.experiments import cifar10, get_config, run_experiment
 from stiefel_book.findings import cifar10 as cifar10_findings
 from stiefel_book.stats import paired_comparison
@@ -218,6 +218,6 @@ def test_the_claims_lines_give_the_gain_by_size_and_the_movement_ratio():
                 {f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)}
             )
     main["runs"]["baseline/0"]["data"] = {"source_kind": "jpeg"}
-    line = cifar10_findings.claim_gain(main, sweep)
+    line = claim_measures.cifar10_gain(main, sweep)
     assert "over 3 paired starts" in line and "50,000 +5.10" in line and "jpeg" in line and "Σ lr·λ" in line
-    assert cifar10_findings.claim_movement(main).startswith("fixed step moves 30-30x less")
+    assert claim_measures.cifar10_movement(main).startswith("fixed step moves 30-30x less")

@@ -160,7 +160,7 @@ def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have
 
 
 def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
-    from stiefel_book.findings import summary
+    from stiefel_book import claim_verdicts as summary
 
     def row(verdict, mean):
         return {"verdict": verdict, "mean_pp": mean, "ci_pp": (mean - 0.2, mean + 0.2), "n": 12}
@@ -207,7 +207,7 @@ def test_each_arms_best_cell_over_decay_and_rate_is_judged_from_the_files_that_r
 
 
 def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_the_runs():
-    from stiefel_book.findings import summary
+    from stiefel_book import claim_verdicts as summary
 
     row = {"verdict": "inconclusive", "mean_pp": 0.7, "ci_pp": (-0.3, 1.7), "n": 12}
     best = {

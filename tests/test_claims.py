@@ -83,16 +83,6 @@ def test_without_results_every_verdict_is_certified_or_pending(without_results):
     assert "p1_steepest_descent]" not in short, "a chapter link shows its title, not its file name"
 
 
-def test_a_claim_word_gathers_the_verdicts_it_rests_on():
-    from stiefel_book.findings.summary import word_of
-
-    assert word_of(["reproduced", "reproduced"]) == "reproduced"
-    assert word_of(["not reproduced: worse", "not measured"]) == "not reproduced"
-    assert word_of(["reproduced", "not reproduced: narrows"]) == "partly"
-    assert word_of(["qualitatively reproduced"]) == "partly"
-    assert word_of(["not measured"]) == "pending"
-
-
 def test_labels_name_arms_and_grid_arms_in_words():
     from stiefel_book.labels import label
 
@@ -104,18 +94,23 @@ def test_labels_name_arms_and_grid_arms_in_words():
 def test_the_map_has_one_count_everywhere(committed):
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
     README quote the decay map's count from one function (findings.decay_map.count_text)."""
-    from stiefel_book import pages
+    from stiefel_book import claim_verdicts, pages
     from stiefel_book.experiments import get_config, load_results
-    from stiefel_book.findings import decay_map, summary
+    from stiefel_book.findings import decay_map
 
     dmap = load_results("grokking_decay_map", "full")
-    cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
+    cells = decay_map.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
     assert [c.epoch for c in cells] == [dmap["config"]["task"]["epochs"]] * len(dmap["config"]["weight_decays"])
     count = decay_map.count_text(cells)
     at = next(i for i, c in enumerate(claims.CLAIMS) if c.chapter == "book/regimes")
     regimes_measured, regimes_verdict = committed[0][at][2], committed[1][at]  # its measure(), its verdict()
     assert count in regimes_measured
-    assert count in pages.takeaways("regimes").data and count in pages.what_changed("regimes").data
+    chapter = "".join(  # the regimes chapter's stored outputs (its takeaways, What changed), which nbval guards
+        "".join(out.get("data", {}).get("text/markdown", ""))
+        for cell in json.loads((PACKAGE_ROOT / "book" / "regimes.ipynb").read_text())["cells"]
+        for out in cell.get("outputs", [])
+    )
+    assert count in chapter
     assert count in (PACKAGE_ROOT / "README.md").read_text()
     tuned = decay_map.tuned_cells(
         load_results("grokking_decay_map_tuned", "full"),
@@ -125,10 +120,8 @@ def test_the_map_has_one_count_everywhere(committed):
     if tuned is not None:  # the map at tuned lrs leads, with the same count everywhere
         tuned_count = decay_map.count_text(tuned)
         assert tuned_count in regimes_measured
-        assert f"reads {summary.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
-        assert (
-            tuned_count in pages.takeaways("regimes").data and tuned_count in (PACKAGE_ROOT / "README.md").read_text()
-        )
+        assert f"reads {claim_verdicts.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
+        assert tuned_count in chapter and tuned_count in (PACKAGE_ROOT / "README.md").read_text()
     else:
         assert count in regimes_verdict.sentence
     words = {w for c in cells for w in [c.verdict]}
@@ -136,8 +129,9 @@ def test_the_map_has_one_count_everywhere(committed):
 
 
 def test_the_grokking_sentence_says_its_baseline_was_untuned_until_the_tuned_runs_exist():
+    from stiefel_book import claim_verdicts as summary
     from stiefel_book import declared
-    from stiefel_book.findings import p97_tuned, summary
+    from stiefel_book.findings import p97_tuned
 
     results, family = declared.grokking()
     untuned = summary.grokking_verdict(results, family, None)
@@ -178,7 +172,7 @@ def _row(verdict, mean, n, half):
 
 
 def test_an_inconclusive_family_that_could_not_reach_its_margin_reads_not_shown():
-    from stiefel_book.findings import claim_axes as ca
+    from stiefel_book import claim_axes as ca
 
     weak = ca.row_reading("λ = 1", _row("inconclusive", -0.4, 4, 1.5), 13, _Family(), 2)
     assert weak.shown.startswith("not shown") and "smallest detectable effect" in weak.shown
@@ -191,8 +185,8 @@ def test_an_inconclusive_family_that_could_not_reach_its_margin_reads_not_shown(
 
 
 def test_a_claim_reads_a_cross_only_where_an_axis_decided_against_it():
-    from stiefel_book.findings import claim_axes as ca
-    from stiefel_book.findings.claim_verdict import MARKS, Axis
+    from stiefel_book import claim_axes as ca
+    from stiefel_book.claim_box import MARKS, Axis
 
     higher, lower, same, unshown = (Axis(w, "") for w in ("higher", "lower", "equivalent", "not shown"))
     assert ca.overall(higher, higher) == "reproduced" and ca.overall(higher, unshown) == "partly"
@@ -227,9 +221,8 @@ def _results_in(line: str) -> int:
 
 
 def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
-    from stiefel_book.findings import claim_axes as ca
-    from stiefel_book.findings.claim_box import claim_item
-    from stiefel_book.findings.claim_verdict import Verdict
+    from stiefel_book import claim_axes as ca
+    from stiefel_book.claim_box import Verdict, claim_item
 
     readings = [
         ca.row_reading(f"task {i}", _row(w, m, 12, 0.1), 3, _Family())
@@ -255,8 +248,7 @@ def test_a_verdict_box_gives_each_reading_a_line_of_its_own():
 
 
 def test_what_we_measure_gives_each_result_a_line_and_keeps_a_bracket_whole():
-    from stiefel_book.findings.claim_box import claim_item, record_parts
-    from stiefel_book.findings.claim_verdict import Verdict
+    from stiefel_book.claim_box import Verdict, claim_item, record_parts
 
     assert record_parts("a: 1 (b; c); d [e; f]; g") == ["a: 1 (b; c)", "d [e; f]", "g"]
     assert record_parts("one (x; y)") == ["one (x; y)"] and record_parts("") == []
@@ -268,7 +260,7 @@ def test_what_we_measure_gives_each_result_a_line_and_keeps_a_bracket_whole():
 
 def test_no_line_of_a_verdict_box_holds_more_than_two_results(committed):
     from stiefel_book import pages
-    from stiefel_book.findings.claim_box import claim_item
+    from stiefel_book.claim_box import claim_item
 
     boxes = {}
     for (claim, preprint, _, chapter), v in zip(committed[0], committed[1]):

@@ -125,14 +125,27 @@ def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, t
     assert late_score(outcome["history"], fair_fight.SWEEP_PROFILES["ci"].task.epochs) == 0.0
 
 
+def _family_dicts(name, **data):
+    """The declared family ``name`` read by the family reader from hand-made files (``stem=results``)."""
+    from stiefel_book import protocol
+    from stiefel_book.families import as_dict, read_family
+
+    f = protocol.family(name)
+    files = {stem: data.get(stem.removesuffix("-full")) for stem in f.results + f.reads}
+    return [as_dict(r) for r in read_family(name, files)]
+
+
 def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_reads_everywhere():
+    from stiefel_book import protocol
+    from stiefel_book.claim_verdicts import fair_fight_verdict
     from stiefel_book.findings import fair_fight as ff
-    from stiefel_book.findings.summary import fair_fight_verdict
 
     judged = set(fair_fight.FAIR_ARMS) | {"frozen"} | set(fair_fight.PEER_ARMS) | set(fair_fight.SCALE_ARMS)
-    declared = {arm for arms, refs in ff.FAMILIES.values() for arm in (*arms, *refs)}
+    pairs = protocol.family("grokking_fair").pairs + protocol.family("grokking_fair_scale").pairs
+    declared = {arm for pair in pairs for arm in pair}
     assert declared == judged
-    assert set(ff.VARIANT_FAMILY[0]) == set(fair_fight.VARIANT_ARMS)  # the later variants: a family of their own
+    later = {a for a, _ in protocol.family("grokking_fair_ablation").pairs}
+    assert later == set(fair_fight.VARIANT_ARMS)  # the later variants: a family of their own
 
     def results(arms, shift):  # a fake results file: arm a, seed s ends at 0.6 + shift(a) + a noise of (a, s)
         runs = {
@@ -145,11 +158,11 @@ def test_the_declared_families_judge_every_arm_the_comparisons_ran_and_one_holm_
     shift = {"stiefel": 0.03, "frozen": 0.03, **{p: 0.03 for p in ff.PEERS}}
     fair = results(("baseline", "no_decay_qk", "stiefel", "frozen"), shift)
     peers = results(ff.PEERS, shift)
-    rows, _ = ff.declared_rows(fair, None, peers, margin=0.02)
+    rows = _family_dicts("grokking_fair", grokking_fair=fair, grokking_fair_peers=peers)
     alone = ff.family_rows(ff.finals(fair), ("stiefel",), ("baseline",), margin=0.02)[0]
     row = ff.answers(rows)["tuned_baseline"]
     assert row["p_holm"] > alone["p_holm"]  # corrected over the whole family, not over one comparison
-    verdict = fair_fight_verdict(fair, None, None, 0.02, 0.05, peers)
+    verdict = fair_fight_verdict(rows, [], None, 0.02, 0.05)
     assert verdict.headline.startswith(row["verdict"])
 
 
@@ -168,14 +181,15 @@ def test_the_later_variants_are_judged_in_their_own_family_and_an_idle_cap_reads
     shift = {"stiefel": 0.05, "no_trust_region": 0.05}  # no projector falls to AdamW's level
     fair = results(("baseline", "stiefel"), shift)
     variants = results(fair_fight.VARIANT_ARMS, shift)
-    rows = ff.variant_rows(fair, variants, margin=0.02)
+    rows = _family_dicts("grokking_fair_ablation", grokking_fair=fair, grokking_fair_ablation=variants)
     assert {(r["arm"], r["reference"]) for r in rows} == {
         ("no_projector", "stiefel"),
         ("no_trust_region", "stiefel"),
         ("no_projector", "baseline"),
         ("no_trust_region", "baseline"),
     }
-    assert ff.variant_rows(fair, None, margin=0.02) == []  # no runs yet: no rows, no verdict
+    unrun = _family_dicts("grokking_fair_ablation", grokking_fair=fair)  # no runs yet: every pair kept, no verdict
+    assert len(unrun) == 4 and all(r["n"] == 0 and r["verdict"] == "inconclusive" for r in unrun)
     tuned = {r["variant"]: r for r in ablation_findings.tuned_rows(rows, ff.finals(fair, variants), cap_idle=True)}
     assert tuned["no_projector"]["verdict"] == "higher" and tuned["no_projector"]["untested"] is None
     assert tuned["no_trust_region"]["untested"] == ablation_findings.CAP_IDLE

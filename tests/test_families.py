@@ -57,7 +57,7 @@ def test_every_structured_family_is_tested_here():
         "routing_charlm",
         "charlm_long",
         "grokking_checked",
-        "grokking_fair",
+        "grokking_fair",  # the fair fight's three: read by declared.family_dicts; tests/test_fair_fight.py
         "grokking_fair_scale",
         "grokking_fair_ablation",
         "cifar10_fair",
@@ -119,7 +119,8 @@ def test_routing_families_equal_findings_routing(files, task):
 
     name, endpoint = fr.TASKS[task]
     f = protocol.family(name)
-    old = routing_rows_as_they_were(fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha)
+    values = fr.finals(files[f"{task}-full"], metric=endpoint.metric)
+    old = routing_rows_as_they_were(values, endpoint, f.margin, f.alpha)
     rows = read(name, files)
     same(rows, old, "mean", "ci")
     assert [r.reading for r in rows] == [o["reading"] for o in old]
@@ -133,24 +134,6 @@ def test_routing_families_equal_findings_routing(files, task):
 
 
 OLD_FAIR = [("p_raw", "p"), ("p_equivalence", "tost_p_holm"), ("past", "past"), ("p_past", "mcnemar_p")]
-
-
-def test_grokking_fair_families_equal_the_fair_fight(files):
-    from stiefel_book.findings import tuned
-
-    fair, scale, peers = (files[f"{n}-full"] for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
-    f = protocol.load().families
-    same(
-        read("grokking_fair", files),
-        tuned.fair_family(fair, scale, peers, f["grokking_fair"]),
-        "mean_pp",
-        "ci_pp",
-        OLD_FAIR,
-    )
-    old = tuned.scale_family(fair, scale, f["grokking_fair_scale"], peers)
-    same(read("grokking_fair_scale", files), old, "mean_pp", "ci_pp", OLD_FAIR)
-    old = tuned.variant_family(fair, files["grokking_fair_ablation-full"], f["grokking_fair_ablation"])
-    same(read("grokking_fair_ablation", files), old, "mean_pp", "ci_pp", OLD_FAIR)
 
 
 def test_cifar10_families_equal_their_findings(files):
@@ -320,16 +303,16 @@ def test_table_lays_out_every_row(tmp_path):
 
 
 def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files):
+    from stiefel_book.claim_verdicts import routing_verdict
     from stiefel_book.findings import routing as fr
     from stiefel_book.findings.routing_summary import summary
-    from stiefel_book.findings.summary import routing_verdict
     from stiefel_book.labels import label
 
     old, new = {}, {}
     for task, (name, endpoint) in fr.TASKS.items():
         f = protocol.family(name)
         old[task] = routing_rows_as_they_were(
-            fr.finals(files[f"{task}-full"], endpoint.metric), endpoint, f.margin, f.alpha
+            fr.finals(files[f"{task}-full"], metric=endpoint.metric), endpoint, f.margin, f.alpha
         )
         new[task] = fr.as_rows(read(name, files))
     assert summary(new, label) == summary(old, label)

@@ -84,7 +84,7 @@ def test_the_cifar10_findings_pair_the_gain_the_movement_and_the_cost_of_freezin
     assert starts == [0, 1, 2] and c.mean_difference == pytest.approx(7 / 3) and c.wins == 3
     ratios = np.concatenate(list(findings.cifar10.movement_ratios(results, "fixed_step").values()))
     assert ratios == pytest.approx(30.0)  # AdamW's step 0.03 against the fixed step's 0.001
-    assert findings.cifar10.freezing_cost(results)[3].mean_difference == pytest.approx(1.0)
+    assert findings.cifar10.paired_gain(results, "fixed_step", "frozen")[3].mean_difference == pytest.approx(1.0)
 
 
 def test_a_live_run_resumes_the_full_file_and_runs_elsewhere_in_a_temporary_folder(monkeypatch):

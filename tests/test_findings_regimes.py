@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from stiefel_book.findings import decay_map, regimes, regimes_before
+from stiefel_book.findings import decay_map, regimes
 from stiefel_book.labels import label
 from stiefel_book.stats import VERDICTS, direction, paired_comparison
 
@@ -62,6 +62,8 @@ def test_time_rows_use_the_paired_permutation_test_with_holm():
 def test_the_claim_quotes_the_map_count_and_the_readings():
     from types import SimpleNamespace
 
+    from stiefel_book import claim_measures
+
     task = SimpleNamespace(p=31, lr=1e-3, warmup_epochs=10)
     map_runs = {
         f"{arm}@wd=1/{s}": run([0.5, 0.7, 0.9 if arm == "stiefel" else 0.6 + 0.01 * s], every=500)
@@ -70,7 +72,7 @@ def test_the_claim_quotes_the_map_count_and_the_readings():
     }
     dmap = results(map_runs, weight_decays=[1.0])
     controls = results({f"{arm}/{s}": run([0.5, 0.9 - 0.01 * s]) for arm in ("stiefel", "baseline") for s in range(3)})
-    line = decay_map.claim(controls, dmap, task, RULES)
+    line = claim_measures.regimes(controls, dmap, task, RULES)
     assert (
         decay_map.count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
         in line
@@ -168,13 +170,3 @@ def test_trust_rows_leave_a_cap_that_never_binds_untested():
 def test_direction_is_kept_for_the_chapters_not_yet_moved():
     assert direction(paired_comparison([2, 3, 4], [0, 0, 0])) == "higher"
     assert direction(paired_comparison([2, 3], [0, 0])) == "untested" and direction(None) == "untested"
-
-
-def test_what_changed_counts_the_old_map_over_checkpoints():
-    runs = {}
-    for s in range(3):
-        for wd in (0.0, 1.0):
-            runs[f"stiefel@wd={wd:g}/{s}"] = run([0.9 + 0.01 * s, 0.9 + 0.01 * s])
-            runs[f"baseline@wd={wd:g}/{s}"] = run([0.5, 0.9 + 0.01 * s])
-    old = regimes_before.map_count(results(runs, weight_decays=[0.0, 1.0]), (25, 50))
-    assert old == {"higher": 2, "tie": 2, "lower": 0, "untested": 0}  # 4 checkpoint cells of 2 sets of runs

@@ -276,21 +276,3 @@ def test_a_size_run_that_changes_a_stated_reading_is_named():
     )
     wrong = departures(results, fits_everywhere)
     assert len(wrong) == 1 and wrong[0].endswith("{2500: 2, 20000: 2}")
-
-
-def test_what_changed_names_each_word_the_retired_rule_gave_otherwise():
-    from stiefel_book.findings import regimes_before
-
-    results = stated_grid()
-    for seed in (0, 1, 2):  # Stiefel − frozen at λ = 0.3: about -1 pp with a small spread over 3 starts
-        results["runs"][f"frozen@wd=0.3/{seed}"]["final"]["test_acc"] = (
-            results["runs"][f"stiefel@wd=0.3/{seed}"]["final"]["test_acc"] + 0.01 + 0.002 * seed
-        )
-    sizes = size_sweep({2_500: [0.0, 0.001, -0.001], 20_000: [-0.02, -0.021, -0.019]}, {2_500: 0.96, 20_000: 0.55})
-    old = regimes_before.long_words(results, sizes)
-    assert old["long"][("freezing_cost", 0.3)] == "lower" and old["long"][("gain", 0.05)] == "tie"
-    long_rows, size_rows = cifar10_family.long_family(results, FAMILY), cifar10_family.size_family(sizes, FAMILY)
-    lines = long_training.changed_lines(old, long_rows, size_rows, FAMILY.margin)
-    assert "λ = 0.3: lower → inconclusive" in lines[0] and "images: tie → equivalent" in lines[1]
-    assert "λ = 0.05" in lines[2] and lines[3].startswith("why:")
-    assert long_training.changed_lines({"long": {}, "size": {}}, long_rows, size_rows, FAMILY.margin) == []

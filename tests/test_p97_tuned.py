@@ -79,13 +79,12 @@ def test_no_choice_is_read_while_no_rung_is_complete():
 
 def test_the_floor_of_an_exact_paired_test_is_what_the_test_gives_and_holm_multiplies_it():
     from stiefel_book.stats import permutation_logrank
+    from stiefel_book.stats.power import holm_floor
 
     # a gets there before b in every one of six pairs: the most extreme labelling there is
     extreme = permutation_logrank([1, 2, 3, 4, 5, 6], [True] * 6, [10] * 6, [False] * 6, paired=True)
-    assert extreme.p_value == pytest.approx(2 / 64) == pytest.approx(pt.floor_p(6, 1))
-    assert pt.floor_p(6, 7) == pytest.approx(7 * 2 / 64) and pt.floor_p(2, 7) == 1.0
-    assert pt.seeds_needed(7) == 9 and pt.floor_p(9, 7) < 0.05 <= pt.floor_p(8, 7)
-    assert pt.seeds_needed(1) == 6
+    assert extreme.p_value == pytest.approx(2 / 64) == pytest.approx(holm_floor(6, 1))  # the floor is the test's
+    assert holm_floor(6, 7) == pytest.approx(7 * 2 / 64) and holm_floor(9, 7) < 0.05 <= holm_floor(8, 7)
 
 
 def test_the_final_accuracy_reads_four_words_and_the_floor_is_said_where_it_binds():

@@ -208,7 +208,8 @@ def test_the_sweep_gives_every_arm_four_lrs_and_geoopt_its_sum_of_squares_scale(
 
 
 def test_the_claim_reads_the_relatives_at_cifar10_rates_once_each_has_a_test():
-    from stiefel_book.findings.peers import PEERS, family_claim
+    from stiefel_book.claim_measures import peers as family_claim
+    from stiefel_book.findings.peers import PEERS
 
     def row(arm: str, n: int, p: float, verdict: str = "inconclusive") -> dict:
         return {

@@ -19,13 +19,21 @@ def judged(values: dict[str, list[float]], metric: str = "val_acc", steps: int =
     return {"config": {"steps": steps, "weight_decay": 0.1}, "runs": runs}
 
 
+def rows_of(task: str, results: dict) -> list[dict]:
+    """The task's declared family (``routing_<task>``) read by the family reader from a hand-made file
+    (a run without the induction score the family counts beside its verdict records none past it)."""
+    from stiefel_book.families import read_family
+
+    runs = {k: {**r, "final": {"induction_max": 0.0, **r["final"]}} for k, r in results["runs"].items()}
+    return fr.as_rows(read_family(fr.TASKS[task][0], {f"{task}-full": {**results, "runs": runs}}))
+
+
 def test_frozen_frames_far_below_read_worse_and_the_sanity_check_holds():
     rng = np.random.default_rng(0)
     base = rng.uniform(0.9, 1.0, 10)
     stiefel = base + rng.normal(0.001, 0.001, 10)
     results = judged({"baseline": base, "stiefel": stiefel, "frozen": stiefel - rng.normal(0.5, 0.01, 10)})
-    endpoint = fr.TASKS["mqar"][1]
-    rows = fr.family_rows(fr.finals(results, "val_acc"), endpoint, margin=2.0)
+    rows = rows_of("mqar", results)  # its declared margin: 2 pp
     a = fr.answers(rows)
     assert a["frozen"]["verdict"] == "lower" and a["frozen"]["reading"] == "worse"
     assert -52 < a["frozen"]["mean"] < -48  # percentage points
@@ -41,7 +49,7 @@ def test_a_lower_loss_reads_better_and_an_equal_frozen_arm_fails_the_sanity_chec
     stiefel = loss - rng.normal(0.3, 0.01, 10)
     results = judged({"baseline": loss, "stiefel": stiefel, "frozen": stiefel + rng.normal(0, 1e-3, 10)}, "val_loss")
     endpoint = fr.TASKS["induction"][1]
-    a = fr.answers(fr.family_rows(fr.finals(results, "val_loss"), endpoint, margin=0.05))
+    a = fr.answers(rows_of("induction", results))  # its declared margin: 0.05 nats
     assert a["tuned_baseline"]["verdict"] == "lower" and a["tuned_baseline"]["reading"] == "better"
     assert fr.sanity(a["frozen"]) == "fails"
     assert fr.result_text(a["tuned_baseline"], endpoint).startswith("lower (better), -0.29")
@@ -192,13 +200,13 @@ def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in
 
 
 def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
-    from stiefel_book.findings.summary import routing_verdict
+    from stiefel_book.claim_verdicts import routing_verdict
 
     assert routing_verdict({"mqar": [], "induction": [], "charlm": []}).word == "pending"
     rng = np.random.default_rng(4)
     loss = rng.uniform(0.1, 0.2, 10)
     results = judged({"baseline": loss + 2.0, "stiefel": loss, "frozen": loss + 4.0, "qk_norm": loss + 2.0}, "val_loss")
-    rows = fr.family_rows(fr.finals(results, "val_loss"), fr.TASKS["induction"][1], margin=0.05)
+    rows = rows_of("induction", results)
     v = routing_verdict({"mqar": [], "induction": rows, "charlm": []})
     assert v.word == "new"
     assert "lower (better), -2 nats" in v.headline and "not yet run" in v.headline and "holds" in v.sentence
@@ -206,9 +214,9 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
 
 
 def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
+    from stiefel_book.claim_box import Axis, Verdict
+    from stiefel_book.claim_verdicts import shared_word
     from stiefel_book.claims import ClaimsTable
-    from stiefel_book.findings.claim_verdict import Axis, Verdict
-    from stiefel_book.findings.summary_experiments import shared_word
 
     v = Verdict("new", "higher here, lower there", "", tuned=Axis("inconclusive", "the readings"))
     assert ClaimsTable._axis_words(v) == ("—", "inconclusive")
@@ -297,11 +305,9 @@ def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
 
     rng = np.random.default_rng(6)
     loss = rng.uniform(0.3, 0.4, 10)
-    tie = judged({"baseline": loss, "stiefel": loss + rng.normal(0, 0.3, 10), "frozen": loss + 4, "qk_norm": loss + 3})
-    win = judged({"baseline": loss + 1, "stiefel": loss, "frozen": loss + 4, "qk_norm": loss + 3}, "val_loss")
-    endpoint = fr.TASKS["induction"][1]
-    tie_rows = fr.family_rows(fr.finals(tie, "val_acc"), endpoint, margin=0.05)
-    win_rows = fr.family_rows(fr.finals(win, "val_loss"), endpoint, margin=0.05)
+    tie = {"baseline": loss, "stiefel": loss + rng.normal(0, 0.3, 10), "frozen": loss + 4, "qk_norm": loss + 3}
+    win = {"baseline": loss + 1, "stiefel": loss, "frozen": loss + 4, "qk_norm": loss + 3}
+    tie_rows, win_rows = (rows_of("induction", judged(v, "val_loss")) for v in (tie, win))
     assert summary({"mqar": [], "induction": []}, label) == ""
     text = summary({"mqar": tie_rows, "induction": tie_rows, "charlm": []}, label, notes={"mqar": "a note"})
     assert "on none of" in text and text.index("the induction task (a note)") < text.index("Frozen")  # notes follow

@@ -3,7 +3,8 @@ rows turned into the controls' pairs, and the readings they decide stated before
 
 from types import SimpleNamespace
 
-from stiefel_book.findings import regimes, summary
+from stiefel_book import claim_verdicts
+from stiefel_book.findings import regimes
 from stiefel_book.findings.decay_map import Rule
 
 TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)
@@ -67,11 +68,6 @@ def test_the_tuned_readings_decide_the_claim_and_lead_the_takeaways():
             for s in range(5)
         }
     }
-    verdict = summary.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
+    verdict = claim_verdicts.regimes_verdict(controls, dmap, TASK, RULES, fair_rows=FAMILY)
     assert verdict.word == "reproduced" and "tuned rates" in verdict.sentence
-    assert summary.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided
-    lines = summary.regimes_takeaways(controls, dmap, TASK, None, RULES, FAMILY)
-    tuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at tuned rates"))
-    untuned = next(i for i, line in enumerate(lines) if line.startswith("**The controls at the endpoint"))
-    assert tuned < untuned and "Supported:" in lines[tuned]
-    assert "at the task's one rate" in lines[untuned]
+    assert claim_verdicts.regimes_verdict(controls, dmap, TASK, RULES).word == "not reproduced"  # task rate: undecided

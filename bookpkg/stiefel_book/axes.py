@@ -1,4 +1,4 @@
-"""Each experiment claim's two axes (:mod:`findings.claim_axes`), read from the declared families'
+"""Each experiment claim's two axes (:mod:`claim_axes`), read from the declared families'
 rows (:mod:`declared`): against the preprint's own baseline (every arm at the task's one, untuned
 W_Q, W_K rate) and at tuned rates. Every number comes from the rows; nothing is typed in. The claims
 table (:mod:`claims`) puts them beside each claim. Chapters: intro and every chapter with a verdict
@@ -6,10 +6,11 @@ box."""
 
 from __future__ import annotations
 
+from . import claim_axes as ca
 from . import declared, protocol
+from .claim_box import Axis
 from .experiments import get_config, load_results
-from .findings import claim_axes as ca
-from .findings.claim_verdict import Axis
+from .families import find
 
 __all__ = ["grokking", "fair_fight", "cifar10", "movement", "ablation", "regimes", "routing"]
 
@@ -20,25 +21,21 @@ def _family(name: str):
     return declared.families()[name]
 
 
-def _find(rows: list[dict], a: str, b: str) -> dict | None:
-    return next((r for r in rows if r.get("arm", r.get("a")) == a and r.get("reference", r.get("b")) == b), None)
-
-
 def _p31_untuned() -> ca.Reading | None:
     """p = 31 at the task's shared rate: the Stiefel rule − AdamW of the family ``ablation_grokking``."""
     rows = [r for r in declared.ablation()["grokking"] if not r["identical"]]
-    return ca.row_reading("p = 31", _find(rows, "stiefel", "baseline"), len(rows), _family("ablation_grokking"))
+    return ca.row_reading("p = 31", find(rows, "stiefel", "baseline"), len(rows), _family("ablation_grokking"))
 
 
 def _p31_tuned() -> ca.Reading | None:
     rows = declared.tuned_rows()
-    return ca.row_reading("p = 31", _find(rows, "stiefel", "baseline"), len(rows), _family("grokking_fair"))
+    return ca.row_reading("p = 31", find(rows, "stiefel", "baseline"), len(rows), _family("grokking_fair"))
 
 
 def _p31_checked() -> ca.Reading | None:
     """p = 31 at the model lr its declared check chose: the Stiefel rule − AdamW of the family
     ``grokking_checked``, each at the W_Q, W_K rate swept there; ``None`` until every judged seed has run."""
-    from .families import as_dict, find, read_family
+    from .families import as_dict, read_family
 
     family = _family("grokking_checked")
     rows = read_family("grokking_checked")
@@ -72,7 +69,7 @@ def _p97_untuned() -> ca.Reading | None:
 def _p97_tuned() -> list[ca.Reading]:
     """p = 97 at tuned rates (family ``grokking_p97_fair``): the final accuracy, then time to 90 %."""
     rows = declared.p97_rows()
-    row = _find(rows, "stiefel", "baseline")
+    row = find(rows, "stiefel", "baseline")
     if row is None:
         return []
     family, m = _family("grokking_p97_fair"), len(rows)
@@ -121,7 +118,7 @@ def cifar10() -> Axes:
         ),
         ca.row_reading("100 epochs, λ = 1", long[0] if long else None, len(long), _family("cifar10_long"), 2),
     ]
-    at = ca.row_reading("λ = 1", _find(tuned, "stiefel", "baseline"), len(tuned), _family("cifar10_fair"), 2)
+    at = ca.row_reading("λ = 1", find(tuned, "stiefel", "baseline"), len(tuned), _family("cifar10_fair"), 2)
     return ca.axis(base), ca.axis([at])
 
 
@@ -139,7 +136,7 @@ def movement() -> Axes:
     )
     at = ca.row_reading(
         "the Stiefel rule − frozen frames",
-        _find(tuned, "frozen", "stiefel"),
+        find(tuned, "frozen", "stiefel"),
         len(tuned),
         _family("cifar10_fair"),
         2,
@@ -155,12 +152,12 @@ def ablation() -> Axes:
     cifar = [r for r in rows["cifar10"] if not r["identical"]]
     grok = [r for r in rows["grokking"] if not r["identical"]]
     base = [
-        ca.row_reading("CIFAR-10", _find(cifar, "stiefel", "fixed_step"), len(cifar), _family("ablation_cifar10"), 2),
-        ca.row_reading("grokking", _find(grok, "stiefel", "fixed_step"), len(grok), _family("ablation_grokking")),
+        ca.row_reading("CIFAR-10", find(cifar, "stiefel", "fixed_step"), len(cifar), _family("ablation_cifar10"), 2),
+        ca.row_reading("grokking", find(grok, "stiefel", "fixed_step"), len(grok), _family("ablation_grokking")),
     ]
     fair = declared.tuned_rows()
     at = ca.row_reading(
-        "grokking", _find(fair, "fixed_step", "stiefel"), len(fair), _family("grokking_fair"), flip=True
+        "grokking", find(fair, "fixed_step", "stiefel"), len(fair), _family("grokking_fair"), flip=True
     )
     return ca.axis(base), ca.axis([at])
 
@@ -169,11 +166,10 @@ def regimes() -> Axes:
     """When the geometry dominates: the decay map at the task's rate; at tuned rates, the map at λ = 1's
     tuned rates and the map tuned at each decay."""
     from .findings import decay_map as dm
-    from .findings import summary
 
     task, rules = get_config("grokking_decay_map", "full").task, dm.rules(protocol.load())
     dmap = load_results("grokking_decay_map", "full")
-    cells = summary.regimes_cells(dmap, task, rules) if dmap else []
+    cells = dm.regimes_cells(dmap, task, rules) if dmap else []
     tuned = dm.tuned_cells(load_results("grokking_decay_map_tuned", "full"), task, rules) or []
     per = dm.per_decay_cells(load_results("grokking_decay_map_per_decay", "full"), task, rules) or []
     return (

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import findings, preprint, protocol
+from . import claim_measures, claim_verdicts, findings, preprint, protocol
 from .certify import certify_all
 from .checkout import checkout_root
+from .claim_box import PENDING, Verdict
 from .experiments import get_config
 from .experiments.results import full_results, load_results
-from .findings import summary
 from .findings.fair_fight import tuned_lrs
-from .findings.summary import PENDING, Verdict
 from .gauge import certify_gauge_gradients, certify_projected_run
 from .tables import markdown_table
 
@@ -73,7 +72,7 @@ def _certificate_verdict(key: str) -> Callable[[], Verdict]:
     def verdict() -> Verdict:
         cert = _certificates()[key]
         name = HEADLINES[key][0]
-        return summary.certificate(cert.passed, f"{name}: {cert.summary()[name]}", STATES[key])
+        return claim_verdicts.certificate(cert.passed, f"{name}: {cert.summary()[name]}", STATES[key])
 
     return verdict
 
@@ -91,7 +90,7 @@ def _grokking() -> str:
     from . import declared
 
     results, family = declared.grokking()
-    return findings.grokking.claim(results, get_config("grokking", "full"), family)
+    return claim_measures.grokking(results, get_config("grokking", "full"), family)
 
 
 def _regimes_rules() -> dict:
@@ -104,7 +103,7 @@ def _regimes() -> str:
     from . import declared
 
     controls, dmap = load_results("grokking_ablation", "full"), load_results("grokking_decay_map", "full")
-    return findings.decay_map.claim(
+    return claim_measures.regimes(
         controls,
         dmap,
         get_config("grokking_decay_map", "full").task,
@@ -135,7 +134,7 @@ def _cifar10_gain(results: dict) -> str:
 
     rows = declared.cifar10()
     return (
-        findings.cifar10.claim_gain(results, load_results("cifar10_sweep", "full"))
+        claim_measures.cifar10_gain(results, load_results("cifar10_sweep", "full"))
         + "; under the declared families: "
         + _rows_text(
             rows["protocol"][:1] + rows["protocol"][3:4] + rows["long"][:1] + rows["size"][:1] + _tuned_gain(rows)
@@ -153,7 +152,7 @@ def _tuned_gain(rows: dict) -> list[dict]:
 
 def _cifar10_claim(rows: dict):
     tuned = _tuned_gain(rows)
-    return summary.cifar10_gain_verdict(
+    return claim_verdicts.cifar10_gain_verdict(
         rows["protocol"],
         rows["long"],
         rows["size"],
@@ -169,7 +168,7 @@ def _cifar10_movement(results: dict) -> str:
     rows = declared.cifar10()
     frozen = [r for r in rows["long"] if r["what"].startswith("the Stiefel rule − frozen frames")]
     return (
-        findings.cifar10.claim_movement(results)
+        claim_measures.cifar10_movement(results)
         + " (a fixed step's size is lr × gradient: the ratio is set by its lr); under the declared families: "
         + _rows_text(rows["protocol"][1:3] + frozen)
     )
@@ -179,13 +178,13 @@ def _peers(results: dict) -> str:
     from . import declared
 
     judged = len(protocol.load().sweeps["cifar10_peers_qk_lr"]["judged_seeds"])
-    return findings.peers.family_claim(
+    return claim_measures.peers(
         declared.peers()["rows"], declared.peers_cifar10(), declared.cifar10()["tuned"], judged
     )
 
 
 def _ablation(results: dict) -> str:
-    return findings.ablation.claim(
+    return claim_measures.ablation(
         results,
         load_results("cifar10", "full"),
         load_results("grokking_ablation", "full"),
@@ -198,13 +197,13 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
     from . import declared
 
     found = {
-        "grokking": lambda: summary.grokking_verdict(
+        "grokking": lambda: claim_verdicts.grokking_verdict(
             *declared.grokking(), declared.p97_rows(), tuned_lrs(load_results("grokking_p97_fair", "full")) or None
         ),
         "cifar10": lambda: _cifar10_claim(declared.cifar10()),
-        "movement": lambda: summary.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
-        "ablation": lambda: summary.ablation_verdict(declared.ablation()["cifar10"]),
-        "regimes": lambda: summary.regimes_verdict(
+        "movement": lambda: claim_verdicts.movement_verdict(*(declared.cifar10()[k] for k in ("protocol", "movement"))),
+        "ablation": lambda: claim_verdicts.ablation_verdict(declared.ablation()["cifar10"]),
+        "regimes": lambda: claim_verdicts.regimes_verdict(
             load_results("grokking_ablation", "full"),
             load_results("grokking_decay_map", "full"),
             get_config("grokking_decay_map", "full").task,
@@ -213,9 +212,9 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             fair_rows=declared.fair_rows(),
             per_decay_map=load_results("grokking_decay_map_per_decay", "full"),
         ),
-        "peers": lambda: summary.peers_verdict(declared.peers()["rows"]),
+        "peers": lambda: claim_verdicts.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
-        "routing": lambda: _routing_readings(summary.routing_verdict(declared.routing())),
+        "routing": lambda: _routing_readings(claim_verdicts.routing_verdict(declared.routing())),
     }
     two_axes = ("grokking", "cifar10", "movement", "ablation", "regimes", "fair_fight")
     return {name: _with_axes(v, name) if name in two_axes else v for name, v in found.items()}
@@ -234,13 +233,13 @@ def _routing_readings(verdict: Verdict) -> Verdict:
 
 def _with_axes(verdict: Callable[[], Verdict], name: str) -> Callable[[], Verdict]:
     """``verdict`` with its two axes (:mod:`axes`: against the preprint's own baseline, at tuned rates)
-    and the claim's word from them (:func:`findings.claim_axes.overall`); pending stays pending."""
+    and the claim's word from them (:func:`claim_axes.overall`); pending stays pending."""
 
     def with_axes() -> Verdict:
         from dataclasses import replace
 
         from . import axes
-        from .findings.claim_axes import overall
+        from .claim_axes import overall
 
         v = verdict()
         if v.word == "pending":
@@ -255,20 +254,19 @@ def _fair_fight_verdict() -> Verdict:
     from . import declared, protocol
 
     family = protocol.family("grokking_fair")
-    return summary.fair_fight_verdict(
-        load_results("grokking_fair", "full"),
-        load_results("grokking_fair_scale", "full"),
+    return claim_verdicts.fair_fight_verdict(
+        declared.tuned_rows(),
+        declared.scale_rows(),
         load_results("grokking_ablation", "full"),
         family.margin / 100,
         family.alpha,
-        load_results("grokking_fair_peers", "full"),
         declared.p97_rows(),
     )
 
 
 def _gauge_verdict() -> Verdict:
     gradients, projected = certify_gauge_gradients(), certify_projected_run()
-    return summary.certificate(
+    return claim_verdicts.certificate(
         gradients.passed and projected.passed,
         "no gradient along the gauge",
         "a direction along which the loss is invariant carries no gradient, so gauge removal "
@@ -431,7 +429,7 @@ class ClaimsTable:
         shorts: list[str] | None = None,
     ):
         self.rows, self.link = rows, link
-        self.verdicts = verdicts or [summary.PENDING] * len(rows)
+        self.verdicts = verdicts or [PENDING] * len(rows)
         self.shorts = shorts or [claim for claim, *_ in rows]
 
     def _chapter(self, chapter: str) -> str:
@@ -468,8 +466,8 @@ class ClaimsTable:
 
     def details_markdown(self) -> str:
         """Each claim in full, behind a toggle, as its chapter's verdict box gives it (one result a
-        line: :func:`findings.claim_box.claim_item`), then what we measure."""
-        from .findings.claim_box import claim_item
+        line: :func:`claim_box.claim_item`), then what we measure."""
+        from .claim_box import claim_item
 
         items = [f"- {claim_item(c, p, v, m)}" for (c, p, m, _), v in zip(self.rows, self.verdicts)]
         return "<details>\n<summary>Every claim in full</summary>\n\n" + "\n".join(items) + "\n\n</details>\n"

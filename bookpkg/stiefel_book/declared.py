@@ -38,20 +38,23 @@ def _fair() -> tuple[dict | None, dict | None, dict | None]:
     return tuple(load_results(n, "full") for n in ("grokking_fair", "grokking_fair_scale", "grokking_fair_peers"))
 
 
-def tuned_rows() -> list[dict]:
-    """The family ``grokking_fair``'s rows: every arm at its tuned W_Q, W_K lr (:func:`findings.tuned.fair_family`)."""
-    from .findings import tuned
+def family_dicts(name: str) -> list[dict]:
+    """A structured family's rows by the family reader (:func:`families.read_family`), as the dicts the
+    findings read (:func:`families.as_dict`: ``mean_pp``, ``ci_pp``, ``p_holm``, ``verdict``, ``past``, ...),
+    those with paired seeds only (the others have not run; Holm still counted them)."""
+    from .families import as_dict, read_family
 
-    fair, scale, peers = _fair()
-    return tuned.fair_family(fair, scale, peers, families()["grokking_fair"])
+    return [as_dict(r) for r in read_family(name) if r.n]
+
+
+def tuned_rows() -> list[dict]:
+    """The family ``grokking_fair``'s rows: every arm at its tuned W_Q, W_K lr, against AdamW and the Stiefel rule."""
+    return family_dicts("grokking_fair")
 
 
 def scale_rows() -> list[dict]:
-    """The family ``grokking_fair_scale``'s rows (:func:`findings.tuned.scale_family`)."""
-    from .findings import tuned
-
-    fair, scale, peers = _fair()
-    return tuned.scale_family(fair, scale, families()["grokking_fair_scale"], peers)
+    """The family ``grokking_fair_scale``'s rows: QK-norm, the sphere, the learned scale at their tuned lrs."""
+    return family_dicts("grokking_fair_scale")
 
 
 def p97_rows() -> list[dict]:
@@ -113,11 +116,9 @@ def ablation() -> dict:
         load_results(n, "full") for n in ("cifar10_ablation", "cifar10", "grokking_ablation")
     )
     merged = ab.merged_results(variants, reference) if variants and variants.get("runs") and reference else None
-    from .findings import tuned
-
     fair, _, peers = _fair()
     later = load_results("grokking_fair_ablation", "full")  # no projector, no trust region: swept later
-    rows = tuned_rows() + tuned.variant_family(fair, later, f["grokking_fair_ablation"])
+    rows = tuned_rows() + family_dicts("grokking_fair_ablation")
     idle = ab.cap_idle(fair, load_results("grokking_decay_map", "full"))
     return {
         "cifar10": ab.family_rows(merged, "test_acc", f["ablation_cifar10"]) if merged else [],
@@ -178,7 +179,7 @@ def routing_counts() -> dict[str, str]:
         f = families()[family]
         if f.count_past is not None:
             metric = f.count_metric or endpoint.metric
-            counts = fr.past(fr.finals(load_results(task, "full"), metric), f.count_past)
+            counts = fr.past(fr.finals(load_results(task, "full"), metric=metric), f.count_past)
             out[task] = fr.count_text(counts, f.count_past, metric, label)
     return out
 
@@ -195,7 +196,8 @@ def routing_notes() -> dict[str, str | None]:
         f, results = families()[family], load_results(task, "full")
         notes = []
         if f.count_past is not None and f.count_metric in (None, endpoint.metric):
-            notes.append(fr.ceiling_note(fr.past(fr.finals(results, endpoint.metric), f.count_past), f.count_past))
+            counts = fr.past(fr.finals(results, metric=endpoint.metric), f.count_past)
+            notes.append(fr.ceiling_note(counts, f.count_past))
         row = fr.answers(rows[task])["tuned_baseline"] if rows[task] else None
         notes.append(fr.margin_note(row, f.margin, endpoint.unit))
         out[task] = "; ".join(n for n in notes if n) or None

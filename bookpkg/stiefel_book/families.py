@@ -205,9 +205,16 @@ def as_dict(row: Row, factor: float = 1.0) -> dict:
     }
 
 
-def find(rows: list[Row], arm: str, reference: str) -> Row | None:
-    """The row ``arm − reference`` of a family, or ``None``."""
-    return next((r for r in rows if (r.arm, r.reference) == (arm, reference)), None)
+def find(rows, arm: str, reference: str):
+    """The row ``arm − reference`` of a family, or ``None``: a :class:`Row`, or a findings dict keyed
+    ``arm``/``reference`` (or ``a``/``b``); ``rows`` may be ``None``."""
+
+    def pair(r) -> tuple:
+        if isinstance(r, Row):
+            return r.arm, r.reference
+        return r.get("arm", r.get("a")), r.get("reference", r.get("b"))
+
+    return next((r for r in rows or [] if pair(r) == (arm, reference)), None)
 
 
 def table(rows: list[Row], label=str, digits: int = 2) -> str:

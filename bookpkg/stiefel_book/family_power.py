@@ -169,10 +169,9 @@ def _peers_grokking(f) -> list[Comparison]:
 
 
 def _fair_ablation(f) -> list[Comparison]:
-    from .findings import tuned
+    from .declared import family_dicts
 
-    fair = load_results("grokking_fair", "full")
-    return _accuracy(tuned.variant_family(fair, load_results("grokking_fair_ablation", "full"), f), f)
+    return _accuracy(family_dicts("grokking_fair_ablation"), f)
 
 
 def _rows(get: Callable[[], list]) -> Callable:

@@ -6,6 +6,7 @@ the book spells an arm's name out. Chapter: all.
 from __future__ import annotations
 
 __all__ = [
+    "difference",
     "ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels", "rate_text", "interval"
 ]
 
@@ -109,3 +110,10 @@ def interval(low: float, high: float, spec: str = "+.1f", level: int = 95) -> st
     corrected reading (issue 51: statistics that agree with themselves). ``level``: 95 for the
     comparisons, 90 for the one TOST reads."""
     return f"unadjusted {level} % CI [{low:{spec}}, {high:{spec}}]"
+
+
+def difference(row: dict, digits: int = 1) -> str:
+    """A family row's difference in pp and its interval: ``"+1.23 pp, unadjusted 95 % CI [-0.30, +2.70]"``;
+    a TOST row (``tost_ci_pp``, no ``ci_pp``) gives the 90 % interval TOST reads."""
+    lo, hi = row["ci_pp"] if "ci_pp" in row else row["tost_ci_pp"]
+    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f', 95 if 'ci_pp' in row else 90)}"

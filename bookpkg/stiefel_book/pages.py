@@ -1,11 +1,11 @@
 """What the chapters print for a reader, made from the results files: the intro's "What we found"
-with its hero figure, each experiment chapter's "Key takeaways" and its closing verdict, and a
+with its hero figure, each experiment chapter's closing verdict, and a
 certificate's one-line summary with its checks behind a toggle. The words come from
-:mod:`findings.summary`; this module loads the files (the full profile's) and lays them out as
+:mod:`findings` and :mod:`claim_verdicts`; this module loads the files (the full profile's) and lays them out as
 MyST Markdown. Chapters: every chapter.
 
-    from stiefel_book.pages import takeaways
-    takeaways("regimes")    # a "Key takeaways" admonition, shown by IPython.display
+    from stiefel_book.pages import chapter_verdict
+    chapter_verdict("peers")    # the chapter's verdict box, shown by IPython.display
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ from pathlib import Path
 from IPython.display import Markdown
 
 from .experiments import get_config
-from .experiments.results import full_results, load_results
-from .findings import summary
+from .experiments.results import full_results
 
 __all__ = [
     "what_we_found",
     "hero_figure",
-    "what_changed",
     "regimes_rules",
     "fair_rows",
-    "takeaways",
     "chapter_verdict",
     "certificate_summary",
     "admonition",
@@ -37,14 +34,6 @@ def admonition(title: str, lines: list[str], kind: str = "tip", collapsed: bool 
     body = "\n".join(f"- {line}" for line in lines)
     classes = f"{kind} dropdown" if collapsed else kind
     return Markdown(f":::{{admonition}} {title}\n:class: {classes}\n{body}\n:::\n")
-
-
-def _cifar10() -> list[str]:
-    from . import declared
-    from .findings import cifar10_family
-
-    rows = declared.cifar10()
-    return cifar10_family.takeaways(rows["protocol"], rows["long"], rows["size"], rows["movement"])
 
 
 def regimes_rules() -> dict:
@@ -64,64 +53,12 @@ def fair_rows() -> list[dict]:
     return declared.fair_rows()
 
 
-def _regimes() -> list[str]:
-    return summary.regimes_takeaways(
-        load_results("grokking_ablation", "full"),
-        load_results("grokking_decay_map", "full"),
-        get_config("grokking_decay_map", "full").task,
-        full_results("grokking"),
-        regimes_rules(),
-        fair_rows(),
-        tuned_map=full_results("grokking_decay_map_tuned"),
-        per_decay_map=full_results("grokking_decay_map_per_decay"),
-        p97_rows=_p97_rows(),
-    )
-
-
-def _p97_rows() -> list[dict]:
-    from . import declared
-
-    return declared.p97_rows()
-
-
-def _peers() -> list[str]:
-    from . import declared
-    from .findings import peers
-    from .labels import label
-
-    rows = declared.peers()
-    return peers.takeaways(rows["rows"], rows["lrs"], label, rows["margin"])
-
-
-TAKEAWAYS = {
-    "cifar10_patches": _cifar10,
-    "regimes": _regimes,
-    "peers": _peers,
-}
-# The claims each experiment chapter holds the evidence for (claims.CLAIMS' chapter field).
-CHAPTER_CLAIMS = {
-    "grokking": "book/grokking",
-    "cifar10_patches": "book/cifar10_patches",
-    "ablation": "book/ablation",
-    "regimes": "book/regimes",
-    "peers": "book/peers",
-}
-
-
-def takeaways(chapter: str) -> Markdown:
-    """The "Key takeaways" admonition of an experiment chapter (a key of :data:`TAKEAWAYS`),
-    from the full profile's results files."""
-    if chapter not in TAKEAWAYS:
-        raise ValueError(f"no takeaways for chapter {chapter!r}: use one of {sorted(TAKEAWAYS)}")
-    return admonition("Key takeaways", TAKEAWAYS[chapter]())
-
-
 def chapter_verdict(chapter: str) -> Markdown:
     """The verdict of every claim whose evidence ``chapter`` holds (book/NAME or NAME), one result a
-    line (:func:`findings.claim_box.claim_item`): the claim and its word, the preprint's words, each
+    line (:func:`claim_box.claim_item`): the claim and its word, the preprint's words, each
     axis's word with the reading that decided it, its other readings under it."""
+    from .claim_box import claim_item
     from .claims import CLAIMS
-    from .findings.claim_box import claim_item
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
     lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
@@ -144,10 +81,10 @@ FOUND_ORDER = (
 
 def what_we_found(dropdown: str | None = None) -> Markdown:
     """The intro's findings, a list: per chapter of :data:`FOUND_ORDER` with a measured verdict, its
-    short title (linked) and the verdict's sentence (:func:`summary.what_we_found`), the title's
+    short title (linked) and the verdict's sentence (:func:`claim_verdicts.what_we_found`), the title's
     question first, the routing tasks (no claim of the preprint) next, the propositions last;
     with ``dropdown``, shut behind a toggle of that title."""
-    from . import declared
+    from . import claim_verdicts, declared
     from .claims import CLAIMS, chapter_title
     from .findings import routing_summary
     from .labels import label
@@ -156,7 +93,7 @@ def what_we_found(dropdown: str | None = None) -> Markdown:
     certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
     first = {chapter: verdicts[next(c.claim for c in CLAIMS if c.chapter == chapter)] for chapter in FOUND_ORDER}
     measured = [chapter for chapter, v in first.items() if v.word != "pending" and v.sentence]
-    sentences = summary.what_we_found(
+    sentences = claim_verdicts.what_we_found(
         [first[c] for c in measured], sum(v.word == "certified" for v in certificates), len(certificates)
     )
     items = [(chapter_title(c), c, s) for c, s in zip(measured, sentences)]
@@ -194,7 +131,7 @@ def _hero_map() -> tuple[dict | None, list | None]:
     if cells is not None:
         return tuned, cells
     dmap = full_results("grokking_decay_map")
-    return (dmap, summary.regimes_cells(dmap, task, rules)) if dmap else (None, None)
+    return (dmap, decay_map.regimes_cells(dmap, task, rules)) if dmap else (None, None)
 
 
 HERO_CAPTION = (
@@ -223,73 +160,6 @@ def hero_caption() -> Markdown:
     else:
         lrs = "Every arm here trained $W_Q, W_K$ at the task's learning rate, so AdamW's was untuned."
     return Markdown(HERO_CAPTION.format(lrs=lrs))
-
-
-FAMILY_NAMES = {  # the regimes chapter's declared families, in words
-    "decay_map": "The decay map",
-    "decay_map_controls": "The map's controls (frozen frames, no decay on W_Q, W_K)",
-    "controls_p31": "The controls at p = 31 and their three readings",
-    "controls_p97_time": "The controls' time to 90 % at p = 97",
-    "trust_region": "The trust region",
-    "cifar10_long": "CIFAR-10's long protocol (100 epochs)",
-    "cifar10_size": "CIFAR-10's size sweep",
-}
-
-
-def what_changed(chapter: str = "regimes") -> Markdown:
-    """The regimes chapter's "What changed" admonition: each verdict whose word changed when the
-    protocol (``book/protocol.yml``) replaced one-at-a-time intervals by declared families, and
-    every family whose rule was set after the runs it reads, in the protocol's own words."""
-    if chapter != "regimes":
-        raise ValueError(f"what_changed is written for the regimes chapter, not {chapter!r}")
-    from . import protocol
-    from .findings import cifar10_family, decay_map, long_training, regimes, regimes_before
-    from .labels import label
-
-    rules, lines = regimes_rules(), []
-    controls, dmap, full = (load_results(n, "full") for n in ("grokking_ablation", "grokking_decay_map", "grokking"))
-    cells = summary.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, rules)
-    old = regimes_before.map_count(dmap, (250, 500, 750, 1000, 1500))
-    intro = regimes_before.map_count(dmap, (500, 1500))
-    lines.append(
-        f"**The decay map** counted every checkpoint of the same runs as a cell: higher {old['higher']}, tie "
-        f"{old['tie']}, lower {old['lower']} of {sum(old.values())} (the intro: {intro['higher']}/{intro['tie']}/"
-        f"{intro['lower']} of {sum(intro.values())}). It is now read once per decay, at its final epoch: "
-        f"{decay_map.count_text(cells)}."
-    )
-    rule = rules["controls_p31"]
-    new_rows = regimes.control_rows(controls, rule.margin, rule.alpha)
-    before = regimes_before.control_words(controls)
-    for name, rows, was in (
-        ("The controls at p = 31", new_rows, before),
-        ("Time to 90 % at p = 97", regimes.time_rows(full, alpha=rules["controls_p97_time"].alpha), None),
-    ):
-        was = regimes_before.time_words(full) if was is None else was
-        changed = [
-            f"{label(r['a'])} − {label(r['b'])}: {was[(r['a'], r['b'])]} → {r['verdict']}"
-            for r in rows
-            if was.get((r["a"], r["b"])) != r["verdict"]
-        ]
-        if changed:
-            lines.append(f"**{name}**: " + "; ".join(changed) + ".")
-        then, now = regimes_before.readings(was), regimes.supported_readings(rows)
-        if then != now:
-            then_text = regimes.readings_text(then).replace("contradicted", "not supported")
-            lines.append(f"**{name}, the readings**: before, {then_text}; now, {regimes.readings_text(now)}.")
-    loaded = protocol.load()
-    long, sizes = load_results("cifar10_long", "full"), load_results("cifar10_size", "full")
-    long_rows = cifar10_family.long_family(long, loaded.families["cifar10_long"])
-    size_rows = cifar10_family.size_family(sizes, loaded.families["cifar10_size"])
-    changed = long_training.changed_lines(
-        regimes_before.long_words(long, sizes), long_rows, size_rows, loaded.families["cifar10_long"].margin
-    )
-    if changed:
-        lines.append(f"**{FAMILY_NAMES['cifar10_long']} and size sweep**: " + "; ".join(changed) + ".")
-    for name in (*decay_map.FAMILIES, "cifar10_long", "cifar10_size"):
-        f = loaded.families[name]
-        if f.set_after_runs:
-            lines.append(f"**{FAMILY_NAMES[name]}**, {protocol.AFTER_RUNS_NOTE}: {f.after_runs}.")
-    return admonition("What changed, and the rules set after the runs", lines, "note", collapsed=True)
 
 
 def certificate_summary(cert, title: str) -> Markdown:

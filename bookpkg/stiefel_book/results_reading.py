@@ -20,6 +20,7 @@ import numpy as np
 from .stats import PairedComparison, paired_comparison
 
 __all__ = [
+    "finals",
     "run_key",
     "split_key",
     "arm_of",
@@ -55,6 +56,16 @@ def split_key(key: str) -> tuple[str, int]:
     if not sep:
         raise ValueError(f"run key {key!r}: expected '<arm>/<seed>'")
     return arm, int(seed)
+
+
+def finals(*results: dict | None, metric: str = "val_acc") -> dict[str, dict[int, float]]:
+    """``{arm: {seed: final metric}}`` over the results files (``None``: a file with no runs yet)."""
+    out: dict[str, dict[int, float]] = {}
+    for r in results:
+        for key, run in (r or {}).get("runs", {}).items():
+            arm, seed = split_key(key)
+            out.setdefault(arm, {})[seed] = float(run["final"][metric])
+    return out
 
 
 def arm_of(key: str) -> str:

@@ -1,10 +1,10 @@
 """Everything that reads results: pure functions of the results dicts they are handed (they open
-no file), from which chapters print tables, verdicts and claim lines. One module per chapter
+no file), from which chapters, the claims table and the pages print tables and verdicts. One module per chapter
 (:mod:`.cifar10`, its long runs
 :mod:`.long_training` and size sweep :mod:`.long_sizes`, :mod:`.ablation`, :mod:`.grokking`,
 :mod:`.regimes` and its map :mod:`.decay_map`, :mod:`.peers`) and :mod:`.runs`, the starts a
-file finished and whether its runs are paired; :mod:`.summary` says the chapters' verdicts in
-words (the intro's "What we found", each chapter's takeaways)."""
+file finished and whether its runs are paired. The claims' lines and verdicts in words are the claims
+table's (:mod:`stiefel_book.claim_measures`, :mod:`stiefel_book.claim_verdicts`)."""
 
 from . import (
     ablation,
@@ -16,7 +16,6 @@ from . import (
     peers,
     regimes,
     runs,
-    summary,
 )
 
 __all__ = [
@@ -29,5 +28,4 @@ __all__ = [
     "peers",
     "regimes",
     "runs",
-    "summary",
 ]

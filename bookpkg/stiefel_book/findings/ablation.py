@@ -12,12 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
-from ..labels import interval
 from ..results_reading import arm_of, without_seeds
 from ..stats import mean_and_spread, paired_comparison
 from . import fair_fight, tuned
-from .cifar10 import regime
-from .regimes import decay_budget, grokking_lr_factors, never_binds
+from .regimes import never_binds
 from .runs import finished_starts, unpaired_starts
 
 __all__ = [
@@ -29,7 +27,6 @@ __all__ = [
     "family_shares",
     "tuned_rows",
     "cap_idle",
-    "claim",
 ]
 
 METRIC = {"cifar10_ablation": "test_acc", "grokking_ablation": "val_acc"}
@@ -177,53 +174,3 @@ def tuned_rows(
                 }
             )
     return out
-
-
-def claim(results: dict, reference: dict | None, repeat: dict | None = None, decay_map: dict | None = None) -> str:
-    """One line for the book's claims table, from ``cifar10_ablation-full`` merged with
-    ``cifar10-full`` (``reference``), and the grokking repeat (``grokking_ablation-full``) when
-    it has runs; whether the cap ever bound is read from ``grokking_decay_map-full``.
-    Chapter: ablation."""
-    merged = merged_results(results, reference)
-    rows = ablation_rows(merged, METRIC["cifar10_ablation"])
-    if rows[0]["full_minus_arm"] is None:
-        return f"not yet measured ({len(rows[0]['starts'])} start(s) with every arm finished)"
-    parts = [
-        f"{'AdamW' if r['arm'] == 'baseline' else r['removes']}: "
-        + (
-            "untested (identical runs: it never acts)"
-            if r["full_minus_arm"].ties == r["full_minus_arm"].n
-            else f"{r['full_minus_arm'].mean_difference:+.2f} pp, "
-            f"{interval(r['full_minus_arm'].ci_low, r['full_minus_arm'].ci_high, '+.2f')}"
-        )
-        for r in rows
-    ]
-    line = (
-        f"full rule minus each variant, CIFAR-10 ({regime(merged)}), {len(rows[0]['starts'])} paired starts: "
-        + "; ".join(parts)
-    )
-    share = shares(rows)
-    line += "; " + (
-        "shares of the gain: " + ", ".join(f"{k} {v:.0%}" for k, v in share.items())
-        if share
-        else "no gain over AdamW to apportion"
-    )
-    if repeat and repeat.get("runs"):
-        g = ablation_rows(repeat, METRIC["grokking_ablation"])
-        # whether the full rule's cap ever bound at this task's lr: recorded by the decay map's runs at λ = 1
-        idle = never_binds(decay_map or {}, ("stiefel@wd=1",))
-        measured = [
-            f"{'AdamW' if r['arm'] == 'baseline' else r['removes']} {r['full_minus_arm'].mean_difference:+.1f}"
-            + (" (the cap never binds at this lr: untested)" if r["arm"] == "no_trust_region" and idle else "")
-            for r in g
-            if r["full_minus_arm"] is not None
-        ]
-        if measured:
-            c = repeat["config"]
-            budget = decay_budget(c["lr"], c["weight_decay"], grokking_lr_factors(c["warmup_epochs"], c["epochs"]))
-            line += (
-                f"; grokking repeat (p = {c['p']}, Σ lr·λ = {budget:.3g}, {c['epochs']:,} epochs, "
-                f"{len(g[0]['starts'])} seeds, "
-                f"val. acc. pp): " + ", ".join(measured)
-            )
-    return line

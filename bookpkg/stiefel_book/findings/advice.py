@@ -7,6 +7,8 @@ scores, the frames' movement and the runs' regime. Pure functions of what they a
 
 from __future__ import annotations
 
+from ..families import find
+
 __all__ = [
     "TASKS",
     "ROUTING",
@@ -32,17 +34,9 @@ TASKS = {
 ROUTING = ("mqar", "induction", "charlm")
 
 
-def _find(rows: list[dict], a: str, b: str) -> dict | None:
-    """The row of ``a`` against ``b`` (rows keyed ``arm``/``reference`` or ``a``/``b``)."""
-    for r in rows or []:
-        if (r.get("arm", r.get("a")), r.get("reference", r.get("b"))) == (a, b):
-            return r
-    return None
-
-
 def word_of(rows: list[dict], a: str, b: str) -> str | None:
     """The reader's word (:func:`reading`) of ``a`` against ``b`` in a family of accuracy rows."""
-    return reading((_find(rows, a, b) or {}).get("verdict"))
+    return reading((find(rows, a, b) or {}).get("verdict"))
 
 
 def reading(word: str | None, higher_is_better: bool = True) -> str | None:
@@ -68,12 +62,12 @@ def tuned_readings(tuned31: list[dict], p97: list[dict], cifar10: list[dict], ro
     """Per task (:data:`TASKS`), the Stiefel rule against AdamW with each at its own tuned W_Q, W_K
     rate, at the weight decay the task was set up with; a task whose runs are missing is left out."""
     out = {
-        "grokking": reading((_find(tuned31, "stiefel", "baseline") or {}).get("verdict")),
-        "grokking_p97": _p97_reading(_find(p97, "stiefel", "baseline")),
-        "cifar10": reading((_find(cifar10, "stiefel", "baseline") or {}).get("verdict")),
+        "grokking": reading((find(tuned31, "stiefel", "baseline") or {}).get("verdict")),
+        "grokking_p97": _p97_reading(find(p97, "stiefel", "baseline")),
+        "cifar10": reading((find(cifar10, "stiefel", "baseline") or {}).get("verdict")),
     }
     for task in ROUTING:
-        out[task] = (_find(routing.get(task, []), "stiefel", "baseline") or {}).get("reading")
+        out[task] = (find(routing.get(task, []), "stiefel", "baseline") or {}).get("reading")
     return {task: word for task, word in out.items() if word is not None}
 
 
@@ -85,14 +79,14 @@ def task_rate(
     W_Q, W_K rate at p = 97 as a fraction of the task's (``share``: task's / AdamW's); the mean
     angle (degrees) W_Q turned in each arm there (``angles``); the final accuracy's word of frozen
     frames against AdamW and the rule (``frozen``) and of every p = 97 comparison (``finals``)."""
-    before = _find(before31, "stiefel", "baseline") or {}
+    before = find(before31, "stiefel", "baseline") or {}
     return {
         "untuned": reading(before.get("verdict")),
         "untuned_pp": before.get("mean_pp"),
-        "tuned": reading((_find(tuned31, "stiefel", "baseline") or {}).get("verdict")),
+        "tuned": reading((find(tuned31, "stiefel", "baseline") or {}).get("verdict")),
         "share": task_lr / p97_lrs["baseline"] if p97_lrs.get("baseline") else None,
         "angles": {r["arm"]: r["angle"] for r in movement},
-        "frozen": {ref: (_find(p97, "frozen", ref) or {}).get("final_word") for ref in ("baseline", "stiefel")},
+        "frozen": {ref: (find(p97, "frozen", ref) or {}).get("final_word") for ref in ("baseline", "stiefel")},
         "finals": [r.get("final_word") for r in p97],
     }
 
@@ -124,7 +118,7 @@ def routing_readings(
     for arm in arms:
         for ref in ("stiefel", "baseline"):
             for task in ROUTING:
-                row = _find(routing.get(task, []), arm, ref)
+                row = find(routing.get(task, []), arm, ref)
                 if row is not None:
                     out.setdefault(arm, {}).setdefault(ref, {})[task] = row["reading"]
     return out

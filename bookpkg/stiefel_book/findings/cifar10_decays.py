@@ -7,7 +7,8 @@ imported."""
 from __future__ import annotations
 
 from ..choices import cell_choices, widest
-from .fair_fight import family_rows, finals
+from ..results_reading import finals
+from .fair_fight import family_rows
 
 __all__ = ["decay_cells", "cell_gap", "largest_gap_decay", "best_cells", "best_cells_row", "decay_row"]
 

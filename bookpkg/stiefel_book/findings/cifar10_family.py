@@ -12,12 +12,12 @@ from .. import preprint
 from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10_config import SWEEP_FRACTIONS
 from ..families import as_dict, judge
-from ..labels import interval
+from ..labels import difference
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import size_gains
 
-__all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_text", "movement_by_lr", "takeaways"]
+__all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_text", "movement_by_lr"]
 
 
 def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
@@ -129,10 +129,9 @@ def row_text(row: dict | None, digits: int = 2) -> str:
     """ "<what>: <verdict>, <mean> pp [<lo>, <hi>] over n starts (Holm p)"."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     return (
-        f"{row['what']}: **{row['verdict']}**, {row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f')} "
-        f"over {row['n']} starts (Holm p = {row['p_holm']:.2g})"
+        f"{row['what']}: **{row['verdict']}**, {difference(row, digits)} over {row['n']} starts "
+        f"(Holm p = {row['p_holm']:.2g})"
     )
 
 
@@ -157,34 +156,3 @@ def movement_by_lr(results: dict | None, lrs: np.ndarray | None = None) -> dict 
         "preprint": preprint.CIFAR10["ratio"],
         "lr_for_preprint": tuple(median * lr / r for r in preprint.CIFAR10["ratio"][::-1]),
     }
-
-
-def takeaways(
-    protocol: list[dict], long: list[dict], size: list[dict], movement: dict | None, tuned: str | None = None
-) -> list[str]:
-    """The chapter's key takeaways from its families' rows and the movement ratio; ``tuned``: the
-    sentence of the comparison at tuned W_Q, W_K lrs (:mod:`.cifar10_tuned`), once it has runs."""
-    out = []
-    if protocol:
-        out.append(
-            f"**The preprint's protocol** (the preprint: {preprint.cifar10_gain()}): {row_text(protocol[0])}. "
-            f"The gap with data: {row_text(protocol[3]) if len(protocol) > 3 else 'not yet run'}."
-        )
-        out.append(f"**What freezing the frames costs, both ways**: {row_text(protocol[1])}; {row_text(protocol[2])}.")
-    if long:
-        out.append(f"**100 epochs on 10,000 images**: {row_text(long[0])}.")
-    if size:
-        out.append(f"**More data at matched epochs**: {row_text(size[0])}.")
-    if movement:
-        low, high = movement["lr_for_preprint"]
-        out.append(
-            f"**How far a fixed step moves the frames is a choice, not a finding**: a fixed step's size is "
-            f"lr × gradient, so the ratio to AdamW's step ({movement['ratio']:.0f}x at the runs' lr "
-            f"{movement['lr']:g}) falls as 1/lr; the preprint's {preprint.movement_range()} is what a fixed-step lr "
-            f"of {low:.2g}-{high:.2g} would give."
-        )
-    out.append(
-        tuned
-        or "**At tuned learning rates**: not yet run (every comparison above is at the task's shared W_Q, W_K lr)."
-    )
-    return out

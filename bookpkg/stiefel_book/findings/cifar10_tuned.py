@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from ..choices import late_scores, rung_scores
-from ..labels import interval, label
-from .fair_fight import family_rows, finals, tuned_lrs
+from ..labels import difference, label
+from ..results_reading import finals
+from .fair_fight import family_rows, sweep_rows, tuned_lrs
 
 __all__ = ["RELATIVES", "ARMS", "REFERENCES", "peer_sweep_rows", "tuned_lrs", "fair_rows", "shown", "find", "text"]
 __all__ += ["answer_lines", "best_decays_text"]
@@ -27,23 +27,7 @@ def peer_sweep_rows(sweep: dict | None, chosen: dict[str, float] | None = None) 
     """Per relative of its own CIFAR-10 sweep (λ = 1, two selection starts): ``scores``
     (lr -> mean late test accuracy over the rungs every start finished), ``n`` and ``chosen`` (the lr
     its judged runs used, from their config; ``None`` before)."""
-    return _rows(sweep, {arm: arm for arm in RELATIVES}, chosen)
-
-
-def _rows(sweep: dict | None, cells: dict[str, str], chosen: dict[str, float] | None) -> list:
-    if not sweep:
-        return []
-    n = len(sweep["config"]["seeds"])
-    rows = [
-        {
-            "arm": arm,
-            "scores": rung_scores(late_scores(sweep, cell, "test_acc"), n),
-            "n": n,
-            "chosen": (chosen or {}).get(arm),
-        }
-        for arm, cell in cells.items()
-    ]
-    return [r for r in rows if r["scores"]]
+    return [r for r in sweep_rows(sweep, RELATIVES, chosen, "test_acc") if r["scores"]]
 
 
 def fair_rows(fair: dict | None, peers: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
@@ -71,13 +55,11 @@ def text(row: dict | None, judged: int) -> str:
     or "not yet run". Before all ``judged`` starts have run, the test is an interim look, and says so."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     of = f"{row['n']}" if row["n"] == judged else f"{row['n']} of {judged}"
     tested = "too few for a test yet" if math.isnan(row["p"]) else f"p = {row['p']:.2g}; Holm p = {row['p_holm']:.2g}"
     if row["n"] < judged and not math.isnan(row["p"]):
         tested = f"an interim look, not the declared endpoint: {tested}"
-    difference = f"{row['mean_pp']:+.2f} pp, {interval(lo, hi, '+.2f')}"
-    return f"**{row['verdict']}**, {difference} over {of} paired starts ({tested})"
+    return f"**{row['verdict']}**, {difference(row, 2)} over {of} paired starts ({tested})"
 
 
 def answer_lines(rows: dict, judged: int) -> list[str]:

@@ -16,7 +16,6 @@ from ..families import judge
 from ..labels import label
 from ..results_reading import LAST, paired
 from ..stats import VERDICTS, PairedComparison
-from . import regimes
 from .regimes import decay_budget, gain_over_time, grokking_lr_factors
 
 __all__ = [
@@ -28,8 +27,8 @@ __all__ = [
     "count",
     "count_text",
     "curves",
-    "claim",
     "tuned_cells",
+    "regimes_cells",
 ]
 
 
@@ -222,69 +221,10 @@ def per_decay_cells(per_decay: dict | None, task, rules: dict) -> list[MapCell] 
     )
 
 
-def claim(
-    controls: dict | None,
-    decay_map: dict | None,
-    task,
-    rules: dict,
-    full_task: dict | None = None,
-    tuned_map: dict | None = None,
-    fair_rows: list[dict] | None = None,
-    p97_rows: list[dict] | None = None,
-) -> str:
-    """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
-    ``grokking_decay_map-full`` and the map's task: the map's one count
-    (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
-    (``grokking-full``, p = 97), the readings of time to 90 %; with ``fair_rows`` (the fair
-    fight's judged rows), the readings of the same controls at tuned lrs first; with ``p97_rows``
-    (:func:`p97_tuned.fair_rows`), the readings of time to 90 % at p = 97 at tuned lrs. ``rules``: the
-    declared families' :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``,
-    ``controls_p97_time``). Chapter: regimes."""
-    if not controls or not decay_map:
-        return "not yet measured (no finished full run)"
-    control = rules["controls_p31"]
-    readings = regimes.supported_readings(regimes.control_rows(controls, control.margin, control.alpha))
-    cells = final_cells(
+def regimes_cells(decay_map: dict, task, rules: dict) -> list:
+    """The decay map's Stiefel − AdamW cells at each decay's final epoch, under the declared
+    family ``decay_map`` (``rules``: :class:`decay_map.Rule` by family name). Every page's count
+    of the map comes from these cells (:func:`decay_map.count`)."""
+    return final_cells(
         decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
-    )
-    budgets = sorted(c.budget for c in cells)
-    tuned = tuned_cells(tuned_map, task, rules)
-    at_tuned = "" if tuned is None else f"each arm at its own W_Q, W_K lr (tuned at λ = 1): {count_text(tuned)}; "
-    tuned_rows = regimes.tuned_control_rows(fair_rows or [])
-    tuned_controls = (
-        f"the controls at tuned lrs ({min(r['n'] for r in tuned_rows)} seeds, λ = 1): "
-        f"{regimes.readings_text(regimes.supported_readings(tuned_rows))}; "
-        if tuned_rows
-        else ""
-    )
-    return (
-        f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, {at_tuned}every "
-        f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; {tuned_controls}the controls at the "
-        f"task's lr (20 seeds, λ = 1): {regimes.readings_text(readings)}"
-        + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
-        + _tuned_full_task_reading(p97_rows)
-    )
-
-
-def _tuned_full_task_reading(p97_rows: list[dict] | None) -> str:
-    from .p97_tuned import control_rows
-
-    rows = control_rows(p97_rows or [])
-    if not rows:
-        return ""
-    return (
-        f"; at p = 97 with each arm at its tuned W_Q, W_K lr (≥ {min(r['seeds'] for r in rows)} paired seeds), time "
-        f"to 90 %: {regimes.readings_text(regimes.supported_readings(rows))}"
-    )
-
-
-def _full_task_reading(full_task: dict | None, alpha: float) -> str:
-    rows = regimes.time_rows(full_task, alpha=alpha) if full_task else []
-    if not rows:
-        return ""
-    config = full_task["config"]
-    seeds = min(r["seeds"] for r in rows)
-    return (
-        f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 %: "
-        f"{regimes.readings_text(regimes.supported_readings(rows))}"
     )

@@ -6,15 +6,13 @@ learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sw
 from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
-from ..families import as_dict, judge
-from ..labels import interval, label, rate_text
+from ..families import as_dict, find, judge
+from ..labels import difference, label, rate_text
+from ..protocol_fields import expand
+from ..results_reading import finals
 
 __all__ = [
     "THRESHOLD",
-    "FAMILIES",
-    "declared_rows",
-    "VARIANT_FAMILY",
-    "variant_rows",
     "sweep_rows",
     "tuned_lrs",
     "finals",
@@ -24,32 +22,22 @@ __all__ = [
     "result_text",
     "lr_text",
     "picks_text",
-    "what_we_found",
     "before_rows",
 ]
 
 THRESHOLD = 0.9  # a seed "groks" when its final validation accuracy passes 90 %
 PEERS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
-# The families of book/protocol.yml, as (arms, references): each arm against each reference, Holm within.
-FAMILIES = {
-    "grokking_fair": (("no_decay_qk", "stiefel", "frozen", *PEERS), ("baseline", "stiefel")),
-    "grokking_fair_scale": (("qk_norm", "sphere", "stiefel_temp"), ("stiefel", "baseline")),
-}
-# The ablation's two variants swept later, judged in a family of their own against the same references
-VARIANT_FAMILY = (("no_projector", "no_trust_region"), ("stiefel", "baseline"))
 
 
-def sweep_rows(sweep: dict, arms: tuple[str, ...], chosen: dict[str, float] | None = None) -> list[dict]:
-    """Per arm: ``scores`` (lr -> mean late score over the selection seeds that finished every
-    seed), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``, from a
-    comparison's config), else ``None``."""
-    n = len(sweep["config"]["seeds"])
-    rows = []
-    for arm in arms:
-        rows.append(
-            {"arm": arm, "scores": rung_scores(late_scores(sweep, arm), n), "n": n, "chosen": (chosen or {}).get(arm)}
-        )
-    return rows
+def sweep_rows(
+    sweep: dict | None, arms: tuple[str, ...], chosen: dict[str, float] | None = None, metric: str = "val_acc"
+) -> list[dict]:
+    """Per arm: ``scores`` (lr -> mean late ``metric`` over the selection seeds, on the rungs every seed
+    finished; empty before), ``n`` (seeds), and ``chosen``: the lr its comparison ran at (``chosen``,
+    from a comparison's config), else ``None``. No sweep yet: no rows."""
+    n = len(sweep["config"]["seeds"]) if sweep else 0
+    scores = {a: rung_scores(late_scores(sweep, a, metric), n) for a in arms} if sweep else {}
+    return [{"arm": a, "scores": s, "n": n, "chosen": (chosen or {}).get(a)} for a, s in scores.items()]
 
 
 def tuned_lrs(*results: dict | None) -> dict[str, float]:
@@ -58,16 +46,6 @@ def tuned_lrs(*results: dict | None) -> dict[str, float]:
     for r in results:
         if r:
             out.update({arm: float(lr) for arm, lr in r["config"]["qk_lrs"]})
-    return out
-
-
-def finals(*results: dict | None, metric: str = "val_acc") -> dict[str, dict[int, float]]:
-    """``{arm: {seed: final metric}}`` over the files (same seeds, same initial weights: paired)."""
-    out: dict[str, dict[int, float]] = {}
-    for r in results:
-        for key, run in (r or {}).get("runs", {}).items():
-            arm, _, seed = key.rpartition("/")
-            out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
     return out
 
 
@@ -83,33 +61,8 @@ def family_rows(
     :func:`families.judge` (Holm across the family, the seeds past ``threshold`` with their exact
     McNemar p beside), as dicts in pp: ``mean_pp``, ``ci_pp``, ``p``, ``p_holm``, ``tost_p_holm``,
     ``verdict``, ``past``, ``mcnemar_p``. A pair appears once ("b − a" is "a − b")."""
-    pairs = []
-    for ref in references:
-        for arm in arms:
-            if arm != ref and arm in values and ref in values and (ref, arm) not in pairs and (arm, ref) not in pairs:
-                pairs.append((arm, ref))
+    pairs = [(a, b) for a, b in expand(arms, references) if a in values and b in values]
     return [as_dict(r, 100) for r in judge(values, pairs, margin, alpha, count_past=threshold)]
-
-
-def declared_rows(
-    fair: dict | None, scale: dict | None, peers: dict | None, margin: float, alpha: float = 0.05
-) -> tuple[list[dict], list[dict]]:
-    """The rows of the two declared families (:data:`FAMILIES`), each Holm-corrected over all of its
-    comparisons: ``(grokking_fair rows, grokking_fair_scale rows)``. The chapter, the intro and the
-    claims table all read these, so one comparison is corrected the same way everywhere."""
-    values = finals(fair, scale, peers)
-    return tuple(family_rows(values, *FAMILIES[name], margin, alpha) for name in FAMILIES)
-
-
-def variant_rows(fair: dict | None, variants: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:
-    """The rows of the family ``grokking_fair_ablation`` (:data:`VARIANT_FAMILY`): the ablation's
-    variants without the projector and without the trust region (``variants``, the file
-    ``grokking_fair_ablation``) against the Stiefel rule and AdamW (``fair``), Holm within."""
-    return family_rows(finals(fair, variants), *VARIANT_FAMILY, margin, alpha)
-
-
-def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
-    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
 
 
 def answers(rows: list[dict]) -> dict[str, dict | None]:
@@ -117,10 +70,10 @@ def answers(rows: list[dict]) -> dict[str, dict | None]:
     does the Stiefel rule beat the tuned baseline; do frozen frames do as well; does scale alone
     (AdamW with QK-norm; the sphere) do what the Stiefel rule does."""
     return {
-        "tuned_baseline": _find(rows, "stiefel", "baseline"),
-        "frozen": _find(rows, "frozen", "stiefel"),
-        "qk_norm": _find(rows, "qk_norm", "stiefel"),
-        "sphere": _find(rows, "sphere", "stiefel"),
+        "tuned_baseline": find(rows, "stiefel", "baseline"),
+        "frozen": find(rows, "frozen", "stiefel"),
+        "qk_norm": find(rows, "qk_norm", "stiefel"),
+        "sphere": find(rows, "sphere", "stiefel"),
     }
 
 
@@ -142,9 +95,8 @@ def result_text(row: dict | None) -> str:
     past 90 %: x against y)"."""
     if row is None:
         return "not yet run"
-    lo, hi = row["ci_pp"]
     return (
-        f"{row['verdict']}, {row['mean_pp']:+.1f} pp, {interval(lo, hi)} over {row['n']} paired seeds "
+        f"{row['verdict']}, {difference(row)} over {row['n']} paired seeds "
         f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})"
     )
 
@@ -159,37 +111,3 @@ def before_rows(before: dict | None, margin: float, alpha: float = 0.05) -> list
     W_Q, W_K lr: ``grokking_ablation``), by the same rule: the Stiefel rule and frozen frames
     against AdamW and against the Stiefel rule."""
     return family_rows(finals(before), ("stiefel", "frozen"), ("baseline", "stiefel"), margin, alpha)
-
-
-def what_we_found(
-    fair: dict | None,
-    scale: dict | None,
-    before: dict | None,
-    margin: float,
-    alpha: float,
-    label,
-    peers: dict | None = None,
-) -> str | None:
-    """The intro's sentence on the fair fight (``None`` before its runs): the Stiefel rule against
-    AdamW at their tuned lrs (Holm over the declared family, :func:`declared_rows`) beside the same
-    comparison at the task's shared lr, then scale alone."""
-    rows, scale_rows = declared_rows(fair, scale, peers, margin, alpha)
-    a = answers(rows)
-    if a["tuned_baseline"] is None:
-        return None
-    text = (
-        f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
-        f"{label('stiefel')} against {label('baseline')} is {result_text(a['tuned_baseline'])}"
-    )
-    if before:
-        old = _find(before_rows(before, margin, alpha), "stiefel", "baseline")
-        if old is not None:
-            text += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
-    text += "."
-    for arm in ("qk_norm", "sphere"):
-        row = _find(scale_rows, arm, "baseline")
-        if row is not None:
-            text += (
-                f" {label(arm, capital=True)} against {label('baseline')}: {row['verdict']}, {row['mean_pp']:+.1f} pp."
-            )
-    return text

@@ -15,7 +15,7 @@ from ..results_reading import finished_starts, grid_arm, parse_size_arm, size_ar
 from ..stats import PairedComparison
 from ..tables import markdown_table
 from .cifar10 import movement_ratios, paired_gain
-from .long_sizes import FITS, family_cell, holm_p, mean_accuracy, size_cells, size_gains, size_readings
+from .long_sizes import FITS, family_cell, mean_accuracy, size_gains, size_readings
 from .regimes import decay_budget
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "readings",
     "readings_text",
     "departures_from_stated",
-    "changed_lines",
 ]
 
 PREPRINT_STARTS = 12  # the preprint's paired starts, run at the decay of largest gap
@@ -256,37 +255,3 @@ def departures_from_stated(
         if not fitting or fitting[min(fitting)] != 2 or fitting[max(fitting)] != 0:
             wrong.append(f"both arms fit at the smallest size, neither at the largest: {fitting}")
     return wrong
-
-
-def changed_lines(old: dict, long_rows: list[dict], size_rows: list[dict], margin: float) -> list[str]:
-    """What the retired rule (each 95 % interval against zero, no correction) said and what the
-    families say now, for the comparisons the regimes chapter shows: ``old`` holds the retired
-    words, ``{"long": {(measure, λ): word}, "size": {("gain", images) or ("widening",): word}}``
-    (:func:`findings.regimes_before.long_words`). One line per changed word (old → new, with the
-    Holm p and starts), the former ties that now read inconclusive in one line, then why.
-    Chapter: regimes."""
-    now = {("long", k): v for k, v in long_cells(long_rows).items()}
-    now |= {("size", k): v for k, v in size_cells(size_rows).items()}
-    changed, ties = [], []
-    for (where, key), row in now.items():
-        was = old.get(where, {}).get(key)
-        if was is None or was == row["verdict"]:
-            continue
-        if where == "long":
-            what = f"{NAMES[key[0]]} at λ = {key[1]:g}"
-        elif key == ("widening",):
-            what = "the gain at the largest size − at the smallest"
-        else:
-            what = f"Stiefel − AdamW at {key[1]:,} images"
-        if was == "tie" and row["verdict"] == "inconclusive":
-            ties.append(what)
-        else:
-            changed.append(f"{what}: {was} → {row['verdict']} ({holm_p(row)}, {row['n']} starts)")
-    out = changed + ([f"former ties, now inconclusive: {'; '.join(ties)}"] if ties else [])
-    if out:
-        out.append(
-            f"why: each is now Holm-corrected within its declared family ({len(long_rows)} comparisons of the long "
-            f"protocol, {len(size_rows)} of the size sweep), and equivalent needs the paired two one-sided tests "
-            f"within ±{margin:g} pp"
-        )
-    return out

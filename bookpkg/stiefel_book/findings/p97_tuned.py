@@ -7,7 +7,7 @@ The endpoint is time to 90 % validation accuracy (the paired permutation log-ran
 never get there censored at the last epoch), Holm across every comparison the family declares
 (one not yet run counts with p = 1). Beside it: the seeds that get there, and the final validation
 accuracy, read in the four words within the family's margin (Holm across the same comparisons).
-With few seeds an exact paired test has a floor (:func:`floor_p`): the chapter says where the
+With few seeds an exact paired test has a floor (:func:`stats.power.holm_floor`): the chapter says where the
 family cannot decide a difference of time at all. A judged run adopted from the grokking chapter's long runs was
 seen before the family was declared; a comparison resting on one says so."""
 
@@ -20,9 +20,10 @@ import numpy as np
 from ..choices import sweep_row, time_scores
 from ..families import judge
 from ..labels import interval, label
-from ..results_reading import runs_of
+from ..results_reading import finals, runs_of
 from ..stats import paired_comparison
-from .fair_fight import finals, lr_text
+from ..stats.power import holm_floor, pairs_for_floor
+from .fair_fight import lr_text
 from .regimes import CONTROL_PAIRS, time_rows
 
 __all__ = [
@@ -35,8 +36,6 @@ __all__ = [
     "row_text",
     "table",
     "short_text",
-    "floor_p",
-    "seeds_needed",
     "floor_text",
     "floor_note",
     "takeaway",
@@ -100,29 +99,13 @@ def fair_rows(results: dict | None, alpha: float = 0.05, margin: float | None = 
     return rows
 
 
-def floor_p(seeds: int, comparisons: int) -> float:
-    """The smallest Holm-adjusted p that any comparison of a family of ``comparisons`` exact paired
-    permutation tests on ``seeds`` pairs can reach: the exact test's smallest two-sided p is
-    ``2 / 2**seeds`` (the observed labelling and its mirror image), and Holm multiplies the
-    smallest p by the family's size."""
-    return min(1.0, comparisons * 2.0 / 2**seeds)
-
-
-def seeds_needed(comparisons: int, alpha: float = 0.05) -> int:
-    """The fewest paired seeds at which :func:`floor_p` falls below ``alpha``."""
-    seeds = 1
-    while floor_p(seeds, comparisons) >= alpha:
-        seeds += 1
-    return seeds
-
-
 def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
     """What the family can decide about time with the seeds it has ("With 6 paired seeds ...");
     ``None`` before any comparison has run."""
     if not rows:
         return None
     seeds, m = min(r["seeds"] for r in rows), len(PAIRS)
-    floor = floor_p(seeds, m)
+    floor = holm_floor(seeds, m)
     if floor < alpha:
         return None
     return (
@@ -130,7 +113,7 @@ def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
         f"Holm's correction over the family's {m} comparisons lifts the smallest to {floor:.2g}, above {alpha:g}: "
         "whatever the runs had done, no comparison of time in this family could read sooner or later, only "
         f"inconclusive. The family was declared so before its runs, and is reported as declared; telling a "
-        f"difference of time apart would take at least {seeds_needed(m, alpha)} paired seeds."
+        f"difference of time apart would take at least {pairs_for_floor(alpha, m)} paired seeds."
     )
 
 
@@ -204,7 +187,7 @@ def short_text(row: dict | None) -> str:
 def floor_note(rows: list[dict], alpha: float = 0.05) -> str:
     """ " (with 6 paired seeds and 7 comparisons no difference of time could be decided)" where
     :func:`floor_text` applies, else ""."""
-    if not rows or floor_p(min(r["seeds"] for r in rows), len(PAIRS)) < alpha:
+    if not rows or holm_floor(min(r["seeds"] for r in rows), len(PAIRS)) < alpha:
         return ""
     seeds = min(r["seeds"] for r in rows)
     return f" (with {seeds} paired seeds and {len(PAIRS)} comparisons no difference of time could be decided)"

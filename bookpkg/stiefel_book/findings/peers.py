@@ -16,17 +16,15 @@ from .peers_family import (
     PEERS,
     REFERENCES,
     TUNED_PEERS,
-    family_claim,
     family_ingredient_rows,
     family_peer_rows,
     merged,
-    takeaways,
 )
 
 __all__ = ["sweep_scores", "chosen_lr", "SWEEP_CRITERION", "sweep_rows", "arms_in", "movement_rows"]
 # from peers_family, read here by the chapter:
 __all__ += ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
-__all__ += ["family_ingredient_rows", "takeaways", "family_claim"]
+__all__ += ["family_ingredient_rows"]
 
 
 def sweep_rows(sweep: dict) -> list[dict]:

@@ -6,14 +6,10 @@ and the claims table's line. Pure functions of the rows they are handed."""
 
 from __future__ import annotations
 
-import math
-
-from ..labels import label
-from ..stats import VERDICTS
-from . import fair_fight, tuned
+from . import tuned
 
 __all__ = ["ARMS", "PEERS", "REFERENCES", "TUNED_PEERS", "INGREDIENTS", "merged", "family_peer_rows"]
-__all__ += ["family_ingredient_rows", "takeaways", "family_claim"]
+__all__ += ["family_ingredient_rows"]
 
 ARMS = ("baseline", "stiefel", "muon", "muon_no_decay", "geoopt_radam", "per_entry", "orthogonal_param")  # the
 # chapter's order: experiments.peers.PEER_ARMS (a test holds them equal; this module loads no torch)
@@ -73,61 +69,3 @@ def family_ingredient_rows(rows: list[dict]) -> list[dict]:
     """:data:`INGREDIENTS` read from a family's rows (``row`` ``None`` where the family does not
     hold that comparison: it is outside the declared family and gets no verdict)."""
     return [{"a": a, "b": b, "meaning": meaning, "row": tuned.find(rows, a, b)} for a, b, meaning in INGREDIENTS]
-
-
-def takeaways(rows: list[dict], lrs: dict[str, float], label, margin_pp: float) -> list[str]:
-    """The chapter's key takeaways from the tuned family's peer rows (:func:`family_peer_rows`)."""
-    if not rows:
-        return ["The relatives' runs at their tuned learning rates have not run yet."]
-    out = [
-        "Every relative trained W_Q, W_K at its own learning rate, chosen on selection seeds by a rule fixed "
-        "before the sweep: "
-        + ", ".join(
-            f"{label(a)} {fair_fight.lr_text(lrs[a])}" for a in ("stiefel", "baseline", *TUNED_PEERS) if a in lrs
-        )
-        + "."
-    ]
-    against = [r for r in rows if r["reference"] == "stiefel"]
-    counts = {w: sum(r["verdict"] == w for r in against) for w in VERDICTS}
-    out.append(
-        f"On grokking, against the Stiefel rule ({len(against)} relatives, 20 seeds, Holm across the family): "
-        f"{counts['higher']} higher, {counts['lower']} lower, {counts['equivalent']} equivalent "
-        f"(within ±{margin_pp:g} pp), {counts['inconclusive']} inconclusive."
-    )
-    out += [tuned.beats(r, label, margin_pp) + "." for r in rows if r["verdict"] in ("higher", "lower")]
-    return out
-
-
-def family_claim(grokking: list[dict], cifar10: list[dict], cifar10_tuned: list[dict] = (), judged: int = 12) -> str:
-    """The claims table's line from the families' peer rows (:func:`family_peer_rows`): on grokking
-    at every arm's tuned W_Q, W_K lr (``grokking_fair``) and on CIFAR-10, each relative − the
-    Stiefel rule in the family's word, and the count of each word. On CIFAR-10 it reads the
-    relatives at their CIFAR-10-tuned lrs (``cifar10_fair``'s rows, of ``judged`` starts) once each
-    has enough paired starts for a test, and until then ``peers_cifar10`` (grokking's lrs, 3 starts)."""
-
-    def line(rows: list[dict], digits: int) -> str:
-        against = [r for r in rows if r["reference"] == "stiefel"]
-        parts = [f"{label(r['arm'])} {r['verdict']} ({tuned.interval_text(r, digits)})" for r in against]
-        counts = ", ".join(f"{w} {sum(r['verdict'] == w for r in against)}" for w in VERDICTS)
-        return "; ".join(parts) + f" (of {len(against)}: {counts})"
-
-    out = []
-    if grokking:
-        out.append(
-            "grokking (p = 31, 1,500 epochs), each relative − the Stiefel rule at its tuned W_Q, W_K lr, 20 paired "
-            "seeds, Holm across its declared family: " + line(grokking, 1)
-        )
-    at_tuned = [r for r in cifar10_tuned if r["arm"] in PEERS and r["reference"] == "stiefel"]
-    if at_tuned and all(not math.isnan(r["p"]) for r in at_tuned):
-        n = min(r["n"] for r in at_tuned)
-        starts = f"{n} paired starts" if n == judged else f"{n} of {judged} paired starts so far (an interim look)"
-        out.append(
-            f"CIFAR-10 (the long protocol, λ = 1), each relative − the Stiefel rule at its CIFAR-10-tuned W_Q, W_K lr, "
-            f"{starts}, Holm across its declared family: " + line(at_tuned, 2)
-        )
-    elif cifar10:
-        out.append(
-            "CIFAR-10 (the long protocol, λ = 1, 3 paired starts, each relative at its grokking lr), each relative − "
-            "the Stiefel rule, Holm across its declared family: " + line(cifar10, 2)
-        )
-    return "; ".join(out) or "not yet measured (no run at the tuned lrs)"

@@ -30,6 +30,7 @@ __all__ = [
     "CONTROL_PAIRS",
     "endpoint_comparison",
     "control_rows",
+    "readings_at_tuned_rates",
     "tuned_control_rows",
     "time_rows",
     "READINGS",
@@ -274,6 +275,12 @@ NEEDS = {
     },
 }
 STATUS = {True: "supported", False: "contradicted", None: "undecided"}
+
+
+def readings_at_tuned_rates(fair_rows: list[dict] | None) -> dict | None:
+    """The controls' readings at tuned rates (:func:`tuned_control_rows` of the fair fight's rows), or ``None``."""
+    rows = tuned_control_rows(fair_rows or [])
+    return supported_readings(rows) if rows else None
 
 
 def supported_readings(rows: list[dict]) -> dict[str, bool | None]:

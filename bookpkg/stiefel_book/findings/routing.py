@@ -12,16 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
-from ..families import Row, judge
+from ..families import Row, find
 from ..labels import interval
-from ..protocol_fields import expand
+from ..results_reading import finals
 
-__all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals", "family_rows"]
+__all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals"]
 __all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
 __all__ += ["committed_cells", "cell_curves", "sweep_rows"]
 __all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
 
-REFERENCES = ("baseline", "stiefel")
 TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
 SWEPT = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")  # the arms each task's sweep tunes
 JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
@@ -48,38 +47,6 @@ TASKS = {  # task -> (its family in book/protocol.yml, its endpoint)
 }
 
 
-def finals(results: dict | None, metric: str) -> dict[str, dict[int, float]]:
-    """``{arm: {seed: metric of the last record}}`` (same seed, same initial weights: paired)."""
-    out: dict[str, dict[int, float]] = {}
-    for key, run in (results or {}).get("runs", {}).items():
-        arm, _, seed = key.rpartition("/")
-        out.setdefault(arm, {})[int(seed)] = float(run["final"][metric])
-    return out
-
-
-def family_rows(
-    values: dict[str, dict[int, float]],
-    endpoint: Endpoint,
-    margin: float,
-    alpha: float = 0.05,
-    arms: tuple[str, ...] = JUDGED_ARMS,
-) -> list[dict]:
-    """Every comparison of one declared family (each arm against AdamW and against the Stiefel
-    rule), on the seeds both finished, in the endpoint's unit (``margin`` too), by the family reader
-    (:func:`families.judge`: Holm across every declared pair, one without runs keeping its place):
-    :func:`as_rows` of its rows."""
-    rows = judge(
-        values,
-        expand(arms, REFERENCES),
-        margin,
-        alpha,
-        scale=endpoint.scale,
-        unit=endpoint.unit,
-        higher_is_better=endpoint.higher_is_better,
-    )
-    return as_rows(rows)
-
-
 def as_rows(rows: list[Row]) -> list[dict]:
     """The reader's rows (:func:`families.read_family`) as this chapter's sentences read them, those
     with paired seeds only (the others have not run): ``arm``, ``reference``, ``n``, ``mean`` (the
@@ -101,18 +68,14 @@ def as_rows(rows: list[Row]) -> list[dict]:
     ]
 
 
-def _find(rows: list[dict], arm: str, ref: str) -> dict | None:
-    return next((r for r in rows if r["arm"] == arm and r["reference"] == ref), None)
-
-
 def answers(rows: list[dict]) -> dict[str, dict | None]:
     """The chapter's three questions per task, each one row (``None`` before its runs): does the
     Stiefel rule beat the tuned baseline; does scale alone (QK-norm) do the same; do frozen
     frames fall short of trained ones (the sanity check)."""
     return {
-        "tuned_baseline": _find(rows, "stiefel", "baseline"),
-        "qk_norm": _find(rows, "qk_norm", "stiefel"),
-        "frozen": _find(rows, "frozen", "stiefel"),
+        "tuned_baseline": find(rows, "stiefel", "baseline"),
+        "qk_norm": find(rows, "qk_norm", "stiefel"),
+        "frozen": find(rows, "frozen", "stiefel"),
     }
 
 

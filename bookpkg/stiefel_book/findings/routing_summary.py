@@ -1,7 +1,7 @@
 """The routing chapter's answer across its tasks, in a few sentences for the intro and the regimes
 chapter: each of the chapter's three questions answered once, the tasks grouped by their reading
 (the per-task paragraphs are the chapter's own). Pure functions of the
-families' rows (:func:`routing.family_rows`)."""
+families' rows (:func:`declared.routing`: the family reader's, as :func:`routing.as_rows`)."""
 
 from __future__ import annotations
 

@@ -7,23 +7,18 @@ Pure functions of the results dicts and protocol families they are handed."""
 
 from __future__ import annotations
 
-from ..labels import interval
-from . import fair_fight as ff
+from ..labels import difference, interval
 
 __all__ = [
     "TIE_NOTE",
     "FAIR_ARMS",
     "SCALE_ARMS",
     "PEER_ARMS",
-    "fair_family",
-    "scale_family",
-    "variant_family",
     "find",
     "rule_word",
     "retired_word",
     "beats",
     "verdict_text",
-    "interval_text",
     "changed",
     "after_runs_lines",
 ]
@@ -34,30 +29,6 @@ TIE_NOTE = "A former tie (an interval holding zero) now reads inconclusive unles
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")
 SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")
 PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
-
-
-def _margin(family) -> float:
-    return family.margin / 100  # declared in percentage points; accuracies are fractions
-
-
-def fair_family(fair: dict | None, scale: dict | None, peers: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair`` as every page reads it (:func:`fair_fight.declared_rows`):
-    every arm at its tuned W_Q, W_K lr (frozen frames and the peers included) against AdamW and
-    against the Stiefel rule, Holm across all of them."""
-    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[0]
-
-
-def scale_family(fair: dict | None, scale: dict | None, family, peers: dict | None = None) -> list[dict]:
-    """The family ``grokking_fair_scale`` (:func:`fair_fight.declared_rows`): QK-norm, the sphere
-    and the Stiefel rule with a learned scale against the Stiefel rule and against AdamW, at their
-    tuned lrs."""
-    return ff.declared_rows(fair, scale, peers, _margin(family), family.alpha)[1]
-
-
-def variant_family(fair: dict | None, variants: dict | None, family) -> list[dict]:
-    """The family ``grokking_fair_ablation`` (:func:`fair_fight.variant_rows`): no tangent projector
-    and no trust region against the Stiefel rule and against AdamW, at their tuned lrs."""
-    return ff.variant_rows(fair, variants, _margin(family), family.alpha)
 
 
 def find(rows: list[dict], a: str, b: str) -> dict | None:
@@ -95,12 +66,6 @@ def retired_word(row: dict | None) -> str:
     return "higher" if lo > 0 else "lower" if hi < 0 else "tie (interval holding zero)"
 
 
-def interval_text(row: dict, digits: int) -> str:
-    """A family row's difference and interval: ``"+1.2 pp [-0.3, +2.7]"``."""
-    lo, hi = row["ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f')}"
-
-
 def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: bool = True) -> str:
     """One row ``a − b`` as a reader reads it: "A beats B by d pp [lo, hi]" (higher or lower, Holm
     across its family), "A and B are equivalent (within ± m pp): ..." or "A against B:
@@ -120,14 +85,14 @@ def beats(row: dict | None, label, margin_pp: float, digits: int = 1, capital: b
     if w == "equivalent":
         return (
             f"{label(a, capital=capital)} and {label(b)} are equivalent (within ±{margin_pp:g} pp): "
-            f"{interval_text(row, digits)}"
+            f"{difference(row, digits)}"
         )
-    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {interval_text(row, digits)}"
+    return f"{label(a, capital=capital)} against {label(b)}: inconclusive, {difference(row, digits)}"
 
 
 def verdict_text(row: dict | None, digits: int = 1) -> str:
     """A row's word and numbers for a table cell: "higher, +3.1 pp [+0.2, +6.0]" (``-`` when missing)."""
-    return "-" if row is None else f"{row['verdict']}, {interval_text(row, digits)}"
+    return "-" if row is None else f"{row['verdict']}, {difference(row, digits)}"
 
 
 def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) -> list[str]:
@@ -144,7 +109,7 @@ def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) 
         if old == new or (old.startswith("tie") and new == "inconclusive"):
             continue
         out.append(
-            f"{what}: {old} ({interval_text(before, digits)}) before, **{new}** now ({interval_text(now, digits)}, "
+            f"{what}: {old} ({difference(before, digits)}) before, **{new}** now ({difference(now, digits)}, "
             f"Holm p = {now['p_holm']:.2g})"
         )
     return out

@@ -9,7 +9,7 @@
 - :mod:`.logrank`: the log-rank test on censored times with a permutation p (``permutation_logrank``).
 """
 
-from .equivalence import TOST, VERDICTS, Verdict, family_verdicts, paired_t_p, tost, verdict
+from .equivalence import TOST, VERDICTS, Verdict, family_verdicts, paired_t_p, tost, verdict, word
 from .exact import McNemar, SignTest, binomial_two_sided, mcnemar_exact, sign_test
 from .logrank import MAX_EXACT, LogRank, logrank_statistic, permutation_logrank
 from .multiple import holm
@@ -27,6 +27,7 @@ __all__ = [
     "tost",
     "paired_t_p",
     "VERDICTS",
+    "word",
     "verdict",
     "Verdict",
     "family_verdicts",

@@ -21,7 +21,7 @@ from scipy import stats
 from .multiple import holm
 from .paired import MIN_PAIRS_FOR_VERDICT, _sample
 
-__all__ = ["VERDICTS", "TOST", "tost", "paired_t_p", "verdict", "Verdict", "family_verdicts"]
+__all__ = ["VERDICTS", "TOST", "tost", "paired_t_p", "word", "verdict", "Verdict", "family_verdicts"]
 
 VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
 
@@ -89,7 +89,9 @@ def paired_t_p(differences: Sequence[float] | np.ndarray) -> float:
     return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 
-def _word(mean: float, p: float, tost_p: float, alpha: float) -> str:
+def word(mean: float, p: float, tost_p: float, alpha: float) -> str:
+    """The verdict word of a difference with mean ``mean`` from its (corrected) p and TOST p: higher or
+    lower when ``p < alpha``, else equivalent when ``tost_p < alpha``, else inconclusive (NaN: untested)."""
     if p < alpha:  # NaN compares False: no test, no direction
         return "higher" if mean > 0 else "lower"
     return "equivalent" if tost_p < alpha else "inconclusive"
@@ -120,7 +122,7 @@ def verdict(
     equivalence = tost(d, margin, alpha)
     p = paired_t_p(d) if p_value is None else p_value
     tost_p = equivalence.p_value if tost_p_value is None else tost_p_value
-    return _word(equivalence.mean_difference, p, tost_p, alpha)
+    return word(equivalence.mean_difference, p, tost_p, alpha)
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,6 @@ def family_verdicts(
     out = {}
     for i, k in enumerate(names):
         mean = float(samples[k].mean()) if len(samples[k]) else math.nan
-        word = _word(mean, p_adj[i], tost_adj[i], alpha) if tested[k] else "inconclusive"
-        out[k] = Verdict(word, len(samples[k]), mean, float(p[i]), float(p_adj[i]), tests[k], float(tost_adj[i]))
+        said = word(mean, p_adj[i], tost_adj[i], alpha) if tested[k] else "inconclusive"
+        out[k] = Verdict(said, len(samples[k]), mean, float(p[i]), float(p_adj[i]), tests[k], float(tost_adj[i]))
     return out

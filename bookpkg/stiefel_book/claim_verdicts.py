@@ -1,22 +1,26 @@
-"""The experiment claims' verdicts in words, read from the declared families' rows
-(``book/protocol.yml``: four words, Holm within each family) exactly as the chapters read them:
-the grokking endpoint and time to 90 % (:func:`grokking.family_rows`), the CIFAR-10 protocol,
-long training and data size (:mod:`cifar10_family`), the ablation (:func:`ablation.family_rows`)
-and the relatives (:func:`peers.family_peer_rows`). A claim is *reproduced* only where the
-comparison it rests on is *higher* under its family. Re-exported by :mod:`findings.summary`.
-Chapters: intro, grokking, cifar10_patches, ablation, peers."""
+"""The claims' verdicts in words (their one reader: the claims table, :mod:`claims`, and the README
+it writes), read from the declared families' rows (``book/protocol.yml``: four words, Holm within
+each family) exactly as the chapters read them: the grokking endpoint and time to 90 %
+(:func:`findings.grokking.family_rows`), the CIFAR-10 protocol, long training and data size
+(:mod:`findings.cifar10_family`), the ablation (:func:`findings.ablation.family_rows`), the
+relatives (:func:`findings.peers.family_peer_rows`), the routing tasks, the regimes and the fair
+fight. A claim is *reproduced* only where the comparison it rests on is *higher* under its family;
+a proposition's certificate says its float64 check."""
 
 from __future__ import annotations
 
-from .. import preprint
-from ..labels import interval, label
-from . import ablation, grokking
-from . import routing as routing_findings
-from .cifar10_tuned import best_decays_text
-from .claim_verdict import PENDING, Axis, Verdict
-from .fair_fight import lr_text
+from . import preprint
+from .claim_box import PENDING, Axis, Verdict
+from .families import find
+from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
+from .findings import decay_map as decay_map_findings
+from .findings import routing as routing_findings
+from .findings.cifar10_tuned import best_decays_text
+from .findings.fair_fight import lr_text
+from .labels import difference, label
 
 __all__ = [
+    "certificate",
     "claim_word",
     "grokking_verdict",
     "cifar10_gain_verdict",
@@ -25,8 +29,20 @@ __all__ = [
     "ablation_verdict",
     "peers_verdict",
     "routing_verdict",
+    "count_short",
+    "regimes_verdict",
+    "fair_fight_verdict",
+    "what_we_found",
 ]
 
+UNTUNED = (
+    "these runs trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned (the fair fight "
+    "tunes it)"
+)
+CONTROLS_UNTUNED = (
+    "the controls trained every arm's W_Q, W_K at the task's learning rate, so AdamW's was untuned there (the fair "
+    "fight tunes it)"
+)
 WORDS = ("higher", "lower", "equivalent", "inconclusive")
 
 
@@ -40,12 +56,6 @@ def claim_word(words: list[str]) -> str:
     return "reproduced" if held == len(words) else "not reproduced" if held == 0 else "partly"
 
 
-def _pp(row: dict, digits: int = 1) -> str:
-    level = 95 if "ci_pp" in row else 90  # TOST reads the (1 - 2 alpha) interval
-    lo, hi = row["ci_pp"] if "ci_pp" in row else row["tost_ci_pp"]
-    return f"{row['mean_pp']:+.{digits}f} pp, {interval(lo, hi, f'+.{digits}f', level)}"
-
-
 def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None = None, lrs=None) -> Verdict:
     """The grokking claim under the family ``grokking_p97`` (:func:`grokking.family_rows`, every arm
     at the task's lr) and, once run, ``grokking_p97_fair`` (``tuned_rows``,
@@ -53,8 +63,6 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
     Stiefel rule's final accuracy is *higher* in both; partly when any of its final accuracies or
     times to 90 % is (sooner); not reproduced otherwise. While the tuned rows are missing, the
     sentence says so."""
-    from . import p97_tuned
-
     rows = grokking.family_rows(results, family)
     if rows is None:
         return PENDING
@@ -76,9 +84,9 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
     sentence = (
         f"In the long grokking runs (p = {config['p']}, {config['epochs']:,} epochs, {len(seeds)} seeds), the Stiefel "
         f"rule ends at {means['stiefel']:.1f} % validation accuracy against AdamW's {means['baseline']:.1f} %: "
-        f"{e['verdict']} under the declared family ({_pp(e)}, Holm p = {e['p_holm']:.2g}); its time to 90 % (median "
-        f"epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) reads "
-        f"{t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
+        f"{e['verdict']} under the declared family ({difference(e)}, Holm p = {e['p_holm']:.2g}); its time to 90 % "
+        f"(median epoch {sa:,.0f} against {sb:,.0f}; AdamW runs that never get there: {t['never'][1]} of {len(seeds)}) "
+        f"reads {t['verdict']} (paired permutation log-rank, Holm p = {t['p_holm']:.2g})."
     )
     if gain is None:
         sentence += (
@@ -127,28 +135,28 @@ def cifar10_gain_verdict(
     )
     # Sentences of at most two results each: the preprint's protocol and 100-epoch training, then one
     # sentence a further reading, then the gap with data.
-    first = f"the Stiefel rule minus AdamW is {gain['verdict']}, {_pp(gain, 2)} over {gain['n']} paired starts"
+    first = f"the Stiefel rule minus AdamW is {gain['verdict']}, {difference(gain, 2)} over {gain['n']} paired starts"
     if long_gain:
-        first += f", and {long_gain['verdict']} in 100-epoch training ({_pp(long_gain, 2)})"
+        first += f", and {long_gain['verdict']} in 100-epoch training ({difference(long_gain, 2)})"
     said = "partly reproduced" if word == "partly" else word
     sentences = [f"On CIFAR-10 patches the preprint's {preprint.CIFAR10['gain_pp']:+.2f} pp gain is {said}: {first}."]
     if tuned:
         sentences.append(
-            f"With each arm at its tuned W_Q, W_K lr it reads {tuned['verdict']} there ({_pp(tuned, 2)}, "
+            f"With each arm at its tuned W_Q, W_K lr it reads {tuned['verdict']} there ({difference(tuned, 2)}, "
             f"{tuned['n']} starts)."
         )
         headline += f"; {tuned['verdict']}: {tuned['mean_pp']:+.2f} pp (tuned)"
     if at_decay:
         where = f"λ = {at_decay['weight_decay']:g}"
         sentences.append(
-            f"At tuned lrs at {where}, the decay of largest gap, it reads {at_decay['verdict']} ({_pp(at_decay, 2)}, "
-            f"{at_decay['n']} starts; a decay the preprint never tuned, not counted)."
+            f"At tuned lrs at {where}, the decay of largest gap, it reads {at_decay['verdict']} "
+            f"({difference(at_decay, 2)}, {at_decay['n']} starts; a decay the preprint never tuned, not counted)."
         )
         headline += f"; {at_decay['verdict']}: {at_decay['mean_pp']:+.2f} pp (tuned, {where}; not counted)"
     if best:
         cells = best_decays_text(best["cells"])
         sentences.append(
-            f"With each arm at its best decay and lr ({cells}) it reads {best['verdict']} ({_pp(best, 2)}, "
+            f"With each arm at its best decay and lr ({cells}) it reads {best['verdict']} ({difference(best, 2)}, "
             f"{best['n']} starts; a comparison set after the runs, not counted)."
         )
     gaps = [r for r in (gap, widening) if r is not None]
@@ -173,8 +181,8 @@ def movement_verdict(protocol: list[dict], movement: dict | None) -> Verdict:
     )
     sentence = (
         f"How far a fixed step moves the frames ({low:.0f}-{high:.0f}x less than AdamW here) is set by its lr, not "
-        f"found; the cost of freezing the frames is {cost['verdict']} against a fixed step ({_pp(cost, 2)}) and "
-        f"{stiefel['verdict']} against the Stiefel rule ({_pp(stiefel, 2)})."
+        f"found; the cost of freezing the frames is {cost['verdict']} against a fixed step ({difference(cost, 2)}) and "
+        f"{stiefel['verdict']} against the Stiefel rule ({difference(stiefel, 2)})."
     )
     return Verdict(word, headline, sentence)
 
@@ -203,7 +211,7 @@ def ablation_verdict(rows: list[dict]) -> Verdict:
     readings = "; ".join(f"{k}: {got.get(k, 'not run')} (the preprint: {v})" for k, v in EXPECTED.items())
     sentence = (
         f"Of the rule's parts on CIFAR-10, removing the scale-free step costs {step['mean_pp']:.2f} pp "
-        f"({step['verdict']}), while the whole rule against AdamW reads {gain['verdict']} ({_pp(gain, 2)}): "
+        f"({step['verdict']}), while the whole rule against AdamW reads {gain['verdict']} ({difference(gain, 2)}): "
         f"{readings}."
     )
     return Verdict(word, headline, sentence)
@@ -231,7 +239,7 @@ def peers_verdict(rows: list[dict]) -> Verdict:
 
 def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
     """The routing tasks, which the preprint did not test (a new result), from the families
-    ``routing_<task>`` (:func:`routing.family_rows`): per task with judged runs, the Stiefel rule
+    ``routing_<task>`` (:func:`declared.routing`): per task with judged runs, the Stiefel rule
     against the tuned AdamW, scale alone against the Stiefel rule, and the sanity check."""
     fr = routing_findings
     judged = {task: fr.answers(rows) for task, rows in rows_by_task.items() if rows}
@@ -265,3 +273,138 @@ def shared_word(words) -> str:
     """The one verdict word of a claim's comparisons, "mixed" where they differ (or "—" with none)."""
     found = set(words)
     return found.pop() if len(found) == 1 else "mixed" if found else "—"
+
+
+def certificate(passed: bool, headline: str, what: str) -> Verdict:
+    """A proposition's float64 certificate: ``what`` it states, in a sentence's words."""
+    return Verdict(
+        "certified" if passed else "not certified",
+        headline,
+        f"{what[:1].upper()}{what[1:]}: {'certified' if passed else 'NOT certified'} in float64.",
+    )
+
+
+def count_short(cells: list) -> str:
+    """The map's count in brief: "higher at 2 of 5 decays; inconclusive at 3 of 5 decays"."""
+    groups = decay_map_findings.count(cells)
+    total = sum(map(len, groups.values()))
+    return "; ".join(f"{word} at {len(got)} of {total} decays" for word, got in groups.items() if got)
+
+
+def regimes_verdict(
+    controls: dict | None,
+    decay_map: dict | None,
+    task,
+    rules: dict,
+    tuned_map: dict | None = None,
+    fair_rows: list[dict] | None = None,
+    per_decay_map: dict | None = None,
+) -> Verdict:
+    """The mechanism claim: reproduced when the controls support the preprint's reading (the
+    learned geometry survives decay); not reproduced when they contradict it or leave it
+    undecided. Where the fair fight has judged the controls at tuned lrs (``fair_rows``, as
+    :func:`findings.tuned.fair_family` gives them), those readings decide and the task-rate
+    ones stand beside them; ``per_decay_map``, the map with each arm at the rate tuned at each
+    decay, is counted beside the map. ``rules``: :class:`decay_map.Rule` by declared family name."""
+    if not controls or not decay_map:
+        return PENDING
+    rule = rules["controls_p31"]
+    readings = regimes.supported_readings(regimes.control_rows(controls, rule.margin, rule.alpha))
+    tuned_readings = regimes.readings_at_tuned_rates(fair_rows)
+    deciding = readings if tuned_readings is None else tuned_readings
+    cells = decay_map_findings.regimes_cells(decay_map, task, rules)
+    status = regimes.STATUS[deciding["geometry"]]
+    word = "reproduced" if deciding["geometry"] else "not reproduced"
+    tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
+    if tuned is None:
+        headline = f"map: {count_short(cells)}; the preprint's mechanism {status}"
+        found = f"On grokking, {decay_map_findings.count_text(cells)}"
+    else:
+        headline = f"map at tuned lrs: {count_short(tuned)}; the preprint's mechanism {status}"
+        found = (
+            f"On grokking with every arm's W_Q, W_K at its own tuned learning rate, the Stiefel rule against AdamW "
+            f"reads {count_short(tuned)} (at the task's one rate: {count_short(cells)})"
+        )
+    per_decay = decay_map_findings.per_decay_cells(per_decay_map, task, rules)
+    if per_decay is not None:
+        headline = headline.replace(
+            "; the preprint's", f"; tuned at each decay: {count_short(per_decay)}; the preprint's"
+        )
+        by_word = decay_map_findings.count_text(per_decay).split(": ", 1)[
+            1
+        ]  # "higher at none, lower at 1 (λ = 0), ..."
+        found += f"; with each arm's rate tuned at each decay instead, it reads {by_word}"
+    if tuned_readings is None:
+        note = UNTUNED if tuned is None else CONTROLS_UNTUNED
+        controls_text = (
+            f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
+        )
+    else:
+        changed = [
+            f"{label(name)}: {regimes.STATUS[readings[name]]}"
+            for name in tuned_readings
+            if readings.get(name) != tuned_readings[name]
+        ]
+        controls_text = (
+            f"The controls at tuned rates leave the preprint's mechanism {status} "
+            f"({regimes.readings_text(tuned_readings)})"
+            + (f"; at the task's one rate, against an untuned AdamW, {'; '.join(changed)}" if changed else "")
+        )
+    return Verdict(word, headline, f"{found}. {controls_text}.")
+
+
+def fair_fight_verdict(
+    rows: list[dict],
+    scale_rows: list[dict],
+    before: dict | None,
+    margin: float,
+    alpha: float,
+    p97_rows: list[dict] = (),
+) -> Verdict:
+    """Does the Stiefel rule's gain on grokking survive a tuned baseline? At p = 31 (Holm across the
+    declared family) and, once run, at p = 97 (``p97_rows``, :func:`p97_tuned.fair_rows`):
+    ``reproduced`` when the rule is *higher* than AdamW with both at their tuned lrs in each task
+    (at p = 97: sooner to 90 % or higher final accuracy), ``partly`` when in one, ``not reproduced``
+    otherwise."""
+    row = find(rows, "stiefel", "baseline")
+    if row is None:
+        return PENDING
+    sentence = (  # the Stiefel rule against AdamW at their tuned lrs, beside the same at the task's rate; scale alone
+        f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
+        f"{label('stiefel')} against {label('baseline')} is {fair_fight.result_text(row)}"
+    )
+    old = find(fair_fight.before_rows(before, margin, alpha), "stiefel", "baseline") if before else None
+    if old is not None:
+        sentence += f"; at the task's shared rate it read {old['verdict']}, {old['mean_pp']:+.1f} pp"
+    sentence += "."
+    for arm in ("qk_norm", "sphere"):
+        if (r := find(scale_rows, arm, "baseline")) is not None:
+            sentence += f" {label(arm, capital=True)} against {label('baseline')}: {r['verdict']}, "
+            sentence += f"{r['mean_pp']:+.1f} pp."
+    gain97 = find(p97_rows, "stiefel", "baseline")
+    words = [row["verdict"]]
+    headline = f"{row['verdict']}: {difference(row)}, at tuned lrs"
+    if gain97 is not None:
+        words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
+        headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"
+        sentence += (
+            f" At p = 97 (20,000 epochs, {gain97['seeds']} paired seeds), each arm at its tuned rate, "
+            f"{label('stiefel')} against {label('baseline')}: {p97_tuned.short_text(gain97)}; "
+            f"{label('qk_norm')} against {label('stiefel')}: "
+            f"{p97_tuned.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
+            f"{p97_tuned.floor_note(p97_rows)}."
+        )
+    held = sum(w == "higher" for w in words)
+    word = "reproduced" if held == len(words) else "partly" if held else "not reproduced"
+    return Verdict(word, headline, sentence)
+
+
+def what_we_found(verdicts: list[Verdict], certified: int, propositions: int) -> list[str]:
+    """The intro's "What we found": the sentence of every measured claim, in the order given
+    (the title's question first), then the propositions' count."""
+    last = (
+        f"The mathematics holds: all {propositions} propositions are certified numerically in float64."
+        if certified == propositions
+        else f"{certified} of {propositions} propositions are certified numerically in float64."
+    )
+    return [v.sentence for v in verdicts if v.word != "pending" and v.sentence] + [last]

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import decay_map
-from .claim_verdict import Axis
-from .detectable import Power, not_shown, row_power, time_power
+from .claim_box import Axis
+from .findings import decay_map
+from .findings.detectable import Power, not_shown, row_power, time_power
 
 __all__ = ["Reading", "axis", "row_reading", "time_reading", "map_reading", "overall", "first_to"]
 
