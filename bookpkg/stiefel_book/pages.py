@@ -14,6 +14,7 @@ from pathlib import Path
 
 from IPython.display import Markdown
 
+from . import results_files
 from .experiments import get_config
 from .experiments.results import full_results, load_results
 from .findings import summary
@@ -124,7 +125,8 @@ def chapter_verdict(chapter: str) -> Markdown:
     from .findings.claim_box import claim_item
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
-    lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
+    with results_files.reading_once():  # the claims' verdicts read the same files over again
+        lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
     if not lines:
         raise ValueError(f"no claim has its evidence in {path}")
     return admonition("Verdict", lines, "important")
