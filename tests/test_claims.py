@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from stiefel_book import claims
+from stiefel_book import claims, results_files
 from stiefel_book.experiments.results import checkout_root
 from tools import readme as readme_tool
 
@@ -91,7 +91,14 @@ def test_labels_name_arms_and_grid_arms_in_words():
     assert "fixed orthonormal scale" in label("fixed_scale")
 
 
-def test_the_map_has_one_count_everywhere(committed):
+@pytest.fixture
+def read_once():
+    """Each results file parsed once in the test: the pages it compares read the same files again."""
+    with results_files.reading_once():
+        yield
+
+
+def test_the_map_has_one_count_everywhere(committed, read_once):
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
     README quote the decay map's count from one function (findings.decay_map.count_text)."""
     from stiefel_book import claim_verdicts, pages

@@ -46,6 +46,19 @@ def test_the_same_contents_give_the_same_bytes(tmp_path):
     assert first.read_bytes()[4:8] == b"\0\0\0\0"  # no time stamp in the gzip header
 
 
+def test_reading_once_parses_a_file_once_until_it_changes(tmp_path):
+    path = results_files.write({"runs": {"a/0": {}}}, tmp_path / "x-full.json")
+    assert results_files.read(path) is not results_files.read(path)  # outside the block: a fresh copy each time
+    with results_files.reading_once():
+        first = results_files.read(path)
+        assert results_files.read(path) is first
+        with results_files.reading_once():  # a block inside shares the outer one's
+            assert results_files.read(path) is first
+        results_files.write({"runs": {"a/0": {}, "b/0": {}}}, path)
+        assert set(results_files.read(path)["runs"]) == {"a/0", "b/0"}  # changed since: read again
+    assert results_files.read(path) is not results_files.read(path)
+
+
 def test_a_plain_file_alone_is_still_read_and_a_write_replaces_it_by_gzip(isolated):
     plain = isolated / "results" / "grokking-ci.json"
     plain.parent.mkdir(parents=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import claim_measures, claim_verdicts, findings, preprint, protocol
+from . import claim_measures, claim_verdicts, findings, preprint, protocol, results_files
 from .certify import certify_all
 from .checkout import checkout_root
 from .claim_box import PENDING, Verdict
@@ -264,8 +264,14 @@ def _fair_fight_verdict() -> Verdict:
     )
 
 
+def _gauge_certificates() -> tuple:
+    if "gauge" not in _CACHE:  # the gauge's two certificates, once per process too
+        _CACHE["gauge"] = certify_gauge_gradients(), certify_projected_run()
+    return _CACHE["gauge"]
+
+
 def _gauge_verdict() -> Verdict:
-    gradients, projected = certify_gauge_gradients(), certify_projected_run()
+    gradients, projected = _gauge_certificates()
     return claim_verdicts.certificate(
         gradients.passed and projected.passed,
         "no gradient along the gauge",
@@ -275,7 +281,7 @@ def _gauge_verdict() -> Verdict:
 
 
 def _gauge() -> str:
-    gradients, projected = certify_gauge_gradients(), certify_projected_run()
+    gradients, projected = _gauge_certificates()
     g, p = gradients.summary(), projected.summary()
     ok = gradients.passed and projected.passed
     return ("certified" if ok else "NOT certified") + (
@@ -484,11 +490,12 @@ class ClaimsTable:
 
 
 def claims_table(link: Callable[[str], str] | None = None) -> ClaimsTable:
-    """Measure every claim now (certificates run live, results files are read). Chapter: intro."""
+    """Measure every claim now (certificates run live, results files are read, each once). Chapter: intro."""
     link = link or (lambda chapter: f"{Path(chapter).name}.ipynb")
-    return ClaimsTable(
-        [(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS],
-        link,
-        [c.verdict() for c in CLAIMS],
-        [c.short or c.claim for c in CLAIMS],
-    )
+    with results_files.reading_once():
+        return ClaimsTable(
+            [(c.claim, c.preprint, c.measure(), c.chapter) for c in CLAIMS],
+            link,
+            [c.verdict() for c in CLAIMS],
+            [c.short or c.claim for c in CLAIMS],
+        )

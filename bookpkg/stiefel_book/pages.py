@@ -14,6 +14,7 @@ from pathlib import Path
 
 from IPython.display import Markdown
 
+from . import results_files
 from .experiments import get_config
 from .experiments.results import full_results
 
@@ -61,7 +62,8 @@ def chapter_verdict(chapter: str) -> Markdown:
     from .claims import CLAIMS
 
     path = chapter if chapter.startswith("book/") else f"book/{chapter}"
-    lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
+    with results_files.reading_once():  # the claims' verdicts read the same files over again
+        lines = [claim_item(c.claim, c.preprint, c.verdict()) for c in CLAIMS if c.chapter == path]
     if not lines:
         raise ValueError(f"no claim has its evidence in {path}")
     return admonition("Verdict", lines, "important")

@@ -5,10 +5,12 @@ name has in a folder: the ``.json.gz``, or an older plain ``.json``; both at onc
 :func:`read` and :func:`write`. A written file's bytes depend on its contents alone (sorted keys,
 one-space indent, gzip at a fixed level with no time stamp and no file name), so rewriting the
 same runs gives the same bytes and git sees no change; it is written to a temporary file and
-renamed, so a crash never leaves half a file. Standard library only: the tools import it too."""
+renamed, so a crash never leaves half a file. Within :func:`reading_once`, a file unchanged since
+it was read is not read again. Standard library only: the tools import it too."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -28,11 +30,13 @@ __all__ = [
     "lock_path",
     "encode",
     "read",
+    "reading_once",
     "write",
 ]
 
 GZ, PLAIN = ".json.gz", ".json"
 LEVEL = 9  # gzip's compression level: fixed, so that the same contents give the same bytes
+_READ_ONCE: dict | None = None  # inside reading_once(): {(path, mtime, size): contents}
 
 
 class ResultsFileError(ValueError):
@@ -88,10 +92,35 @@ def encode(results: dict) -> bytes:
     return gzip.compress(text.encode(), compresslevel=LEVEL, mtime=0)
 
 
+@contextlib.contextmanager
+def reading_once():
+    """Inside the block, :func:`read` decompresses and parses a file once: a later read of the
+    same path, its modification time and size unchanged, returns the same object. For readers
+    that change nothing they read (the claims table asks for each of its files many times); a
+    block inside another shares the outer one's."""
+    global _READ_ONCE
+    outer = _READ_ONCE
+    _READ_ONCE = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _READ_ONCE = outer
+
+
 def read(path: Path | str) -> dict:
     """The contents of the results file at ``path`` (gzip or plain by its name); a file that is not
     valid JSON, or not an object holding ``runs``, is a :class:`DamagedResultsError`."""
     path = Path(path)
+    if _READ_ONCE is None:
+        return _read(path)
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _READ_ONCE:
+        _READ_ONCE[key] = _read(path)
+    return _READ_ONCE[key]
+
+
+def _read(path: Path) -> dict:
     data = path.read_bytes()
     try:
         if path.name.endswith(GZ):

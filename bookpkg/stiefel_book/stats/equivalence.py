@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from .multiple import holm
 from .paired import MIN_PAIRS_FOR_VERDICT, _sample
@@ -68,6 +67,8 @@ def tost(differences: Sequence[float] | np.ndarray, margin: float, alpha: float 
         p_lower, p_upper = float(mean <= -margin), float(mean >= margin)
         low = high = mean
     else:
+        from scipy import stats  # here, not at the top: a run's process starts without scipy
+
         se, df = sd / math.sqrt(n), n - 1
         p_lower = float(stats.t.sf((mean + margin) / se, df))
         p_upper = float(stats.t.cdf((mean - margin) / se, df))
@@ -86,6 +87,8 @@ def paired_t_p(differences: Sequence[float] | np.ndarray) -> float:
         raise ValueError(f"a paired t test needs at least 2 differences, got {len(d)}")
     if np.all(d == d[0]) or d.std(ddof=1) == 0.0:  # the second: a spread below the smallest float
         return 0.0 if d.mean() else math.nan
+    from scipy import stats  # here, not at the top: a run's process starts without scipy
+
     return float(stats.ttest_1samp(d, 0.0).pvalue)
 
 

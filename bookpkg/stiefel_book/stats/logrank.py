@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .paired import _sample
 
@@ -154,4 +153,6 @@ def permutation_logrank(
         extreme += int((np.abs(z_star) >= threshold).sum())
         scored += len(z_star)
     p = extreme / scored if exact else (1 + extreme) / (1 + scored)
+    from scipy import stats  # here, not at the top: a run's process starts without scipy
+
     return LogRank(z, o_minus_e, v, p, float(2 * stats.norm.sf(abs(z))), exact, arrangements, scored, paired)

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["PairedComparison", "Spread", "paired_comparison", "mean_and_spread", "direction", "MIN_PAIRS_FOR_VERDICT"]
 
@@ -84,6 +83,8 @@ def paired_comparison(
         p = 0.0 if mean else math.nan
         low = high = mean
     else:
+        from scipy import stats  # here, not at the top: a run's process starts without scipy
+
         test = stats.ttest_rel(x, y)
         t, p = float(test.statistic), float(test.pvalue)
         half = float(stats.t.ppf(0.5 + confidence / 2, df=n - 1)) * sd / math.sqrt(n)
