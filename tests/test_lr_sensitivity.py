@@ -135,7 +135,8 @@ def test_the_model_lr_check_moves_only_to_an_interior_rung_better_by_more_than_t
 
 
 def test_off_best_is_the_loss_some_rungs_under_and_over_the_best_rung_minus_the_best():
-    losses = {1e-4: [4.0, 4.2], 3e-4: [3.5, 3.5], 1e-3: [3.0, 3.2], 3e-3: [2.0, 2.2], 1e-2: [2.5, 2.5], 3e-2: [math.nan, 9.0]}
+    losses = {1e-4: [4.0, 4.2], 3e-4: [3.5, 3.5], 1e-3: [3.0, 3.2], 3e-3: [2.0, 2.2], 1e-2: [2.5, 2.5],
+              3e-2: [math.nan, 9.0]}
     results = _results({"stiefel": losses})
     off = ls.off_best(results, "stiefel")  # a decade: two rungs
     assert off["best_lr"] == 3e-3 and off["best"] == pytest.approx(2.1)
