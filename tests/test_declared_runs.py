@@ -2,10 +2,15 @@
 seeds, 0-5 adopted from grokking_p97_fair) and routing_mqar_fresh (30 fresh seeds), each at the
 W_Q, W_K lrs its sweep chose, on the seeds its declaration names."""
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from stiefel_book import protocol
 from stiefel_book.experiments import EXPERIMENTS, get_config, load_results
+
+RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
 
 
 def test_p97_primary_adopts_the_same_runs_and_makes_the_new_seeds():
@@ -31,5 +36,9 @@ def test_mqar_fresh_judges_on_its_declared_fresh_seeds_at_the_checked_lr(tmp_pat
     assert list(config.seeds) == list(protocol.family("routing_mqar_fresh").judged_seeds)
     assert not set(config.seeds) & (set(range(10)) | set(range(100, 105)))  # trial, judged and selection seeds
     assert config.lr == routing.MQAR_CHECKED_LR != routing.MQAR_PROFILES["full"].lr
+    shutil.copy(RESULTS / "mqar_model_lr-full.json.gz", tmp_path)  # the check chose 1e-3; no sweep there yet
     with pytest.raises(ValueError, match="mqar_checked_qk_lr"):
-        EXPERIMENTS["mqar_fresh"].resolve(config)  # the committed check chose 1e-3; the sweep there has not run
+        EXPERIMENTS["mqar_fresh"].resolve(config, tmp_path)
+    resolved = dict(EXPERIMENTS["mqar_fresh"].resolve(config).qk_lrs)  # the committed sweep has settled
+    swept = set(EXPERIMENTS["mqar_fresh"].arms) - {"frozen"}  # frozen frames train W_Q, W_K at no rate
+    assert set(resolved) == swept and all(lr > 0 for lr in resolved.values()), resolved
