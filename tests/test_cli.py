@@ -115,7 +115,9 @@ def _wait_for(process, text: str, timeout: float) -> list[str]:
 
 
 def test_ctrl_c_saves_the_run_in_progress_says_how_to_resume_and_the_resumed_run_equals_a_whole_one(tmp_path):
-    code = TINY_CLI.format(epochs=600, tiny=TINY)
+    # long enough that the signal lands inside the run on a fast idle machine (600 epochs there take under a
+    # second, and a signal after the process ends its run finds it shutting down, not training)
+    code = TINY_CLI.format(epochs=4000, tiny=TINY)
 
     def command(name):
         return [
@@ -126,7 +128,7 @@ def test_ctrl_c_saves_the_run_in_progress_says_how_to_resume_and_the_resumed_run
     whole = _python(code, *command("whole"))  # beside it, never interrupted
     stopped = _python(code, *command("stopped"))
     _wait_for(stopped, "run 1 of 1", timeout=60)
-    time.sleep(2.0)  # into the run's 600 epochs
+    time.sleep(1.0)  # into the run's 4,000 epochs
     stopped.send_signal(signal.SIGINT)
     out, err = stopped.communicate(timeout=60)
     assert stopped.returncode == 130, err
