@@ -98,11 +98,11 @@ def test_a_grid_of_temperatures_is_parsed_or_refused_in_one_clear_error():
 
 # --- the rule, on hand-made sweep files ---------------------------------------------------------
 
-SWEEP = "mqar_qk_temp"
+SWEEP = "induction_qk_temp"  # the rule is the same on both tasks; induction sweeps around the task lr 3e-3
 
 
 def fake(scores: dict[float, dict[float, float]], seeds=(100,)) -> dict:
-    """A ``mqar_qk_temp`` ci file: each temperature's cell with ``{lr: score}`` on every seed."""
+    """A ``induction_qk_temp`` ci file: each temperature's cell with ``{lr: score}`` on every seed."""
     config = SWEEPS[SWEEP][0]["ci"]
     runs = {
         f"{cell(t)}@qklr={lr:g}/{s}": {"history": [{"epoch": config.task.steps, "val_acc": v}]}
@@ -155,10 +155,10 @@ def test_temperature_one_is_adopted_from_the_tasks_lr_sweep(tmp_path):
     source = {"history": [{"epoch": 60, "val_acc": 0.5}], "final": {"val_acc": 0.5}, "qk_lr": 1e-3}
     stored = {"config": {"task": json.loads(json.dumps(dataclasses.asdict(config.task)))}, "runs": {}}
     stored["runs"] = {"qk_norm@qklr=0.001/100": source, "frozen/100": {**source, "qk_lr": 0.0}}
-    write_results(stored, results_path("mqar_qk_lr", "ci", tmp_path))
+    write_results(stored, results_path("induction_qk_lr", "ci", tmp_path))
     adopt = adopter(SWEEP)
     run, origin = adopt(config, "qk_norm@temp=1@qklr=0.001", 100, tmp_path)
-    assert origin == "mqar_qk_lr-ci" and run["history"] == source["history"] and run["qk_temperature"] == 1.0
+    assert origin == "induction_qk_lr-ci" and run["history"] == source["history"] and run["qk_temperature"] == 1.0
     assert adopt(config, "frozen", 100, tmp_path)[0]["qk_lr"] == 0.0
     assert adopt(config, "qk_norm@temp=3@qklr=0.001", 100, tmp_path) is None  # another computation
     assert adopt(config, "qk_norm@temp=1@qklr=0.003", 100, tmp_path) is None  # not run there
@@ -172,40 +172,45 @@ def test_temperature_one_is_adopted_from_the_tasks_lr_sweep(tmp_path):
 def test_the_judged_runs_wait_for_a_settled_sweep_then_run_at_its_choice(tmp_path):
     from stiefel_book.experiments.runner import get_config
 
-    config = get_config("mqar_qk_norm_tuned", "ci")
-    with pytest.raises(SweepError, match="sweep mqar_qk_temp --profile ci"):
-        resolver("mqar_qk_norm_tuned")(config, tmp_path)
+    config = get_config("induction_qk_norm_tuned", "ci")
+    with pytest.raises(SweepError, match="sweep induction_qk_temp --profile ci"):
+        resolver("induction_qk_norm_tuned")(config, tmp_path)
     write_results(fake({1.0: PEAK, 3.0: {k: v + 0.1 for k, v in PEAK.items()}}), results_path(SWEEP, "ci", tmp_path))
     with pytest.raises(SweepError, match="not settled"):  # τ = 3 at the grid's top: 10 is still to sweep
-        resolver("mqar_qk_norm_tuned")(config, tmp_path)
+        resolver("induction_qk_norm_tuned")(config, tmp_path)
     settled = fake({1.0: PEAK, 3.0: {k: v + 0.1 for k, v in PEAK.items()}, 10.0: PEAK})
     write_results(settled, results_path(SWEEP, "ci", tmp_path))
     results = run_experiment(
-        "mqar_qk_norm_tuned", "ci", directory=tmp_path, checkpoints=tmp_path / "ck", progress=False
+        "induction_qk_norm_tuned", "ci", directory=tmp_path, checkpoints=tmp_path / "ck", progress=False
     )
     assert (results["config"]["qk_temperature"], results["config"]["qk_lr"]) == (3.0, 3e-3)
     run = results["runs"]["qk_norm_tuned/0"]
     assert (run["qk_temperature"], run["qk_lr"]) == (3.0, 3e-3) and math.isfinite(run["final"]["val_loss"])
 
 
+# task -> (the judged experiment the tuned runs pair with, a stored file made at its setting, where its task sits)
+JUDGED = {"mqar": ("mqar_fresh", "mqar_checked_qk_lr-full", "task"), "induction": ("induction", "induction-full", None)}
+
+
 @pytest.mark.parametrize("task", ["mqar", "induction"])
 def test_the_judged_runs_pair_with_the_tasks_judged_runs_apart_from_the_selection_seeds(task):
     from stiefel_book.experiments.runner import EXPERIMENTS
 
-    tuned, judged = TUNED_PROFILES[f"{task}_qk_norm_tuned"]["full"], EXPERIMENTS[task].profiles["full"]
+    experiment, stored_file, field = JUDGED[task]
+    tuned, judged = TUNED_PROFILES[f"{task}_qk_norm_tuned"]["full"], EXPERIMENTS[experiment].profiles["full"]
     assert task_setting(tuned.task) == task_setting(judged) and tuned.seeds == judged.seeds
     sweep = SWEEPS[f"{task}_qk_temp"][0]["full"]
     assert task_setting(sweep.task) == task_setting(judged) and not set(sweep.seeds) & set(tuned.seeds)
-    stored = results_files.read(results_files.find(RESULTS, f"{task}-full"))["config"]
-    assert task_setting(stored) == task_setting(judged)  # the stored judged runs were made at this setting
+    stored = results_files.read(results_files.find(RESULTS, stored_file))["config"]
+    assert task_setting(stored[field] if field else stored) == task_setting(judged)  # runs made at this setting
     family = protocol.family(f"routing_{task}_qk_norm_tuned")
-    assert family.judged_seeds == tuned.seeds and family.reads == (f"{task}-full",)
+    assert family.judged_seeds == tuned.seeds and family.reads == (f"{experiment}-full",)
     assert set(family.selection_seeds) == set(sweep.seeds) and sweep.temperatures == routing_qk_temp.TEMPERATURES
 
 
 def test_a_ci_sweep_runs_from_the_command_line_and_settles(tmp_path):
     folders = ["--results", str(tmp_path), "--checkpoints", str(tmp_path / "ck")]
-    assert main([*folders, "sweep", "mqar_qk_temp", "--profile", "ci", "--no-progress"]) == 0
+    assert main([*folders, "sweep", SWEEP, "--profile", "ci", "--no-progress"]) == 0
     results = load_results(SWEEP, "ci", tmp_path)
     pick = study().chosen(results)
     assert pick["settled"] and {1.0, 3.0} <= set(pick["cells"])
@@ -243,12 +248,31 @@ def test_the_declared_power_is_what_the_stats_compute_from_the_judged_spread(tas
 
 
 def test_the_family_reads_the_tuned_runs_against_the_tasks_judged_runs(tmp_path):
-    judged = results_files.read(results_files.find(RESULTS, "mqar-full"))
-    tuned = {"config": {}, "runs": {f"qk_norm_tuned/{s}": judged["runs"][f"stiefel/{s}"] for s in range(10)}}
-    rows = families.read_family("routing_mqar_qk_norm_tuned", {"mqar_qk_norm_tuned-full": tuned, "mqar-full": judged})
+    runs = results_files.read(results_files.find(RESULTS, "mqar-full"))["runs"]
+    # mqar_fresh's seeds 20-29 made up of mqar's runs of seeds 0-9 (the reader only pairs them)
+    judged = {
+        "config": {},
+        "runs": {f"{a}/{20 + s}": runs[f"{a}/{s}"] for a in ("baseline", "stiefel") for s in range(10)},
+    }
+    tuned = {"config": {}, "runs": {f"qk_norm_tuned/{20 + s}": runs[f"stiefel/{s}"] for s in range(10)}}
+    rows = families.read_family(
+        "routing_mqar_qk_norm_tuned", {"mqar_qk_norm_tuned-full": tuned, "mqar_fresh-full": judged}
+    )
     assert [(r.arm, r.reference, r.n) for r in rows] == [
         ("qk_norm_tuned", "baseline", 10),
         ("qk_norm_tuned", "stiefel", 10),
     ]
     assert rows[1].difference == 0.0  # the same runs as the Stiefel rule's
     assert rows[0].past == (9, 6)  # seeds past 90 %: the Stiefel rule's 9 and AdamW's 6
+
+
+def test_mqars_sweep_waits_for_its_model_lr_check(tmp_path):
+    """MQAR's temperature sweep is made at the model lr mqar_model_lr chose (routing_qk_temp,
+    amended): without that check's file it is refused, with the command that makes it."""
+    from stiefel_book.experiments.runner import EXPERIMENTS
+
+    entry = EXPERIMENTS["mqar_qk_temp"]
+    assert entry.profiles["full"].task.lr == routing.MQAR_CHECKED_LR
+    with pytest.raises(ValueError, match="run mqar_model_lr"):
+        entry.resolve(entry.profiles["full"], tmp_path)
+    assert entry.resolve(entry.profiles["ci"], tmp_path) == entry.profiles["ci"]  # a smaller profile passes

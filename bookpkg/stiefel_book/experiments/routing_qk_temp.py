@@ -33,7 +33,7 @@ from .. import choices
 from ..results_reading import grid_arm, parse_grid_arm, split_key
 from . import routing
 from .registry import Experiment
-from .routing_sweep import SweepError, sweep_file, task_setting
+from .routing_sweep import SweepError, checked, sweep_file, task_setting
 from .study import FROZEN, KEY, Study, grow, stored_run, sweep_entry
 
 __all__ = [
@@ -59,7 +59,9 @@ TEMPERATURE_KEY = "temp"  # a cell's key: "qk_norm@temp=3"
 TEMPERATURES = (1.0, 3.0, 10.0, 30.0)  # the declared first grid (book/protocol.yml, routing_qk_temp)
 TEMPERATURE_LADDER = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)  # where the grid may grow
 ARM = "qk_norm"
-SOURCES = {"mqar_qk_temp": "mqar_qk_lr", "induction_qk_temp": "induction_qk_lr"}  # τ = 1's runs, adopted
+# τ = 1's runs, adopted. MQAR's sweep is made at its checked model lr (routing_qk_temp, amended), so its
+# τ = 1 cell is QK-norm as mqar_checked_qk_lr swept it there
+SOURCES = {"mqar_qk_temp": "mqar_checked_qk_lr", "induction_qk_temp": "induction_qk_lr"}
 
 
 def temperature_grid(values) -> tuple[float, ...]:
@@ -213,7 +215,7 @@ def _profiles(task_profiles: dict) -> dict:
 
 
 SWEEPS = {  # sweep name -> (its profiles, the task's run)
-    "mqar_qk_temp": (_profiles(routing.MQAR_PROFILES), routing.run_mqar),
+    "mqar_qk_temp": (_profiles(routing.MQAR_CHECKED_PROFILES), routing.run_mqar),
     "induction_qk_temp": (_profiles(routing.INDUCTION_PROFILES), routing.run_induction),
 }
 
@@ -251,7 +253,8 @@ def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
         "5 selection seeds, until both choices are interior",
         with_frozen=True,
     )
-    return dataclasses.replace(entry, adopt=adopter(name))
+    guard = checked("mqar_checked_qk_lr") if name == "mqar_qk_temp" else None  # MQAR's runs wait for its lr check
+    return dataclasses.replace(entry, adopt=adopter(name), resolve=guard)
 
 
 ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())
@@ -272,11 +275,12 @@ class TunedConfig:
     qk_lr: float | None = None
 
 
+FRESH_SEEDS = tuple(range(20, 50))  # MQAR's judged seeds at its checked model lr (mqar_fresh's), amended
 TUNED_PROFILES = {
-    name: {"full": TunedConfig(tasks["full"]), "ci": TunedConfig(tasks["ci"], seeds=(0,), sweep_profile="ci")}
-    for name, tasks in (
-        ("mqar_qk_norm_tuned", routing.MQAR_PROFILES),
-        ("induction_qk_norm_tuned", routing.INDUCTION_PROFILES),
+    name: {"full": TunedConfig(tasks["full"], seeds), "ci": TunedConfig(tasks["ci"], seeds[:1], sweep_profile="ci")}
+    for name, tasks, seeds in (
+        ("mqar_qk_norm_tuned", routing.MQAR_CHECKED_PROFILES, FRESH_SEEDS),
+        ("induction_qk_norm_tuned", routing.INDUCTION_PROFILES, tuple(range(10))),
     )
 }
 
