@@ -66,6 +66,7 @@ def test_every_structured_family_is_tested_here():
         "routing_mqar_qk_norm_tuned",  # read in tests/test_routing_qk_temp.py (no runs yet)
         "routing_induction_qk_norm_tuned",
         "cifar10_val_controls",
+        "routing_mqar_fresh",  # a count family: test_a_count_family_tests_its_primary_alone_then_holm_over_the_rest
     }
 
 
@@ -319,3 +320,73 @@ def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files
     for task, (_, endpoint) in fr.TASKS.items():  # the words and numbers the chapter's sentences read
         assert [fr.result_text(r, endpoint) for r in new[task]] == [fr.result_text(r, endpoint) for r in old[task]]
     assert routing_verdict(new) == routing_verdict(old)
+
+
+def count_family(tmp_path, compare="{arms: [a, b], references: [r], primary: [a, r]}", margin="null", past=0.9):
+    text = write(tmp_path, compare=compare).read_text()
+    text = text.replace("test: paired_t", "test: mcnemar").replace(
+        "unit: nats\n      direction", "unit: seeds\n      direction"
+    )
+    text = (
+        text.replace("margin: 0.5", f"margin: {margin}")
+        .replace("margin_unit: nats", "margin_unit: seeds")
+        .replace("    encoded:", f"    count_past: {past}\n    encoded:")
+    )
+    path = tmp_path / "count.yml"
+    path.write_text(text)
+    return path
+
+
+def test_a_count_family_tests_its_primary_alone_then_holm_over_the_rest(tmp_path):
+    """The McNemar rule (routing_mqar_fresh): seeds past count_past, the primary pair at the full α, the
+    others Holm among themselves; higher or lower only past α, never equivalent."""
+    solved = [1.0] * 12
+    data = {
+        "toy-full": {
+            "config": {},
+            "runs": {
+                **{f"r/{s}": {"final": {"loss": 0.0}} for s in range(12)},  # the reference solves none
+                **{f"a/{s}": {"final": {"loss": v}} for s, v in enumerate(solved)},  # a solves all 12
+                **{f"b/{s}": {"final": {"loss": 1.0 if s < 7 else 0.0}} for s in range(12)},  # b solves 7
+            },
+        }
+    }
+    rows = fam.read_family("toy", data, path=count_family(tmp_path))
+    a, b = rows
+    assert (a.past, b.past, a.difference, b.difference) == ((12, 0), (7, 0), 12.0, 7.0)
+    assert a.p_corrected == a.p_raw == pytest.approx(2 / 2**12)  # the primary: alone, uncorrected
+    assert b.p_corrected == pytest.approx(2 / 2**7)  # the only other pair: Holm over one
+    assert (a.verdict, b.verdict) == ("higher", "higher") and math.isnan(a.interval[0])
+    three = fam.read_family(
+        "toy",
+        {
+            "toy-full": {
+                **data["toy-full"],
+                "runs": {
+                    **data["toy-full"]["runs"],
+                    **{f"c/{s}": {"final": {"loss": 1.0 if s < 7 else 0.0}} for s in range(12)},
+                },
+            }
+        },
+        path=count_family(tmp_path, compare="{arms: [a, b, c], references: [r], primary: [a, r]}"),
+    )
+    assert three[0].p_corrected == a.p_corrected and three[1].p_corrected == pytest.approx(2 * 2 / 2**7)
+    fewer = {f"{k[0]}/{k[2:]}": v for k, v in data["toy-full"]["runs"].items()}
+    fewer = {k: ({"final": {"loss": 1.0}} if k.startswith("r/") and int(k[2:]) < 10 else v) for k, v in fewer.items()}
+    even = fam.read_family("toy", {"toy-full": {"config": {}, "runs": fewer}}, path=count_family(tmp_path))
+    assert even[0].past == (12, 10) and even[0].verdict == "inconclusive"  # 2 discordant seeds: p = 0.5
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(margin="0.5"), "has no margin"),
+        (dict(compare="{arms: [a, b], references: [r], primary: [b, a]}"), "compare.primary must be one of"),
+    ],
+)
+def test_a_malformed_count_family_is_refused(tmp_path, change, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.load(count_family(tmp_path, **change))
+    text = write(tmp_path, compare="{arms: [a, b], references: [r], primary: [a, r]}")
+    with pytest.raises(protocol.ProtocolError, match="with the mcnemar test"):
+        protocol.load(text)

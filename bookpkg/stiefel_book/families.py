@@ -22,9 +22,9 @@ import numpy as np
 
 from . import protocol as _protocol
 from .results_reading import split_key, value_at
-from .stats import family_verdicts, mcnemar_exact, paired_comparison
+from .stats import family_verdicts, holm, mcnemar_exact, paired_comparison
 
-__all__ = ["FamilyError", "Row", "read_family", "judge", "paired_values", "find", "table", "as_dict"]
+__all__ = ["FamilyError", "Row", "read_family", "judge", "judge_counts", "paired_values", "find", "table", "as_dict"]
 
 
 class FamilyError(ValueError):
@@ -66,7 +66,7 @@ def _structured(name: str, path) -> _protocol.Family:
             f"family {name!r} is declared in words only: give it an endpoint in fields, compare and encoded "
             "in book/protocol.yml before the reader can apply it"
         )
-    if family.margin is None:
+    if family.margin is None and family.measure.test != "mcnemar":
         raise FamilyError(f"family {name!r}: a paired t family needs an equivalence margin ({family.margin_reason})")
     return family
 
@@ -110,6 +110,19 @@ def read_family(name: str, results: dict | None = None, *, path=None) -> list[Ro
     family = _structured(name, path)
     e = family.measure
     files = _load(family.results + family.reads, results)
+    if e.test == "mcnemar":
+        return judge_counts(
+            paired_values(family, files, family.count_metric),
+            family.pairs,
+            family.count_past,
+            family.alpha,
+            primary=family.primary,
+            correction=family.correction,
+            unit=e.unit,
+            regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
+            higher_is_better=e.higher_is_better,
+            family=name,
+        )
     counted = paired_values(family, files, family.count_metric) if family.count_past is not None else None
     return judge(
         paired_values(family, files),
@@ -181,6 +194,73 @@ def judge(
                 higher_is_better=higher_is_better,
                 past=past,
                 p_past=p_past,
+            )
+        )
+    return rows
+
+
+def judge_counts(
+    values: dict[str, dict[int, float]],
+    pairs,
+    past: float,
+    alpha: float = 0.05,
+    *,
+    primary: tuple[str, str] | None = None,
+    correction: str = "holm",
+    unit: str = "solved seeds",
+    regime: str = "final",
+    higher_is_better: bool = True,
+    family: str = "",
+) -> list[Row]:
+    """The rule of a count family: for each pair ``(arm, reference)`` of ``pairs``, on the seeds both
+    hold, the seeds whose value passes ``past`` (``past`` beside the row), the difference of those
+    counts (``difference``, in ``unit``; no interval: NaN) and its exact McNemar p. ``primary``, when
+    given, is tested first and alone at the full α; the other pairs are corrected among themselves
+    (Holm, or ``correction="none"``). A pair reads *higher* (*lower*) when its corrected p is below α
+    and the arm passes on more (fewer) seeds, else *inconclusive*: a count has no equivalence reading.
+    A pair without paired seeds keeps its place with p = 1."""
+    if correction not in ("holm", "none"):
+        raise ValueError(f'correction must be "holm" or "none", got {correction!r}')
+    if primary is not None and tuple(primary) not in [tuple(p) for p in pairs]:
+        raise ValueError(f"primary {primary!r} is not one of the pairs {list(pairs)}")
+    tests = {}
+    for a, b in pairs:
+        seeds = sorted(set(values.get(a, {})) & set(values.get(b, {})))
+        pa, pb = [values[a][s] > past for s in seeds], [values[b][s] > past for s in seeds]
+        tests[a, b] = (len(seeds), mcnemar_exact(pa, pb) if seeds else None)
+    rest = [p for p in pairs if tuple(p) != primary]
+    raw = np.array([tests[tuple(p)][1].p_value if tests[tuple(p)][1] else math.nan for p in rest])
+    adjusted = dict(
+        zip(map(tuple, rest), holm(raw, nan="one") if correction == "holm" else np.nan_to_num(raw, nan=1.0))
+    )
+    if primary is not None:
+        test = tests[tuple(primary)][1]
+        adjusted[tuple(primary)] = test.p_value if test else 1.0
+    rows = []
+    for a, b in pairs:
+        n, test = tests[a, b]
+        gap = test.a_successes - test.b_successes if test else math.nan
+        p_corrected = float(adjusted[a, b])
+        word = "inconclusive"
+        if test and p_corrected < alpha and gap:
+            word = "higher" if gap > 0 else "lower"
+        rows.append(
+            Row(
+                family=family,
+                arm=a,
+                reference=b,
+                n=n,
+                difference=float(gap),
+                interval=(math.nan, math.nan),
+                p_raw=test.p_value if test else math.nan,
+                p_corrected=p_corrected,
+                p_equivalence=math.nan,
+                verdict=word,
+                unit=unit,
+                regime=regime,
+                higher_is_better=higher_is_better,
+                past=(test.a_successes, test.b_successes) if test else None,
+                p_past=test.p_value if test else None,
             )
         )
     return rows

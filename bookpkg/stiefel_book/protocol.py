@@ -108,6 +108,7 @@ class Family:
     measure: Endpoint | None = None  # the endpoint in fields (None: the family is declared in words only)
     pairs: tuple[tuple[str, str], ...] = ()  # (arm, reference): each comparison arm − reference, in order
     reads: tuple[str, ...] = ()  # results stems read for pairing beside ``results``, not governed by the family
+    primary: tuple[str, str] | None = None  # the pair tested first and alone at the full α (the others corrected apart)
     encoded: str | None = None  # when the declared English was put in fields, and that no rule changed
     power: dict | None = None  # smallest_detectable_effect: value, unit, of, declared (+ floor_p, ...)
 
@@ -256,7 +257,7 @@ def _family(name: str, raw, where: str) -> Family:
         raise ProtocolError(f"{where}: the margin must be a positive number (or null: no equivalence test), got {m!r}")
     if m is not None and not unit:
         raise ProtocolError(f"{where}: margin needs margin_unit (what the differences are measured in)")
-    measure, pairs, reads, encoded = structured(raw, unit, where)
+    measure, pairs, reads, encoded, primary = structured(raw, unit, where)
     if measure is not None:
         raw = {**raw, "endpoint": raw["endpoint"]["why"]}
     for key in ("comparisons", "endpoint", "margin_reason"):
@@ -320,6 +321,7 @@ def _family(name: str, raw, where: str) -> Family:
         measure=measure,
         pairs=pairs,
         reads=reads,
+        primary=primary,
         encoded=encoded,
         power=_power(raw.get("smallest_detectable_effect"), declared, after, where),
     )

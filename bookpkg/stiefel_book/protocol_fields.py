@@ -2,7 +2,8 @@
 English of ``book/protocol.yml``: the endpoint as a mapping (``why``: the declared sentence;
 ``metric``, ``at``, ``test``, ``unit``, ``scale``, ``direction``), ``compare`` (``arms`` against
 ``references``, or explicit ``pairs``; ``reads``: files whose runs it pairs with but does not
-govern) and ``encoded`` (when the English was put in fields, and that no rule changed). Validated
+govern; ``primary``: one of the pairs, tested first and alone at the full α, the others corrected
+among themselves) and ``encoded`` (when the English was put in fields, and that no rule changed). Validated
 here for :func:`stiefel_book.protocol.load`; each mistake is one :class:`ProtocolError`."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 
 __all__ = ["ProtocolError", "Endpoint", "TESTS", "DIRECTIONS", "expand", "structured"]
 
-TESTS = ("paired_t",)  # the tests the family reader applies (stats.family_verdicts: paired t and TOST)
+# the tests the family reader applies: paired t and TOST (stats.family_verdicts), or the exact McNemar test of
+# the seeds past the family's count_past (a count: no equivalence reading, so no margin)
+TESTS = ("paired_t", "mcnemar")
 DIRECTIONS = ("higher_is_better", "lower_is_better")
 _ENDPOINT_KEYS = {"why", "metric", "at", "test", "unit", "direction"}
 _ISO = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?)")
@@ -85,13 +88,13 @@ def _expand(compare: dict, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def structured(raw: dict, margin_unit: str, where: str):
-    """The fields a reader applies: ``(Endpoint, pairs, reads, encoded)``, or ``(None, (), (), None)``
-    for a family declared in words only."""
+    """The fields a reader applies: ``(Endpoint, pairs, reads, encoded, primary)``, or ``(None, (), (),
+    None, None)`` for a family declared in words only."""
     endpoint, fields = raw["endpoint"], {"compare", "encoded"} & set(raw)
     if not isinstance(endpoint, dict):
         if fields:
             raise ProtocolError(f"{where}: {sorted(fields)} need the endpoint in fields ({sorted(_ENDPOINT_KEYS)})")
-        return None, (), (), None
+        return None, (), (), None, None
     missing, unknown = _ENDPOINT_KEYS - set(endpoint), set(endpoint) - _ENDPOINT_KEYS - {"scale"}
     if missing or unknown or {"compare", "encoded"} - set(raw):
         raise ProtocolError(
@@ -121,9 +124,23 @@ def structured(raw: dict, margin_unit: str, where: str):
     encoded, compare = raw["encoded"], raw["compare"]
     if not (isinstance(encoded, str) and _ISO.match(encoded)):
         raise ProtocolError(f"{where}: encoded must be a sentence that starts with its date, got {encoded!r}")
-    if not isinstance(compare, dict) or set(compare) - {"arms", "references", "pairs", "reads"}:
+    if not isinstance(compare, dict) or set(compare) - {"arms", "references", "pairs", "reads", "primary"}:
         raise ProtocolError(
-            f"{where}: compare takes arms and references, or pairs, and optionally reads; got {compare!r}"
+            f"{where}: compare takes arms and references, or pairs, and optionally reads and primary; got {compare!r}"
+        )
+    if e["test"] == "mcnemar" and (
+        raw.get("count_past") is None or raw.get("margin", raw.get("margin_pp")) is not None
+    ):
+        raise ProtocolError(
+            f"{where}: the mcnemar test counts seeds past count_past (give it) and has no margin (null)"
         )
     measure = Endpoint(e["metric"], at, e["test"], e["unit"], float(scale), e["direction"] == "higher_is_better")
-    return measure, _expand(compare, where), _strings(compare, "reads", where + ": compare") or (), encoded
+    pairs, primary = _expand(compare, where), compare.get("primary")
+    if primary is not None:
+        if e["test"] != "mcnemar" or not isinstance(primary, list) or tuple(primary) not in pairs:
+            raise ProtocolError(
+                f"{where}: compare.primary must be one of the family's pairs [arm, reference], with the mcnemar "
+                f"test (the only one the reader tests in that order); got {primary!r}"
+            )
+        primary = tuple(primary)
+    return measure, pairs, _strings(compare, "reads", where + ": compare") or (), encoded, primary
