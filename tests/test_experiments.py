@@ -9,8 +9,9 @@ import torch
 import stiefel_book.experiments as experiments
 from stiefel_book import results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import get_config, grokking, run_experiment
-from stiefel_book.experiments.metrics import principal_angles
+from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.tasks import grokking
+from stiefel_book.tasks.metrics import principal_angles
 from stiefel_book.train import fit
 from stiefel_core.manifold import random_frame
 

@@ -29,13 +29,14 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 
+from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import widest
 from ..results_reading import grid_arm
-from . import cifar10, maps
+from ..tasks import cifar10
+from . import maps
 from .fair_fight import CENTERS
 from .grid import grid_arms
 from .maps import MapConfig
-from .relatives import RELATIVES, without_parametrized_steps
 from .results import load_results
 from .study import Study, cell_run_names, in_cells, judged_entry, judged_run, sweep_entry
 

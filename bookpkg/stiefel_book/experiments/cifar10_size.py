@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from ..choices import largest_gap_decay
 from ..results_reading import parse_size_arm, size_arm
-from . import cifar10, maps
+from ..tasks import cifar10
+from . import maps
 from .registry import Experiment
 from .results import load_results
 

@@ -29,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, maps
+from ..tasks import cifar10
+from ..tasks.cifar10_config import with_validation
+from . import cifar10_fair, maps
 from .checked_lr import at_checked_lr, check_choice
-from .cifar10_config import with_validation
 from .results import load_results
 from .study import Study, adopted, in_cells, judged_entry, sweep_entry
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
+from ..tasks import grokking
+from . import ablation
 from .checked_lr import at_checked_lr, check_choice
 from .study import Study, judged_entry, sweep_entry
 

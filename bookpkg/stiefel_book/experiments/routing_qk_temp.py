@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from .. import choices
 from ..results_reading import grid_arm, parse_grid_arm, split_key
-from . import routing
+from ..tasks import routing
 from .registry import Experiment
-from .routing_sweep import SweepError, sweep_file, task_setting
+from .routing_sweep import INDUCTION_PROFILES, MQAR_PROFILES, SweepError, sweep_file, task_setting
 from .study import FROZEN, KEY, Study, grow, stored_run, sweep_entry
 
 __all__ = [
@@ -129,7 +129,7 @@ class TemperatureStudy:
 
     name: str
     config: TempSweepConfig
-    run_task: Callable | None = None  # a routing task's run (:func:`.routing.task_run`)
+    run_task: Callable | None = None  # a routing task's run (:func:`stiefel_book.tasks.routing.task_run`)
 
     @property
     def study(self) -> Study:
@@ -213,8 +213,8 @@ def _profiles(task_profiles: dict) -> dict:
 
 
 SWEEPS = {  # sweep name -> (its profiles, the task's run)
-    "mqar_qk_temp": (_profiles(routing.MQAR_PROFILES), routing.run_mqar),
-    "induction_qk_temp": (_profiles(routing.INDUCTION_PROFILES), routing.run_induction),
+    "mqar_qk_temp": (_profiles(MQAR_PROFILES), routing.run_mqar),
+    "induction_qk_temp": (_profiles(INDUCTION_PROFILES), routing.run_induction),
 }
 
 
@@ -265,7 +265,7 @@ SWEEP_OF = {"mqar_qk_norm_tuned": "mqar_qk_temp", "induction_qk_norm_tuned": "in
 
 @dataclass(frozen=True)
 class TunedConfig:
-    task: object  # the judged experiment's task (routing.MQAR_PROFILES / INDUCTION_PROFILES)
+    task: object  # the judged experiment's task (MQAR_PROFILES / INDUCTION_PROFILES)
     seeds: tuple[int, ...] = tuple(range(10))  # the judged seeds, paired with mqar's and induction's
     sweep_profile: str = "full"  # the profile of the temperature sweep whose choice it takes
     qk_temperature: float | None = None  # resolved before the runs (:func:`resolver`)
@@ -275,8 +275,8 @@ class TunedConfig:
 TUNED_PROFILES = {
     name: {"full": TunedConfig(tasks["full"]), "ci": TunedConfig(tasks["ci"], seeds=(0,), sweep_profile="ci")}
     for name, tasks in (
-        ("mqar_qk_norm_tuned", routing.MQAR_PROFILES),
-        ("induction_qk_norm_tuned", routing.INDUCTION_PROFILES),
+        ("mqar_qk_norm_tuned", MQAR_PROFILES),
+        ("induction_qk_norm_tuned", INDUCTION_PROFILES),
     )
 }
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from stiefel_core.step_checks import NonFiniteGradientError
 
 from .. import choices
+from ..arms import QK_LR_KEY
 from ..choices import LADDER, ladder_around
 from ..results_reading import grid_arm, parse_grid_arm, without_seeds
-from .arms import QK_LR_KEY
 from .registry import Experiment
 from .results import load_results
 
@@ -230,8 +230,7 @@ def resolve_lrs(
             _naming(files[name][1], [arm for arm in group if arm in named]) for name, group in open_arms.items()
         )
         raise SweepError(
-            f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): grow it with {todo} "
-            "first"
+            f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): grow it with {todo} first"
         )
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
 
