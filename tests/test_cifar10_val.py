@@ -13,8 +13,8 @@ import torch
 from stiefel_book.data import channel_stats, load_cifar10, normalize_images
 from stiefel_book.experiments import cifar10_val, get_config, run_experiment
 from stiefel_book.experiments.cifar10 import PROFILES as CIFAR10_PROFILES
-from stiefel_book.experiments.results import write_results
 from stiefel_book.experiments.runner import _as_json
+from stiefel_book.results import write_results
 from stiefel_book.tasks import cifar10
 from stiefel_book.tasks.cifar10_config import with_validation
 from stiefel_book.tasks.cifar10_data import split_indices

@@ -8,7 +8,7 @@ import pytest
 from stiefel_book.choices import LADDER, choice, is_interior, late_score, next_rungs
 from stiefel_book.experiments import fair_fight, run_experiment
 from stiefel_book.experiments.grid import grid_arm
-from stiefel_book.experiments.results import results_path, write_results
+from stiefel_book.results import results_path, write_results
 
 
 def test_the_grid_grows_upward_while_the_largest_rung_scores_best():

@@ -114,7 +114,7 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
     )
     sweep = run_experiment("grokking_peers_lr", "ci", config=sweep_config, directory=tmp_path, progress=False)
     assert len(sweep["runs"]) == 4
-    from stiefel_book.experiments import results as results_module
+    from stiefel_book import results as results_module
 
     monkeypatch.setattr(
         peers, "load_results", lambda name, profile: results_module.load_results(name, profile, tmp_path)
@@ -130,7 +130,7 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
 
 
 def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
-    from stiefel_book.experiments.results import write_results
+    from stiefel_book.results import write_results
     from stiefel_book.tasks import cifar10
 
     arms = ["stiefel", "muon", "geoopt_radam", "orthogonal_param"]

@@ -14,8 +14,8 @@ from test_routing_resolve import SETTLED, write_sweep
 from stiefel_book import protocol, results_files
 from stiefel_book.__main__ import main
 from stiefel_book.experiments import routing_judged, routing_sweep, run_experiment
-from stiefel_book.experiments.results import load_results
 from stiefel_book.experiments.routing_sweep import SWEPT_ARMS, SweepError, resolver
+from stiefel_book.results import load_results
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
 

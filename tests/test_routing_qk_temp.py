@@ -19,7 +19,6 @@ from stiefel_book.__main__ import main
 from stiefel_book.arms import key, parse
 from stiefel_book.arms.routing_arms import build
 from stiefel_book.experiments import routing_qk_temp, run_experiment
-from stiefel_book.experiments.results import load_results, results_path, write_results
 from stiefel_book.experiments.routing_qk_temp import (
     SWEEPS,
     TUNED_PROFILES,
@@ -34,6 +33,7 @@ from stiefel_book.experiments.routing_qk_temp import (
 from stiefel_book.experiments.routing_sweep import MQAR_PROFILES, task_setting
 from stiefel_book.experiments.study import SweepError
 from stiefel_book.nanogpt import GPTConfig, recording_logits
+from stiefel_book.results import load_results, results_path, write_results
 from stiefel_book.tasks import routing
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..nanogpt import recording_logits
+from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import charlm, cifar10, routing
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_val, fair_fight, maps
 from .registry import Experiment
-from .results import load_results
 from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
 from .study import resolve_lrs, train_or_diverge
 
@@ -89,10 +89,6 @@ def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
-def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
-    return cifar10.train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-
-
 TASKS = {
     "charlm": Task(
         CHARLM_PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
@@ -120,7 +116,7 @@ TASKS["cifar10"] = Task(
         "full": with_validation(maps.long_task("full", weight_decay=1.0), cifar10_val.VAL_SIZE),
         "ci": with_validation(maps.long_task("ci", weight_decay=1.0), 200),
     },
-    _cifar10_run,
+    cifar10.train,
     lambda task: math.log(10),
     "val_acc",
     "cifar10_qk_lr",

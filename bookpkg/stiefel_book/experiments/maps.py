@@ -41,7 +41,7 @@ from . import ablation, fair_fight
 from .cifar10 import PROFILES as CIFAR10_PROFILES
 from .grid import Cell, Grid
 from .routing_sweep import INDUCTION_PROFILES, resolver
-from .study import adopted, resolved_lr
+from .study import at_task_rate, resolved_lr
 
 __all__ = [
     "MapConfig",
@@ -107,25 +107,10 @@ TUNED_PROFILES = {
 }
 
 
-def _tuned_lr(config: DecayMapTunedConfig, base: str) -> float:
-    return 0.0 if base == "frozen" else resolved_lr(config, base)
-
-
 def _tuned_cell(config: DecayMapTunedConfig, cell: Cell, device, checkpoint, progress) -> dict:
     """W_Q, W_K at the arm's resolved lr (frozen frames: none)."""
-    lr = _tuned_lr(config, cell.base)
+    lr = 0.0 if cell.base == "frozen" else resolved_lr(config, cell.base)
     return {**fair_fight.train(cell.task, cell.base, cell.seed, device, checkpoint, progress, lr), "qk_lr": lr}
-
-
-def _adopt_tuned(config: DecayMapTunedConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
-    """The run ``grokking_decay_map`` already holds where it is this one's computation: frozen
-    frames, or an arm whose chosen lr is the task's. ``(its outcome, compacted, source)``, else ``None``."""
-    base = MAP.cell(config, arm, seed).base
-    lr = _tuned_lr(config, base)
-    if base != "frozen" and lr != config.task.lr:
-        return None
-    found = adopted("grokking_decay_map", config, f"{arm}/{seed}", directory)
-    return found and ({**fair_fight.compact(found[0]), "qk_lr": lr}, found[1])
 
 
 DECAY_MAP_ENTRIES = (
@@ -141,7 +126,8 @@ DECAY_MAP_ENTRIES = (
         _tuned_cell,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds) with each arm's W_Q, W_K at its lr tuned at λ = 1",
         resolve=fair_fight.resolve,  # each swept arm's lr chosen by grokking_qk_lr (refused until final)
-        adopt=_adopt_tuned,
+        # grokking_decay_map's run where it is this one's computation: frozen frames, or an arm at the task's lr
+        adopt=at_task_rate("grokking_decay_map", fair_fight.compact, base=lambda c, a, seed: MAP.cell(c, a, seed).base),
     ),
 )
 

@@ -31,11 +31,11 @@ from typing import ClassVar
 
 from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import chosen_lr, swept_lrs
+from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import cifar10, grokking
 from . import ablation, maps
 from .registry import Experiment, stored_config
-from .results import load_results
 
 __all__ = [
     "ENTRIES",

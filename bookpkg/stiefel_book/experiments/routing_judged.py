@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 
 from ..tasks import charlm, routing
-from . import checked_lr
 from .registry import Experiment
 from .routing_sweep import (
     CHARLM_LONG_PROFILES,
@@ -25,7 +24,6 @@ from .routing_sweep import (
     MQAR_CHECKED_PROFILES,
     MQAR_PROFILES,
     SWEPT_ARMS,
-    checked,
     resolver,
 )
 
@@ -48,11 +46,6 @@ INDUCTION_2X2_PROFILES = _seeded(INDUCTION_PROFILES, SEEDS_2X2)
 OPTIONAL = routing.OPTIONAL_ARMS  # run only when named
 
 
-def _at_checked(sweep: str, arms: tuple[str, ...] = SWEPT_ARMS):
-    """The resolve of runs at MQAR's checked model lr: its check's guard, then ``sweep``'s choices."""
-    return checked_lr.guarded(checked(sweep), resolver(sweep, arms))
-
-
 ENTRIES = (
     Experiment(
         "mqar",
@@ -70,7 +63,7 @@ ENTRIES = (
         routing.run_mqar,
         "multi-query associative recall at its checked model lr, the six arms of mqar at their tuned W_Q, W_K lrs, "
         "30 fresh paired seeds",
-        resolve=_at_checked("mqar_checked_qk_lr"),
+        resolve=resolver("mqar_checked_qk_lr"),
     ),
     Experiment(
         "induction",
@@ -97,11 +90,7 @@ ENTRIES = (
         charlm.run,
         "character-level LM over 4,500 steps at its checked model lr, seven arms at their tuned W_Q, W_K lrs, "
         "10 paired seeds",
-        resolve=checked_lr.at_checked_lr(
-            "charlm_long_model_lr",
-            CHARLM_LONG_PROFILES["full"],
-            resolver("charlm_long_qk_lr", (*SWEPT_ARMS, "manifold_muon")),
-        ),
+        resolve=resolver("charlm_long_qk_lr", (*SWEPT_ARMS, "manifold_muon")),
     ),
 )
 ENTRIES_2X2 = (
@@ -111,7 +100,7 @@ ENTRIES_2X2 = (
         ARMS_2X2,
         routing.run_mqar,
         "MQAR's 2x2 of update direction and constraint on W_Q, W_K, four arms at their tuned lrs, 10 fresh seeds",
-        resolve=_at_checked("mqar_checked_qk_lr", ARMS_2X2),
+        resolve=resolver("mqar_checked_qk_lr", ARMS_2X2),
     ),
     Experiment(
         "induction_2x2",

@@ -242,19 +242,18 @@ def adopter(name: str) -> Callable:
     return adopt
 
 
-def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
-    entry = sweep_entry(
+ENTRIES = tuple(
+    sweep_entry(
         name,
         profiles,
-        lambda config: TemperatureStudy(name, config, run_task),
+        lambda config, name=name, run_task=run_task: TemperatureStudy(name, config, run_task),
         f"{name.removesuffix('_qk_temp')}: QK-norm's initial temperature swept with its W_Q, W_K lr, "
         "5 selection seeds, until both choices are interior",
         with_frozen=True,
+        adopt=adopter(name),
     )
-    return dataclasses.replace(entry, adopt=adopter(name))
-
-
-ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())
+    for name, (profiles, run_task) in SWEEPS.items()
+)
 
 
 # --- QK-norm judged at its tuned initial temperature ---------------------------------------------------------

@@ -13,14 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from ..choices import LADDER
-from ..results_reading import grid_arm
+from ..results import load_results
 from ..tasks import charlm, routing
 from ..tasks.charlm import CharLMConfig
 from ..tasks.routing import InductionConfig, MQARConfig
-from .registry import Experiment
-from .results import load_results
-from .study import KEY, Study, SweepError, resolve_lrs, sweep_entry
+from .study import KEY, Study, SweepError, at_rate, resolve_lrs, sweep_entry
 
 __all__ = [
     "MQAR_PROFILES",
@@ -108,14 +105,10 @@ def study(
     """Sweep ``name`` at a profile: each of ``arms`` (the optional ones grown only when named), the
     late ``config.metric`` over the task's steps."""
 
-    def train(task, arm, seed, device, checkpoint, progress, qk_lr):
-        if qk_lr == 0.0:
-            return run_task(task, "frozen", seed, device, checkpoint, progress)
-        return run_task(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-
     start = (config.start_below, config.start_above)
     centers = tuple(START_AROUND.items())
-    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start=start, centers=centers)
+    train, optional = at_rate(run_task), tuple(a for a in arms if a in OPTIONAL_SWEPT_ARMS)
+    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start, centers, optional)
 
 
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
@@ -167,7 +160,11 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
     config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
 
+    guard = checked(sweep_name)  # runs at a checked model lr wait for the check that chose it, as their sweep
+
     def resolve(config, directory=None):
+        if guard:
+            guard(dataclasses.replace(config, seeds=(), qk_lrs=()), directory)
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
         files = {sweep_name: sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)}
@@ -194,25 +191,11 @@ SWEEPS = {  # sweep name -> (its profiles, the task's run)
 }
 
 
-def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
-    """The sweep ``name``'s experiment: its first grid and runs of :data:`SWEPT_ARMS`, and
-    manifold Muon's (:data:`OPTIONAL_SWEPT_ARMS`) when named."""
-    entry = sweep_entry(
-        name,
-        profiles,
-        lambda config: study(name, config, run_task),
-        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-        arms=(*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen"),
-        optional_arms=tuple(grid_arm(arm, KEY, lr) for arm in OPTIONAL_SWEPT_ARMS for lr in LADDER),
-    )
-    first = lambda config: study(name, config, arms=SWEPT_ARMS).start_arms(with_frozen=True)  # noqa: E731
-    return dataclasses.replace(entry, arms_of=first)
-
-
 def checked(sweep_name: str) -> Callable | None:
     """The guard of a sweep made at a checked model lr (``None`` for the others): it runs only where the
     check's file chose that lr (:func:`.checked_lr.at_checked_lr`)."""
-    from .checked_lr import at_checked_lr, check_choice
+    from ..model_lr import check_choice
+    from .checked_lr import at_checked_lr
 
     if sweep_name == "charlm_long_qk_lr":
         return at_checked_lr("charlm_long_model_lr", CHARLM_LONG_PROFILES["full"])
@@ -221,9 +204,14 @@ def checked(sweep_name: str) -> Callable | None:
     return None
 
 
-def _guarded(entry: Experiment) -> Experiment:
-    guard = checked(entry.name)
-    return dataclasses.replace(entry, resolve=guard) if guard else entry
-
-
-ENTRIES = tuple(_guarded(_entry(name, profiles, run_task)) for name, (profiles, run_task) in SWEEPS.items())
+ENTRIES = tuple(  # each sweep's first grid and runs of SWEPT_ARMS, manifold Muon's when named
+    sweep_entry(
+        name,
+        profiles,
+        lambda config, name=name, run_task=run_task: study(name, config, run_task),
+        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        with_frozen=True,
+        resolve=checked(name),  # a sweep at a checked model lr waits for the check
+    )
+    for name, (profiles, run_task) in SWEEPS.items()
+)
