@@ -36,8 +36,9 @@ from record import Recorder
 from torch.utils.flop_counter import FlopCounterMode
 
 from stiefel_book.data import modular_data
-from stiefel_book.experiments import cifar10, get_config, grokking
+from stiefel_book.experiments import get_config
 from stiefel_book.models import ModularTransformer
+from stiefel_book.tasks import cifar10, grokking
 from stiefel_core.combined import configure_optimizer
 
 ARMS = ("baseline", "stiefel")

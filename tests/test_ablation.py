@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from stiefel_book import protocol
+from stiefel_book.arms.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 from stiefel_book.experiments import ablation, get_config, grokking, run_experiment
-from stiefel_book.experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 from stiefel_book.findings import ablation as ablation_findings
 from stiefel_book.stats import paired_comparison
 from stiefel_core.manifold import orthonormality_error
@@ -27,7 +27,7 @@ def stiefel_group(opt):
 
 @pytest.mark.parametrize("arm", list(VARIANTS))
 def test_each_variant_changes_exactly_one_switch(arm):
-    from stiefel_book.experiments import cifar10
+    from stiefel_book.tasks import cifar10
 
     config = get_config("cifar10", "ci", d_model=16, n_heads=2)
     group = stiefel_group(cifar10.build_optimizer(cifar10.build_model(config, arm, 0), config, arm))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stiefel_book.experiments.arms import ARMS, arm, key, parse
+from stiefel_book.arms import ARMS, arm, key, parse
 
 RESULTS = Path(__file__).parents[1] / "book" / "results"
 

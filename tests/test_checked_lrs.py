@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from stiefel_book import results_files
-from stiefel_book.experiments import EXPERIMENTS, charlm, get_config, load_results
+from stiefel_book.experiments import EXPERIMENTS, get_config, load_results
+from stiefel_book.experiments import routing_sweep as profiles
 from stiefel_book.model_lr import ladder_choice
 
 
@@ -52,14 +53,14 @@ def test_the_long_lr_is_the_committed_checks_choice():
     pick = ladder_choice(results, 0.02) if results else {"interior": False}
     if not pick["interior"]:
         pytest.skip("charlm_long_model_lr has not finished in book/results yet")
-    assert pick["lr"] == charlm.LONG_LR == dataclasses.asdict(charlm.LONG_PROFILES["full"])["lr"]
+    assert pick["lr"] == profiles.CHARLM_LONG_LR == dataclasses.asdict(profiles.CHARLM_LONG_PROFILES["full"])["lr"]
 
 
 def test_grokking_runs_at_the_lr_its_check_chose():
     """grokking_model_lr moved the model lr (by its rule, from the committed file); grokking_checked's
     sweep and judged runs are set there and refuse a file that chose otherwise."""
     from stiefel_book.experiments import fair_fight
-    from stiefel_book.experiments.checked_lr import check_choice
+    from stiefel_book.model_lr import check_choice
 
     results = load_results("grokking_model_lr", "full")
     assert check_choice(fair_fight.CHECKED_MARGIN)(results) == fair_fight.CHECKED_LR
@@ -72,12 +73,13 @@ def test_grokking_runs_at_the_lr_its_check_chose():
 def test_mqar_runs_at_the_lr_its_check_chose():
     """mqar_model_lr moved MQAR's model lr down (by its rule, from the committed file); its new sweep, the
     2x2's MQAR half and mqar_fresh are set there."""
-    from stiefel_book.experiments import routing, routing_judged
-    from stiefel_book.experiments.checked_lr import check_choice
+    from stiefel_book.experiments import routing_judged
+    from stiefel_book.model_lr import check_choice
 
-    assert check_choice(0.02)(load_results("mqar_model_lr", "full")) == routing.MQAR_CHECKED_LR
-    assert routing.MQAR_CHECKED_LR < routing.MQAR_PROFILES["full"].lr
-    assert routing_judged.MQAR_2X2_PROFILES["full"].lr == get_config("mqar_fresh", "full").lr == routing.MQAR_CHECKED_LR
+    assert check_choice(0.02)(load_results("mqar_model_lr", "full")) == profiles.MQAR_CHECKED_LR
+    assert profiles.MQAR_CHECKED_LR < profiles.MQAR_PROFILES["full"].lr
+    checked = profiles.MQAR_CHECKED_LR
+    assert routing_judged.MQAR_2X2_PROFILES["full"].lr == get_config("mqar_fresh", "full").lr == checked
     config = get_config("mqar_checked_qk_lr", "full")
     assert EXPERIMENTS["mqar_checked_qk_lr"].resolve(config) == config
 
@@ -87,7 +89,7 @@ def test_cifar10s_held_out_sweep_and_judged_runs_wait_for_the_check_and_run_at_i
     and its judged runs are set there, refused until the check's file chose it, and adopt no run of the
     test-scored files (trained at the task's 1e-3)."""
     from stiefel_book.experiments import cifar10_val
-    from stiefel_book.experiments.checked_lr import check_choice
+    from stiefel_book.model_lr import check_choice
 
     results = load_results("cifar10_model_lr", "full")
     if results is None or check_choice(cifar10_val.CHECKED_MARGIN)(results) is None:

@@ -7,7 +7,7 @@ import pytest
 
 from stiefel_book.experiments import cifar10_fair as cd
 from stiefel_book.experiments import get_config, run_experiment
-from stiefel_book.experiments.results import write_results
+from stiefel_book.results import write_results
 
 from tiny import TINY
 

@@ -2,15 +2,16 @@
 frames, per-run results files that resume, the sweep's equal step budgets, and the paired
 statistics read back from the results."""
 
-
 import numpy as np
 import pytest
 import torch
 
 from stiefel_book import claim_measures, results_files
-from stiefel_book.experiments import cifar10, get_config, run_experiment
+from stiefel_book.experiments import cifar10 as cifar10_experiment
+from stiefel_book.experiments import get_config, run_experiment
 from stiefel_book.findings import cifar10 as cifar10_findings
 from stiefel_book.stats import paired_comparison
+from stiefel_book.tasks import cifar10
 
 from tiny import tiny
 
@@ -19,17 +20,19 @@ def test_profiles_say_what_the_protocol_needs():
     full, ci = get_config("cifar10", "full"), get_config("cifar10", "ci")
     assert len(full.seeds) == 12 and full.train_size == 50_000 and full.test_size == 10_000
     assert len(ci.seeds) >= 2 and ci.train_size <= 5_000
-    assert cifar10.ARMS == ("baseline", "stiefel", "fixed_step", "frozen")
+    assert cifar10_experiment.ARMS == ("baseline", "stiefel", "fixed_step", "frozen")
     sweep = get_config("cifar10_sweep", "full")
-    sizes = [round(sweep.train_size * f) for f in cifar10.SWEEP_FRACTIONS]
+    sizes = [round(sweep.train_size * f) for f in cifar10_experiment.SWEEP_FRACTIONS]
     assert len(sizes) >= 4 and max(sizes) == 50_000
-    steps = {round(sweep.epochs / f) * (n // sweep.batch_size) for f, n in zip(cifar10.SWEEP_FRACTIONS, sizes)}
+    steps = {
+        round(sweep.epochs / f) * (n // sweep.batch_size) for f, n in zip(cifar10_experiment.SWEEP_FRACTIONS, sizes)
+    }
     assert steps == {780}  # every size of the sweep takes the same number of steps
 
 
 def test_arms_share_initial_weights_and_data_order_within_a_start(isolated):
     config = tiny(epochs=1)
-    models = {arm: cifar10.build_model(config, arm, 3) for arm in cifar10.ARMS}
+    models = {arm: cifar10.build_model(config, arm, 3) for arm in cifar10_experiment.ARMS}
     reference = models["baseline"].state_dict()
     for arm, model in models.items():
         assert all(torch.equal(reference[k], v) for k, v in model.state_dict().items()), arm
@@ -37,10 +40,12 @@ def test_arms_share_initial_weights_and_data_order_within_a_start(isolated):
         cifar10.build_model(config, "stiefel", 4).state_dict()["head.weight"], reference["head.weight"]
     )
 
-    finals = {arm: cifar10.run(config, arm, 3, "cpu", progress=False)["final"] for arm in cifar10.ARMS}
+    finals = {
+        arm: cifar10_experiment.run(config, arm, 3, "cpu", progress=False)["final"] for arm in cifar10_experiment.ARMS
+    }
     assert len({f["init_fingerprint"] for f in finals.values()}) == 1
     assert len({f["order_checksum"] for f in finals.values()}) == 1
-    other = cifar10.run(config, "baseline", 4, "cpu", progress=False)["final"]
+    other = cifar10_experiment.run(config, "baseline", 4, "cpu", progress=False)["final"]
     assert other["init_fingerprint"] != finals["baseline"]["init_fingerprint"]
     assert other["order_checksum"] != finals["baseline"]["order_checksum"]
 
@@ -66,7 +71,7 @@ def test_the_data_order_is_drawn_from_the_start_alone(isolated, monkeypatch):
             return model
 
         monkeypatch.setattr(cifar10, "build_model", build)
-        cifar10.run(config, arm, seed, "cpu", progress=False)
+        cifar10_experiment.run(config, arm, seed, "cpu", progress=False)
     batches = {tag: torch.stack(b) for tag, b in seen.items()}
     assert torch.equal(batches[("baseline", 0)], batches[("stiefel", 0)])
     assert torch.equal(batches[("baseline", 0)], batches[("frozen", 0)])
@@ -75,7 +80,9 @@ def test_the_data_order_is_drawn_from_the_start_alone(isolated, monkeypatch):
 
 def test_frozen_frames_never_move_and_the_others_do(isolated):
     config = tiny()
-    histories = {arm: cifar10.run(config, arm, 0, "cpu", progress=False)["history"] for arm in cifar10.ARMS}
+    histories = {
+        arm: cifar10_experiment.run(config, arm, 0, "cpu", progress=False)["history"] for arm in cifar10_experiment.ARMS
+    }
     keys = [k for k in histories["frozen"][0] if k.startswith(("step/", "dist/", "angle_mean/"))]
     assert len(keys) == 3 * 2 * config.depth  # W_Q and W_K of every block
     assert all(record[k] == 0.0 for record in histories["frozen"] for k in keys if not k.startswith("angle"))
@@ -90,7 +97,7 @@ def test_frozen_frames_never_move_and_the_others_do(isolated):
 
 def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, monkeypatch, interrupt):
     config = tiny(epochs=3)
-    whole = cifar10.run(config, "stiefel", 1, "cpu", progress=False)
+    whole = cifar10_experiment.run(config, "stiefel", 1, "cpu", progress=False)
     real_fit = cifar10.fit
 
     with interrupt(cifar10, epoch=1):  # killed after the first checkpoint
@@ -131,7 +138,7 @@ def test_results_are_written_per_run_and_an_interrupted_run_resumes(isolated, mo
 def test_the_sweep_gives_every_size_the_same_steps(isolated):
     config = tiny("cifar10_sweep")
     results = run_experiment("cifar10_sweep", "ci", seeds=[0, 1], config=config, progress=False)
-    assert sorted(results["runs"]) == sorted(f"{arm}/{s}" for arm in cifar10.SWEEP_ARM_NAMES for s in (0, 1))
+    assert sorted(results["runs"]) == sorted(f"{arm}/{s}" for arm in cifar10_experiment.SWEEP_ARM_NAMES for s in (0, 1))
     finals = {key: run["final"] for key, run in results["runs"].items()}
     assert {f["steps"] for f in finals.values()} == {20}
     assert [finals[f"stiefel@{p}%/0"]["train_size"] for p in (10, 20, 40, 100)] == [16, 32, 64, 160]
@@ -141,7 +148,7 @@ def test_the_sweep_gives_every_size_the_same_steps(isolated):
     assert [r["train_size"] for r in rows] == [16, 32, 64, 160]
     assert all(r["starts"] == [0, 1] and r["comparison"].n == 2 for r in rows)
     with pytest.raises(ValueError, match="unknown arm"):
-        cifar10.run_sweep(config, "stiefel@30%", 0, "cpu")
+        cifar10_experiment.run_sweep(config, "stiefel@30%", 0, "cpu")
 
 
 def test_paired_statistics_come_out_of_the_results(isolated):
@@ -212,7 +219,7 @@ def test_the_claims_lines_give_the_gain_by_size_and_the_movement_ratio():
         )
     sweep = {"config": {"train_size": 50_000}, "runs": {}}
     for s in range(3):
-        for f, g in zip(cifar10.SWEEP_FRACTIONS, (0.01, 0.02, 0.03, 0.05 + 0.001 * s)):
+        for f, g in zip(cifar10_experiment.SWEEP_FRACTIONS, (0.01, 0.02, 0.03, 0.05 + 0.001 * s)):
             pct = round(100 * f)
             sweep["runs"].update(
                 {f"baseline@{pct}%/{s}": _fake(0.4, 0.03), f"stiefel@{pct}%/{s}": _fake(0.4 + g, 0.03)}

@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from stiefel_book.choices import ladder_around
+from stiefel_book.experiments import EXPERIMENTS, get_config, run_experiment
 from stiefel_book.experiments import cifar10_fair as judged
-from stiefel_book.experiments import get_config, run_experiment
-from stiefel_book.experiments.results import write_results
+from stiefel_book.results import write_results
 
 from tiny import TINY
 
@@ -67,7 +67,7 @@ def test_a_judged_run_trains_at_its_resolved_lr_and_records_it_in_the_results(is
     assert not any(k.startswith("step/") for k in out["runs"]["muon/0"]["final"])  # a parametrization's W_Q, W_K
     assert any(k.startswith("step/") for k in out["runs"]["geoopt_radam/0"]["final"])
     with pytest.raises(ValueError, match="no resolved W_Q, W_K lr"):
-        judged.run(config, "per_entry", 0, "cpu")
+        EXPERIMENTS["cifar10_fair_peers"].run(config, "per_entry", 0, "cpu")
 
 
 def test_the_relatives_sweep_starts_at_three_rungs_and_asks_for_what_is_missing(isolated):

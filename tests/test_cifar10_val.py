@@ -11,11 +11,13 @@ import pytest
 import torch
 
 from stiefel_book.data import channel_stats, load_cifar10, normalize_images
-from stiefel_book.experiments import cifar10, cifar10_val, get_config, run_experiment
-from stiefel_book.experiments.cifar10_config import with_validation
-from stiefel_book.experiments.cifar10_data import split_indices
-from stiefel_book.experiments.results import write_results
+from stiefel_book.experiments import cifar10_val, get_config, run_experiment
+from stiefel_book.experiments.cifar10 import PROFILES as CIFAR10_PROFILES
 from stiefel_book.experiments.runner import _as_json
+from stiefel_book.results import write_results
+from stiefel_book.tasks import cifar10
+from stiefel_book.tasks.cifar10_config import with_validation
+from stiefel_book.tasks.cifar10_data import split_indices
 
 from tiny import TINY
 
@@ -40,7 +42,7 @@ def test_a_split_that_does_not_fit_the_pool_is_one_clear_error(train_size, val_s
 
 
 def test_the_validation_data_are_the_next_images_normalised_with_the_training_prefixs_statistics(isolated):
-    config = with_validation(dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100), 50)
+    config = with_validation(dataclasses.replace(CIFAR10_PROFILES["ci"], **SHRUNK, train_size=100), 50)
     train_x, *_ = cifar10.prepared_data(config)
     val_x, val_y = cifar10.validation_data(config)
     assert len(val_x) == 50 and np.bincount(val_y.numpy(), minlength=10).tolist() == [5] * 10
@@ -56,7 +58,7 @@ def test_the_validation_data_are_the_next_images_normalised_with_the_training_pr
 
 
 def test_a_run_with_a_split_records_validation_beside_an_unchanged_history_and_the_default_stores_none(isolated):
-    config = dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100)
+    config = dataclasses.replace(CIFAR10_PROFILES["ci"], **SHRUNK, train_size=100)
     plain = cifar10.train(config, "stiefel", 0, progress=False)
     split = cifar10.train(with_validation(config, 50), "stiefel", 0, progress=False)
     for before, after in zip(plain["history"], split["history"], strict=True):
@@ -67,7 +69,7 @@ def test_a_run_with_a_split_records_validation_beside_an_unchanged_history_and_t
 
 
 def test_qk_norm_runs_on_the_patch_model_from_the_baselines_weights_with_its_scores_rms(isolated):
-    config = dataclasses.replace(cifar10.PROFILES["ci"], **SHRUNK, train_size=100)
+    config = dataclasses.replace(CIFAR10_PROFILES["ci"], **SHRUNK, train_size=100)
     images = cifar10.prepared_data(config)[0][:50]
     plain, normed = cifar10.build_model(config, "baseline", 3), cifar10.build_model(config, "qk_norm", 3, images)
     base = plain.state_dict()

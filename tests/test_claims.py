@@ -6,7 +6,7 @@ import re
 import pytest
 
 from stiefel_book import claims, results_files
-from stiefel_book.experiments.results import checkout_root
+from stiefel_book.results import checkout_root
 from tools import readme as readme_tool
 
 PACKAGE_ROOT = checkout_root()

@@ -15,7 +15,7 @@ import pytest
 from stiefel_book import extras, results_files
 from stiefel_book.__main__ import main
 from stiefel_book.experiments import get_config, grokking
-from stiefel_book.experiments.results import PACKAGE_DIR
+from stiefel_book.results import PACKAGE_DIR
 
 TINY = dict(p=7, train_fraction=0.5, d_model=16, n_heads=2, d_mlp=32, log_every=50, checkpoint_every=10**6)
 BLOCK = "import sys\nfor name in {extras!r}:\n    sys.modules[name] = None\n"

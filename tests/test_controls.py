@@ -6,12 +6,13 @@ import math
 import pytest
 import torch
 
-from stiefel_book.experiments import EXPERIMENTS, get_config, grokking
-from stiefel_book.experiments.arms import arm
-from stiefel_book.experiments.calibration import calibration_epochs, matched_lr, median_step
-from stiefel_book.experiments.metrics import bilinear_change, principal_angles
-from stiefel_book.experiments.variants import CONTROL_ARMS
+from stiefel_book.arms import arm
+from stiefel_book.arms.calibration import calibration_epochs, matched_lr, median_step
+from stiefel_book.arms.variants import CONTROL_ARMS
+from stiefel_book.experiments import EXPERIMENTS, get_config
 from stiefel_book.models import ModularTransformer
+from stiefel_book.tasks import grokking
+from stiefel_book.tasks.metrics import bilinear_change, principal_angles
 from stiefel_core.combined import configure_optimizer
 from stiefel_core.manifold import random_frame
 
@@ -124,7 +125,9 @@ def test_trust_region_experiment_binds_at_a_raised_frame_lr_and_not_at_the_books
 
 
 def test_cifar10_controls_build_what_they_say():
-    from stiefel_book.experiments import cifar10, maps
+    from stiefel_book.experiments import maps
+    from stiefel_book.tasks import cifar10
+    from stiefel_book.tasks.cifar10_config import lr_factors
 
     config = get_config("cifar10", "ci")
     model = cifar10.build_model(config, "no_decay_qk", 0)
@@ -143,5 +146,5 @@ def test_cifar10_controls_build_what_they_say():
     assert set(EXPERIMENTS["cifar10_long"].default_arms(long)) == {
         f"{a}@wd={w:g}" for a in maps.LONG_ARMS for w in (0.05, 0.3, 1.0)
     }
-    factors = cifar10.lr_factors(long.task)
+    factors = lr_factors(long.task)
     assert len(factors) == 100 * (10_000 // 128) and max(factors) == 1.0

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from stiefel_book.__main__ import main
-from stiefel_book.experiments.results import DamagedResultsError, load_results
+from stiefel_book.results import DamagedResultsError, load_results
 from stiefel_book.train import fit, save_atomically
 
 TRUNCATED = '{"runs": {"baseline/0": '

@@ -9,7 +9,7 @@ import torch
 
 from stiefel_book.experiments import decay_map_sweep as dms
 from stiefel_book.experiments import get_config, run_experiment
-from stiefel_book.experiments.results import results_path, write_results
+from stiefel_book.results import results_path, write_results
 
 
 def _short(config, epochs=40):

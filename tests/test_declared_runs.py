@@ -30,7 +30,7 @@ def test_p97_primary_adopts_the_same_runs_and_makes_the_new_seeds():
 def test_mqar_fresh_judges_on_its_declared_fresh_seeds_at_the_checked_lr(tmp_path):
     """routing_mqar_fresh (amended): MQAR's arms on 30 fresh seeds at MQAR's checked model lr, their rates
     read from mqar_checked_qk_lr; refused until that sweep has settled."""
-    from stiefel_book.experiments import routing
+    from stiefel_book.experiments import routing_sweep as routing
 
     config = get_config("mqar_fresh", "full")
     assert list(config.seeds) == list(protocol.family("routing_mqar_fresh").judged_seeds)

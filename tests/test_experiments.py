@@ -9,8 +9,9 @@ import torch
 import stiefel_book.experiments as experiments
 from stiefel_book import results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import get_config, grokking, run_experiment
-from stiefel_book.experiments.metrics import principal_angles
+from stiefel_book.experiments import get_config, run_experiment
+from stiefel_book.tasks import grokking
+from stiefel_book.tasks.metrics import principal_angles
 from stiefel_book.train import fit
 from stiefel_core.manifold import random_frame
 
@@ -50,7 +51,7 @@ def test_results_are_written_per_run_and_a_rerun_skips_finished_runs(isolated, m
 def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monkeypatch, interrupt):
     """A sweep outlives commits: its runs record the commit the process had when it started, not
     HEAD at the time; a resumed run records the epoch it resumed from (its wall time is that segment's)."""
-    from stiefel_book.experiments import results as results_module
+    from stiefel_book import results as results_module
 
     imported = results_module.code_commit()
     monkeypatch.setattr(results_module, "git_commit", lambda: "a-later-commit")
@@ -70,7 +71,7 @@ def test_provenance_names_the_imported_code_and_the_resume_point(isolated, monke
 def test_a_copy_without_git_reports_the_commit_its_caller_states(tmp_path, monkeypatch):
     """A lent GPU machine runs a copy of the checkout without ``.git``: provenance then says
     which commit the caller stated, marked as stated, or ``unknown``."""
-    from stiefel_book.experiments import results as results_module
+    from stiefel_book import results as results_module
 
     monkeypatch.setattr(results_module, "checkout_root", lambda: tmp_path)  # no repository here
     monkeypatch.delenv("STIEFEL_GIT_COMMIT", raising=False)
@@ -135,8 +136,7 @@ def test_under_torchrun_each_process_takes_its_share_of_the_seeds(isolated, monk
 
 
 def test_folders_come_from_the_caller_and_an_installed_library_keeps_out_of_its_own(tmp_path, monkeypatch):
-    from stiefel_book import checkout
-    from stiefel_book.experiments import results
+    from stiefel_book import checkout, results
 
     monkeypatch.delenv("STIEFEL_RESULTS", raising=False)
     monkeypatch.delenv("STIEFEL_CHECKPOINTS", raising=False)

@@ -8,7 +8,7 @@ import pytest
 from stiefel_book.choices import LADDER, choice, is_interior, late_score, next_rungs
 from stiefel_book.experiments import fair_fight, run_experiment
 from stiefel_book.experiments.grid import grid_arm
-from stiefel_book.experiments.results import results_path, write_results
+from stiefel_book.results import results_path, write_results
 
 
 def test_the_grid_grows_upward_while_the_largest_rung_scores_best():
@@ -111,7 +111,7 @@ def test_the_family_reads_each_comparison_in_one_of_four_words_with_holm_across_
 
 
 def test_a_run_that_diverges_is_a_result_of_the_sweep_scored_zero(monkeypatch, tmp_path):
-    from stiefel_book.experiments import grokking
+    from stiefel_book.tasks import grokking
     from stiefel_core.step_checks import NonFiniteGradientError
 
     def diverge(*args, **kwargs):

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from stiefel_book.experiments.variants import ABLATION_ARMS  # noqa: E402
+from stiefel_book.arms.variants import ABLATION_ARMS  # noqa: E402
 
 from figure_checks import code_like, cut_off, legends_over_axes, overlapping, smallest_font, words  # noqa: E402
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from stiefel_book.experiments import get_config, grokking
+from stiefel_book.tasks.grokking import run as run_grokking
 from stiefel_core.attention import SelfAttention
 from stiefel_core.combined import configure_optimizer
 from stiefel_core.frames import FrameParameter, is_frame
@@ -218,5 +219,5 @@ def test_fsdp_and_ddp_with_nccl_train_frames_as_one_process(tmp_path):
 def test_a_short_grokking_run_on_the_gpu():
     config = dataclasses.replace(get_config("grokking", "ci"), epochs=50, log_every=25)
     for arm in grokking.ARMS:
-        out = grokking.run(config, arm, 0, DEVICE, progress=False)
+        out = run_grokking(config, arm, 0, DEVICE, progress=False)
         assert out["final"]["epoch"] == 50 and out["final"]["train_acc"] > 0

@@ -1,8 +1,9 @@
 """Imports run one way: no module imports one that imports it back (directly or around a cycle,
 at the top or inside a function), and no import runs against the layers: the library
 (``stiefel_core``) never imports the book's package (``stiefel_book``) nor anything but torch;
-in the book, experiments never read findings, plots draw what they are handed, and nothing below
-the explorers needs them. Read from the source with ``ast``, so an import hidden in a function
+in the book, experiments never read findings, tasks (what is trained) never read the experiments
+that run them, arms (the optimizers of W_Q, W_K) read neither, plots draw what they are handed,
+and nothing below the explorers needs them. Read from the source with ``ast``, so an import hidden in a function
 counts too."""
 
 import ast
@@ -114,6 +115,9 @@ FORBIDDEN = (  # (importer's layer, imported layer, why)
     ),
     ("plots", "findings", "plots draw what they are handed"),
     ("plots", "experiments", "plots draw what they are handed"),
+    ("tasks", "experiments", "a task trains what it is handed; which runs to make is the experiments' to declare"),
+    ("arms", "tasks", "an arm is a value and its optimizer factory, whatever task trains it"),
+    ("arms", "experiments", "an arm is a value and its optimizer factory, whatever experiment runs it"),
 )
 
 
@@ -171,9 +175,26 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
         "stiefel_book.widgets.static": set(),
         "stiefel_core.convert": {"stiefel_book.models"},
         "stiefel_book.models": set(),
+        "stiefel_book.tasks.grokking": {"stiefel_book.experiments.grokking", "stiefel_book.arms"},
+        "stiefel_book.experiments.grokking": {"stiefel_book.tasks.grokking"},
+        "stiefel_book.arms.relatives": {"stiefel_book.tasks.cifar10"},
+        "stiefel_book.arms.variants": {"stiefel_book.experiments.ablation"},
+        "stiefel_book.tasks.cifar10": set(),
+        "stiefel_book.experiments.ablation": set(),
     }
-    assert cycles(made_up) == [["stiefel_core.optim", "stiefel_core.step_checks"]]
-    assert len(upward_edges(made_up)) == 4
+    assert cycles(made_up) == [
+        ["stiefel_book.experiments.grokking", "stiefel_book.tasks.grokking"],
+        ["stiefel_core.optim", "stiefel_core.step_checks"],
+    ]
+    assert {line.partition(":")[0] for line in upward_edges(made_up)} == {
+        "stiefel_book.experiments.peers -> stiefel_book.findings.peers",
+        "stiefel_book.plots.cifar10 -> stiefel_book.experiments",
+        "stiefel_book.certify -> stiefel_book.widgets.static",
+        "stiefel_core.convert -> stiefel_book.models",
+        "stiefel_book.tasks.grokking -> stiefel_book.experiments.grokking",  # a task never reads an experiment
+        "stiefel_book.arms.relatives -> stiefel_book.tasks.cifar10",  # an arm never reads a task
+        "stiefel_book.arms.variants -> stiefel_book.experiments.ablation",  # nor an experiment
+    }
     package = tmp_path / "stiefel_core"
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")

@@ -76,8 +76,9 @@ def test_the_size_sweep_trains_every_size_for_the_same_epochs_from_paired_starts
 
 
 def test_regime_rows_give_each_decay_its_budget_and_comparisons():
-    from stiefel_book.experiments import _as_json, cifar10
+    from stiefel_book.experiments import _as_json
     from stiefel_book.findings.long_training import regime_rows, regime_table
+    from stiefel_book.tasks.cifar10_config import lr_factors
 
     config = get_config("cifar10_long", "full")
     results = {"config": {**_as_json(config), "weight_decays": [0.3]}, "runs": {}}
@@ -94,7 +95,7 @@ def test_regime_rows_give_each_decay_its_budget_and_comparisons():
                 "history": history,
             }
     (row,) = regime_rows(results)
-    assert row["budget"] == pytest.approx(0.3 * config.task.lr * sum(cifar10.lr_factors(config.task)))
+    assert row["budget"] == pytest.approx(0.3 * config.task.lr * sum(lr_factors(config.task)))
     assert row["gain"].mean_difference == pytest.approx(3.0) and row["freezing_cost"].mean_difference == pytest.approx(
         5.0
     )

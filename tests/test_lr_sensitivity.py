@@ -8,9 +8,9 @@ import torch
 
 from stiefel_book import experiments
 from stiefel_book.experiments import lr_sensitivity, run_experiment
-from stiefel_book.experiments.results import load_results
 from stiefel_book.findings import lr_sensitivity as ls
 from stiefel_book.nanogpt import GPT, GPTConfig, recording_logits
+from stiefel_book.results import load_results
 from stiefel_book.results_reading import parse_grid_arm
 
 NAME = "induction_lr_sensitivity"

@@ -4,7 +4,7 @@ the cell's chaotic output is compared after all."""
 
 import re
 
-from stiefel_book.experiments.results import checkout_root
+from stiefel_book.results import checkout_root
 
 PACKAGE_ROOT = checkout_root()
 

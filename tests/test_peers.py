@@ -7,10 +7,11 @@ import geoopt
 import pytest
 import torch
 
-from stiefel_book.experiments import get_config, grokking, peers, run_experiment
-from stiefel_book.experiments.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
+from stiefel_book.arms.relatives import FOREIGN_ARMS, prepare_projections, projection_names, relative_optimizer
+from stiefel_book.experiments import get_config, peers, run_experiment
 from stiefel_book.findings.peers import chosen_lr, sweep_rows
 from stiefel_book.models import ModularTransformer
+from stiefel_book.tasks import grokking
 from stiefel_core.manifold import orthonormality_error
 
 from tiny import TINY as TINY_CIFAR_TASK
@@ -113,7 +114,7 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
     )
     sweep = run_experiment("grokking_peers_lr", "ci", config=sweep_config, directory=tmp_path, progress=False)
     assert len(sweep["runs"]) == 4
-    from stiefel_book.experiments import results as results_module
+    from stiefel_book import results as results_module
 
     monkeypatch.setattr(
         peers, "load_results", lambda name, profile: results_module.load_results(name, profile, tmp_path)
@@ -129,8 +130,8 @@ def test_grokking_peers_runs_each_arm_at_the_lr_its_sweep_chose(tmp_path, monkey
 
 
 def test_cifar10_peers_take_their_grokking_lr_multiple(isolated):
-    from stiefel_book.experiments import cifar10
-    from stiefel_book.experiments.results import write_results
+    from stiefel_book.results import write_results
+    from stiefel_book.tasks import cifar10
 
     arms = ["stiefel", "muon", "geoopt_radam", "orthogonal_param"]
     runs = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stiefel_book import protocol, results_files
-from stiefel_book.experiments.results import provenance
+from stiefel_book.results import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

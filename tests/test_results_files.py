@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stiefel_book import results_files
-from stiefel_book.experiments.results import DamagedResultsError, load_results, results_path, write_results
+from stiefel_book.results import DamagedResultsError, load_results, results_path, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

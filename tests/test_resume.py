@@ -5,7 +5,8 @@ once it finishes. One test over the experiments' training paths, older checkpoin
 import pytest
 import torch
 
-from stiefel_book.experiments import cifar10, get_config, grokking
+from stiefel_book.experiments import get_config
+from stiefel_book.tasks import cifar10, grokking
 
 from tiny import tiny
 
@@ -21,27 +22,27 @@ def _without_scheduler(checkpoint):
     torch.save(state, checkpoint)
 
 
-CASES = {  # name -> (experiment module, config, arm, epoch to interrupt at, a change to the checkpoint)
-    "grokking": (grokking, lambda: get_config("grokking", "ci", **GROKKING), "stiefel", 15, None),
-    "grokking-baseline": (grokking, lambda: get_config("grokking", "ci", **GROKKING), "baseline", 15, None),
-    "cifar10": (cifar10, lambda: tiny(epochs=3), "fixed_step", 2, None),
-    "cifar10-older-checkpoint": (cifar10, lambda: tiny(epochs=3), "stiefel", 2, _without_scheduler),
+CASES = {  # name -> (task module, its run, config, arm, epoch to interrupt at, a change to the checkpoint)
+    "grokking": (grokking, "run", lambda: get_config("grokking", "ci", **GROKKING), "stiefel", 15, None),
+    "grokking-baseline": (grokking, "run", lambda: get_config("grokking", "ci", **GROKKING), "baseline", 15, None),
+    "cifar10": (cifar10, "train_arm", lambda: tiny(epochs=3), "fixed_step", 2, None),
+    "cifar10-older-checkpoint": (cifar10, "train_arm", lambda: tiny(epochs=3), "stiefel", 2, _without_scheduler),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_an_interrupted_run_resumes_bit_identically(case, isolated, interrupt):
-    module, make_config, arm, epoch, change = CASES[case]
-    config = make_config()
+    module, run_name, make_config, arm, epoch, change = CASES[case]
+    config, run = make_config(), getattr(module, run_name)
     cpu = torch.device("cpu")
-    whole = module.run(config, arm, 0, cpu, None, progress=False)
+    whole = run(config, arm, 0, cpu, None, progress=False)
     checkpoint = isolated / "run.pt"
     with interrupt(module, epoch):
-        module.run(config, arm, 0, cpu, checkpoint, progress=False)
+        run(config, arm, 0, cpu, checkpoint, progress=False)
     assert checkpoint.exists() and torch.load(checkpoint, weights_only=True)["epoch"] < config.epochs
     if change is not None:
         change(checkpoint)
-    resumed = module.run(config, arm, 0, cpu, checkpoint, progress=False)
+    resumed = run(config, arm, 0, cpu, checkpoint, progress=False)
     assert resumed["history"] == whole["history"] and resumed["final"] == whole["final"]
     assert not checkpoint.exists()
 

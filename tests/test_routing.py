@@ -8,10 +8,12 @@ import pytest
 import torch
 
 import stiefel_book.experiments as experiments
+from stiefel_book.arms import routing_arms
 from stiefel_book.data.gutenberg import CorpusError, load_corpus
 from stiefel_book.data.routing import IGNORE, generator, induction, induction_targets, mqar
-from stiefel_book.experiments import routing, routing_arms, routing_sweep, run_experiment
+from stiefel_book.experiments import routing_sweep, run_experiment
 from stiefel_book.nanogpt import GPTConfig
+from stiefel_book.tasks import routing
 
 CPU = torch.device("cpu")
 
@@ -139,7 +141,7 @@ def test_each_ci_profile_runs_end_to_end_and_a_rerun_resumes(name, tmp_path, mon
 
 
 def test_an_interrupted_run_resumes_bit_identically(tmp_path, monkeypatch):
-    config = routing.MQAR_PROFILES["ci"]
+    config = routing_sweep.MQAR_PROFILES["ci"]
     whole = routing.run_mqar(config, "stiefel", 0, CPU, None, progress=False)
     real_fit = routing.fit
 
@@ -161,7 +163,7 @@ def test_an_interrupted_run_resumes_bit_identically(tmp_path, monkeypatch):
 
 
 def test_the_qk_lr_is_a_knob_of_its_own():
-    config = routing.INDUCTION_PROFILES["ci"]
+    config = routing_sweep.INDUCTION_PROFILES["ci"]
     a = routing.run_induction(config, "baseline", 0, CPU, progress=False, qk_lr=1e-4)
     b = routing.run_induction(config, "baseline", 0, CPU, progress=False, qk_lr=1e-2)
     assert a["qk_lr"] == 1e-4 and a["history"][-1]["norm/0.W_Q"] != b["history"][-1]["norm/0.W_Q"]

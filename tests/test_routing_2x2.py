@@ -13,9 +13,9 @@ from test_routing_resolve import SETTLED, write_sweep
 
 from stiefel_book import protocol, results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import routing, routing_judged, routing_sweep, run_experiment
-from stiefel_book.experiments.results import load_results
+from stiefel_book.experiments import routing_judged, routing_sweep, run_experiment
 from stiefel_book.experiments.routing_sweep import SWEPT_ARMS, SweepError, resolver
+from stiefel_book.results import load_results
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
 
@@ -36,7 +36,9 @@ def test_a_ci_sweep_of_manifold_muon_grows_only_its_ladder_and_resolves(tmp_path
     assert choice["interior"]
     from stiefel_book.experiments.runner import get_config
 
-    at_task_lr = dataclasses.replace(get_config("mqar_2x2", "ci"), lr=routing.MQAR_PROFILES["ci"].lr)  # the sweep's
+    at_task_lr = dataclasses.replace(
+        get_config("mqar_2x2", "ci"), lr=routing_sweep.MQAR_PROFILES["ci"].lr
+    )  # the sweep's
     resolved = resolver("mqar_qk_lr", routing_judged.ARMS_2X2)(at_task_lr, tmp_path)
     assert dict(resolved.qk_lrs) == {"baseline": 3e-3, "muon": 3e-3, "stiefel": 3e-3, "manifold_muon": choice["lr"]}
     main([*folders, *argv])  # settled: a second call runs nothing

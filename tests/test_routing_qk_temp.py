@@ -16,10 +16,9 @@ import torch
 
 from stiefel_book import families, protocol, results_files
 from stiefel_book.__main__ import main
-from stiefel_book.experiments import routing, routing_qk_temp, run_experiment
-from stiefel_book.experiments.arms import key, parse
-from stiefel_book.experiments.results import load_results, results_path, write_results
-from stiefel_book.experiments.routing_arms import build
+from stiefel_book.arms import key, parse
+from stiefel_book.arms.routing_arms import build
+from stiefel_book.experiments import routing_qk_temp, run_experiment
 from stiefel_book.experiments.routing_qk_temp import (
     SWEEPS,
     TUNED_PROFILES,
@@ -31,9 +30,11 @@ from stiefel_book.experiments.routing_qk_temp import (
     resolver,
     temperature_grid,
 )
-from stiefel_book.experiments.routing_sweep import task_setting
+from stiefel_book.experiments.routing_sweep import MQAR_CHECKED_LR, MQAR_PROFILES, task_setting
 from stiefel_book.experiments.study import SweepError
 from stiefel_book.nanogpt import GPTConfig, recording_logits
+from stiefel_book.results import load_results, results_path, write_results
+from stiefel_book.tasks import routing
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
 CPU = torch.device("cpu")
@@ -43,7 +44,7 @@ CPU = torch.device("cpu")
 
 
 def test_the_initial_temperature_reaches_every_head_and_scales_the_logits():
-    config = routing.MQAR_PROFILES["ci"]
+    config = MQAR_PROFILES["ci"]
     x = config.batch(4, torch.Generator().manual_seed(0)).x
     peaks = {}
     for t in (None, 1.0, 3.0):
@@ -58,14 +59,14 @@ def test_the_initial_temperature_reaches_every_head_and_scales_the_logits():
 
 def test_a_temperature_is_refused_where_it_means_nothing():
     with pytest.raises(ValueError, match="only QK-norm"):
-        build(routing.MQAR_PROFILES["ci"].model(), "stiefel", 0, qk_temperature=3.0)
+        build(MQAR_PROFILES["ci"].model(), "stiefel", 0, qk_temperature=3.0)
     for bad in (0.0, -1.0, math.inf, True):
         with pytest.raises(ValueError, match="positive finite"):
             build(GPTConfig(16, 8, qk_temperature=bad), "qk_norm", 0)
 
 
 def test_temperature_one_is_the_default_run_and_a_run_records_its_temperature():
-    config = dataclasses.replace(routing.MQAR_PROFILES["ci"], steps=20, log_every=10, warmup_steps=5)
+    config = dataclasses.replace(MQAR_PROFILES["ci"], steps=20, log_every=10, warmup_steps=5)
     default = routing.run_mqar(config, "qk_norm", 0, CPU, progress=False, qk_lr=3e-3)
     one = routing.run_mqar(config, "qk_norm", 0, CPU, progress=False, qk_lr=3e-3, qk_temperature=1.0)
     three = routing.run_mqar(config, "qk_norm", 0, CPU, progress=False, qk_lr=3e-3, qk_temperature=3.0)
@@ -89,7 +90,7 @@ def test_a_grid_of_temperatures_is_parsed_or_refused_in_one_clear_error():
         with pytest.raises(ValueError, match="temperature grid"):
             temperature_grid(bad)
     with pytest.raises(ValueError, match="temperature grid"):
-        TempSweepConfig(routing.MQAR_PROFILES["ci"], temperatures=(1.0, 2.0))
+        TempSweepConfig(MQAR_PROFILES["ci"], temperatures=(1.0, 2.0))
     assert parse_cell(cell(0.3)) == 0.3
     for bad in ("qk_norm@temp=2", "stiefel@temp=3", "qk_norm@temp=hot", "qk_norm@wd=3"):
         with pytest.raises(ValueError, match="qk_norm|temperature|number"):
@@ -272,7 +273,7 @@ def test_mqars_sweep_waits_for_its_model_lr_check(tmp_path):
     from stiefel_book.experiments.runner import EXPERIMENTS
 
     entry = EXPERIMENTS["mqar_qk_temp"]
-    assert entry.profiles["full"].task.lr == routing.MQAR_CHECKED_LR
+    assert entry.profiles["full"].task.lr == MQAR_CHECKED_LR
     with pytest.raises(ValueError, match="run mqar_model_lr"):
         entry.resolve(entry.profiles["full"], tmp_path)
     assert entry.resolve(entry.profiles["ci"], tmp_path) == entry.profiles["ci"]  # a smaller profile passes

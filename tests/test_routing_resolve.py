@@ -8,9 +8,9 @@ import json
 import pytest
 
 from stiefel_book.experiments import routing_sweep, run_experiment
-from stiefel_book.experiments.results import results_path, write_results
 from stiefel_book.experiments.routing_sweep import SWEEPS, SWEPT_ARMS, resolver
 from stiefel_book.experiments.study import SweepError
+from stiefel_book.results import results_path, write_results
 
 TASKS = {"mqar": "mqar_qk_lr", "induction": "induction_qk_lr", "charlm": "charlm_qk_lr"}
 SETTLED = {1e-3: 0.5, 3e-3: 0.9, 1e-2: 0.4}  # each arm's choice 3e-3, interior

@@ -9,18 +9,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from stiefel_book.arms.scale_arms import SCALE_ARM_NAMES, modular_inputs, scale_optimizer
 from stiefel_book.cayley import CayleyAdam
 from stiefel_book.data import modular_data
-from stiefel_book.experiments import grokking
-from stiefel_book.experiments.scale_arms import SCALE_ARM_NAMES, modular_inputs, scale_optimizer
+from stiefel_book.experiments.grokking import EXPLORE
 from stiefel_book.plots import ARM_COLORS
 from stiefel_book.sphere import SphereAdam
+from stiefel_book.tasks import grokking
 from stiefel_book.tempered import TemperedAttention
 from stiefel_core.combined import CombinedOptimizer
 from stiefel_core.manifold import orthonormality_error, random_frame
 from stiefel_core.optim import StiefelAdam
 
-SMALL = dataclasses.replace(grokking.EXPLORE, epochs=60, log_every=20)  # p = 13, d_model 32, 2 heads of r = 16
+SMALL = dataclasses.replace(EXPLORE, epochs=60, log_every=20)  # p = 13, d_model 32, 2 heads of r = 16
 CPU = torch.device("cpu")
 
 
@@ -70,7 +71,7 @@ def test_qk_norm_scores_do_not_see_the_scale_of_W_Q_W_K():
         model.attn.W_K.mul_(0.2)
         torch.testing.assert_close(model(tokens), before, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="stiefel=False"):
-        from stiefel_book.experiments.scale_arms import prepare_attention
+        from stiefel_book.arms.scale_arms import prepare_attention
 
         prepare_attention(grokking.build_model(SMALL, "stiefel", 0, 14).attn, "qk_norm", modular_inputs(model, SMALL.p))
 

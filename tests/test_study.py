@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stiefel_book.experiments.results import load_results
 from stiefel_book.experiments.runner import EXPERIMENTS, get_config
+from stiefel_book.results import load_results
 
 RESULTS = Path(__file__).parents[1] / "book" / "results"
 SNAPSHOT = json.loads(gzip.decompress((Path(__file__).parent / "data" / "study_snapshot.json.gz").read_bytes()))

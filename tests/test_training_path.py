@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from stiefel_book import compiling
-from stiefel_book.experiments import cifar10
-from stiefel_book.experiments.metrics import Displacement
+from stiefel_book.tasks import cifar10
+from stiefel_book.tasks.cifar10_config import lr_factors
+from stiefel_book.tasks.metrics import Displacement
 
 from tiny import tiny
 
@@ -34,7 +35,7 @@ def test_displacement_sums_the_steps_it_is_told_about():
 def test_logged_lr_is_that_of_the_epochs_last_step(isolated):
     config = tiny(epochs=3)
     out = cifar10.train(config, "stiefel", 0, "cpu", None, False)
-    factors = cifar10.lr_factors(config)
+    factors = lr_factors(config)
     steps = len(factors) // config.epochs
     assert [r["lr"] for r in out["history"]] == [config.lr * factors[(e + 1) * steps - 1] for e in range(config.epochs)]
 

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import torch
 
-from stiefel_book.experiments import charlm
+from stiefel_book.experiments.routing_sweep import CHARLM_PROFILES
+from stiefel_book.tasks import charlm
 
 OUT = Path(__file__).with_suffix(".json")
 ARMS = ("frozen", "baseline")
-BASE = dataclasses.replace(charlm.PROFILES["full"], checkpoint_every=10**9)
+BASE = dataclasses.replace(CHARLM_PROFILES["full"], checkpoint_every=10**9)
 SETTINGS = {  # name -> the fields changed from the first full setting (lr 1e-3, 1,500 steps)
     "first": {},
     "lr3e-3": {"lr": 3e-3},

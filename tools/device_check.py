@@ -193,7 +193,7 @@ def environment(dry: bool) -> dict:
     import torch
 
     try:
-        from stiefel_book.experiments.results import git_commit
+        from stiefel_book.results import git_commit
 
         commit = git_commit()
     except Exception as error:  # the tests will say more; the check goes on

@@ -130,7 +130,7 @@ class Plan:
         return self.configs[run.experiment].task.epochs
 
     def _load(self, experiment: str) -> dict | None:
-        from stiefel_book.experiments.results import load_results
+        from stiefel_book.results import load_results
 
         return load_results(experiment, self.profile, self.results)
 
@@ -202,7 +202,7 @@ def merge(source: Path, target: Path) -> dict:
     """Add ``source``'s runs that ``target`` lacks (under the results files' lock); refuse a
     file of another experiment, profile or configuration. ``target`` names the file in either
     form (``NAME.json`` or ``NAME.json.gz``): the one there is read, and it is written as gzip."""
-    from stiefel_book.experiments.results import write_results
+    from stiefel_book.results import write_results
     from stiefel_book.results_reading import without_seeds
 
     new = results_files.read(source)

@@ -22,8 +22,8 @@ from scipy import stats
 
 from stiefel_book import protocol
 from stiefel_book.choices import late_scores
-from stiefel_book.experiments.results import load_results
 from stiefel_book.findings import routing as fr
+from stiefel_book.results import load_results
 
 OUT = Path(__file__).with_suffix(".json")
 

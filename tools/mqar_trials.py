@@ -4,7 +4,7 @@ the Stiefel rule and the AdamW baseline, on one core, for the seeds asked (defau
 Every run's validation accuracy every 100 steps and its CPU seconds (``time.process_time``: one
 thread, so the time it would take on a core of its own, whatever else the machine runs) go to
 ``tools/mqar_trials.json`` (per setting: ``runs[arm][seed]``), which the docstring of
-:class:`stiefel_book.experiments.routing.MQARConfig` quotes. A run already recorded is not rerun.
+:class:`stiefel_book.tasks.routing.MQARConfig` quotes. A run already recorded is not rerun.
 A tool of the checkout.
 
     OMP_NUM_THREADS=1 nice -n 10 python tools/mqar_trials.py [--seeds 0,1,2] [--all] [--arms a,b] [SETTING ...]
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from stiefel_book.experiments import routing
+from stiefel_book.tasks import routing
 
 OUT = Path(__file__).with_suffix(".json")
 ARMS = ("frozen", "stiefel", "baseline")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from stiefel_book.experiments import charlm, routing
+from stiefel_book.experiments.routing_sweep import CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
+from stiefel_book.tasks import charlm, routing
 
 OUT = Path(__file__).with_suffix(".json")
 STEPS = 200
@@ -35,9 +36,9 @@ def cost(run, config) -> dict:
 
 if __name__ == "__main__":
     tasks = {
-        "mqar": (routing.run_mqar, routing.MQAR_PROFILES["full"]),
-        "induction": (routing.run_induction, routing.INDUCTION_PROFILES["full"]),
-        "charlm": (charlm.run, charlm.PROFILES["full"]),
+        "mqar": (routing.run_mqar, MQAR_PROFILES["full"]),
+        "induction": (routing.run_induction, INDUCTION_PROFILES["full"]),
+        "charlm": (charlm.run, CHARLM_PROFILES["full"]),
     }
     out = {name: cost(run, config) for name, (run, config) in tasks.items()}
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         parser = _parser()
     args = parser.parse_args(argv)
-    from .experiments.results import InstallFolderError  # the registry's modules are loaded by now
     from .experiments.routing_sweep import SweepError
+    from .results import InstallFolderError  # the registry's modules are loaded by now
 
     if absent and args.command != "list":
         print(
@@ -201,7 +201,7 @@ HEADLINES = ("val_acc", "test_acc", "val_bpc", "val_loss")  # the first a run's 
 
 def _summary(name: str, profile: str, results: dict) -> str:
     """Where the runs are, and per arm the mean of its headline metric over its finished seeds."""
-    from .experiments.results import results_path
+    from .results import results_path
 
     runs = results["runs"]  # keys "arm/seed"
     lines = [f"{name} ({profile}): {len(runs)} runs in {results_path(name, profile)}"]
@@ -226,7 +226,7 @@ def _listing(name: str, sweeps: list[str]) -> list[str]:
     """``list``'s lines for one experiment: what it runs (a grid's arms summed up), and per profile
     its results file and how many runs it holds (a sweep's grow until every choice is interior)."""
     from .experiments import EXPERIMENTS
-    from .experiments.results import load_results, results_path
+    from .results import load_results, results_path
 
     experiment = EXPERIMENTS[name]
     arms = experiment.arms

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from . import declared, protocol
 from .checkout import checkout_root
-from .experiments.results import load_results
 from .findings import advice as found
+from .results import load_results
 
 __all__ = ["facts", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count", "number_word"]
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .experiments.cifar10_config import PROFILES, SWEEP_ARMS, CIFAR10Config, lr_factors
+from .experiments.cifar10 import PROFILES, SWEEP_ARMS
 from .findings import p97_tuned
 from .findings import regimes as rg
 from .findings.ablation import METRIC, ablation_rows, merged_results, shares
@@ -21,6 +21,7 @@ from .findings.peers_family import PEERS
 from .labels import difference, interval, label
 from .results_reading import arm_of
 from .stats import VERDICTS, mean_and_spread
+from .tasks.cifar10_config import CIFAR10Config, lr_factors
 
 __all__ = ["grokking", "regimes", "ablation", "cifar10_gain", "cifar10_movement", "peers"]
 

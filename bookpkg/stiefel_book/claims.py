@@ -17,9 +17,9 @@ from .certify import certify_all
 from .checkout import checkout_root
 from .claim_box import PENDING, Verdict
 from .experiments import get_config
-from .experiments.results import full_results, load_results
 from .findings.fair_fight import tuned_lrs
 from .gauge import certify_gauge_gradients, certify_projected_run
+from .results import full_results, load_results
 from .tables import markdown_table
 
 __all__ = ["Claim", "CLAIMS", "ClaimsTable", "claims_table", "chapter_title"]

@@ -6,7 +6,7 @@ every experiment chapter (through :mod:`claims` and :mod:`pages`)."""
 from __future__ import annotations
 
 from . import protocol
-from .experiments.results import full_results, load_results
+from .results import full_results, load_results
 
 __all__ = [
     "families",

@@ -77,7 +77,7 @@ def _load(stems: tuple[str, ...], results: dict | None) -> dict[str, dict | None
         if missing:
             raise FamilyError(f"results lacks the files {missing} the family reads (None stands for one with no runs)")
         return {s: results[s] for s in stems}
-    from .experiments.results import load_results  # light callers hand results in; this loads torch
+    from .results import load_results  # light callers hand results in; this loads torch
 
     return {s: load_results(*s.rsplit("-", 1)) for s in stems}
 

@@ -126,8 +126,8 @@ def _map(stem: str, pairs, rule_name: str):
 
 
 def _routing_map(f) -> list[Comparison]:
-    from .experiments.routing import schedule
     from .findings import routing_map as rm
+    from .tasks.routing import schedule
 
     results = load_results("induction_decay_map", "full")
     if len(rm.seeds_read(results)) < 2:

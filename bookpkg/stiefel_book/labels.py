@@ -10,7 +10,7 @@ __all__ = [
     "ARMS", "READINGS", "FAMILIES", "label", "arm_label", "reading_label", "ordered_labels", "rate_text", "interval"
 ]
 
-ARMS = {  # arm (experiments.variants, experiments.relatives) -> its label
+ARMS = {  # arm (arms.variants, arms.relatives) -> its label
     "stiefel": "the Stiefel rule",
     "baseline": "AdamW",
     "frozen": "frozen frames",

@@ -10,7 +10,7 @@ import math
 
 from . import choices
 
-__all__ = ["KEY", "ladder_check", "ladder_choice"]
+__all__ = ["KEY", "ladder_check", "ladder_choice", "TIES", "long_choice", "check_choice"]
 
 KEY = "lr"  # a check's run name: "<arm>@lr=<model lr>"
 
@@ -93,3 +93,26 @@ def ladder_choice(results: dict, ties: float, arm: str = "baseline") -> dict:
         "grow": grow,
         "interior": ladder[0] < lr < ladder[-1] and not grow,
     }
+
+
+TIES = 0.02  # charlm_long_model_lr's ties (routing_charlm's margin), in bits per character
+
+
+def long_choice(results: dict) -> float | None:
+    """charlm_long_model_lr's model lr by its declared rule (:func:`ladder_choice`), or None while undecided."""
+    pick = ladder_choice(results, TIES)
+    return pick["lr"] if pick["interior"] else None
+
+
+def check_choice(margin: float):
+    """A model-lr check's lr by the rule of grokking_model_lr (:func:`ladder_check`: kept unless a better rung
+    passes the margin), as a function of its results file; None while undecided."""
+
+    def choose(results: dict) -> float | None:
+        try:
+            out = ladder_check(results, margin)
+        except ValueError:
+            return None
+        return None if out["grow"] else out["lr"]
+
+    return choose

@@ -16,7 +16,7 @@ from IPython.display import Markdown
 
 from . import results_files
 from .experiments import get_config
-from .experiments.results import full_results
+from .results import full_results
 
 __all__ = [
     "what_we_found",

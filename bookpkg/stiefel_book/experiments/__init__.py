@@ -25,9 +25,9 @@ _HOMES = {
     "get_config": ".runner",
     "run_experiment": ".runner",
     "run_live": ".runner",
-    "json_safe": ".runner",
+    "json_safe": "..results",
     "_as_json": ".runner",
-    "load_results": ".results",
+    "load_results": "..results",
 }
 __all__ = [name for name in _HOMES if not name.startswith("_")]
 

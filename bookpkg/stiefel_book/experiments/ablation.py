@@ -1,6 +1,6 @@
 """The ablation: which component of the Stiefel rule earns what it gains over AdamW.
 
-Two experiments, each with the arms of :mod:`.variants` (the AdamW baseline, the full rule and
+Two experiments, each with the arms of :mod:`stiefel_book.arms.variants` (the AdamW baseline, the full rule and
 four variants that each remove one component):
 
 - ``cifar10_ablation``: the CIFAR-10 patches setup of :mod:`.cifar10`, its profiles unchanged,
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..arms.variants import ABLATION_ARMS, CONTROL_ARMS
+from ..tasks import cifar10 as cifar10_task
+from ..tasks import grokking as grokking_task
 from . import cifar10, grokking
 from .registry import Experiment
-from .variants import ABLATION_ARMS, CONTROL_ARMS
 
 __all__ = ["ENTRIES", "CIFAR10_PROFILES", "GROKKING_PROFILES", "GROKKING_ARMS", "run_cifar10", "run_grokking"]
 
@@ -42,7 +44,7 @@ def run_cifar10(config, arm, seed, device, checkpoint=None, progress=True) -> di
     """One run of ``cifar10_ablation``: ``arm`` of :data:`ABLATION_ARMS` from start ``seed``. Chapter: ablation."""
     if arm not in ABLATION_ARMS:
         raise ValueError(f"unknown arm {arm!r}; cifar10_ablation has {ABLATION_ARMS}")
-    return cifar10.train(
+    return cifar10_task.train(
         config, arm, seed, device, checkpoint, progress, description=f"cifar10 ablation {arm} start {seed}"
     )
 
@@ -51,7 +53,7 @@ def run_grokking(config, arm, seed, device, checkpoint=None, progress=True) -> d
     """One run of ``grokking_ablation``: ``arm`` of :data:`GROKKING_ARMS` from seed ``seed``. Chapter: ablation."""
     if arm not in GROKKING_ARMS:
         raise ValueError(f"unknown arm {arm!r}; grokking_ablation has {GROKKING_ARMS}")
-    return grokking.run(config, arm, seed, device, checkpoint, progress)
+    return grokking_task.run(config, arm, seed, device, checkpoint, progress)
 
 
 ENTRIES = (  # this module's experiments, collected by the runner

@@ -29,15 +29,15 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 
-from ..choices import widest
-from ..results_reading import grid_arm
-from . import cifar10, maps
+from ..arms.relatives import RELATIVES, without_parametrized_steps
+from ..choices import cell_choices, widest
+from ..results import load_results
+from ..tasks import cifar10
+from . import maps
 from .fair_fight import CENTERS
 from .grid import grid_arms
 from .maps import MapConfig
-from .relatives import RELATIVES, without_parametrized_steps
-from .results import load_results
-from .study import Study, cell_run_names, in_cells, judged_entry, judged_run, sweep_entry
+from .study import Study, at_rate, cell_run_names, in_cells, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -54,7 +54,6 @@ __all__ = [
     "PROFILES",
     "PEER_PROFILES",
     "resolve",
-    "run",
     "decay_choices",
     "largest_gap",
     "DecayFairConfig",
@@ -78,18 +77,8 @@ SWEEP_PROFILES = {  # λ = 1 first (the decay of the preprint's 12 starts); sele
 
 def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "W_Q, W_K lr sweep") -> dict:
     """One CIFAR-10 run of ``arm`` with W_Q, W_K at ``qk_lr`` (0: frozen frames, below the ladder's foot)."""
-    frozen = qk_lr == 0.0
-    outcome = cifar10.train_arm(
-        task,
-        "frozen" if frozen else arm,
-        seed,
-        device,
-        checkpoint,
-        progress,
-        qk_lr=None if frozen else qk_lr,
-        description=f"cifar10 {what} {arm} start {seed}",
-    )
-    return outcome if frozen else without_parametrized_steps(arm, outcome)
+    run = at_rate(cifar10.train_arm, description=f"cifar10 {what} {arm} start {seed}")
+    return without_parametrized_steps(arm, run(task, arm, seed, device, checkpoint, progress, qk_lr))
 
 
 def study(config: MapConfig) -> Study:
@@ -161,13 +150,8 @@ def resolve(config: CifarFairConfig, directory=None) -> CifarFairConfig:
     λ = 1 cell of ``cifar10_qk_lr``); refused until every choice is final: interior, or lr 0."""
     if config.sweep == SWEEP:
         core = study(SWEEP_PROFILES["full"])
-        return core.resolve(config, directory, lambda sweep, arm: core.chosen(sweep, grid_arm(arm, "wd", WEIGHT_DECAY)))
+        return core.resolve(config, directory, core.in_cells("wd", WEIGHT_DECAY))
     return peer_study(PEER_SWEEP_PROFILES["full"]).resolve(config, directory)
-
-
-def run(config: CifarFairConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: ``arm`` from start ``seed`` at its resolved W_Q, W_K lr (``frozen``, or lr 0: none)."""
-    return judged_run(train_judged, config, arm, seed, device, checkpoint, progress)
 
 
 train_judged = functools.partial(train, what="fair fight")  # one judged run's training
@@ -181,13 +165,9 @@ def decay_choices(sweep: dict | None) -> dict[float, dict[str, dict]] | None:
     of the sweep, or ``None`` while a cell has no choice or one at its grid's edge."""
     if not sweep:
         return None
-    out, core = {}, study(SWEEP_PROFILES["full"])
-    for decay in sweep["config"]["weight_decays"]:
-        picks = {arm: core.chosen(sweep, grid_arm(arm, "wd", decay)) for arm in SWEPT}
-        if any(pick is None or not pick["interior"] for pick in picks.values()):
-            return None
-        out[float(decay)] = picks
-    return out
+    out = {float(decay): cell_choices(sweep, SWEPT, decay) for decay in sweep["config"]["weight_decays"]}
+    final = all(pick and pick["interior"] for picks in out.values() for pick in picks.values())
+    return out if final else None
 
 
 def largest_gap(choices: dict[float, dict[str, dict]]) -> tuple[float, dict[float, float]]:

@@ -19,10 +19,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..choices import largest_gap_decay
+from ..results import load_results
 from ..results_reading import parse_size_arm, size_arm
-from . import cifar10, maps
+from ..tasks import cifar10
+from . import maps
 from .registry import Experiment
-from .results import load_results
 
 __all__ = ["ENTRIES", "SizeConfig", "PROFILES", "SIZE_ARMS", "ARMS", "arm_names", "chosen_decay", "run"]
 

@@ -28,11 +28,13 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..model_lr import check_choice
+from ..results import load_results
 from ..results_reading import grid_arm
-from . import cifar10, cifar10_fair, maps
-from .checked_lr import at_checked_lr, check_choice
-from .cifar10_config import with_validation
-from .results import load_results
+from ..tasks import cifar10
+from ..tasks.cifar10_config import with_validation
+from . import cifar10_fair, maps
+from .checked_lr import at_checked_lr
 from .study import Study, adopted, in_cells, judged_entry, sweep_entry
 
 __all__ = [
@@ -166,7 +168,7 @@ def resolve(config: ValJudgedConfig, directory=None) -> ValJudgedConfig:
     every choice equals the test-scored one (its verdict then stands as it was read)."""
     decay = config.task.weight_decay
     sweep = study(SWEEP_PROFILES[config.sweep_profile])
-    resolved = sweep.resolve(config, directory, lambda results, arm: sweep.chosen(results, grid_arm(arm, "wd", decay)))
+    resolved = sweep.resolve(config, directory, sweep.in_cells("wd", decay))
     old = _test_scored(config, directory)
     if config.rejudge_only and old and all(old.get(arm) == lr for arm, lr in resolved.qk_lrs):  # same model lr
         raise ValueError(
@@ -186,16 +188,13 @@ def adopt(config: ValJudgedConfig, arm: str, seed: int, directory=None) -> tuple
 
 _train = cifar10_fair.train  # one judged run: the arm at its rate (lr 0: frozen frames)
 ENTRIES = (  # this module's experiments, collected by the runner
-    dataclasses.replace(
-        sweep_entry(
-            SWEEP,
-            SWEEP_PROFILES,
-            study,
-            "CIFAR-10 long protocol at its checked model lr 3e-4, W_Q, W_K lr chosen on 10,000 validation images: "
-            "AdamW and the Stiefel rule at λ = 1, 0.05, 3 and 0.01, QK-norm and AdamW without decay on W_Q, W_K at "
-            "λ = 0.05, 3 selection starts",
-            arms=study(SWEEP_PROFILES["full"]).run_names(),
-        ),
+    sweep_entry(
+        SWEEP,
+        SWEEP_PROFILES,
+        study,
+        "CIFAR-10 long protocol at its checked model lr 3e-4, W_Q, W_K lr chosen on 10,000 validation images: "
+        "AdamW and the Stiefel rule at λ = 1, 0.05, 3 and 0.01, QK-norm and AdamW without decay on W_Q, W_K at "
+        "λ = 0.05, 3 selection starts",
         resolve=_checked(lambda config, directory=None: config),
     ),
     judged_entry(

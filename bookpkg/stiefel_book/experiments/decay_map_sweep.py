@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..results_reading import parse_grid_arm
-from . import fair_fight, grokking
+from ..tasks import grokking
+from . import fair_fight
 from .grid import Cell, Grid, grid_arms
 from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
 from .maps import WEIGHT_DECAYS

@@ -24,9 +24,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import ablation, grokking
-from .checked_lr import at_checked_lr, check_choice
-from .study import Study, judged_entry, sweep_entry
+from ..model_lr import check_choice
+from ..tasks import grokking
+from . import ablation
+from .checked_lr import at_checked_lr
+from .study import Study, at_rate, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -102,9 +104,7 @@ def compact(outcome: dict) -> dict:
 
 def train(task, arm: str, seed: int, device, checkpoint, progress, qk_lr: float, stop_at: float | None = None) -> dict:
     """One grokking run of ``arm`` with W_Q, W_K at ``qk_lr`` (0: frozen frames), its history compacted."""
-    if qk_lr == 0.0:
-        return compact(grokking.run(task, "frozen", seed, device, checkpoint, progress, stop_at=stop_at))
-    return compact(grokking.run(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr, stop_at=stop_at))
+    return compact(at_rate(grokking.run, stop_at=stop_at)(task, arm, seed, device, checkpoint, progress, qk_lr))
 
 
 def study(config: SweepConfig, name: str = "grokking_qk_lr", arms: tuple[str, ...] = SWEPT_ARMS) -> Study:
@@ -187,15 +187,12 @@ ENTRIES = (  # this module's experiments, collected by the runner
         )
         for name, arms, beside, what in JUDGED
     ),
-    dataclasses.replace(
-        sweep_entry(
-            "grokking_checked_qk_lr",
-            CHECKED_SWEEP_PROFILES,
-            _checked_study,
-            "grokking at p = 31 at its checked model lr 1e-2, four arms' W_Q, W_K lr on 5 selection seeds "
-            "until interior",
-            with_frozen=True,
-        ),
+    sweep_entry(
+        "grokking_checked_qk_lr",
+        CHECKED_SWEEP_PROFILES,
+        _checked_study,
+        "grokking at p = 31 at its checked model lr 1e-2, four arms' W_Q, W_K lr on 5 selection seeds until interior",
+        with_frozen=True,
         resolve=_guard,
     ),
     judged_entry(

@@ -5,7 +5,7 @@ selection and judged seeds). Declared in ``book/protocol.yml`` (sweeps ``charlm_
 ``induction_lr_sensitivity``) before any run.
 
 One engine over a table of tasks (:data:`TASKS`): a run ``"<arm>@lr=<model lr>"`` from a seed is
-the task's own run (:mod:`.charlm`, :mod:`.routing`) at that model lr, W_Q, W_K at
+the task's own run (:mod:`stiefel_book.tasks.charlm`, :mod:`stiefel_book.tasks.routing`) at that model lr, W_Q, W_K at
 ``lr x (chosen W_Q, W_K lr / the task's lr)``, the ratio read from the task's W_Q, W_K sweep
 (:mod:`.routing_sweep`) before the runs (:func:`resolver`), so the results file records it. Each
 layer's largest attention logit is logged at every record (``max_logit/<layer>``,
@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..nanogpt import recording_logits
+from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
-from . import charlm, cifar10, cifar10_val, fair_fight, maps, routing
-from .cifar10_config import with_validation
+from ..tasks import charlm, cifar10, routing
+from ..tasks.cifar10_config import with_validation
+from . import cifar10_val, fair_fight, maps
 from .registry import Experiment
-from .results import load_results
+from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
 from .study import resolve_lrs, train_or_diverge
 
 __all__ = [
@@ -87,24 +89,18 @@ def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
-def _cifar10_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
-    return cifar10.train(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-
-
 TASKS = {
     "charlm": Task(
-        charlm.PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
+        CHARLM_PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
     ),
     "induction": Task(
-        routing.INDUCTION_PROFILES,
+        INDUCTION_PROFILES,
         routing.run_induction,
         lambda task: math.log(task.vocab_size),
         "val_loss",
         "induction_qk_lr",
     ),
-    "mqar": Task(
-        routing.MQAR_PROFILES, routing.run_mqar, lambda task: math.log(task.vocab_size), "val_acc", "mqar_qk_lr"
-    ),
+    "mqar": Task(MQAR_PROFILES, routing.run_mqar, lambda task: math.log(task.vocab_size), "val_acc", "mqar_qk_lr"),
     "grokking": Task(
         {"full": fair_fight.SWEEP_PROFILES["full"].task, "ci": fair_fight.SWEEP_PROFILES["ci"].task},
         _grokking_run,
@@ -120,7 +116,7 @@ TASKS["cifar10"] = Task(
         "full": with_validation(maps.long_task("full", weight_decay=1.0), cifar10_val.VAL_SIZE),
         "ci": with_validation(maps.long_task("ci", weight_decay=1.0), 200),
     },
-    _cifar10_run,
+    cifar10.train,
     lambda task: math.log(10),
     "val_acc",
     "cifar10_qk_lr",
@@ -255,14 +251,13 @@ class Check:
         )
 
 
-LONG_STEPS = charlm.LONG_STEPS  # the character model trained three times as long
 CHECKS = (
     Check(
         "charlm_long_model_lr",
         "charlm",
         (1e-3, 3e-3, 1e-2, 3e-2),
         (100, 101, 102),
-        replace=(("steps", LONG_STEPS),),
+        replace=(("steps", CHARLM_LONG_STEPS),),
         fixed=(("baseline", 1e-2),),  # charlm_qk_lr's 10x at model lr 1e-3, as declared
         tuned_at=1e-3,
     ),

@@ -14,7 +14,7 @@ baseline) or ``"<arm>@flr=<qk_lr>"``, each run's logged history the map's second
   model trains 100 epochs on 10,000 images (7,800 steps), long enough for its train accuracy to pass its
   test accuracy, at λ ∈ {0.05, 0.3, 1}: budgets of about 0.2, 1.2 and 3.9; each run records the lr
   schedule's budget beside its metrics.
-- ``induction_decay_map`` (issue 30): induction heads (:mod:`.routing`'s ``induction``, its ``full``
+- ``induction_decay_map`` (issue 30): induction heads (:mod:`stiefel_book.tasks.routing`'s ``induction``, its ``full``
   setting) over λ 0-3, four arms each at the lr its sweep (``induction_qk_lr``, at the task's λ = 0.1)
   chose, resolved before the runs. Its λ = 0.1 cells are the judged ``induction`` runs' configuration
   exactly (seeds 0 of the three arms checked bit-identical, history included), so the findings read
@@ -35,11 +35,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from . import ablation, cifar10, fair_fight, grokking
+from ..tasks import cifar10, grokking
+from ..tasks.routing import run_induction
+from . import ablation, fair_fight
+from .cifar10 import PROFILES as CIFAR10_PROFILES
 from .grid import Cell, Grid
-from .routing import INDUCTION_PROFILES, run_induction
-from .routing_sweep import resolver
-from .study import adopted, resolved_lr
+from .routing_sweep import INDUCTION_PROFILES, resolver
+from .study import at_task_rate, resolved_lr
 
 __all__ = [
     "MapConfig",
@@ -105,25 +107,10 @@ TUNED_PROFILES = {
 }
 
 
-def _tuned_lr(config: DecayMapTunedConfig, base: str) -> float:
-    return 0.0 if base == "frozen" else resolved_lr(config, base)
-
-
 def _tuned_cell(config: DecayMapTunedConfig, cell: Cell, device, checkpoint, progress) -> dict:
     """W_Q, W_K at the arm's resolved lr (frozen frames: none)."""
-    lr = _tuned_lr(config, cell.base)
+    lr = 0.0 if cell.base == "frozen" else resolved_lr(config, cell.base)
     return {**fair_fight.train(cell.task, cell.base, cell.seed, device, checkpoint, progress, lr), "qk_lr": lr}
-
-
-def _adopt_tuned(config: DecayMapTunedConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
-    """The run ``grokking_decay_map`` already holds where it is this one's computation: frozen
-    frames, or an arm whose chosen lr is the task's. ``(its outcome, compacted, source)``, else ``None``."""
-    base = MAP.cell(config, arm, seed).base
-    lr = _tuned_lr(config, base)
-    if base != "frozen" and lr != config.task.lr:
-        return None
-    found = adopted("grokking_decay_map", config, f"{arm}/{seed}", directory)
-    return found and ({**fair_fight.compact(found[0]), "qk_lr": lr}, found[1])
 
 
 DECAY_MAP_ENTRIES = (
@@ -139,7 +126,8 @@ DECAY_MAP_ENTRIES = (
         _tuned_cell,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds) with each arm's W_Q, W_K at its lr tuned at λ = 1",
         resolve=fair_fight.resolve,  # each swept arm's lr chosen by grokking_qk_lr (refused until final)
-        adopt=_adopt_tuned,
+        # grokking_decay_map's run where it is this one's computation: frozen frames, or an arm at the task's lr
+        adopt=at_task_rate("grokking_decay_map", fair_fight.compact, base=lambda c, a, seed: MAP.cell(c, a, seed).base),
     ),
 )
 
@@ -149,7 +137,7 @@ DECAY_MAP_ENTRIES = (
 LONG_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk")
 LONG_WEIGHT_DECAYS = (0.05, 0.3, 1.0)  # DeiT's 0.05, then budgets at which decay shrinks weights by e^-1 and more
 LONG_TASK = dataclasses.replace(
-    cifar10.PROFILES["full"],
+    CIFAR10_PROFILES["full"],
     train_size=10_000,  # class balanced (a prefix of the balanced order): ~4 s an epoch on one core
     epochs=100,  # 7,800 steps: the model fits its training set past its test accuracy
     log_every=5,  # a test pass over 10,000 images costs a third of an epoch: every 5th epoch
@@ -160,7 +148,7 @@ LONG_PROFILES = {
     "full": MapConfig(LONG_TASK, LONG_WEIGHT_DECAYS, (0, 1, 2)),  # the issue's "at least 3 paired starts"
     # the machinery in seconds: 1,000 images, 4 epochs, one decay, one start
     "ci": MapConfig(
-        dataclasses.replace(cifar10.PROFILES["ci"], train_size=1_000, test_size=500, epochs=4, log_every=2),
+        dataclasses.replace(CIFAR10_PROFILES["ci"], train_size=1_000, test_size=500, epochs=4, log_every=2),
         (1.0,),
         (0,),
     ),

@@ -23,7 +23,7 @@ import functools
 from dataclasses import dataclass, field
 
 from . import fair_fight, grokking
-from .study import Study, adopted, judged_entry, same_rate, sweep_entry
+from .study import Study, at_task_rate, judged_entry, same_rate, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -87,17 +87,9 @@ resolve = study(SWEEP_PROFILES["full"]).resolve  # (config, directory) -> config
 ADOPTED_FROM = "grokking"  # the long runs of the grokking chapter: every arm at the task's W_Q, W_K lr
 
 
-def adopt(config: FairConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
-    """A judged run that ``grokking-full`` already holds, as the issue allows ("existing runs count
-    where their lr is the tuned one"): the same task config, and the arm at the task's lr (frozen
-    frames at none), which trains bit for bit as the judged run would on one machine (a frame lr
-    equal to the task's is the task's lr). ``(its outcome, cut as a judged run's, "grokking-<profile>")``,
-    else ``None``."""
-    lr = dict(config.qk_lrs).get(arm)
-    if arm != "frozen" and lr != config.task.lr:
-        return None
-    found = adopted(ADOPTED_FROM, config, f"{arm}/{seed}", directory, whole_config=True)
-    return found and ({**fair_fight.compact(found[0]), "qk_lr": 0.0 if arm == "frozen" else lr}, found[1])
+# a judged run that grokking-full already holds, as the issue allows ("existing runs count where their lr is the
+# tuned one"): the same task config (the whole of it), the arm at the task's lr or frozen frames, cut as a judged run's
+adopt = at_task_rate(ADOPTED_FROM, fair_fight.compact, whole_config=True)
 
 
 PRIMARY_ARMS = ("baseline", "stiefel")

@@ -1,6 +1,6 @@
 """The Stiefel rule among its relatives (chapter "Among its relatives"): grokking at the
 ablation's task (p = 31, 1,500 epochs) with W_Q, W_K trained by Muon, geoopt's Riemannian Adam,
-the per-entry Stiefel rule or torch's orthogonal parametrization (:mod:`.relatives`), beside
+the per-entry Stiefel rule or torch's orthogonal parametrization (:mod:`stiefel_book.arms.relatives`), beside
 the Stiefel rule and the AdamW baseline, 20 seeds paired as in ``grokking_ablation``.
 
 Two experiments:
@@ -29,12 +29,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import chosen_lr, swept_lrs
+from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
-from . import ablation, cifar10, grokking, maps
+from ..tasks import cifar10, grokking
+from . import ablation, maps
 from .registry import Experiment, stored_config
-from .relatives import RELATIVES, without_parametrized_steps
-from .results import load_results
 
 __all__ = [
     "ENTRIES",

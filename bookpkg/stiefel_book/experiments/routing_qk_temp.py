@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from .. import choices
 from ..results_reading import grid_arm, parse_grid_arm, split_key
-from . import routing
+from ..tasks import routing
 from .registry import Experiment
-from .routing_sweep import SweepError, checked, sweep_file, task_setting
+from .routing_sweep import INDUCTION_PROFILES, MQAR_CHECKED_PROFILES, SweepError, checked, sweep_file, task_setting
 from .study import FROZEN, KEY, Study, grow, stored_run, sweep_entry
 
 __all__ = [
@@ -131,7 +131,7 @@ class TemperatureStudy:
 
     name: str
     config: TempSweepConfig
-    run_task: Callable | None = None  # a routing task's run (:func:`.routing.task_run`)
+    run_task: Callable | None = None  # a routing task's run (:func:`stiefel_book.tasks.routing.task_run`)
 
     @property
     def study(self) -> Study:
@@ -215,8 +215,8 @@ def _profiles(task_profiles: dict) -> dict:
 
 
 SWEEPS = {  # sweep name -> (its profiles, the task's run)
-    "mqar_qk_temp": (_profiles(routing.MQAR_CHECKED_PROFILES), routing.run_mqar),
-    "induction_qk_temp": (_profiles(routing.INDUCTION_PROFILES), routing.run_induction),
+    "mqar_qk_temp": (_profiles(MQAR_CHECKED_PROFILES), routing.run_mqar),
+    "induction_qk_temp": (_profiles(INDUCTION_PROFILES), routing.run_induction),
 }
 
 
@@ -244,20 +244,19 @@ def adopter(name: str) -> Callable:
     return adopt
 
 
-def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
-    entry = sweep_entry(
+ENTRIES = tuple(
+    sweep_entry(
         name,
         profiles,
-        lambda config: TemperatureStudy(name, config, run_task),
+        lambda config, name=name, run_task=run_task: TemperatureStudy(name, config, run_task),
         f"{name.removesuffix('_qk_temp')}: QK-norm's initial temperature swept with its W_Q, W_K lr, "
         "5 selection seeds, until both choices are interior",
         with_frozen=True,
+        adopt=adopter(name),
+        resolve=checked("mqar_checked_qk_lr") if name == "mqar_qk_temp" else None,  # MQAR waits for its lr check
     )
-    guard = checked("mqar_checked_qk_lr") if name == "mqar_qk_temp" else None  # MQAR's runs wait for its lr check
-    return dataclasses.replace(entry, adopt=adopter(name), resolve=guard)
-
-
-ENTRIES = tuple(_entry(name, profiles, run_task) for name, (profiles, run_task) in SWEEPS.items())
+    for name, (profiles, run_task) in SWEEPS.items()
+)
 
 
 # --- QK-norm judged at its tuned initial temperature ---------------------------------------------------------
@@ -268,7 +267,7 @@ SWEEP_OF = {"mqar_qk_norm_tuned": "mqar_qk_temp", "induction_qk_norm_tuned": "in
 
 @dataclass(frozen=True)
 class TunedConfig:
-    task: object  # the judged experiment's task (routing.MQAR_PROFILES / INDUCTION_PROFILES)
+    task: object  # the judged experiment's task (MQAR_PROFILES / INDUCTION_PROFILES)
     seeds: tuple[int, ...] = tuple(range(10))  # the judged seeds, paired with mqar's and induction's
     sweep_profile: str = "full"  # the profile of the temperature sweep whose choice it takes
     qk_temperature: float | None = None  # resolved before the runs (:func:`resolver`)
@@ -279,8 +278,8 @@ FRESH_SEEDS = tuple(range(20, 50))  # MQAR's judged seeds at its checked model l
 TUNED_PROFILES = {
     name: {"full": TunedConfig(tasks["full"], seeds), "ci": TunedConfig(tasks["ci"], seeds[:1], sweep_profile="ci")}
     for name, tasks, seeds in (
-        ("mqar_qk_norm_tuned", routing.MQAR_CHECKED_PROFILES, FRESH_SEEDS),
-        ("induction_qk_norm_tuned", routing.INDUCTION_PROFILES, tuple(range(10))),
+        ("mqar_qk_norm_tuned", MQAR_CHECKED_PROFILES, FRESH_SEEDS),
+        ("induction_qk_norm_tuned", INDUCTION_PROFILES, tuple(range(10))),
     )
 }
 

@@ -1,7 +1,9 @@
-"""The W_Q, W_K lr sweeps of the routing tasks (``mqar_qk_lr``, ``induction_qk_lr``, ``charlm_qk_lr``, and
-those at a checked model lr) by :mod:`.study`, on selection seeds 100-104, scored by the late validation
-accuracy (the language model: minus the bits per character); their judged experiments' resolve step
-(:func:`resolver`) and the checks it makes of the sweep's file (:func:`sweep_file`).
+"""The routing tasks' profiles (MQAR, induction, the character model; the tasks themselves:
+:mod:`stiefel_book.tasks.routing`, :mod:`stiefel_book.tasks.charlm`) and their W_Q, W_K lr sweeps
+(``mqar_qk_lr``, ``induction_qk_lr``, ``charlm_qk_lr``, and those at a checked model lr) by :mod:`.study`,
+on selection seeds 100-104, scored by the late validation accuracy (the language model: minus the bits per
+character); their judged experiments' resolve step (:func:`resolver`) and the checks it makes of the
+sweep's file (:func:`sweep_file`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,21 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from ..choices import LADDER
-from ..results_reading import grid_arm
-from .registry import Experiment
-from .results import load_results
-from .study import KEY, Study, SweepError, resolve_lrs, sweep_entry
+from ..results import load_results
+from ..tasks import charlm, routing
+from ..tasks.charlm import CharLMConfig
+from ..tasks.routing import InductionConfig, MQARConfig
+from .study import KEY, Study, SweepError, at_rate, resolve_lrs, sweep_entry
 
 __all__ = [
+    "MQAR_PROFILES",
+    "INDUCTION_PROFILES",
+    "MQAR_CHECKED_LR",
+    "MQAR_CHECKED_PROFILES",
+    "CHARLM_PROFILES",
+    "CHARLM_LONG_STEPS",
+    "CHARLM_LONG_LR",
+    "CHARLM_LONG_PROFILES",
     "ENTRIES",
     "SWEPT_ARMS",
     "OPTIONAL_SWEPT_ARMS",
@@ -32,6 +42,45 @@ __all__ = [
     "SWEEPS",
     "task_setting",
 ]
+
+CI = dict(batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,))
+MQAR_PROFILES = {"full": MQARConfig(), "ci": MQARConfig(n_embd=32, **CI)}
+INDUCTION_PROFILES = {"full": InductionConfig(), "ci": InductionConfig(vocab_size=32, half_len=8, n_embd=32, **CI)}
+# MQAR at the model lr its declared check chose (book/protocol.yml, mqar_model_lr: AdamW's late query
+# accuracy 100 % at 1e-3 against 74 % at the task's 3e-3; tests/test_checked_lrs.py ties the two):
+# the sweep mqar_checked_qk_lr, the 2x2's MQAR half and mqar_fresh run here
+MQAR_CHECKED_LR = 1e-3
+MQAR_CHECKED_PROFILES = {"full": MQARConfig(lr=MQAR_CHECKED_LR), "ci": MQARConfig(n_embd=32, lr=MQAR_CHECKED_LR, **CI)}
+
+
+CHARLM_PROFILES = {
+    "full": CharLMConfig(),
+    "ci": CharLMConfig(
+        n_embd=32,
+        block_size=32,
+        batch_size=16,
+        steps=30,
+        warmup_steps=5,
+        val_windows=16,
+        log_every=10,
+        checkpoint_every=10,
+        seeds=(0,),
+    ),
+}
+
+# Trained three times as long (issue 52: the best arm under 2.5 bits per character), at the model lr
+# the long check chose at that length (book/protocol.yml, charlm_long_model_lr's rule, read by
+# stiefel_book.model_lr.ladder_choice from its results file; tests/test_checked_lrs.py ties the two),
+# judged on seeds 0-9 (family charlm_long)
+CHARLM_LONG_STEPS = 4500
+CHARLM_LONG_LR = 1e-2
+CHARLM_LONG_PROFILES = {
+    "full": dataclasses.replace(
+        CHARLM_PROFILES["full"], steps=CHARLM_LONG_STEPS, lr=CHARLM_LONG_LR, seeds=tuple(range(10))
+    ),
+    "ci": dataclasses.replace(CHARLM_PROFILES["ci"], steps=40, lr=CHARLM_LONG_LR),
+}
+
 
 SWEPT_ARMS = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")
 OPTIONAL_SWEPT_ARMS = ("manifold_muon",)  # swept only when named (--arms): the 2x2's fourth corner
@@ -56,14 +105,10 @@ def study(
     """Sweep ``name`` at a profile: each of ``arms`` (the optional ones grown only when named), the
     late ``config.metric`` over the task's steps."""
 
-    def train(task, arm, seed, device, checkpoint, progress, qk_lr):
-        if qk_lr == 0.0:
-            return run_task(task, "frozen", seed, device, checkpoint, progress)
-        return run_task(task, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-
     start = (config.start_below, config.start_above)
     centers = tuple(START_AROUND.items())
-    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start=start, centers=centers)
+    train, optional = at_rate(run_task), tuple(a for a in arms if a in OPTIONAL_SWEPT_ARMS)
+    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start, centers, optional)
 
 
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
@@ -115,7 +160,11 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
     config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
     config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
 
+    guard = checked(sweep_name)  # runs at a checked model lr wait for the check that chose it, as their sweep
+
     def resolve(config, directory=None):
+        if guard:
+            guard(dataclasses.replace(config, seeds=(), qk_lrs=()), directory)
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
         files = {sweep_name: sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)}
@@ -131,54 +180,38 @@ def _profiles(task_profiles: dict, metric: str, seeds: tuple[int, ...] = (100, 1
     }
 
 
-def _tasks() -> dict[str, tuple[dict, Callable]]:
-    from . import charlm, routing
-
-    return {
-        "mqar_qk_lr": (_profiles(routing.MQAR_PROFILES, "val_acc"), routing.run_mqar),
-        "induction_qk_lr": (_profiles(routing.INDUCTION_PROFILES, "val_acc"), routing.run_induction),
-        "charlm_qk_lr": (_profiles(charlm.PROFILES, "-val_bpc"), charlm.run),
-        # MQAR at its checked model lr (mqar_checked_qk_lr)
-        "mqar_checked_qk_lr": (_profiles(routing.MQAR_CHECKED_PROFILES, "val_acc"), routing.run_mqar),
-        # the character model at 4,500 steps and its checked model lr (charlm_long_qk_lr): 3 selection seeds
-        "charlm_long_qk_lr": (_profiles(charlm.LONG_PROFILES, "-val_bpc", (100, 101, 102)), charlm.run),
-    }
-
-
-SWEEPS = _tasks()  # sweep name -> (its profiles, the task's run)
-
-
-def _entry(name: str, profiles: dict, run_task: Callable) -> Experiment:
-    """The sweep ``name``'s experiment: its first grid and runs of :data:`SWEPT_ARMS`, and
-    manifold Muon's (:data:`OPTIONAL_SWEPT_ARMS`) when named."""
-    entry = sweep_entry(
-        name,
-        profiles,
-        lambda config: study(name, config, run_task),
-        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
-        arms=(*(grid_arm(arm, KEY, lr) for arm in SWEPT_ARMS for lr in LADDER), "frozen"),
-        optional_arms=tuple(grid_arm(arm, KEY, lr) for arm in OPTIONAL_SWEPT_ARMS for lr in LADDER),
-    )
-    first = lambda config: study(name, config, arms=SWEPT_ARMS).start_arms(with_frozen=True)  # noqa: E731
-    return dataclasses.replace(entry, arms_of=first)
+SWEEPS = {  # sweep name -> (its profiles, the task's run)
+    "mqar_qk_lr": (_profiles(MQAR_PROFILES, "val_acc"), routing.run_mqar),
+    "induction_qk_lr": (_profiles(INDUCTION_PROFILES, "val_acc"), routing.run_induction),
+    "charlm_qk_lr": (_profiles(CHARLM_PROFILES, "-val_bpc"), charlm.run),
+    # MQAR at its checked model lr (mqar_checked_qk_lr)
+    "mqar_checked_qk_lr": (_profiles(MQAR_CHECKED_PROFILES, "val_acc"), routing.run_mqar),
+    # the character model at 4,500 steps and its checked model lr (charlm_long_qk_lr): 3 selection seeds
+    "charlm_long_qk_lr": (_profiles(CHARLM_LONG_PROFILES, "-val_bpc", (100, 101, 102)), charlm.run),
+}
 
 
 def checked(sweep_name: str) -> Callable | None:
     """The guard of a sweep made at a checked model lr (``None`` for the others): it runs only where the
     check's file chose that lr (:func:`.checked_lr.at_checked_lr`)."""
-    from . import charlm, routing
-    from .checked_lr import at_checked_lr, check_choice
+    from ..model_lr import check_choice
+    from .checked_lr import at_checked_lr
 
     if sweep_name == "charlm_long_qk_lr":
-        return at_checked_lr("charlm_long_model_lr", charlm.LONG_PROFILES["full"])
+        return at_checked_lr("charlm_long_model_lr", CHARLM_LONG_PROFILES["full"])
     if sweep_name == "mqar_checked_qk_lr":
-        return at_checked_lr("mqar_model_lr", routing.MQAR_CHECKED_PROFILES["full"], choose=check_choice(0.02))
+        return at_checked_lr("mqar_model_lr", MQAR_CHECKED_PROFILES["full"], choose=check_choice(0.02))
     return None
 
 
-def _guarded(entry: Experiment) -> Experiment:
-    guard = checked(entry.name)
-    return dataclasses.replace(entry, resolve=guard) if guard else entry
-
-
-ENTRIES = tuple(_guarded(_entry(name, profiles, run_task)) for name, (profiles, run_task) in SWEEPS.items())
+ENTRIES = tuple(  # each sweep's first grid and runs of SWEPT_ARMS, manifold Muon's when named
+    sweep_entry(
+        name,
+        profiles,
+        lambda config, name=name, run_task=run_task: study(name, config, run_task),
+        f"{name.removesuffix('_qk_lr')}: every arm's W_Q, W_K lr swept on 5 selection seeds until interior",
+        with_frozen=True,
+        resolve=checked(name),  # a sweep at a checked model lr waits for the check
+    )
+    for name, (profiles, run_task) in SWEEPS.items()
+)

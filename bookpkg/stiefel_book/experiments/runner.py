@@ -4,9 +4,7 @@ runner: every arm x seed not yet in the results file, resumable, sharded under t
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import os
 import tempfile
 import time
@@ -15,7 +13,17 @@ from pathlib import Path
 
 import torch
 
-from .. import results_files
+from ..results import (
+    checkpoints_dir,
+    code_commit,
+    json_safe,
+    load_results,
+    locked,
+    provenance,
+    refuse_install_folder,
+    results_path,
+    write_results,
+)
 from ..results_reading import run_key, without_seeds
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
@@ -36,15 +44,6 @@ from . import (
     routing_sweep,
 )
 from .registry import PROFILES, Experiment, UnknownNameError, collect, stored_config
-from .results import (
-    checkpoints_dir,
-    code_commit,
-    load_results,
-    provenance,
-    refuse_install_folder,
-    results_path,
-    write_results,
-)
 
 __all__ = [
     "EXPERIMENTS",
@@ -52,7 +51,6 @@ __all__ = [
     "get_config",
     "run_experiment",
     "run_live",
-    "json_safe",
 ]
 
 EXPERIMENTS = collect(
@@ -102,31 +100,8 @@ def get_config(name: str, profile: str | None = None, **overrides):
     return dataclasses.replace(experiment.profiles[profile], **overrides)
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    """Hold an exclusive lock beside ``path``: shards of one sweep write one file in turn (one lock
-    for both forms of the file: :func:`stiefel_book.results_files.lock_path`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(results_files.lock_path(path), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _as_json(config) -> dict:
     return json_safe(stored_config(config))
-
-
-def json_safe(value):
-    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking,
-    cifar10_patches, ablation, regimes."""
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def _checkpoint_progress(path: Path) -> tuple[int, float]:
@@ -213,7 +188,7 @@ def run_experiment(
                 )
                 outcome["provenance"]["compiled"] = bool(outcome.pop("compiled", False))  # the training forward's path
                 durations.append(time.perf_counter() - began)
-            with _locked(path):
+            with locked(path):
                 results = load_results(name, profile, directory) or {**header, "runs": {}}
                 seeds_asked = set(results["config"].get("seeds", [])) | set(header["config"].get("seeds", []))
                 results["config"] = {**header["config"], "seeds": sorted(seeds_asked)}  # a grown profile

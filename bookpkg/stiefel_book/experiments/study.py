@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from stiefel_core.step_checks import NonFiniteGradientError
 
 from .. import choices
+from ..arms import QK_LR_KEY
 from ..choices import LADDER, ladder_around
+from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm, without_seeds
-from .arms import QK_LR_KEY
 from .registry import Experiment
-from .results import load_results
 
 __all__ = [
     "KEY",
@@ -40,6 +40,8 @@ __all__ = [
     "stored_run",
     "adopted",
     "same_rate",
+    "at_task_rate",
+    "at_rate",
     "in_cells",
     "cell_run_names",
     "diverged_outcome",
@@ -71,6 +73,7 @@ class Study:
     horizon: str = "epochs"  # the task's length field the late score reads: "epochs" or "steps"
     start: tuple[int, int] = (2, 1)  # the first grid: rungs below and above the center
     centers: tuple[tuple[str, float], ...] = ()  # arms whose ladder centers elsewhere than the task's lr
+    optional: tuple[str, ...] = ()  # arms swept only when named: outside the first grid a profile runs
     frozen: str | None = FROZEN  # lr 0's run name shared by every arm; None: "<arm>@qklr=0" per arm
     floor: bool = True  # whether lr 0 (frozen frames, below the ladder) is a run this sweep can make
     diverged: bool = False  # the diverged-run rule: a run whose gradients turn non-finite scores 0
@@ -96,7 +99,7 @@ class Study:
 
     def start_arms(self, with_frozen: bool = False) -> tuple[str, ...]:
         """Every arm's first grid (then ``frozen``, lr 0, when ``with_frozen``)."""
-        first = tuple(self.run_name(arm, lr) for arm in self.arms for lr in self.start_rungs(arm))
+        first = tuple(self.run_name(a, lr) for a in self.arms if a not in self.optional for lr in self.start_rungs(a))
         return (*first, self.frozen) if with_frozen else first
 
     def run_names(self, arms: tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -155,6 +158,10 @@ class Study:
         n, center = len(config["seeds"]), self.center(arm, config["task"]["lr"])
         scores = self.scores(results, arm)
         return choices.settled(scores, n, center) if required else choices.settled_or_none(scores, n, center)
+
+    def in_cells(self, key: str, value: float) -> Callable[[dict, str], dict | None]:
+        """``(results, arm) -> the choice of the arm's cell "<arm>@<key>=<value>"`` (a judged run's choice)."""
+        return lambda results, arm: self.chosen(results, grid_arm(arm, key, value))
 
     def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
         """Run the pending rounds of ``arms`` (default all) until every choice is final (resumable)."""
@@ -230,8 +237,7 @@ def resolve_lrs(
             _naming(files[name][1], [arm for arm in group if arm in named]) for name, group in open_arms.items()
         )
         raise SweepError(
-            f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): grow it with {todo} "
-            "first"
+            f"the sweep has not settled {unsettled} (no choice yet, or one at a grid edge): grow it with {todo} first"
         )
     return dataclasses.replace(config, qk_lrs=tuple(lrs))
 
@@ -291,6 +297,34 @@ def same_rate(source: str) -> Callable:
     return adopt
 
 
+def at_task_rate(source: str, cut: Callable, *, base: Callable | None = None, whole_config: bool = False) -> Callable:
+    """The ``adopt`` of judged runs that ``source``'s file made at the task's own W_Q, W_K lr: frozen frames, or an
+    arm (``base(config, name, seed)``: the arm a run name trains) whose resolved lr is the task's, trains bit for
+    bit as that file's run of the same name and seed on the same task (a W_Q, W_K lr equal to the task's is the
+    task's lr): ``({**cut(its outcome), "qk_lr": the lr}, "<source>-<profile>")``, else ``None``."""
+
+    def adopt(config, name: str, seed: int, directory=None) -> tuple[dict, str] | None:
+        arm = base(config, name, seed) if base else name
+        lr = 0.0 if arm == FROZEN else resolved_lr(config, arm)
+        if arm != FROZEN and lr != config.task.lr:
+            return None
+        found = adopted(source, config, f"{name}/{seed}", directory, whole_config=whole_config)
+        return found and ({**cut(found[0]), "qk_lr": lr}, found[1])
+
+    return adopt
+
+
+def at_rate(run: Callable, **fixed) -> Train:
+    """A task's ``run(task, arm, seed, device, checkpoint, progress, *, qk_lr, **fixed)`` as a :data:`Train`:
+    lr 0 is frozen frames (the arm ``frozen``, run without a W_Q, W_K lr)."""
+
+    def train(task, arm, seed, device, checkpoint, progress, qk_lr):
+        rate = {} if qk_lr == 0.0 else {"qk_lr": qk_lr}
+        return run(task, FROZEN if qk_lr == 0.0 else arm, seed, device, checkpoint, progress, **rate, **fixed)
+
+    return train
+
+
 def cell_run_names(study_of: Callable, arms: tuple[str, ...], profiles: dict) -> tuple[str, ...]:
     """Every run a sweep of cells ``"<arm>@wd=<λ>"`` may make: each of ``arms`` at each decay of any profile
     (arm-major, decays ascending), every rung and lr 0 (:meth:`Study.run_names`)."""
@@ -337,18 +371,22 @@ def sweep_entry(
     *,
     arms: tuple[str, ...] | None = None,
     with_frozen: bool = False,
-    optional_arms: tuple[str, ...] = (),
+    **options,
 ) -> Experiment:
     """The experiment of a sweep: ``study_of(profile config)`` is its :class:`Study`, whose runs it makes and whose
     first grid (then ``frozen`` where ``with_frozen``) a profile runs; ``arms`` (default: every run the full
-    profile may make) are the names it accepts."""
+    profile may make of the arms it sweeps unasked) are the names it accepts, and the runs of the study's
+    ``optional`` arms when named; ``options`` go to :class:`Experiment` (``resolve``: a guard; ``adopt``)."""
 
     def run(config, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
         return study_of(config).run(arm, seed, device, checkpoint, progress)
 
-    arms = arms or study_of(profiles["full"]).run_names()
+    full = study_of(profiles["full"])
+    optional = getattr(full, "optional", ())
+    arms = arms or (full.run_names(tuple(a for a in full.arms if a not in optional)) if optional else full.run_names())
+    optional_arms = tuple(n for n in full.run_names(optional) if n not in arms) if optional else ()
     first = lambda config: study_of(config).start_arms(with_frozen)  # noqa: E731
-    return Experiment(name, profiles, arms, run, description, optional_arms, first, study=study_of)
+    return Experiment(name, profiles, arms, run, description, optional_arms, first, study=study_of, **options)
 
 
 def judged_entry(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..experiments.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
+from ..arms.variants import ABLATION_ARMS, COMPONENTS, VARIANTS
 from ..results_reading import arm_of, without_seeds
 from ..stats import mean_and_spread, paired_comparison
 from . import fair_fight, tuned

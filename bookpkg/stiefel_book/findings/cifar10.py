@@ -4,7 +4,7 @@ table's lines. Pure functions of the results dicts of ``cifar10`` and ``cifar10_
 
 from __future__ import annotations
 
-from ..experiments.cifar10_config import SWEEP_FRACTIONS
+from ..experiments.cifar10 import SWEEP_FRACTIONS
 from ..results_reading import Paired, arm_of, finished_starts, movement_ratios, paired, run_key  # noqa: F401
 from ..stats import mean_and_spread
 

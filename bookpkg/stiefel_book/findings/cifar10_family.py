@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import preprint
 from ..choices import decays_of, largest_gap_decay
-from ..experiments.cifar10_config import SWEEP_FRACTIONS
+from ..experiments.cifar10 import SWEEP_FRACTIONS
 from ..families import as_dict, judge
 from ..labels import difference
 from ..results_reading import finished_starts, grid_arm, run_key, size_arm

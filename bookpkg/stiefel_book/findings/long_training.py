@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import decays_of, largest_gap_decay, paired_gain_at  # noqa: F401  (the chapters read these here)
-from ..experiments.cifar10_config import CIFAR10Config, lr_factors
 from ..results_reading import finished_starts, grid_arm, parse_size_arm, size_arm  # noqa: F401  (tests read these here)
 from ..stats import PairedComparison
 from ..tables import markdown_table
+from ..tasks.cifar10_config import CIFAR10Config, lr_factors
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import FITS, family_cell, mean_accuracy, size_gains, size_readings
 from .regimes import decay_budget

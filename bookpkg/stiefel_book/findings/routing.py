@@ -159,7 +159,7 @@ def judged_first(sweep: dict | None, *judged: dict | None) -> dict[tuple[float, 
 def committed_cells(task: str = "induction") -> dict[tuple[float, float], dict[str, list[list[dict]]]]:
     """:func:`judged_first` of the task's committed full-scale files (what the routing explorer
     reads): its W_Q, W_K lr sweep, its judged runs and its decay map; an error if none is committed."""
-    from ..experiments import load_results
+    from ..results import load_results
 
     names = (f"{task}_qk_lr", task, f"{task}_decay_map")
     files = [load_results(name, "full") for name in names]

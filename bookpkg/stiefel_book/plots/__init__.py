@@ -49,7 +49,7 @@ COLORS = {
     "highlight": "#E69F00",  # orange: the point a widget moves
 }
 
-# Every arm of the experiments (experiments.variants), one colour each, in every chapter's figures.
+# Every arm of the experiments (arms.variants), one colour each, in every chapter's figures.
 ARM_COLORS = {
     "baseline": COLORS["euclidean"],
     "stiefel": COLORS["stiefel"],
@@ -60,7 +60,7 @@ ARM_COLORS = {
     "no_trust_region": "#56B4E9",  # Okabe-Ito sky blue
     "no_decay_qk": "#000000",  # Okabe-Ito black
     "fixed_step_matched": "#005A41",  # a darker bluish green: the fixed step, at the matched step size
-    # scale against orthonormality (experiments.scale_arms), from Tol's palette; stiefel_temp a darker Stiefel blue
+    # scale against orthonormality (arms.scale_arms), from Tol's palette; stiefel_temp a darker Stiefel blue
     "qk_norm": "#CC6677",
     "sphere": "#44AA99",
     "stiefel_temp": "#003F72",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..experiments.variants import VARIANTS
+from ..arms.variants import VARIANTS
 from ..labels import label
 from ..plots import figsize, style
 from ..plots.ablation import draw_variant

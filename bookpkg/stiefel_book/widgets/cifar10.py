@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..experiments import cifar10
+from ..experiments.cifar10 import PROFILES
 from ..plots import figsize, style
 from ..plots.cifar10 import ARM_COLORS, ARM_LABELS
+from ..tasks import cifar10
 from . import Explorer, explorer, log_slider
 
 __all__ = ["TRIAL_IMAGES", "trial", "draw_trial", "draw_lr", "lr_explorer"]
@@ -24,7 +25,7 @@ TRIAL_IMAGES = 512  # 8 steps of 64 an epoch
 @functools.lru_cache(maxsize=64)
 def trial(lr: float, arm: str, seed: int = 0, epochs: int = 4) -> dict:
     """One small run of ``arm`` at learning rate ``lr`` (every parameter; frames included)."""
-    config = replace(cifar10.PROFILES["ci"], lr=lr, epochs=epochs)
+    config = replace(PROFILES["ci"], lr=lr, epochs=epochs)
     return cifar10.train(config, arm, seed, "cpu", progress=False, train_size=TRIAL_IMAGES)
 
 

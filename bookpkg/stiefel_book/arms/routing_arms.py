@@ -32,7 +32,7 @@ from stiefel_core.combined import CombinedOptimizer
 from stiefel_core.convert import stiefelize, unstiefelize
 
 from ..nanogpt import GPT, GPTConfig
-from .arms import build_optimizer
+from . import build_optimizer
 
 __all__ = ["ARMS", "OPTIONAL_ARMS", "QKVBlocks", "build", "make_optimizer", "qk_names", "qk_metrics"]
 
@@ -101,9 +101,9 @@ def make_optimizer(
     betas: tuple[float, float],
     trust_radius: float | None = 0.5,
 ) -> torch.optim.Optimizer:
-    """``arm``'s optimizer: W_Q, W_K (the head blocks) at ``qk_lr`` by the arm's rule (:func:`.arms.build_optimizer`;
-    QK-norm's is AdamW's, its norm is in the model; ``muon``: ``torch.optim.Muon`` per head), the rest AdamW at
-    ``lr``, nanoGPT's gains and biases undecayed."""
+    """``arm``'s optimizer: W_Q, W_K (the head blocks) at ``qk_lr`` by the arm's rule
+    (:func:`stiefel_book.arms.build_optimizer`; QK-norm's is AdamW's, its norm is in the model; ``muon``:
+    ``torch.optim.Muon`` per head), the rest AdamW at ``lr``, nanoGPT's gains and biases undecayed."""
     qk = qk_names(model)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     no_decay = [n for n, p in named if p.dim() < 2 and n not in qk]

@@ -1,6 +1,6 @@
 """A character-level language model (issue 30): the model people train, written as nanoGPT writes
 it (fused ``c_attn``), its arms made by ``stiefelize`` and ``configure_optimizer``
-(:mod:`.routing_arms`), on the Gutenberg texts of :mod:`stiefel_book.data.gutenberg`, split by
+(:mod:`stiefel_book.arms.routing_arms`), on the Gutenberg texts of :mod:`stiefel_book.data.gutenberg`, split by
 document. Training windows are drawn fresh each step from the training texts (a generator seeded
 by (seed, step)); validation is a fixed set of windows of the held-out texts, the same for every
 arm and seed, scored in bits per character at every position.
@@ -11,7 +11,6 @@ Cost on one core (``tools/routing_costs.py``, ``tools/routing_costs.json``): abo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -19,13 +18,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..arms.routing_arms import ARMS, build, qk_metrics
 from ..data.gutenberg import CharCorpus, load_corpus
 from ..data.routing import generator
 from ..nanogpt import GPTConfig
 from .routing import VAL_SEED, RoutingTraining, task_run, train
-from .routing_arms import ARMS, build, qk_metrics
 
-__all__ = ["ARMS", "CharLMConfig", "PROFILES", "LONG_PROFILES", "LONG_STEPS", "LONG_LR", "run", "corpus", "windows"]
+__all__ = ["ARMS", "CharLMConfig", "run", "corpus", "windows"]
 
 
 @dataclass(frozen=True)
@@ -44,33 +43,6 @@ class CharLMConfig(RoutingTraining):
     steps: int = 1500
     val_windows: int = 256  # 16,384 held-out characters
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-
-
-PROFILES = {
-    "full": CharLMConfig(),
-    "ci": CharLMConfig(
-        n_embd=32,
-        block_size=32,
-        batch_size=16,
-        steps=30,
-        warmup_steps=5,
-        val_windows=16,
-        log_every=10,
-        checkpoint_every=10,
-        seeds=(0,),
-    ),
-}
-
-# Trained three times as long (issue 52: the best arm under 2.5 bits per character), at the model lr
-# the long check chose at that length (book/protocol.yml, charlm_long_model_lr's rule, read by
-# stiefel_book.model_lr.ladder_choice from its results file; tests/test_checked_lrs.py ties the two),
-# judged on seeds 0-9 (family charlm_long)
-LONG_STEPS = 4500
-LONG_LR = 1e-2
-LONG_PROFILES = {
-    "full": dataclasses.replace(PROFILES["full"], steps=LONG_STEPS, lr=LONG_LR, seeds=tuple(range(10))),
-    "ci": dataclasses.replace(PROFILES["ci"], steps=40, lr=LONG_LR),
-}
 
 
 @functools.lru_cache(maxsize=1)

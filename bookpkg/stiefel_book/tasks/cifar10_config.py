@@ -1,32 +1,12 @@
-"""The CIFAR-10 patches experiment's arms, configuration and profiles, and its lr schedule: light
-(no torch), so that the findings read them without loading the experiment (:mod:`.cifar10`
-trains). Chapter: cifar10_patches."""
+"""The CIFAR-10 patches task's configuration and its lr schedule: light (no torch), so that the
+findings read them without loading the task (:mod:`.cifar10` trains). Chapter: cifar10_patches."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
-__all__ = [
-    "ARMS",
-    "CONTROL_ONLY_ARMS",
-    "SWEEP_ARMS",
-    "SWEEP_FRACTIONS",
-    "SWEEP_ARM_NAMES",
-    "CIFAR10Config",
-    "CIFAR10ValConfig",
-    "with_validation",
-    "PROFILES",
-    "SWEEP_PROFILES",
-    "warmup_cosine",
-    "lr_factors",
-]
-
-ARMS = ("baseline", "stiefel", "fixed_step", "frozen")
-CONTROL_ONLY_ARMS = ("no_decay_qk", "fixed_step_matched")  # the mechanism's other controls, run on request
-SWEEP_ARMS = ("baseline", "stiefel")
-SWEEP_FRACTIONS = (0.1, 0.2, 0.4, 1.0)  # of the training pool: 5k, 10k, 20k, 50k images at full scale
-SWEEP_ARM_NAMES = tuple(f"{arm}@{round(100 * f)}%" for f in SWEEP_FRACTIONS for arm in SWEEP_ARMS)
+__all__ = ["CIFAR10Config", "CIFAR10ValConfig", "with_validation", "warmup_cosine", "lr_factors"]
 
 
 @dataclass(frozen=True)
@@ -72,19 +52,6 @@ class CIFAR10ValConfig(CIFAR10Config):
 def with_validation(config: CIFAR10Config, val_size: int) -> CIFAR10ValConfig:
     """``config`` with ``val_size`` held-out images (0: none, yet a validation config)."""
     return CIFAR10ValConfig(**{f.name: getattr(config, f.name) for f in fields(CIFAR10Config)}, val_size=val_size)
-
-
-PROFILES = {
-    "full": CIFAR10Config(),
-    # The chapter's live run: 2,000 training and 1,000 test images, two starts, seconds a run.
-    "ci": CIFAR10Config(
-        train_size=2_000, test_size=1_000, batch_size=64, epochs=2, checkpoint_every=1_000, seeds=(0, 1)
-    ),
-}
-SWEEP_PROFILES = {
-    "full": replace(PROFILES["full"], seeds=tuple(range(4))),  # 4 starts x 8 runs: ~40 min on one core
-    "ci": replace(PROFILES["ci"], seeds=(0, 1)),
-}
 
 
 def warmup_cosine(step: int, warmup: int, total_steps: int) -> float:

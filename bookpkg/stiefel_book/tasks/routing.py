@@ -1,5 +1,5 @@
 """Two tasks whose whole difficulty is routing (issue 30), on a 2-layer nanoGPT-style model with
-the arms of :mod:`.routing_arms`: multi-query associative recall (``mqar``) and induction heads
+the arms of :mod:`stiefel_book.arms.routing_arms`: multi-query associative recall (``mqar``) and induction heads
 (``induction``). Batches are drawn fresh every step (a stream, no training set to overfit), from
 a generator seeded by (seed, step), so a resumed run sees what it would have seen; validation is
 one fixed batch, the same for every arm and seed. What the runs say is read by the findings.
@@ -22,12 +22,12 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..arms import task_optimizer
+from ..arms.routing_arms import ARMS, OPTIONAL_ARMS, build, make_optimizer, qk_metrics
 from ..data.routing import IGNORE, TokenBatch, generator, induction, induction_targets, mqar
 from ..nanogpt import GPTConfig
 from ..threads import threads
 from ..train import fit
-from .arms import task_optimizer
-from .routing_arms import ARMS, OPTIONAL_ARMS, build, make_optimizer, qk_metrics
 
 __all__ = [
     "ARMS",
@@ -35,10 +35,6 @@ __all__ = [
     "RoutingTraining",
     "MQARConfig",
     "InductionConfig",
-    "MQAR_PROFILES",
-    "MQAR_CHECKED_LR",
-    "MQAR_CHECKED_PROFILES",
-    "INDUCTION_PROFILES",
     "run_mqar",
     "run_induction",
     "arm_qk_lr",
@@ -131,16 +127,6 @@ class InductionConfig(RoutingTraining):
 
     def batch(self, size: int, g: torch.Generator) -> TokenBatch:
         return induction(size, self.vocab_size, self.half_len, g)
-
-
-CI = dict(batch_size=16, steps=60, log_every=20, checkpoint_every=20, val_size=64, warmup_steps=10, seeds=(0,))
-MQAR_PROFILES = {"full": MQARConfig(), "ci": MQARConfig(n_embd=32, **CI)}
-INDUCTION_PROFILES = {"full": InductionConfig(), "ci": InductionConfig(vocab_size=32, half_len=8, n_embd=32, **CI)}
-# MQAR at the model lr its declared check chose (book/protocol.yml, mqar_model_lr: AdamW's late query
-# accuracy 100 % at 1e-3 against 74 % at the task's 3e-3; tests/test_checked_lrs.py ties the two):
-# the sweep mqar_checked_qk_lr, the 2x2's MQAR half and mqar_fresh run here
-MQAR_CHECKED_LR = 1e-3
-MQAR_CHECKED_PROFILES = {"full": MQARConfig(lr=MQAR_CHECKED_LR), "ci": MQARConfig(n_embd=32, lr=MQAR_CHECKED_LR, **CI)}
 
 
 def schedule(step: int, warmup: int, total: int) -> float:

@@ -9,7 +9,9 @@ checkout; an installed library never writes into its own install folder."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import functools
 import os
 import platform
@@ -18,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from .. import results_files
-from ..checkout import PACKAGE_DIR, checkout_root, folder
-from ..protocol import protocol_hash
-from ..results_files import DamagedResultsError, ResultsFileError, TwoFormsError
+from . import results_files
+from .checkout import PACKAGE_DIR, checkout_root, folder
+from .protocol import protocol_hash
+from .results_files import DamagedResultsError, ResultsFileError, TwoFormsError
 
 __all__ = [
     "results_dir",
@@ -30,6 +32,8 @@ __all__ = [
     "load_results",
     "full_results",
     "write_results",
+    "json_safe",
+    "locked",
     "provenance",
     "git_commit",
     "code_commit",
@@ -112,6 +116,29 @@ def write_results(results: dict, path: Path) -> Path:
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     refuse_install_folder(path)
     return results_files.write(results, path)
+
+
+def json_safe(value):
+    """``value`` with tuples as lists, as JSON stores them (a results file's config). Chapters: grokking,
+    cifar10_patches, ablation, regimes."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock beside results file ``path``: shards of one sweep write one file in turn (one
+    lock for both forms of the file: :func:`stiefel_book.results_files.lock_path`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(results_files.lock_path(path), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def git_commit() -> str:
