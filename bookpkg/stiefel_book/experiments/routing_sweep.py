@@ -110,15 +110,17 @@ def sweep_file(sweep: str, profiles: dict, task, seeds, directory=None, profile:
     return results, command
 
 
-def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
+def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS, profiles: dict | None = None) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
     config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
-    config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
+    config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled.
+    ``profiles``: the sweep's, where it is not one of :data:`SWEEPS`."""
 
     def resolve(config, directory=None):
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
-        files = {sweep_name: sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)}
+        swept = SWEEPS[sweep_name][0] if profiles is None else profiles
+        files = {sweep_name: sweep_file(sweep_name, swept, config, config.seeds, directory)}
         return resolve_lrs(config, sweep_name, READER.chosen, directory, arms, files=files, named=OPTIONAL_SWEPT_ARMS)
 
     return resolve
