@@ -72,10 +72,11 @@ def run_job(
     most: int = 7,
     plan_class: type[Plan] = Plan,
 ) -> dict:
-    """The job (``plan_class``'s: p = 97's unless named): plan, estimate, supervise. ``work`` keeps its results files, checkpoints and logs
-    (on a GPU machine ``device-work/``, so that a second call there resumes the first); each
-    experiment's results file is copied to ``out/runs`` after every run of it, and the
-    checkpoints of stopped runs are bundled beside them where they fit."""
+    """The job (``plan_class``'s: p = 97's unless named): plan, estimate, supervise. ``work`` keeps
+    its results files, checkpoints and logs (on a GPU machine ``device-work/``, so that a second call
+    there resumes the first); each experiment's results file is copied to ``out/runs`` after every
+    run of it, and the checkpoints of stopped runs are bundled beside them where they fit (where the
+    plan's do: p = 97's)."""
     profile = "ci" if dry else "full"
     results, checkpoints, logs, runs_out = work / "results", work / "checkpoints", work / "logs", out / "runs"
     for folder in (results, logs, runs_out):
