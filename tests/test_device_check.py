@@ -48,14 +48,15 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
         "summary.json",
         "runs/grokking_p97_qk_lr-ci.json.gz",
         "runs/grokking_p97_fair-ci.json.gz",
-        "runs/charlm_gpu_qk_lr-ci.json.gz",  # the dry run's 20 s: the sweep's first runs, no judged run yet
+        "runs/charlm_gpu_qk_lr-ci.json.gz",  # the dry run makes its sweep's first runs only
         "benchmarks.tar",
     ]
     assert {f["path"] for f in summary["files"]} == set(returned)
     bench = ["grokking_epoch-ci-cpu.json", "peers_step-tiny-cpu.json", "step_time-tiny-cpu.json"]
     assert sorted(tarfile.open(out / "benchmarks.tar").getnames()) == bench
     charlm = results_files.read(out / "runs" / "charlm_gpu_qk_lr-ci.json.gz")
-    assert charlm["runs"] and all(key.split("@")[0] in device_charlm.DRY_ARMS for key in charlm["runs"])
+    assert len(charlm["runs"]) == device_charlm.DRY_RUNS
+    assert all(key.split("@")[0] in device_charlm.DRY_ARMS for key in charlm["runs"])
     steps = get_config("charlm_gpu_qk_lr", "ci").task.steps
     assert all(run["final"]["epoch"] == steps and run["final"]["val_bpc"] > 0 for run in charlm["runs"].values())
     # the sweep grown by its own rule until every choice is final, then the judged runs at those choices

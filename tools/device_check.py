@@ -26,10 +26,11 @@ third, and whatever the first left unused). The 2x2 goes first and gets more bec
 it runs nowhere else (a step is about 30 s on this project's CPU), while p = 97's runs also go
 on, slowly, on the CPU. Both resume across calls: finished runs are in the returned results
 files (merged into ``book/results``, then carried by the next call), and on the same machine a
-stopped run resumes from its checkpoint in ``device-work/``. The dry run gives step 6 ``CHARLM_DRY_S``
-(20 s: the sweep's first runs at the ``ci`` size, each about 10 s, most of it the worker's start;
-the rule's growth and the judged runs that follow are tested without training,
-``tests/test_device_charlm.py``), so that ``make test`` stays about as fast.
+stopped run resumes from its checkpoint in ``device-work/``. The dry run's step 6 makes the
+sweep's first two runs at the ``ci`` size (``device_charlm.DRY_RUNS``: one wave, about 10 s on a
+loaded CPU, most of it the workers' start; its guard ``CHARLM_DRY_S`` only a bound); the rule's
+growth and the judged runs that follow are tested without training (``tests/test_device_charlm.py``),
+so that ``make test`` stays about as fast. No step at the character model's GPU size runs on a CPU.
 
 Everything goes under ``$OUT`` (default ``device-results/``), within what a lent machine
 returns (at most 8 files, each under 16 MiB, at most two folders down)::
@@ -73,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RETURNED = {"files": 8, "bytes": 16 * 2**20, "folders": 2}  # what a lent machine brings back from $OUT
 RESERVE_S = 15  # after the jobs' guards: checkpoints, summary, the closing message
 CHARLM_SHARE = 2 / 3  # of the time the steps leave: the character model's job's, first (the docstring's split)
-CHARLM_DRY_S = 20  # the dry run's character-model job: its sweep's first runs at the ci size, then its guard
+CHARLM_DRY_S = 120  # the dry run's character-model job's guard, a bound: its plan ends after its first runs
 BENCHMARKS = "benchmarks.tar"  # the benchmarks' records, packed after the steps: one returned file, not three
 
 

@@ -8,6 +8,10 @@ their lrs from the sweep file themselves before they run. Each returned results 
 most what fits under a lent machine's file size; :func:`merge` adds a returned file's new runs
 to the committed one.
 
+:class:`Plan` is p = 97's; the character model's 2x2 (``device_charlm.CharLMPlan``) is the same
+order on its own experiments, overriding the hooks that name them (configuration, study, resolve,
+judged arms, the length field).
+
 The job reads, of ``book/results``, only :func:`results_read`. Results files are found, read and
 written by :mod:`stiefel_book.results_files` (gzip JSON; an older plain ``.json`` is still read).
 """
