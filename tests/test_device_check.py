@@ -1,6 +1,7 @@
 """The device check (``make device-check``, issue 33): its dry run end to end (the p = 97 job of
-issue 28 at tiny sizes), so that the script a lent GPU gets cannot rot, and the parts a dry run
-cannot reach (the guard, the plan at paper scale, the file-size cap, the merge)."""
+issue 28 and the character model's 2x2 job of issue 49 at tiny sizes), so that the script a lent
+GPU gets cannot rot, and the parts a dry run cannot reach (the guard, the plan at paper scale, the
+file-size cap, the merge)."""
 
 import json
 import os
@@ -16,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from stiefel_book import results_files  # noqa: E402
-from stiefel_book.experiments import p97_fair  # noqa: E402
+from stiefel_book.experiments import get_config, p97_fair  # noqa: E402
 
+import device_charlm  # noqa: E402
 import device_check  # noqa: E402
 import device_job  # noqa: E402
 import device_plan  # noqa: E402
@@ -38,7 +40,7 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["status"] for s in summary["steps"]] == ["passed"] * 5
+    assert [s["status"] for s in summary["steps"]] == ["passed"] * 6
     assert summary["tests"]["passed"] > 0 and not summary["tests"]["failed"]
     assert summary["returned_files_problems"] == []
     returned = [
@@ -46,11 +48,17 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
         "summary.json",
         "runs/grokking_p97_qk_lr-ci.json.gz",
         "runs/grokking_p97_fair-ci.json.gz",
-        "benchmarks/results/step_time-tiny-cpu.json",
-        "benchmarks/results/peers_step-tiny-cpu.json",
-        "benchmarks/results/grokking_epoch-ci-cpu.json",
+        "runs/charlm_gpu_qk_lr-ci.json.gz",  # the dry run makes its sweep's first runs only
+        "benchmarks.tar",
     ]
     assert {f["path"] for f in summary["files"]} == set(returned)
+    bench = ["grokking_epoch-ci-cpu.json", "peers_step-tiny-cpu.json", "step_time-tiny-cpu.json"]
+    assert sorted(tarfile.open(out / "benchmarks.tar").getnames()) == bench
+    charlm = results_files.read(out / "runs" / "charlm_gpu_qk_lr-ci.json.gz")
+    assert len(charlm["runs"]) == device_charlm.DRY_RUNS
+    assert all(key.split("@")[0] in device_charlm.DRY_ARMS for key in charlm["runs"])
+    steps = get_config("charlm_gpu_qk_lr", "ci").task.steps
+    assert all(run["final"]["epoch"] == steps and run["final"]["val_bpc"] > 0 for run in charlm["runs"].values())
     # the sweep grown by its own rule until every choice is final, then the judged runs at those choices
     sweep = results_files.read(out / "runs" / "grokking_p97_qk_lr-ci.json.gz")
     swept = device_plan.config(device_plan.SWEEP, "ci", dry=True)  # the dry run's arms: two of the four
@@ -64,8 +72,8 @@ def test_the_dry_run_passes_and_returns_what_a_lent_machine_brings_back(tmp_path
     for results in (sweep, fair):
         assert all(run["final"]["epoch"] == device_plan.DRY_TASK["epochs"] for run in results["runs"].values())
         assert all(run["provenance"]["device"].startswith("cpu") for run in results["runs"].values())
-    merge = "tools/device_job.py merge F/runs/grokking_p97_qk_lr-ci.json.gz F/runs/grokking_p97_fair-ci.json.gz"
-    assert "Into the repository" in done.stdout and merge in done.stdout
+    merge = "F/runs/grokking_p97_qk_lr-ci.json.gz F/runs/grokking_p97_fair-ci.json.gz"
+    assert "Into the repository" in done.stdout and merge in done.stdout and "tar -xf F/benchmarks.tar" in done.stdout
 
 
 A, B, C = ("baseline", 0), ("stiefel", 0), ("frozen", 0)

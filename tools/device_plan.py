@@ -8,6 +8,10 @@ their lrs from the sweep file themselves before they run. Each returned results 
 most what fits under a lent machine's file size; :func:`merge` adds a returned file's new runs
 to the committed one.
 
+:class:`Plan` is p = 97's; the character model's 2x2 (``device_charlm.CharLMPlan``) is the same
+order on its own experiments, overriding the hooks that name them (configuration, study, resolve,
+judged arms, the length field).
+
 The job reads, of ``book/results``, only :func:`results_read`. Results files are found, read and
 written by :mod:`stiefel_book.results_files` (gzip JSON; an older plain ``.json`` is still read).
 """
@@ -65,10 +69,10 @@ class Run(NamedTuple):
         return f"{self.arm}/{self.seed}"
 
 
-def results_read(profile: str = "full") -> list[str]:
-    """The names of the committed results files the job reads (from :data:`COMMITTED`, in either
-    form: ``NAME.json.gz`` or ``NAME.json``): nothing else of it."""
-    return [f"{experiment}-{profile}" for experiment in EXPERIMENTS]
+def results_read(profile: str = "full", experiments: tuple[str, ...] = EXPERIMENTS) -> list[str]:
+    """The names of the committed results files a job (default p = 97's) reads (from :data:`COMMITTED`,
+    in either form: ``NAME.json.gz`` or ``NAME.json``): nothing else of it."""
+    return [f"{experiment}-{profile}" for experiment in experiments]
 
 
 def config(experiment: str, profile: str, dry: bool):
@@ -88,13 +92,13 @@ def _runs(path: Path | None) -> set[str]:
     return set(results_files.read(path)["runs"]) if path is not None and path.exists() else set()
 
 
-def seed_work(results: Path, profile: str) -> dict[str, dict]:
+def seed_work(results: Path, profile: str, experiments: tuple[str, ...] = EXPERIMENTS) -> dict[str, dict]:
     """Bring the committed runs into the job's results folder (``results``), where its workers
     write and the judged runs' resolve step reads the whole sweep; ``{experiment: {"committed",
     "earlier"}}``: the committed runs' keys, and those an earlier call on this machine added."""
     results.mkdir(parents=True, exist_ok=True)
     out = {}
-    for experiment, name in zip(EXPERIMENTS, results_read(profile)):
+    for experiment, name in zip(experiments, results_read(profile, experiments)):
         committed, work = results_files.find(COMMITTED, name), results_files.find(results, name)
         if committed is not None:
             if work is not None:
@@ -111,11 +115,20 @@ class Plan:
 
     Called (``plan(busy)``) again whenever a run ends, it reads the results files in ``results``
     afresh: a sweep round that finished may grow the grid, or settle every choice and so unlock
-    the judged runs. It names at most what fits each returned file (:data:`MAX_FILE_BYTES`)."""
+    the judged runs. It names at most what fits each returned file (:data:`MAX_FILE_BYTES`).
+
+    This class is p = 97's job; another job (``device_charlm.CharLMPlan``) names its own
+    :attr:`experiments` and overrides the hooks below the line."""
+
+    experiments = EXPERIMENTS  # (the sweep, the judged runs), in the order they run
+    length = "epochs"  # the task's field that counts a run's length
+    prior_ms = 5.0  # the estimate's ms an epoch where no benchmark measured one (the pool's pace takes over)
+    startup_s = 60.0  # a worker's start on a GPU: imports, CUDA, compile (stated, not measured)
+    bundles_checkpoints = True  # stopped runs' checkpoints return in one tar (they fit: 2.5 MB each)
 
     def __init__(self, results: Path, profile: str, dry: bool, say: Callable = print):
-        self.results, self.profile, self.say = results, profile, say
-        self.configs = {experiment: config(experiment, profile, dry) for experiment in EXPERIMENTS}
+        self.results, self.profile, self.dry, self.say = results, profile, dry, say
+        self.configs = {experiment: self.config(experiment, profile, dry) for experiment in self.experiments}
         self._said: set[str] = set()
 
     def note(self, text: str) -> None:  # each message once: the plan is asked after every run
@@ -127,7 +140,7 @@ class Plan:
         return results_files.target(self.results, f"{experiment}-{self.profile}")
 
     def epochs_of(self, run: Run) -> int:
-        return self.configs[run.experiment].task.epochs
+        return getattr(self.task(run.experiment), self.length)
 
     def _load(self, experiment: str) -> dict | None:
         from stiefel_book.results import load_results
@@ -136,30 +149,25 @@ class Plan:
 
     def sweep_runs(self) -> list[Run]:
         """The sweep's pending round (its study's ``pending``), each rung's seeds not yet run."""
-        from stiefel_book.experiments import p97_fair
-
-        sweep, cfg = self._load(SWEEP), self.configs[SWEEP]
+        name = self.experiments[0]
+        sweep, cfg = self._load(name), self.configs[name]
         done = set(sweep["runs"]) if sweep else set()
-        arms = p97_fair.study(cfg).pending(sweep)
-        return [Run(SWEEP, arm, seed) for arm in arms for seed in cfg.seeds if f"{arm}/{seed}" not in done]
+        arms = self.study(cfg).pending(sweep, self.swept_arms())
+        return [Run(name, arm, seed) for arm in arms for seed in cfg.seeds if f"{arm}/{seed}" not in done]
 
     def fair_runs(self) -> list[Run]:
         """The judged runs not yet run, once the experiment's resolve step accepts the sweep."""
-        from stiefel_book.experiments import EXPERIMENTS as REGISTRY
-        from stiefel_book.experiments import p97_fair
-
-        experiment = REGISTRY[FAIR]
+        sweep, judged = self.experiments
         try:
-            resolved = experiment.resolve(self.configs[FAIR], self.results)
+            resolved = self.resolve(self.configs[judged])
         except ValueError as error:
-            self.note(f"{FAIR} is not planned: {error}")
+            self.note(f"{judged} is not planned: {error}")
             return []
         lrs = ", ".join(f"{arm} {lr:g}" for arm, lr in resolved.qk_lrs)
-        self.note(f"{SWEEP} has settled every choice (W_Q, W_K lr: {lrs}): {FAIR} is planned")
-        done = set((self._load(FAIR) or {"runs": {}})["runs"])
-        # a swept arm the configuration leaves out (the dry run's) is not judged; frozen frames are
-        arms = [arm for arm in experiment.default_arms(resolved) if arm in resolved.arms or arm not in p97_fair.ARMS]
-        return [Run(FAIR, arm, seed) for seed in resolved.seeds for arm in arms if f"{arm}/{seed}" not in done]
+        self.note(f"{sweep} has settled every choice (W_Q, W_K lr: {lrs}): {judged} is planned")
+        done = set((self._load(judged) or {"runs": {}})["runs"])
+        arms = self.judged_arms(resolved)
+        return [Run(judged, arm, seed) for seed in resolved.seeds for arm in arms if f"{arm}/{seed}" not in done]
 
     def bytes_per_run(self, experiment: str) -> int:
         """A run's bytes in the returned file: measured in the job's file, else the prior."""
@@ -167,8 +175,51 @@ class Plan:
         runs = _runs(path)
         if runs:
             return max(1, path.stat().st_size // len(runs))
-        task = self.configs[experiment].task
-        return PRIOR_BYTES_PER_RECORD * (task.epochs // task.log_every + 1)
+        task = self.task(experiment)
+        return PRIOR_BYTES_PER_RECORD * (getattr(task, self.length) // task.log_every + 1)
+
+    # --- the job's own: p = 97's (device_charlm.CharLMPlan overrides them) ----------------------
+
+    @staticmethod
+    def config(experiment: str, profile: str, dry: bool):
+        """A worker's configuration of ``experiment`` (:func:`config`)."""
+        return config(experiment, profile, dry)
+
+    @classmethod
+    def worker_config(cls, experiment: str, profile: str, dry: bool):
+        """The configuration a worker runs ``experiment`` with (the job's :meth:`config`)."""
+        return cls.config(experiment, profile, dry)
+
+    def task(self, experiment: str):
+        """The task configuration of ``experiment``'s runs."""
+        return self.configs[experiment].task
+
+    def study(self, sweep_config):
+        from stiefel_book.experiments import p97_fair
+
+        return p97_fair.study(sweep_config)
+
+    def swept_arms(self) -> tuple[str, ...] | None:
+        """The arms the sweep grows (``None``: its study's own, which the dry run's configuration cuts)."""
+        return None
+
+    def resolve(self, judged_config):
+        """The judged configuration with the sweep's choices (refused, ``ValueError``, while one is open)."""
+        from stiefel_book.experiments import EXPERIMENTS as REGISTRY
+
+        return REGISTRY[FAIR].resolve(judged_config, self.results)
+
+    def judged_arms(self, resolved) -> list[str]:
+        """The judged runs' arms: a swept arm the configuration leaves out (the dry run's) is not judged;
+        frozen frames are."""
+        from stiefel_book.experiments import EXPERIMENTS as REGISTRY
+        from stiefel_book.experiments import p97_fair
+
+        arms = REGISTRY[FAIR].default_arms(resolved)
+        return [arm for arm in arms if arm in resolved.arms or arm not in p97_fair.ARMS]
+
+    def describe(self, experiment: str) -> str:
+        return f"p = {self.task(experiment).p}, {self.task(experiment).epochs:,} epochs"
 
     def __call__(self, busy: set = frozenset()) -> list[Run]:
         runs = self.sweep_runs() or self.fair_runs()  # no judged run while any sweep run is pending
@@ -189,10 +240,10 @@ class Plan:
 
     def statement(self) -> str:
         parts = []
-        for experiment in EXPERIMENTS:
+        for experiment in self.experiments:
             cfg = self.configs[experiment]
             parts.append(
-                f"{experiment} ({self.profile}: p = {cfg.task.p}, {cfg.task.epochs:,} epochs, seeds "
+                f"{experiment} ({self.profile}: {self.describe(experiment)}, seeds "
                 f"{', '.join(map(str, cfg.seeds))}, {len(_runs(self.file(experiment)))} runs in hand)"
             )
         return "plan: " + "; then ".join(parts)

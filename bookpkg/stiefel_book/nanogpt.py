@@ -36,6 +36,7 @@ class GPTConfig:
     mlp: bool = True  # False: attention-only blocks
     qk_norm: bool = False
     qk_temperature: float = 1.0  # with qk_norm: the learned temperature's initial value, every head
+    dropout: float = 0.0  # nanoGPT's, where it drops: embeddings, attention weights, each residual branch
 
 
 class CausalSelfAttention(nn.Module):
@@ -58,6 +59,7 @@ class CausalSelfAttention(nn.Module):
         self.keep_attention = False
         self.attention: Tensor | None = None  # (B, nh, T, T) of the last forward, when kept
         self.max_logit: Tensor | None = None  # the last forward's largest logit, while ``record_logits``
+        self.attn_dropout, self.resid_dropout = nn.Dropout(config.dropout), nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         B, T, C = x.size()
@@ -75,8 +77,8 @@ class CausalSelfAttention(nn.Module):
             self.max_logit = att.detach().amax()
         att = F.softmax(att, dim=-1)
         self.attention = att.detach() if self.keep_attention else None
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        y = (self.attn_dropout(att) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
 
 
 @contextlib.contextmanager
@@ -96,9 +98,10 @@ class MLP(nn.Module):
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
         self.gelu = nn.GELU()
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.c_proj(self.gelu(self.c_fc(x)))
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
@@ -127,6 +130,7 @@ class GPT(nn.Module):
                 wte=nn.Embedding(config.vocab_size, config.n_embd),
                 wpe=nn.Embedding(config.block_size, config.n_embd),
                 h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                drop=nn.Dropout(config.dropout),
                 ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
             )
         )
@@ -151,7 +155,7 @@ class GPT(nn.Module):
         if T > self.config.block_size:
             raise ValueError(f"a sequence of {T} tokens is longer than block_size {self.config.block_size}")
         pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
-        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for block in self.transformer.h:
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))

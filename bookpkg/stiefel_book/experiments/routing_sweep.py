@@ -155,10 +155,11 @@ def sweep_file(sweep: str, profiles: dict, task, seeds, directory=None, profile:
     return results, command
 
 
-def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
+def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS, profiles: dict | None = None) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
     config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
-    config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled."""
+    config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled.
+    ``profiles``: the sweep's, where it is not one of :data:`SWEEPS`."""
 
     guard = checked(sweep_name)  # runs at a checked model lr wait for the check that chose it, as their sweep
 
@@ -167,7 +168,8 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS) -> Callable:
             guard(dataclasses.replace(config, seeds=(), qk_lrs=()), directory)
         if config.qk_lrs:  # chosen already (a chapter's live run, a test)
             return config
-        files = {sweep_name: sweep_file(sweep_name, SWEEPS[sweep_name][0], config, config.seeds, directory)}
+        swept = SWEEPS[sweep_name][0] if profiles is None else profiles
+        files = {sweep_name: sweep_file(sweep_name, swept, config, config.seeds, directory)}
         return resolve_lrs(config, sweep_name, READER.chosen, directory, arms, files=files, named=OPTIONAL_SWEPT_ARMS)
 
     return resolve

@@ -28,6 +28,7 @@ from ..results_reading import run_key, without_seeds
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from . import (
     ablation,
+    charlm_gpu,
     cifar10,
     cifar10_fair,
     cifar10_size,
@@ -69,6 +70,7 @@ EXPERIMENTS = collect(
     p97_fair,
     lr_sensitivity,
     routing_judged.ENTRIES_2X2,
+    charlm_gpu,
     routing_qk_temp,
     routing_qk_temp.TUNED_ENTRIES,
     extra=(*routing_judged.ENTRIES, *maps.INDUCTION_ENTRIES, *routing_sweep.ENTRIES),

@@ -44,6 +44,9 @@ class CharLMConfig(RoutingTraining):
     val_windows: int = 256  # 16,384 held-out characters
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
 
+    def model(self, vocab_size: int) -> GPTConfig:
+        return GPTConfig(vocab_size, self.block_size, self.n_layer, self.n_head, self.n_embd)
+
 
 @functools.lru_cache(maxsize=1)
 def corpus() -> CharCorpus:
@@ -61,8 +64,7 @@ def windows(text: torch.Tensor, n: int, length: int, g: torch.Generator) -> tupl
 
 def _run(config: CharLMConfig, arm: str, seed: int, device, checkpoint, progress, qk_lr: float | None) -> dict:
     data = corpus()
-    model_config = GPTConfig(data.vocab_size, config.block_size, config.n_layer, config.n_head, config.n_embd)
-    model = build(model_config, arm, seed).to(device)
+    model = build(config.model(data.vocab_size), arm, seed).to(device)
     val_x, val_y = (t.to(device) for t in windows(data.val, config.val_windows, config.block_size, generator(VAL_SEED)))
 
     def loss_of(x, y):
