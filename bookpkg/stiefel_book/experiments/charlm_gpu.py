@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..choices import LADDER
 from ..nanogpt import GPTConfig
 from ..results_reading import grid_arm
-from . import charlm
+from ..tasks import charlm
 from .registry import Experiment
 from .routing_judged import ARMS_2X2
 from .routing_sweep import KEY, RoutingSweepConfig, resolver, study
