@@ -71,14 +71,6 @@ class MapCell:
     mcnemar_p: float | None  # exact McNemar p of those counts
 
 
-def _budget_at(lr: float | None, warmup_epochs: int | None, budget_at):
-    if budget_at is not None:
-        return budget_at
-    if lr is None or warmup_epochs is None:
-        raise ValueError("final_cells needs lr and warmup_epochs (the grokking schedule), or budget_at(λ, epoch)")
-    return lambda wd, epoch: decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
-
-
 def final_cells(
     results: dict,
     pairs: tuple[tuple[str, str], ...],
@@ -97,7 +89,9 @@ def final_cells(
     with ``warmup_epochs``). Chapters: regimes, intro."""
     if rule.margin is None:
         raise ValueError("the map's family needs an equivalence margin (margin_pp in book/protocol.yml)")
-    budget = _budget_at(lr, warmup_epochs, budget_at)
+    if budget_at is None and (lr is None or warmup_epochs is None):
+        raise ValueError("final_cells needs lr and warmup_epochs (the grokking schedule), or budget_at(λ, epoch)")
+    budget = budget_at or (lambda wd, epoch: decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch)))
     read, values = [], {}
     for a, b in pairs:
         for wd in results["config"]["weight_decays"]:
