@@ -10,6 +10,7 @@ import pytest
 
 from stiefel_book import families as fam
 from stiefel_book import protocol, results_files
+from stiefel_book.findings.advice import reading
 from stiefel_book.stats import holm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,7 @@ def routing_rows_as_they_were(values, endpoint, margin, alpha):
         half = float(stats.t.ppf(1 - alpha / 2, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
         row = {"arm": arm, "reference": ref, "n": len(seeds), "mean": v.mean_difference, "p_holm": v.p_adjusted}
         rows.append({**row, "ci": (v.mean_difference - half, v.mean_difference + half), "verdict": v.word})
-        rows[-1]["reading"] = endpoint.better(v.word)
+        rows[-1]["reading"] = reading(v.word, endpoint.higher_is_better)
     return rows
 
 

@@ -13,16 +13,6 @@ from stiefel_book.labels import label
 FAMILY = SimpleNamespace(margin=2.0, alpha=0.05, name="grokking_fair", set_after_runs=False, after_runs=None)
 
 
-def test_the_tuned_arms_are_the_experiments_arms():
-    from stiefel_book.experiments import fair_fight as experiment
-
-    assert (tuned.FAIR_ARMS, tuned.SCALE_ARMS, tuned.PEER_ARMS) == (
-        experiment.FAIR_ARMS,
-        experiment.SCALE_ARMS,
-        experiment.PEER_ARMS,
-    )
-
-
 def _values(offsets: dict[str, list[float]], base: list[float]) -> dict[str, dict[int, float]]:
     out = {"stiefel": dict(enumerate(base))}
     for arm, d in offsets.items():

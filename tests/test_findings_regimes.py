@@ -1,6 +1,7 @@
 """The regimes findings: pure functions of synthetic results dicts."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -8,8 +9,8 @@ from stiefel_book.findings import decay_map, regimes
 from stiefel_book.labels import label
 from stiefel_book.stats import VERDICTS, direction, paired_comparison
 
-RULE = decay_map.Rule(margin=2.0, alpha=0.05)
-RULES = {"decay_map": RULE, "controls_p31": RULE, "controls_p97_time": decay_map.Rule(None)}
+RULE = SimpleNamespace(margin=2.0, alpha=0.05, count_past=0.9)  # a declared family's rule (protocol.Family)
+RULES = {"decay_map": RULE, "controls_p31": RULE, "controls_p97_time": SimpleNamespace(margin=None, alpha=0.05)}
 
 
 def run(accuracies, every=25, **final):
@@ -60,7 +61,6 @@ def test_time_rows_use_the_paired_permutation_test_with_holm():
 
 
 def test_the_claim_quotes_the_map_count_and_the_readings():
-    from types import SimpleNamespace
 
     from stiefel_book import claim_measures
 

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 from stiefel_book import claim_verdicts
 from stiefel_book.findings import regimes
-from stiefel_book.findings.decay_map import Rule
 
 TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)
-RULES = {name: Rule(2.0) for name in ("decay_map", "decay_map_tuned", "controls_p31")}
+RULE = SimpleNamespace(margin=2.0, alpha=0.05, count_past=0.9)  # a declared family's rule (protocol.Family)
+RULES = dict.fromkeys(("decay_map", "decay_map_tuned", "controls_p31"), RULE)
 
 
 def _row(arm, reference, mean, verdict, past=(12, 10)):

@@ -4,11 +4,11 @@ chapter then states it first, with the map at the task's one rate beside it: nbv
 from types import SimpleNamespace
 
 from stiefel_book.findings import decay_map
-from stiefel_book.findings.decay_map import Rule
 
 DECAYS, SEEDS, ARMS = (0.0, 1.0), range(10), ("baseline", "stiefel", "frozen", "no_decay_qk")
 TASK = SimpleNamespace(lr=3e-3, warmup_epochs=10)
-RULES = {name: Rule(2.0) for name in ("decay_map", "decay_map_tuned", "controls_p31")}
+RULE = SimpleNamespace(margin=2.0, alpha=0.05, count_past=0.9)  # a declared family's rule (protocol.Family)
+RULES = dict.fromkeys(("decay_map", "decay_map_tuned", "controls_p31"), RULE)
 
 
 def _map(gain_at: dict[float, float], runs_missing: int = 0) -> dict:

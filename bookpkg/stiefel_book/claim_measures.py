@@ -15,9 +15,9 @@ from .findings import regimes as rg
 from .findings.ablation import METRIC, ablation_rows, merged_results, shares
 from .findings.cifar10 import movement_ratios, paired_gain, sweep_gains
 from .findings.decay_map import count_text, final_cells, tuned_cells
+from .findings.grokking import endpoint_accuracies
 from .findings.grokking import family_rows as grokking_family_rows
-from .findings.grokking_runs import endpoint_accuracies
-from .findings.peers_family import PEERS
+from .findings.peers import PEERS
 from .labels import difference, interval, label
 from .results_reading import arm_of
 from .stats import VERDICTS, mean_and_spread
@@ -85,7 +85,7 @@ def regimes(
     (``grokking-full``, p = 97), the readings of time to 90 %; with ``fair_rows`` (the fair
     fight's judged rows), the readings of the same controls at tuned lrs first; with ``p97_rows``
     (:func:`p97_tuned.fair_rows`), the readings of time to 90 % at p = 97 at tuned lrs. ``rules``: the
-    declared families' :class:`decay_map.Rule` by name (``decay_map``, ``controls_p31``,
+    declared families (``protocol.Family``) by name (``decay_map``, ``controls_p31``,
     ``controls_p97_time``). Chapter: rg."""
     if not controls or not decay_map:
         return "not yet measured (no finished full run)"

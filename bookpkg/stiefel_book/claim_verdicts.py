@@ -305,7 +305,7 @@ def regimes_verdict(
     undecided. Where the fair fight has judged the controls at tuned lrs (``fair_rows``, as
     :func:`findings.tuned.fair_family` gives them), those readings decide and the task-rate
     ones stand beside them; ``per_decay_map``, the map with each arm at the rate tuned at each
-    decay, is counted beside the map. ``rules``: :class:`decay_map.Rule` by declared family name."""
+    decay, is counted beside the map. ``rules``: ``protocol.Family`` by declared family name."""
     if not controls or not decay_map:
         return PENDING
     rule = rules["controls_p31"]

@@ -39,7 +39,7 @@ def admonition(title: str, lines: list[str], kind: str = "tip", collapsed: bool 
 
 def regimes_rules() -> dict:
     """The declared rules of the families the regimes chapter and the intro state
-    (``book/protocol.yml``), as :class:`findings.decay_map.Rule` by family name."""
+    (``book/protocol.yml``), as ``protocol.Family`` by name (:func:`findings.decay_map.rules`)."""
     from . import protocol
     from .findings import decay_map
 

@@ -31,7 +31,7 @@ TASKS = {
     "induction": "the induction task",
     "charlm": "the character model",
 }
-ROUTING = ("mqar", "induction", "charlm")
+ROUTING = ("mqar", "induction", "charlm")  # routing.TASKS
 
 
 def word_of(rows: list[dict], a: str, b: str) -> str | None:

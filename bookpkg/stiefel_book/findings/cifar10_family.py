@@ -13,9 +13,9 @@ from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10 import SWEEP_FRACTIONS
 from ..families import as_dict, judge
 from ..labels import difference
-from ..results_reading import finished_starts, grid_arm, run_key, size_arm
+from ..results_reading import finished_starts, grid_arm, run_key
 from .cifar10 import movement_ratios, paired_gain
-from .long_sizes import size_gains
+from .long_sizes import start_gains
 
 __all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_text", "movement_by_lr"]
 
@@ -95,17 +95,11 @@ def size_family(sizes: dict | None, family) -> list[dict]:
     """The family ``cifar10_size``: the gain at the largest size minus at the smallest (does the
     gap widen with data), then the gain at each size, paired by start, at matched epochs. Each
     row's ``key``: ``("widening",)`` or ``("gain", images)``."""
-    cells = size_gains(sizes) if sizes and sizes.get("runs") else []
-    if not cells:
+    found = start_gains(sizes)
+    if found is None:
         return []
-    decay = cells[0]["weight_decay"]
-    sizes_run = sorted({c["train_size"] for c in cells if c["weight_decay"] == decay})
-
-    def gains(n: int) -> dict[int, float]:
-        starts, x, y, _ = paired_gain(sizes, size_arm("stiefel", decay, n), size_arm("baseline", decay, n))
-        return {s: float(a - b) for s, a, b in zip(starts, x, y)}
-
-    by_size = {n: gains(n) for n in sizes_run}
+    by_size = found[1]
+    sizes_run = sorted(by_size)
     small, large = by_size[sizes_run[0]], by_size[sizes_run[-1]]
     common = sorted(set(small) & set(large))
     comparisons = [

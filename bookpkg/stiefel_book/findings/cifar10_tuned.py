@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .. import families
 from ..labels import difference, label
 from ..results_reading import finals
 from .fair_fight import family_rows, sweep_rows, tuned_lrs
@@ -46,8 +47,8 @@ def shown(rows: list[dict]) -> list[dict]:
 
 
 def find(rows: list[dict], arm: str, reference: str) -> dict | None:
-    row = next((r for r in rows if r["arm"] == arm and r["reference"] == reference), None)
-    return row if row is not None and row["n"] >= 2 else None
+    """The row ``arm − reference`` (:func:`families.find`) whose runs exist, else ``None``."""
+    return families.find(shown(rows), arm, reference)
 
 
 def text(row: dict | None, judged: int) -> str:

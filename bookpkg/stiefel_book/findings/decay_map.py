@@ -21,7 +21,6 @@ from .regimes import decay_budget, gain_over_time, grokking_lr_factors
 __all__ = [
     "FAMILIES",
     "rules",
-    "Rule",
     "MapCell",
     "final_cells",
     "count",
@@ -30,22 +29,6 @@ __all__ = [
     "tuned_cells",
     "regimes_cells",
 ]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A declared family's rule as the findings need it (from ``protocol.Family``): the
-    equivalence ``margin`` in the comparisons' units (None: no equivalence test), ``alpha``, and
-    the threshold whose count of seeds past it is shown beside the mean. Chapters: regimes, intro."""
-
-    margin: float | None
-    alpha: float = 0.05
-    count_past: float | None = 0.9
-
-    @classmethod
-    def of(cls, family) -> Rule:
-        """The rule of a ``protocol.Family``."""
-        return cls(family.margin, family.alpha, family.count_past)
 
 
 # The declared families (book/protocol.yml) whose verdicts the regimes chapter states.
@@ -61,9 +44,11 @@ FAMILIES = (
 )
 
 
-def rules(protocol, names: tuple[str, ...] = FAMILIES) -> dict[str, Rule]:
-    """``{family: Rule}`` of a loaded ``protocol.Protocol``. Chapters: regimes, intro."""
-    return {name: Rule.of(protocol.families[name]) for name in names}
+def rules(protocol, names: tuple[str, ...] = FAMILIES) -> dict:
+    """``{name: protocol.Family}`` of a loaded ``protocol.Protocol``: a family's rule is its ``margin``
+    (in the comparisons' units; None: no equivalence test), ``alpha`` and ``count_past`` (the threshold
+    whose count of seeds past it is shown beside the mean). Chapters: regimes, intro."""
+    return {name: protocol.families[name] for name in names}
 
 
 @dataclass(frozen=True)
@@ -86,18 +71,10 @@ class MapCell:
     mcnemar_p: float | None  # exact McNemar p of those counts
 
 
-def _budget_at(lr: float | None, warmup_epochs: int | None, budget_at):
-    if budget_at is not None:
-        return budget_at
-    if lr is None or warmup_epochs is None:
-        raise ValueError("final_cells needs lr and warmup_epochs (the grokking schedule), or budget_at(λ, epoch)")
-    return lambda wd, epoch: decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch))
-
-
 def final_cells(
     results: dict,
     pairs: tuple[tuple[str, str], ...],
-    rule: Rule,
+    rule,
     *,
     lr: float | None = None,
     warmup_epochs: int | None = None,
@@ -107,12 +84,14 @@ def final_cells(
     """One cell per pair ``(a, b)`` and weight decay of the configuration, ``a − b`` at the last
     logged epoch of the paired seeds, in percentage points for an accuracy (else the metric's own
     unit); the verdicts of all the cells
-    together are one family (Holm, :func:`families.judge`, ``rule.margin`` in pp).
+    together are one family (Holm, :func:`families.judge`; ``rule``: its ``protocol.Family``, margin in pp).
     ``budget_at(λ, epoch)`` gives a cell's decay budget (default: the grokking schedule at ``lr``
     with ``warmup_epochs``). Chapters: regimes, intro."""
     if rule.margin is None:
         raise ValueError("the map's family needs an equivalence margin (margin_pp in book/protocol.yml)")
-    budget = _budget_at(lr, warmup_epochs, budget_at)
+    if budget_at is None and (lr is None or warmup_epochs is None):
+        raise ValueError("final_cells needs lr and warmup_epochs (the grokking schedule), or budget_at(λ, epoch)")
+    budget = budget_at or (lambda wd, epoch: decay_budget(lr, wd, grokking_lr_factors(warmup_epochs, epoch)))
     read, values = [], {}
     for a, b in pairs:
         for wd in results["config"]["weight_decays"]:
@@ -189,42 +168,31 @@ def curves(results: dict, a: str, b: str, metric: str = "val_acc") -> dict[float
     }
 
 
+def _stiefel_cells(results: dict | None, task, rules: dict, name: str, arms: int | None = None) -> list[MapCell] | None:
+    """A map's Stiefel − AdamW cells under the family ``name`` of ``rules`` on ``task``'s schedule; with
+    ``arms`` (per decay and seed), ``None`` until every run has finished (a partial map is not read)."""
+    if arms is not None:
+        config = (results or {}).get("config")
+        if not config or len(results["runs"]) < len(config["weight_decays"]) * arms * len(config["seeds"]):
+            return None
+    pairs = (("stiefel", "baseline"),)
+    return final_cells(results, pairs, rules[name], lr=task.lr, warmup_epochs=task.warmup_epochs)
+
+
 def tuned_cells(tuned: dict | None, task, rules: dict) -> list[MapCell] | None:
-    """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``): its Stiefel −
-    AdamW cells under the family ``decay_map_tuned``, or ``None`` until every run of the map has
-    finished (a partial map is not read). Chapters: regimes, intro."""
-    if not tuned:
-        return None
-    config = tuned["config"]
-    if len(tuned["runs"]) < len(config["weight_decays"]) * 4 * len(config["seeds"]):
-        return None
-    return final_cells(
-        tuned, (("stiefel", "baseline"),), rules["decay_map_tuned"], lr=task.lr, warmup_epochs=task.warmup_epochs
-    )
+    """The decay map at every arm's tuned W_Q, W_K lr (``grokking_decay_map_tuned``, four arms) under the
+    family ``decay_map_tuned``, once complete. Chapters: regimes, intro."""
+    return _stiefel_cells(tuned, task, rules, "decay_map_tuned", arms=4)
 
 
 def per_decay_cells(per_decay: dict | None, task, rules: dict) -> list[MapCell] | None:
     """The map with AdamW and the Stiefel rule each at the lr tuned at each decay
-    (``grokking_decay_map_per_decay``): its Stiefel − AdamW cells under the family
-    ``decay_map_per_decay``, or ``None`` until every run has finished. Chapter: regimes."""
-    if not per_decay:
-        return None
-    config = per_decay["config"]
-    if len(per_decay["runs"]) < len(config["weight_decays"]) * 2 * len(config["seeds"]):
-        return None
-    return final_cells(
-        per_decay,
-        (("stiefel", "baseline"),),
-        rules["decay_map_per_decay"],
-        lr=task.lr,
-        warmup_epochs=task.warmup_epochs,
-    )
+    (``grokking_decay_map_per_decay``) under the family ``decay_map_per_decay``, once complete. Chapter: regimes."""
+    return _stiefel_cells(per_decay, task, rules, "decay_map_per_decay", arms=2)
 
 
 def regimes_cells(decay_map: dict, task, rules: dict) -> list:
     """The decay map's Stiefel − AdamW cells at each decay's final epoch, under the declared
-    family ``decay_map`` (``rules``: :class:`decay_map.Rule` by family name). Every page's count
-    of the map comes from these cells (:func:`decay_map.count`)."""
-    return final_cells(
-        decay_map, (("stiefel", "baseline"),), rules["decay_map"], lr=task.lr, warmup_epochs=task.warmup_epochs
-    )
+    family ``decay_map`` (``rules``: :func:`rules`). Every page's count of the map comes from these
+    cells (:func:`decay_map.count`)."""
+    return _stiefel_cells(decay_map, task, rules, "decay_map")

@@ -1,7 +1,8 @@
-"""What the grokking results say: the declared family ``grokking_p97`` in numbers and verdict words
-(:func:`family_rows`; the chapter writes its sentences) and the claims table's line. The endpoints
-per seed are :mod:`.grokking_runs`, whose report the chapter reads here too. Pure functions of the
-``grokking`` results dicts they are handed."""
+"""What the grokking results say (the grokking chapter): validation accuracy at the horizon per seed
+and arm, before any verdict (:func:`endpoint_accuracies`, :func:`report`; one run's log and the
+frames are read in the chapter), and the declared family ``grokking_p97`` in numbers and verdict
+words (:func:`family_rows`; the chapter writes its sentences). Pure functions of the ``grokking``
+results dicts they are handed."""
 
 from __future__ import annotations
 
@@ -9,14 +10,54 @@ import math
 
 import numpy as np
 
-from . import grokking_runs
-from .grokking_runs import ARMS, endpoint_accuracies
-from .grokking_runs import report as report  # re-exported: the chapter reads it here
+from .. import preprint
+from ..results_reading import arm_of
+from ..stats import mean_and_spread, paired_comparison
 
-__all__ = [
-    *grokking_runs.__all__,  # read here by the chapter
-    "family_rows",
-]
+ARMS = ("baseline", "stiefel")  # experiments.grokking.ARMS (a test holds them equal; this module loads no torch)
+
+__all__ = ["ARMS", "endpoint_accuracies", "report", "family_rows"]
+
+
+def endpoint_accuracies(results: dict, epoch: int | None = None) -> dict[str, dict[int, float]]:
+    """Validation accuracy per arm and seed at ``epoch`` (default: each run's last record). Chapter: grokking."""
+    table: dict[str, dict[int, float]] = {}
+    for key, run in sorted(results["runs"].items()):
+        arm, seed = key.split("/")
+        records = [r for r in run["history"] if epoch is None or r["epoch"] == epoch]
+        if records:
+            table.setdefault(arm, {})[int(seed)] = records[-1]["val_acc"]
+    return table
+
+
+def report(results: dict | None, epoch: int = 20_000) -> str:
+    """Validation accuracy at ``epoch`` per seed and arm, their mean and spread, the paired
+    difference where both arms finished a seed, and the preprint's single run beside them.
+    Chapter: grokking."""
+    if not results or not results.get("runs"):
+        return "No run of this profile has finished yet: the results file is missing or empty."
+    table = endpoint_accuracies(results, epoch)
+    finished = sum(arm_of(key) in ARMS for key in results["runs"])
+    lines = [f"validation accuracy at epoch {epoch:,} ({finished} finished runs of {' and '.join(ARMS)})"]
+    for arm in ARMS:
+        per_seed = table.get(arm, {})
+        cells = ", ".join(f"seed {s}: {100 * a:.1f}%" for s, a in sorted(per_seed.items())) or "none finished"
+        lines.append(f"  {arm:8s} {cells}")
+        if len(per_seed) >= 2:
+            spread = mean_and_spread([100 * a for a in per_seed.values()])
+            lines.append(
+                f"  {'':8s} mean {spread.mean:.1f}%, std {spread.std:.1f}, range {spread.min:.1f}-{spread.max:.1f}% (n "
+                f"= {spread.n})"
+            )
+        lines.append(f"  {'':8s} preprint (one run): {100 * preprint.GROKKING[arm]:.1f}%")
+    paired = sorted(set(table.get("stiefel", {})) & set(table.get("baseline", {})))
+    if len(paired) >= 2:
+        c = paired_comparison([100 * table["stiefel"][s] for s in paired], [100 * table["baseline"][s] for s in paired])
+        lines.append(
+            f"  stiefel - baseline over {c.n} paired seeds: {c.mean_difference:+.1f} pp, 95% CI [{c.ci_low:+.1f}, "
+            f"{c.ci_high:+.1f}], wins {c.wins}/{c.n}"
+        )
+    return "\n".join(lines)
 
 
 # --- the declared family (book/protocol.yml: grokking_p97) -------------------------------------

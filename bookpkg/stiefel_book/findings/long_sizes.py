@@ -19,6 +19,7 @@ __all__ = [
     "holm_p",
     "family_cell",
     "size_cells",
+    "start_gains",
     "widening",
     "size_readings",
 ]
@@ -69,23 +70,34 @@ def size_cells(size_rows: list[dict] | None) -> dict[tuple, dict]:
     return {tuple(r["key"]): r for r in size_rows or ()}
 
 
+def start_gains(
+    results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc"
+) -> tuple[float, dict[int, dict[int, float]]] | None:
+    """``(decay, {size: {start: gain a − b}})`` at the size sweep's first decay, each size's gains over
+    the starts both arms finished there; ``None`` before a run. Chapters: CIFAR-10 patches, regimes."""
+    cells = size_gains(results, a, b, metric) if results and results.get("runs") else []
+    if not cells:
+        return None
+    decay = cells[0]["weight_decay"]
+    out = {}
+    for size in sorted({c["train_size"] for c in cells if c["weight_decay"] == decay}):
+        starts, x, y, _ = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
+        out[size] = {s: float(u - v) for s, u, v in zip(starts, x, y)}
+    return decay, out
+
+
 def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metric: str = "test_acc") -> dict | None:
     """The numbers behind whether the gap widens with data at matched epochs: over the starts that
     finished both the smallest and the largest size, the per-start gain ``a - b`` at the largest
     size minus at the smallest (``differences``) and their paired comparison. ``None`` with fewer
     than two such starts. Its verdict is the family ``cifar10_size``'s (:func:`size_readings`).
     Chapters: CIFAR-10 patches, regimes."""
-    cells = size_gains(results, a, b, metric) if results and results.get("runs") else []
-    if not cells:
+    found = start_gains(results, a, b, metric)
+    if found is None:
         return None
-    decay = cells[0]["weight_decay"]
-    sizes = sorted({c["train_size"] for c in cells if c["weight_decay"] == decay})
-
-    def gains(size: int) -> dict[int, float]:
-        starts, x, y, _ = paired_gain(results, size_arm(a, decay, size), size_arm(b, decay, size), metric)
-        return dict(zip(starts, x - y))
-
-    small, large = gains(sizes[0]), gains(sizes[-1])
+    decay, by_size = found
+    sizes = sorted(by_size)
+    small, large = by_size[sizes[0]], by_size[sizes[-1]]
     common = sorted(set(small) & set(large))
     if len(sizes) < 2 or len(common) < 2:
         return None
@@ -95,7 +107,7 @@ def widening(results: dict | None, a: str = "stiefel", b: str = "baseline", metr
         "large": sizes[-1],
         "n": len(common),
         "comparison": paired_comparison([large[s] for s in common], [small[s] for s in common]),
-        "differences": [float(large[s] - small[s]) for s in common],
+        "differences": [large[s] - small[s] for s in common],
     }
 
 

@@ -28,7 +28,6 @@ __all__ = [
     "task_of",
     "FITS",
     "readings",
-    "readings_text",
     "departures_from_stated",
 ]
 
@@ -188,26 +187,6 @@ def readings(results: dict, long_rows: list[dict]) -> dict:
         **{m: {r["weight_decay"]: word(m, r["weight_decay"]) for r in rows} for m in ("freezing_cost", "decay_on_qk")},
         "frozen": {r["weight_decay"]: word("frozen", r["weight_decay"]) for r in rows},
     }
-
-
-def readings_text(r: dict) -> str:
-    """:func:`readings` in words, one line each. Chapters: CIFAR-10 patches, regimes."""
-
-    def per_decay(verdicts: dict) -> str:
-        return ", ".join(f"λ = {d:g}: {v}" for d, v in verdicts.items()) or "none"
-
-    decay, verdict, n = r["protocol"]
-    move = "-" if r["movement"] is None else f"{r['movement'][0]:.2f}x to {r['movement'][1]:.2f}x"
-    return "\n".join(
-        [
-            f"Stiefel − AdamW where both fit their training set (train ≥ {FITS:g} %): {per_decay(r['fitting'])}",
-            f"Stiefel − AdamW where decay holds train accuracy below it: {per_decay(r['held'])}",
-            "preprint's protocol: "
-            + (NOT_RUN if decay is None else f"λ = {decay:g}, {n} of {PREPRINT_STARTS} starts: {verdict}"),
-            f"AdamW step / Stiefel step over the decays: {move}",
-            *(f"{NAMES[m]}: {per_decay(r[m])}" for m in ("freezing_cost", "decay_on_qk", "frozen")),
-        ]
-    )
 
 
 def departures_from_stated(

@@ -23,7 +23,7 @@ from ..labels import interval, label
 from ..results_reading import finals, runs_of
 from ..stats import paired_comparison
 from ..stats.power import holm_floor, pairs_for_floor
-from .fair_fight import lr_text
+from .fair_fight import THRESHOLD, lr_text
 from .regimes import CONTROL_PAIRS, time_rows
 
 __all__ = [
@@ -34,12 +34,13 @@ __all__ = [
     "fair_rows",
     "adopted_seeds",
     "row_text",
-    "table",
+    "time_word",
+    "median",
+    "medians",
     "short_text",
     "floor_text",
     "floor_note",
     "takeaway",
-    "what_changed",
     "scale_text",
     "control_rows",
 ]
@@ -53,7 +54,6 @@ PAIRS = tuple(  # each arm against AdamW and against the Stiefel rule (protocol.
     )
     for arm in arms
 )
-THRESHOLD = 0.9
 
 
 def sweep_rows(sweep: dict | None) -> list[dict]:
@@ -117,18 +117,19 @@ def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
     )
 
 
-def _time_word(verdict: str) -> str:
+def time_word(verdict: str) -> str:
     """A time verdict in words: *higher* is sooner, *lower* later."""
     return {"higher": "sooner", "lower": "later"}.get(verdict, verdict)
 
 
-def _median(survival) -> str:
+def median(survival) -> str:
+    """A Kaplan-Meier median in words: "epoch 4,380", or "never"."""
     return "never" if math.isinf(survival.median) else f"epoch {survival.median:,.0f}"
 
 
-def _medians(row: dict) -> str:
+def medians(row: dict) -> str:
     """ "median epoch 4,380 against 3,740" (or "... against never")."""
-    text = f"median {_median(row['a_survival'])} against {_median(row['b_survival'])}"
+    text = f"median {median(row['a_survival'])} against {median(row['b_survival'])}"
     return text.replace("against epoch", "against")
 
 
@@ -137,40 +138,16 @@ def row_text(row: dict | None) -> str:
     against b seeds past 90 %. Its final accuracy: [**word**,] +d pp [lo, hi]", or "not yet run"."""
     if row is None:
         return "not yet run"
-    word = _time_word(row["verdict"])
+    word = time_word(row["verdict"])
     f = row["final"]
     seen = "; its runs were seen before the rule was declared" if row["seen_before"] else ""
     final_word = f"**{row['final_word']}**, " if row.get("final_word") else ""
     return (  # two sentences, at most two results each: time (with the seeds past 90 %), then final accuracy
-        f"time to 90 % **{word}**, {_medians(row)} over "
+        f"time to 90 % **{word}**, {medians(row)} over "
         f"{row['seeds']} paired seeds (p = {row['p']:.2g}, Holm p = {row['p_holm']:.2g}), with "
         f"{row['past'][0]} against {row['past'][1]} seeds past 90 %. Its final accuracy: {final_word}"
         f"{f.mean_difference:+.1f} pp, {interval(f.ci_low, f.ci_high)}{seen}"
     )
-
-
-def table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """The family's comparisons as a table, ``(headers, rows)``: medians, seeds past 90 %, the
-    adjusted p and word of time, the final accuracy's difference and word."""
-    headers = ["Comparison", "Seeds", "Median epoch to 90 %", "Past 90 %", "Holm p", "Time"]
-    headers += ["Final acc., pp (unadjusted 95 % CI)", "Final"]
-    body = []
-    for r in rows:
-        f = r["final"]
-        medians = f"{_median(r['a_survival'])} vs {_median(r['b_survival'])}".replace("epoch ", "")
-        body.append(
-            [
-                f"{label(r['a'], capital=True)} vs {label(r['b'])}",
-                str(r["seeds"]),
-                medians,
-                f"{r['past'][0]} vs {r['past'][1]}",
-                f"{r['p_holm']:.2g}",
-                _time_word(r["verdict"]),
-                f"{f.mean_difference:+.1f} [{f.ci_low:+.1f}, {f.ci_high:+.1f}]",
-                r.get("final_word", ""),
-            ]
-        )
-    return headers, body
 
 
 def short_text(row: dict | None) -> str:
@@ -178,10 +155,9 @@ def short_text(row: dict | None) -> str:
     final accuracy equivalent (+0.1 pp)", or "not yet run"."""
     if row is None:
         return "not yet run"
-    word = _time_word(row["verdict"])
-    medians = _medians(row)
+    word = time_word(row["verdict"])
     final = f"final accuracy {row['final_word']}" if row.get("final_word") else "final accuracy"
-    return f"time to 90 % {word} ({medians}), {final} ({row['final'].mean_difference:+.1f} pp)"
+    return f"time to 90 % {word} ({medians(row)}), {final} ({row['final'].mean_difference:+.1f} pp)"
 
 
 def floor_note(rows: list[dict], alpha: float = 0.05) -> str:
@@ -222,26 +198,6 @@ def takeaway(rows: list[dict], lrs: dict[str, float], before: dict | None = None
         f"At $p = 97$ (rates {rates}; 20,000 epochs), the Stiefel rule against AdamW: {row_text(gain)}."
         + _before_text(before, gain)
     )
-
-
-def what_changed(rows: list[dict], before: dict | None) -> list[str]:
-    """The grokking chapter's line on what tuning the rates changed at p = 97: the Stiefel rule
-    against AdamW at the task's rate (``before``, :func:`grokking.family_rows`) and at tuned rates;
-    empty until both exist."""
-    gain = {(r["a"], r["b"]): r for r in rows}.get(("stiefel", "baseline"))
-    if gain is None or before is None:
-        return []
-    e, t = before["endpoint"], before["time"]
-    word = _time_word(gain["verdict"])
-    was = _time_word(t["verdict"])
-    sa, sb = t["median"]
-    return [
-        f"At p = 97 the Stiefel rule against AdamW, with each at its own tuned W_Q, W_K rate, ends "
-        f"**{gain.get('final_word', 'inconclusive')}** ({gain['final'].mean_difference:+.1f} pp) where, with both at "
-        f"the task's rate, it read *{e['verdict']}* ({e['mean_pp']:+.1f} pp); its time to 90 % reads **{word}** "
-        f"({_medians(gain)}) where it read *{was}* "
-        f"(median epoch {sa:,.0f} against {sb:,.0f}). What changed is AdamW's rate, untuned before."
-    ]
 
 
 def scale_text(rows: list[dict]) -> str:

@@ -14,7 +14,9 @@ import numpy as np
 from ..choices import late_scores, metric_sign, sweep_row
 from ..families import Row, find
 from ..labels import interval
+from ..protocol_fields import Endpoint
 from ..results_reading import finals
+from .advice import TASKS as PHRASES
 
 __all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals"]
 __all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
@@ -22,28 +24,15 @@ __all__ += ["committed_cells", "cell_curves", "sweep_rows"]
 __all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
 
 TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
+TASK_PHRASES = {task: PHRASES[task] for task in TASK_NAMES}  # a task named inside a sentence
 SWEPT = ("baseline", "stiefel", "no_decay_qk", "qk_norm", "muon")  # the arms each task's sweep tunes
 JUDGED_ARMS = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon")
 
 
-class Endpoint:
-    """A task's endpoint: the metric of a run's last record, its unit, the factor from the metric
-    to that unit, and whether higher is better."""
-
-    def __init__(self, metric: str, unit: str, scale: float, higher_is_better: bool):
-        self.metric, self.unit, self.scale, self.higher_is_better = metric, unit, scale, higher_is_better
-
-    def better(self, word: str) -> str:
-        """The verdict word of an arm against a reference, read as better, worse or neither."""
-        if word in ("higher", "lower"):
-            return "better" if (word == "higher") == self.higher_is_better else "worse"
-        return word
-
-
-TASKS = {  # task -> (its family in book/protocol.yml, its endpoint)
-    "mqar": ("routing_mqar", Endpoint("val_acc", "pp", 100.0, True)),
-    "induction": ("routing_induction", Endpoint("val_loss", "nats per token", 1.0, False)),
-    "charlm": ("routing_charlm", Endpoint("val_bpc", "bits per character", 1.0, False)),
+TASKS = {  # task -> (its family in book/protocol.yml, its endpoint as that family declares it: a test holds them equal)
+    "mqar": ("routing_mqar", Endpoint("val_acc", "final", "paired_t", "pp", 100.0, True)),
+    "induction": ("routing_induction", Endpoint("val_loss", "final", "paired_t", "nats per token", 1.0, False)),
+    "charlm": ("routing_charlm", Endpoint("val_bpc", "final", "paired_t", "bits per character", 1.0, False)),
 }
 
 
@@ -226,11 +215,6 @@ def soft_solvers(results: dict | None, accuracy: float = 0.9, head: float = 0.5)
     return out
 
 
-TASK_PHRASES = {  # a task named inside a sentence
-    "mqar": "associative recall",
-    "induction": "the induction task",
-    "charlm": "the character model",
-}
 def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | None:
     """The regime of a bimodal endpoint's verdict when both AdamW and the Stiefel rule end past
     ``threshold`` on every seed (``counts`` as :func:`past` gives them): then the final value cannot

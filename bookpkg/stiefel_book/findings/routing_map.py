@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..results_reading import finished_starts, grid_arm, run_key, seed_of, split_key, without_seeds
-from .decay_map import MapCell, Rule, final_cells
+from .decay_map import MapCell, final_cells
 from .regimes import decay_budget
 
 __all__ = ["PAIRS", "ARMS", "METRIC", "with_judged", "map_cells", "seeds_read", "mean_rows"]
@@ -56,7 +56,7 @@ def map_cells(results: dict, family, lr: float, lr_factors) -> list[MapCell]:
     return final_cells(
         kept,
         PAIRS,
-        Rule.of(family),
+        family,
         metric=METRIC,
         budget_at=lambda wd, step: decay_budget(lr, wd, factors[:step]),
     )

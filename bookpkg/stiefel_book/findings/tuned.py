@@ -11,11 +11,7 @@ from ..labels import difference, interval
 
 __all__ = [
     "TIE_NOTE",
-    "FAIR_ARMS",
-    "SCALE_ARMS",
-    "PEER_ARMS",
     "find",
-    "rule_word",
     "retired_word",
     "beats",
     "verdict_text",
@@ -24,11 +20,6 @@ __all__ = [
 ]
 
 TIE_NOTE = "A former tie (an interval holding zero) now reads inconclusive unless a line below says otherwise."
-
-# experiments.fair_fight's arms (a test holds them equal; this module loads no torch)
-FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")
-SCALE_ARMS = ("qk_norm", "sphere", "stiefel_temp")
-PEER_ARMS = ("fixed_step", "per_entry", "muon", "muon_no_decay", "geoopt_radam", "orthogonal_param", "cayley_adam")
 
 
 def find(rows: list[dict], a: str, b: str) -> dict | None:
@@ -50,11 +41,6 @@ def find(rows: list[dict], a: str, b: str) -> dict | None:
                 "past": row["past"][::-1],
             }
     return None
-
-
-def rule_word(row: dict | None) -> str:
-    """The verdict of a row in the family's four words, or "not yet run"."""
-    return "not yet run" if row is None else row["verdict"]
 
 
 def retired_word(row: dict | None) -> str:
@@ -105,7 +91,7 @@ def changed(pairs: list[tuple[str, dict | None, dict | None]], digits: int = 1) 
     for what, before, now in pairs:
         if before is None or now is None:
             continue
-        old, new = retired_word(before), rule_word(now)
+        old, new = retired_word(before), now["verdict"]
         if old == new or (old.startswith("tie") and new == "inconclusive"):
             continue
         out.append(
