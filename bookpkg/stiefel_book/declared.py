@@ -21,6 +21,7 @@ __all__ = [
     "peers_cifar10",
     "routing",
     "routing_notes",
+    "mqar_fresh",
 ]
 
 
@@ -202,3 +203,27 @@ def routing_notes() -> dict[str, str | None]:
         notes.append(fr.margin_note(row, f.margin, endpoint.unit))
         out[task] = "; ".join(n for n in notes if n) or None
     return out
+
+
+def mqar_fresh() -> dict[str, list]:
+    """MQAR at its checked model lr on 30 fresh seeds (family ``routing_mqar_fresh``): ``counts``, its
+    declared rows (seeds solved, exact McNemar, the Stiefel rule − AdamW first at the full α), and
+    ``accuracy``, the mean final query accuracy beside them, read by the paired t and TOST rule against
+    routing_mqar's ±2 pp as the family declares (Holm over the same comparisons); empty before its runs."""
+    from .families import judge, paired_values, read_family
+
+    family, margin = families()["routing_mqar_fresh"], families()["routing_mqar"]
+    results = load_results("mqar_fresh", "full")
+    if results is None:
+        return {"counts": [], "accuracy": []}
+    values = paired_values(family, {"mqar_fresh-full": results})
+    accuracy = judge(
+        values,
+        family.pairs,
+        margin.margin,
+        family.alpha,
+        scale=margin.measure.scale,
+        unit=margin.measure.unit,
+        family="routing_mqar_fresh",
+    )
+    return {"counts": read_family("routing_mqar_fresh"), "accuracy": accuracy}
