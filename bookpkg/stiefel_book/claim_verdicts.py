@@ -9,15 +9,15 @@ a proposition's certificate says its float64 check."""
 
 from __future__ import annotations
 
-from . import preprint
+from . import preprint, wording
 from .claim_box import PENDING, Axis, Verdict
 from .families import find
-from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
+from .findings import ablation, fair_fight, grokking, regimes
 from .findings import decay_map as decay_map_findings
 from .findings import routing as routing_findings
-from .findings.cifar10_tuned import best_decays_text
-from .findings.fair_fight import lr_text
 from .labels import difference, label
+from .wording.cifar10 import best_decays_text
+from .wording.fair_fight import lr_text
 
 __all__ = [
     "certificate",
@@ -95,11 +95,11 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
         )
         return Verdict(word, headline, sentence)
     rates = ", ".join(f"{label(arm)} {lr_text(lrs[arm])}" for arm in ("baseline", "stiefel")) if lrs else "tuned"
-    headline += f"; at tuned lrs: {p97_tuned.short_text(gain)}"
+    headline += f"; at tuned lrs: {wording.p97.short_text(gain)}"
     sentence += (
         f" Both trained W_Q, W_K at the task's rate ({config['lr']:g}), AdamW's untuned; with each at the rate its "
         f"sweep chose ({rates}; {gain['seeds']} paired seeds), the Stiefel rule against AdamW reads "
-        f"{p97_tuned.short_text(gain)}{p97_tuned.floor_note(tuned_rows)}."
+        f"{wording.p97.short_text(gain)}{wording.p97.floor_note(tuned_rows)}."
     )
     return Verdict(word, headline, sentence)
 
@@ -248,11 +248,11 @@ def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
     parts, details = [], []
     for task, a in judged.items():
         endpoint, row = fr.TASKS[task][1], a["tuned_baseline"]
-        word = fr.result_text(row, endpoint).split(",")[0]
+        word = wording.routing.result_text(row, endpoint).split(",")[0]
         parts.append(f"{fr.TASK_PHRASES[task]}: {word}, {row['mean']:+.3g} {endpoint.unit}")
         detail = [
-            f"{label('stiefel')} − {label('baseline')}: {fr.result_text(a['tuned_baseline'], endpoint)}",
-            f"{label('qk_norm')} − {label('stiefel')}: {fr.result_text(a['qk_norm'], endpoint)}",
+            f"{label('stiefel')} − {label('baseline')}: {wording.routing.result_text(a['tuned_baseline'], endpoint)}",
+            f"{label('qk_norm')} − {label('stiefel')}: {wording.routing.result_text(a['qk_norm'], endpoint)}",
         ]
         details.append(f"{fr.TASK_NAMES[task]}: " + "; ".join(detail) + ".")  # two results a sentence
         if task != "charlm":
@@ -371,7 +371,7 @@ def fair_fight_verdict(
         return PENDING
     sentence = (  # the Stiefel rule against AdamW at their tuned lrs, beside the same at the task's rate; scale alone
         f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
-        f"{label('stiefel')} against {label('baseline')} is {fair_fight.result_text(row)}"
+        f"{label('stiefel')} against {label('baseline')} is {wording.fair_fight.result_text(row)}"
     )
     old = find(fair_fight.before_rows(before, margin, alpha), "stiefel", "baseline") if before else None
     if old is not None:
@@ -386,13 +386,13 @@ def fair_fight_verdict(
     headline = f"{row['verdict']}: {difference(row)}, at tuned lrs"
     if gain97 is not None:
         words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
-        headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"
+        headline += f" (p = 31); p = 97: {wording.p97.short_text(gain97)}"
         sentence += (
             f" At p = 97 (20,000 epochs, {gain97['seeds']} paired seeds), each arm at its tuned rate, "
-            f"{label('stiefel')} against {label('baseline')}: {p97_tuned.short_text(gain97)}; "
+            f"{label('stiefel')} against {label('baseline')}: {wording.p97.short_text(gain97)}; "
             f"{label('qk_norm')} against {label('stiefel')}: "
-            f"{p97_tuned.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
-            f"{p97_tuned.floor_note(p97_rows)}."
+            f"{wording.p97.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
+            f"{wording.p97.floor_note(p97_rows)}."
         )
     held = sum(w == "higher" for w in words)
     word = "reproduced" if held == len(words) else "partly" if held else "not reproduced"
