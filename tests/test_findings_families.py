@@ -9,6 +9,7 @@ import pytest
 
 from stiefel_book.findings import cifar10_family, fair_fight, peers, tuned
 from stiefel_book.labels import label
+from stiefel_book.wording import cifar10 as cifar10_words
 from stiefel_book.wording import tuned as tuned_words
 
 FAMILY = SimpleNamespace(margin=2.0, alpha=0.05, name="grokking_fair", set_after_runs=False, after_runs=None)
@@ -83,7 +84,7 @@ def test_the_cifar10_family_reads_four_words_with_holm():
     )
     assert [r["verdict"] for r in rows] == ["higher", "equivalent", "inconclusive"]
     assert all(r["p_holm"] >= r["p"] for r in rows)
-    assert cifar10_family.row_text(rows[0]).startswith("ahead: **higher**, +1.01 pp")
+    assert cifar10_words.row_text(rows[0]).startswith("ahead: **higher**, +1.01 pp")
 
 
 def test_the_movement_ratio_falls_as_one_over_the_fixed_steps_lr():

@@ -318,7 +318,7 @@ def regimes_verdict(
     tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
     if tuned is None:
         headline = f"map: {count_short(cells)}; the preprint's mechanism {status}"
-        found = f"On grokking, {decay_map_findings.count_text(cells)}"
+        found = f"On grokking, {wording.regimes.count_text(cells)}"
     else:
         headline = f"map at tuned lrs: {count_short(tuned)}; the preprint's mechanism {status}"
         found = (
@@ -330,14 +330,14 @@ def regimes_verdict(
         headline = headline.replace(
             "; the preprint's", f"; tuned at each decay: {count_short(per_decay)}; the preprint's"
         )
-        by_word = decay_map_findings.count_text(per_decay).split(": ", 1)[
+        by_word = wording.regimes.count_text(per_decay).split(": ", 1)[
             1
         ]  # "higher at none, lower at 1 (λ = 0), ..."
         found += f"; with each arm's rate tuned at each decay instead, it reads {by_word}"
     if tuned_readings is None:
         note = UNTUNED if tuned is None else CONTROLS_UNTUNED
         controls_text = (
-            f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
+            f"The controls leave the preprint's mechanism {status} ({wording.regimes.readings_text(readings)}); {note}"
         )
     else:
         changed = [
@@ -347,7 +347,7 @@ def regimes_verdict(
         ]
         controls_text = (
             f"The controls at tuned rates leave the preprint's mechanism {status} "
-            f"({regimes.readings_text(tuned_readings)})"
+            f"({wording.regimes.readings_text(tuned_readings)})"
             + (f"; at the task's one rate, against an untuned AdamW, {'; '.join(changed)}" if changed else "")
         )
     return Verdict(word, headline, f"{found}. {controls_text}.")

@@ -7,8 +7,9 @@ The endpoint is time to 90 % validation accuracy (the paired permutation log-ran
 never get there censored at the last epoch), Holm across every comparison the family declares
 (one not yet run counts with p = 1). Beside it: the seeds that get there, and the final validation
 accuracy, read in the four words within the family's margin (Holm across the same comparisons).
-With few seeds an exact paired test has a floor (:func:`stats.power.holm_floor`): the chapter says where the
-family cannot decide a difference of time at all. A judged run adopted from the grokking chapter's long runs was
+With few seeds an exact paired test has a floor (:func:`stats.power.holm_floor`): :func:`undecidable`
+finds where the family cannot decide a difference of time at all (the chapter's words for it, and for
+every comparison: :mod:`stiefel_book.wording.p97`). A judged run adopted from the grokking chapter's long runs was
 seen before the family was declared; a comparison resting on one says so."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""CIFAR-10's answers in words (the numbers and words are :mod:`findings.cifar10_tuned`'s and
-:mod:`findings.long_training`'s): a comparison of the family ``cifar10_fair`` with its interim
+"""CIFAR-10's answers in words (the numbers and words are :mod:`findings.cifar10_family`'s,
+:mod:`findings.cifar10_tuned`'s and :mod:`findings.long_training`'s): a row of the chapter's
+families, a comparison of the family ``cifar10_fair`` with its interim
 look, the fair fight's answers on CIFAR-10 at tuned rates, each arm's best decay, and the readings
 the CIFAR-10 and regimes chapters state in words that the families' rows do not bear out.
 Chapters: fair fight, regimes, CIFAR-10 patches; the claims table."""
@@ -13,7 +14,18 @@ from ..findings.long_sizes import size_readings
 from ..findings.long_training import NAMES, PREPRINT_STARTS, readings, regime_rows
 from ..labels import difference, label
 
-__all__ = ["text", "answer_lines", "best_decays_text", "departures_from_stated"]
+__all__ = ["row_text", "text", "answer_lines", "best_decays_text", "departures_from_stated"]
+
+
+def row_text(row: dict | None, digits: int = 2) -> str:
+    """A row of the CIFAR-10 families (:mod:`findings.cifar10_family`): "<what>: <verdict>, <mean> pp
+    [<lo>, <hi>] over n starts (Holm p)"."""
+    if row is None:
+        return "not yet run"
+    return (
+        f"{row['what']}: **{row['verdict']}**, {difference(row, digits)} over {row['n']} starts "
+        f"(Holm p = {row['p_holm']:.2g})"
+    )
 
 
 def text(row: dict | None, judged: int) -> str:
