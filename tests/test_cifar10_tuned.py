@@ -7,6 +7,7 @@ import pytest
 
 from stiefel_book.findings import cifar10_decays as cd
 from stiefel_book.findings import cifar10_tuned as ct
+from stiefel_book.wording import cifar10 as cw
 
 
 def _fair(acc: dict[str, list[float]], lrs=(("baseline", 1e-3), ("stiefel", 3e-3))) -> dict:
@@ -99,12 +100,12 @@ def test_a_comparison_with_fewer_pairs_than_a_test_needs_says_so_instead_of_p_na
     base = np.array([0.50, 0.51])
     fair = _fair({"baseline": base, "stiefel": base + 0.01, "frozen": base - 0.02})
     row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
-    line = ct.text(row, judged=12)
+    line = cw.text(row, judged=12)
     assert "too few for a test" in line and "nan" not in line
     fair = _fair({"baseline": np.r_[base, 0.52], "stiefel": np.r_[base, 0.52] + 0.01, "frozen": np.r_[base, 0.52]})
     row = ct.find(ct.fair_rows(fair, None, margin=0.005), "stiefel", "baseline")
-    assert "3 of 12" in ct.text(row, judged=12) and "interim" in ct.text(row, judged=12)
-    assert "interim" not in ct.text(row, judged=3)  # every judged start in: the family's own verdict
+    assert "3 of 12" in cw.text(row, judged=12) and "interim" in cw.text(row, judged=12)
+    assert "interim" not in cw.text(row, judged=3)  # every judged start in: the family's own verdict
 
 
 def test_the_relatives_read_against_each_reference_on_the_starts_they_have():
@@ -156,7 +157,7 @@ def test_the_decay_of_largest_gap_is_read_as_one_comparison_once_two_starts_have
     row = cd.decay_row({"config": config, "runs": runs}, 0.005)
     assert (row["arm"], row["reference"], row["n"]) == ("stiefel", "baseline", 12)
     assert row["verdict"] == "higher" and row["weight_decay"] == 0.3 and row["qk_lrs"]["stiefel"] == 1e-6
-    assert "over 12 paired starts" in ct.text(row, 12)
+    assert "over 12 paired starts" in cw.text(row, 12)
 
 
 def test_the_cifar10_claim_states_the_decay_of_largest_gap_once_it_has_run():
@@ -226,7 +227,7 @@ def test_the_cifar10_claim_states_each_arms_best_cell_and_that_it_was_set_after_
 def test_the_answers_have_one_line_per_family_that_has_run():
     row = {"verdict": "inconclusive", "mean_pp": -0.4, "ci_pp": (-1.0, 0.2), "n": 12, "p": 0.2, "p_holm": 0.4}
     tuned = [{**row, "arm": "stiefel", "reference": "baseline"}, {**row, "arm": "frozen", "reference": "stiefel"}]
-    assert ct.answer_lines({"tuned": [], "at_decay": None, "best_cells": None}, 12) == []
-    lines = ct.answer_lines({"tuned": tuned, "at_decay": {**row, "weight_decay": 0.05}, "best_cells": None}, 12)
+    assert cw.answer_lines({"tuned": [], "at_decay": None, "best_cells": None}, 12) == []
+    lines = cw.answer_lines({"tuned": tuned, "at_decay": {**row, "weight_decay": 0.05}, "best_cells": None}, 12)
     assert len(lines) == 2 and "λ = 1" in lines[0] and "λ = 0.05" in lines[1] and "**inconclusive**" in lines[1]
 

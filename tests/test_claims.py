@@ -100,15 +100,16 @@ def read_once():
 
 def test_the_map_has_one_count_everywhere(committed, read_once):
     """The intro, the regimes chapter (takeaways, verdict, What changed), the claims table and the
-    README quote the decay map's count from one function (findings.decay_map.count_text)."""
+    README quote the decay map's count from one function (wording.regimes.count_text)."""
     from stiefel_book import claim_verdicts, pages
     from stiefel_book.experiments import get_config, load_results
     from stiefel_book.findings import decay_map
+    from stiefel_book.wording.regimes import count_text
 
     dmap = load_results("grokking_decay_map", "full")
     cells = decay_map.regimes_cells(dmap, get_config("grokking_decay_map", "full").task, pages.regimes_rules())
     assert [c.epoch for c in cells] == [dmap["config"]["task"]["epochs"]] * len(dmap["config"]["weight_decays"])
-    count = decay_map.count_text(cells)
+    count = count_text(cells)
     at = next(i for i, c in enumerate(claims.CLAIMS) if c.chapter == "book/regimes")
     regimes_measured, regimes_verdict = committed[0][at][2], committed[1][at]  # its measure(), its verdict()
     assert count in regimes_measured
@@ -125,7 +126,7 @@ def test_the_map_has_one_count_everywhere(committed, read_once):
         pages.regimes_rules(),
     )
     if tuned is not None:  # the map at tuned lrs leads, with the same count everywhere
-        tuned_count = decay_map.count_text(tuned)
+        tuned_count = count_text(tuned)
         assert tuned_count in regimes_measured
         assert f"reads {claim_verdicts.count_short(tuned)}" in regimes_verdict.sentence  # the same count, in brief
         assert tuned_count in chapter and tuned_count in (PACKAGE_ROOT / "README.md").read_text()

@@ -307,8 +307,8 @@ def test_table_lays_out_every_row(tmp_path):
 def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files):
     from stiefel_book.claim_verdicts import routing_verdict
     from stiefel_book.findings import routing as fr
-    from stiefel_book.findings.routing_summary import summary
     from stiefel_book.labels import label
+    from stiefel_book.wording.routing import result_text, summary
 
     old, new = {}, {}
     for task, (name, endpoint) in fr.TASKS.items():
@@ -319,7 +319,7 @@ def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files
         new[task] = fr.as_rows(read(name, files))
     assert summary(new, label) == summary(old, label)
     for task, (_, endpoint) in fr.TASKS.items():  # the words and numbers the chapter's sentences read
-        assert [fr.result_text(r, endpoint) for r in new[task]] == [fr.result_text(r, endpoint) for r in old[task]]
+        assert [result_text(r, endpoint) for r in new[task]] == [result_text(r, endpoint) for r in old[task]]
     assert routing_verdict(new) == routing_verdict(old)
 
 

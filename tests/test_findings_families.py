@@ -9,6 +9,8 @@ import pytest
 
 from stiefel_book.findings import cifar10_family, fair_fight, peers, tuned
 from stiefel_book.labels import label
+from stiefel_book.wording import cifar10 as cifar10_words
+from stiefel_book.wording import tuned as tuned_words
 
 FAMILY = SimpleNamespace(margin=2.0, alpha=0.05, name="grokking_fair", set_after_runs=False, after_runs=None)
 
@@ -29,8 +31,8 @@ def test_a_row_turned_round_swaps_its_sign_interval_counts_and_word():
     assert ahead["mean_pp"] == pytest.approx(-rows[0]["mean_pp"])
     assert ahead["ci_pp"] == pytest.approx((-rows[0]["ci_pp"][1], -rows[0]["ci_pp"][0]))
     assert ahead["past"] == rows[0]["past"][::-1] and tuned.find(rows, "stiefel", "muon") is None
-    assert "beats AdamW by 30.3 pp" in tuned.beats(ahead, label, 2.0)
-    assert tuned.beats(None, label, 2.0) == "not yet run"
+    assert "beats AdamW by 30.3 pp" in tuned_words.beats(ahead, label, 2.0)
+    assert tuned_words.beats(None, label, 2.0) == "not yet run"
 
 
 def test_what_changed_lists_a_changed_verdict_once_and_leaves_a_tie_that_stays_unsettled():
@@ -50,11 +52,11 @@ def test_what_changed_lists_a_changed_verdict_once_and_leaves_a_tie_that_stays_u
         ("a tie, unsettled", row(-3.0, 3.0, "tie"), row(-3.0, 3.0, "inconclusive")),  # TIE_NOTE covers it
         ("a tie, now equivalent", row(-0.5, 0.5, "tie"), row(-0.5, 0.5, "equivalent")),  # listed
     ]
-    lines = tuned.changed(pairs)
+    lines = tuned_words.changed(pairs)
     assert len(lines) == 2 and lines[0].startswith("was higher: higher") and "**inconclusive**" in lines[0]
     assert lines[1].startswith("a tie, now equivalent: tie") and "**equivalent**" in lines[1]
     after = SimpleNamespace(name="peers_grokking", set_after_runs=True, after_runs="the margin on 2026-12-02")
-    lines = tuned.after_runs_lines((FAMILY, after))
+    lines = tuned_words.after_runs_lines((FAMILY, after))
     assert len(lines) == 1 and "set after the runs" in lines[0] and lines[0].endswith("2026-12-02.")
 
 
@@ -82,7 +84,7 @@ def test_the_cifar10_family_reads_four_words_with_holm():
     )
     assert [r["verdict"] for r in rows] == ["higher", "equivalent", "inconclusive"]
     assert all(r["p_holm"] >= r["p"] for r in rows)
-    assert cifar10_family.row_text(rows[0]).startswith("ahead: **higher**, +1.01 pp")
+    assert cifar10_words.row_text(rows[0]).startswith("ahead: **higher**, +1.01 pp")
 
 
 def test_the_movement_ratio_falls_as_one_over_the_fixed_steps_lr():

@@ -8,6 +8,7 @@ import pytest
 from stiefel_book.findings import decay_map, regimes
 from stiefel_book.labels import label
 from stiefel_book.stats import VERDICTS, direction, paired_comparison
+from stiefel_book.wording.regimes import count_text, readings_text
 
 RULE = SimpleNamespace(margin=2.0, alpha=0.05, count_past=0.9)  # a declared family's rule (protocol.Family)
 RULES = {"decay_map": RULE, "controls_p31": RULE, "controls_p97_time": SimpleNamespace(margin=None, alpha=0.05)}
@@ -74,7 +75,7 @@ def test_the_claim_quotes_the_map_count_and_the_readings():
     controls = results({f"{arm}/{s}": run([0.5, 0.9 - 0.01 * s]) for arm in ("stiefel", "baseline") for s in range(3)})
     line = claim_measures.regimes(controls, dmap, task, RULES)
     assert (
-        decay_map.count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
+        count_text(decay_map.final_cells(dmap, (("stiefel", "baseline"),), RULE, lr=1e-3, warmup_epochs=10))
         in line
     )
     assert "higher at 1 (λ = 1)" in line and "untuned" in line
@@ -105,7 +106,7 @@ def test_final_cells_read_each_decay_once_at_its_last_epoch_under_holm():
         "equivalent": [1],
         "inconclusive": [3],
     }
-    assert decay_map.count_text(cells).endswith("inconclusive at 1 (λ = 3)")
+    assert count_text(cells).endswith("inconclusive at 1 (λ = 3)")
     curves = decay_map.curves(res, "stiefel", "baseline")
     assert [g["epoch"] for g in curves[1.0]] == [25, 50, 75]  # every epoch drawn
 
@@ -137,7 +138,7 @@ def test_readings_need_equivalence_for_doing_as_well():
     got = regimes.supported_readings(rows(sf="higher", fb="inconclusive", nb="inconclusive", sn="higher"))
     assert got == {"geometry": True, "decay_hurts": False, "fixed_scale": False}
     assert regimes.supported_readings(rows(sf="higher"))["decay_hurts"] is None  # a missing comparison is undecided
-    text = regimes.readings_text({"geometry": True, "decay_hurts": False, "fixed_scale": None})
+    text = readings_text({"geometry": True, "decay_hurts": False, "fixed_scale": None})
     assert [part.split(": ")[0] for part in text.split("; ")] == ["supported", "contradicted", "undecided"]
     assert text.startswith("supported: " + label("geometry"))
 

@@ -1,7 +1,8 @@
 """Imports run one way: no module imports one that imports it back (directly or around a cycle,
 at the top or inside a function), and no import runs against the layers: the library
 (``stiefel_core``) never imports the book's package (``stiefel_book``) nor anything but torch;
-in the book, experiments never read findings, tasks (what is trained) never read the experiments
+in the book, experiments never read findings, findings never read the wording of their numbers
+(nor do experiments, tasks or arms), tasks (what is trained) never read the experiments
 that run them, arms (the optimizers of W_Q, W_K) read neither, plots draw what they are handed,
 and nothing below the explorers needs them. Read from the source with ``ast``, so an import hidden in a function
 counts too."""
@@ -114,6 +115,10 @@ FORBIDDEN = (  # (importer's layer, imported layer, why)
         "experiments never read findings: a rule they need lives in choices or results_reading",
     ),
     ("plots", "findings", "plots draw what they are handed"),
+    ("findings", "wording", "findings return numbers and verdict words; the sentences that word them import them"),
+    ("experiments", "wording", "an experiment runs and records; the chapters' sentences are read above it"),
+    ("tasks", "wording", "a task trains what it is handed"),
+    ("arms", "wording", "an arm is a value and its optimizer factory"),
     ("plots", "experiments", "plots draw what they are handed"),
     ("tasks", "experiments", "a task trains what it is handed; which runs to make is the experiments' to declare"),
     ("arms", "tasks", "an arm is a value and its optimizer factory, whatever task trains it"),
@@ -181,6 +186,10 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
         "stiefel_book.arms.variants": {"stiefel_book.experiments.ablation"},
         "stiefel_book.tasks.cifar10": set(),
         "stiefel_book.experiments.ablation": set(),
+        "stiefel_book.findings.routing": {"stiefel_book.wording.routing"},
+        "stiefel_book.wording.routing": set(),
+        "stiefel_book.tasks.mqar": {"stiefel_book.wording"},
+        "stiefel_book.wording": set(),
     }
     assert cycles(made_up) == [
         ["stiefel_book.experiments.grokking", "stiefel_book.tasks.grokking"],
@@ -194,6 +203,8 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
         "stiefel_book.tasks.grokking -> stiefel_book.experiments.grokking",  # a task never reads an experiment
         "stiefel_book.arms.relatives -> stiefel_book.tasks.cifar10",  # an arm never reads a task
         "stiefel_book.arms.variants -> stiefel_book.experiments.ablation",  # nor an experiment
+        "stiefel_book.findings.routing -> stiefel_book.wording.routing",  # findings never word their numbers
+        "stiefel_book.tasks.mqar -> stiefel_book.wording",
     }
     package = tmp_path / "stiefel_core"
     (package / "sub").mkdir(parents=True)
@@ -230,10 +241,12 @@ def test_reading_results_runs_no_git(module):
     assert out.returncode == 0, out.stderr
 
 
-def test_the_readers_and_findings_load_no_torch():
+def test_the_readers_findings_and_wording_load_no_torch():
     import subprocess
 
-    findings = " ".join(f"stiefel_book.findings.{p.stem}," for p in (BOOK / "findings").glob("[!_]*.py"))
+    findings = " ".join(
+        f"stiefel_book.{layer}.{p.stem}," for layer in ("findings", "wording") for p in (BOOK / layer).glob("[!_]*.py")
+    )
     code = (
         f"import sys\nimport {findings} stiefel_book.results_reading, stiefel_book.choices\n"
         "print('torch' in sys.modules)"

@@ -12,6 +12,7 @@ from stiefel_book.experiments import EXPERIMENTS, cifar10_size, get_config, run_
 from stiefel_book.findings import cifar10_family, long_sizes, long_training
 from stiefel_book.findings.long_training import largest_gap_decay, paired_gain_at, parse_size_arm, size_arm, size_gains
 from stiefel_book.stats import VERDICTS
+from stiefel_book.wording.cifar10 import departures_from_stated
 
 from tiny import TINY
 
@@ -227,7 +228,7 @@ def stated_grid() -> dict:
 def departures(results, sizes=None):
     long_rows = cifar10_family.long_family(results, FAMILY)
     size_rows = cifar10_family.size_family(sizes, FAMILY)
-    return long_training.departures_from_stated(results, long_rows, sizes, size_rows)
+    return departures_from_stated(results, long_rows, sizes, size_rows)
 
 
 def test_a_run_that_changes_a_stated_reading_is_named():

@@ -1,10 +1,11 @@
-"""Grokking at p = 97 at tuned rates (findings.p97_tuned), on constructed files."""
+"""Grokking at p = 97 at tuned rates (findings.p97_tuned, and its words: wording.p97), on constructed files."""
 
 import math
 
 import pytest
 
 from stiefel_book.findings import p97_tuned as pt
+from stiefel_book.wording import p97 as pw
 
 
 def _run(epoch_at_90: int | None, horizon: int = 20_000, adopted: bool = False) -> dict:
@@ -46,13 +47,13 @@ def test_the_family_reads_time_first_and_counts_its_unrun_comparisons_with_p_one
     # Holm over the declared 7: the smallest p is multiplied by 7, not by the 3 that ran
     smallest = min(rows, key=lambda r: r["p"])
     assert smallest["p_holm"] == pytest.approx(min(1.0, 7 * smallest["p"]))
-    text = pt.row_text(gain)
+    text = pw.row_text(gain)
     assert "**inconclusive**" in text and "against never" in text and "6 against 2" in text and "seen before" in text
-    assert pt.row_text(None) == "not yet run"
-    line = pt.takeaway(rows, {"baseline": 1e-3, "stiefel": 1e-3})
+    assert pw.row_text(None) == "not yet run"
+    line = pw.takeaway(rows, {"baseline": 1e-3, "stiefel": 1e-3})
     assert "1e-3" in line and "read:" not in line  # no earlier reading given
-    assert pt.scale_text(rows).endswith("not yet run.")
-    assert pt.takeaway([], {}) == "At $p = 97$: not yet run."
+    assert pw.scale_text(rows).endswith("not yet run.")
+    assert pw.takeaway([], {}) == "At $p = 97$: not yet run."
     assert pt.fair_rows(None) == [] and not math.isnan(gain["p"])
 
 
@@ -98,23 +99,24 @@ def test_the_final_accuracy_reads_four_words_and_the_floor_is_said_where_it_bind
     assert found["stiefel", "baseline"]["final_word"] == "equivalent"  # every run ends at 99 %
     assert found["qk_norm", "stiefel"]["final_word"] == "inconclusive"  # -29.5 pp, spread wide
     assert all(r["verdict"] == "inconclusive" for r in rows)  # below the floor, whatever the runs
-    assert "**equivalent**, +0.0 pp" in pt.row_text(found["stiefel", "baseline"])
-    short = pt.short_text(found["stiefel", "baseline"])
+    assert "**equivalent**, +0.0 pp" in pw.row_text(found["stiefel", "baseline"])
+    short = pw.short_text(found["stiefel", "baseline"])
     assert "4,000 against 3,000" in short and "equivalent (+0.0 pp)" in short
-    assert pt.short_text(None) == "not yet run"
-    text = pt.floor_text(rows)
+    assert pw.short_text(None) == "not yet run"
+    assert pt.undecidable(rows) == (6, pytest.approx(7 * 2 / 64)) and pt.undecidable([]) is None
+    text = pw.floor_text(rows)
     assert "no lower than p = 0.031" in text and "lifts the smallest to 0.22" in text and "at least 9 paired" in text
-    assert "6 paired seeds" in pt.floor_note(rows)
-    assert pt.floor_text([]) is None and pt.floor_note([]) == ""
+    assert "6 paired seeds" in pw.floor_note(rows)
+    assert pw.floor_text([]) is None and pw.floor_note([]) == ""
     assert "final_word" not in pt.fair_rows({"runs": runs})[0]  # no margin given: no word
     before = {
         "endpoint": {"verdict": "inconclusive", "mean_pp": 13.5},
         "time": {"verdict": "inconclusive", "median": (4320.0, 14800.0)},
     }
-    line = pt.takeaway(rows, {"baseline": 3e-6, "stiefel": 3e-4}, before)
+    line = pw.takeaway(rows, {"baseline": 3e-6, "stiefel": 3e-4}, before)
     assert "(+13.5 pp)" in line and "4,320 against 14,800" in line and line.endswith("its lag is gone.")
     ahead = {**runs, **{f"stiefel/{s}": _run(2000) for s in range(6)}}
-    line = pt.takeaway(pt.fair_rows({"runs": ahead}, 0.05, 0.02), {}, before)
+    line = pw.takeaway(pt.fair_rows({"runs": ahead}, 0.05, 0.02), {}, before)
     assert line.endswith("1,000 epochs.")
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from stiefel_book.findings import routing as fr
 from stiefel_book.labels import label
+from stiefel_book.wording import routing as rw
 
 
 def judged(values: dict[str, list[float]], metric: str = "val_acc", steps: int = 100) -> dict:
@@ -52,7 +53,7 @@ def test_a_lower_loss_reads_better_and_an_equal_frozen_arm_fails_the_sanity_chec
     a = fr.answers(rows_of("induction", results))  # its declared margin: 0.05 nats
     assert a["tuned_baseline"]["verdict"] == "lower" and a["tuned_baseline"]["reading"] == "better"
     assert fr.sanity(a["frozen"]) == "fails"
-    assert fr.result_text(a["tuned_baseline"], endpoint).startswith("lower (better), -0.29")
+    assert rw.result_text(a["tuned_baseline"], endpoint).startswith("lower (better), -0.29")
 
 
 def test_curves_band_the_seeds_and_cells_place_each_run_at_its_lr_and_decay():
@@ -185,18 +186,19 @@ def test_the_learning_curves_put_the_tasks_side_by_side_with_one_legend():
 
 
 def test_both_arms_at_the_ceiling_on_every_seed_qualify_the_verdict_with_its_regime():
-    assert fr.ceiling_note({"baseline": (10, 10), "stiefel": (9, 10)}, 0.9) is None
-    note = fr.ceiling_note({"baseline": (10, 10), "stiefel": (10, 10), "frozen": (0, 10)}, 0.9)
+    assert not fr.at_ceiling({"baseline": (10, 10), "stiefel": (9, 10)}) and not fr.at_ceiling({})
+    assert rw.ceiling_note({"baseline": (10, 10), "stiefel": (9, 10)}, 0.9) is None
+    note = rw.ceiling_note({"baseline": (10, 10), "stiefel": (10, 10), "frozen": (0, 10)}, 0.9)
     assert "90 %" in note
 
 
 def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in_words():
     counts = fr.past({"baseline": {0: 0.2, 1: 0.95}, "frozen": {0: 0.1, 1: 0.3}}, 0.5)
     assert counts == {"baseline": (1, 2), "frozen": (0, 2)}
-    text = fr.count_text(counts, 0.5, "induction_max", label)
+    text = rw.count_text(counts, 0.5, "induction_max", label)
     assert "induction head" in text and "0.5" in text and "AdamW 1 of 2" in text
-    assert "90 %" in fr.count_text(counts, 0.9, "val_acc", label)
-    assert fr.count_text({}, 0.9, "val_acc", label) == ""
+    assert "90 %" in rw.count_text(counts, 0.9, "val_acc", label)
+    assert rw.count_text({}, 0.9, "val_acc", label) == ""
 
 
 def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
@@ -282,10 +284,11 @@ def test_the_routing_map_reads_lower_loss_as_better_on_the_seeds_every_cell_fini
 
 def test_a_decided_difference_under_the_margin_says_so_and_a_wide_one_does_not():
     row = {"verdict": "higher", "mean": 0.017}
-    assert "±0.02 bits" in fr.margin_note(row, 0.02, "bits per character")
-    assert fr.margin_note({**row, "mean": 0.03}, 0.02, "bits per character") is None
-    assert fr.margin_note({**row, "verdict": "inconclusive"}, 0.02, "bits per character") is None
-    assert fr.margin_note(None, 0.02, "bits per character") is None
+    assert fr.under_margin(row, 0.02) and not fr.under_margin({**row, "mean": -0.03}, 0.02)
+    assert "±0.02 bits" in rw.margin_note(row, 0.02, "bits per character")
+    assert rw.margin_note({**row, "mean": 0.03}, 0.02, "bits per character") is None
+    assert rw.margin_note({**row, "verdict": "inconclusive"}, 0.02, "bits per character") is None
+    assert rw.margin_note(None, 0.02, "bits per character") is None
 
 
 def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_configuration_is_the_maps():
@@ -301,7 +304,7 @@ def test_the_maps_cell_at_the_task_decay_is_the_judged_runs_only_when_their_conf
 
 
 def test_the_summary_answers_each_question_once_grouping_the_tasks_by_reading():
-    from stiefel_book.findings.routing_summary import summary
+    from stiefel_book.wording.routing import summary
 
     rng = np.random.default_rng(6)
     loss = rng.uniform(0.3, 0.4, 10)
@@ -331,7 +334,7 @@ def test_the_summary_gives_each_other_arm_its_own_sentence_of_at_most_two_result
     import re
 
     from stiefel_book import declared
-    from stiefel_book.findings.routing_summary import summary
+    from stiefel_book.wording.routing import summary
 
     text = summary(declared.routing(), label, notes=declared.routing_notes())
     sentences = re.split(r"(?<=\.) (?=[A-Z])", text)

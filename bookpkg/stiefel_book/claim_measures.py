@@ -14,7 +14,7 @@ from .findings import p97_tuned
 from .findings import regimes as rg
 from .findings.ablation import METRIC, ablation_rows, merged_results, shares
 from .findings.cifar10 import movement_ratios, paired_gain, sweep_gains
-from .findings.decay_map import count_text, final_cells, tuned_cells
+from .findings.decay_map import final_cells, tuned_cells
 from .findings.grokking import endpoint_accuracies
 from .findings.grokking import family_rows as grokking_family_rows
 from .findings.peers import PEERS
@@ -22,6 +22,7 @@ from .labels import difference, interval, label
 from .results_reading import arm_of
 from .stats import VERDICTS, mean_and_spread
 from .tasks.cifar10_config import CIFAR10Config, lr_factors
+from .wording.regimes import count_text, readings_text
 
 __all__ = ["grokking", "regimes", "ablation", "cifar10_gain", "cifar10_movement", "peers"]
 
@@ -81,7 +82,7 @@ def regimes(
 ) -> str:
     """One line for the book's claims table from ``grokking_ablation-full`` (the controls),
     ``grokking_decay_map-full`` and the map's task: the map's one count
-    (:func:`decay_map.count_text`), and the readings the controls support; with ``full_task``
+    (:func:`wording.regimes.count_text`), and the readings the controls support; with ``full_task``
     (``grokking-full``, p = 97), the readings of time to 90 %; with ``fair_rows`` (the fair
     fight's judged rows), the readings of the same controls at tuned lrs first; with ``p97_rows``
     (:func:`p97_tuned.fair_rows`), the readings of time to 90 % at p = 97 at tuned lrs. ``rules``: the
@@ -100,14 +101,14 @@ def regimes(
     tuned_rows = rg.tuned_control_rows(fair_rows or [])
     tuned_controls = (
         f"the controls at tuned lrs ({min(r['n'] for r in tuned_rows)} seeds, λ = 1): "
-        f"{rg.readings_text(rg.supported_readings(tuned_rows))}; "
+        f"{readings_text(rg.supported_readings(tuned_rows))}; "
         if tuned_rows
         else ""
     )
     return (
         f"grokking p = {task.p}, λ 0-3 (Σ lr·λ {budgets[0]:.3g}-{budgets[-1]:.3g}), 10 seeds a decay, {at_tuned}every "
         f"arm at the task's W_Q, W_K lr (AdamW's untuned): {count_text(cells)}; {tuned_controls}the controls at the "
-        f"task's lr (20 seeds, λ = 1): {rg.readings_text(readings)}"
+        f"task's lr (20 seeds, λ = 1): {readings_text(readings)}"
         + _full_task_reading(full_task, rules["controls_p97_time"].alpha)
         + _tuned_full_task_reading(p97_rows)
     )
@@ -119,7 +120,7 @@ def _tuned_full_task_reading(p97_rows: list[dict] | None) -> str:
         return ""
     return (
         f"; at p = 97 with each arm at its tuned W_Q, W_K lr (≥ {min(r['seeds'] for r in rows)} paired seeds), time "
-        f"to 90 %: {rg.readings_text(rg.supported_readings(rows))}"
+        f"to 90 %: {readings_text(rg.supported_readings(rows))}"
     )
 
 
@@ -131,7 +132,7 @@ def _full_task_reading(full_task: dict | None, alpha: float) -> str:
     seeds = min(r["seeds"] for r in rows)
     return (
         f"; at p = {config['p']} ({config['epochs']:,} epochs, ≥ {seeds} paired seeds), time to 90 %: "
-        f"{rg.readings_text(rg.supported_readings(rows))}"
+        f"{readings_text(rg.supported_readings(rows))}"
     )
 
 

@@ -9,15 +9,15 @@ a proposition's certificate says its float64 check."""
 
 from __future__ import annotations
 
-from . import preprint
+from . import preprint, wording
 from .claim_box import PENDING, Axis, Verdict
 from .families import find
-from .findings import ablation, fair_fight, grokking, p97_tuned, regimes
+from .findings import ablation, fair_fight, grokking, regimes
 from .findings import decay_map as decay_map_findings
 from .findings import routing as routing_findings
-from .findings.cifar10_tuned import best_decays_text
-from .findings.fair_fight import lr_text
 from .labels import difference, label
+from .wording.cifar10 import best_decays_text
+from .wording.fair_fight import lr_text
 
 __all__ = [
     "certificate",
@@ -95,11 +95,11 @@ def grokking_verdict(results: dict | None, family, tuned_rows: list[dict] | None
         )
         return Verdict(word, headline, sentence)
     rates = ", ".join(f"{label(arm)} {lr_text(lrs[arm])}" for arm in ("baseline", "stiefel")) if lrs else "tuned"
-    headline += f"; at tuned lrs: {p97_tuned.short_text(gain)}"
+    headline += f"; at tuned lrs: {wording.p97.short_text(gain)}"
     sentence += (
         f" Both trained W_Q, W_K at the task's rate ({config['lr']:g}), AdamW's untuned; with each at the rate its "
         f"sweep chose ({rates}; {gain['seeds']} paired seeds), the Stiefel rule against AdamW reads "
-        f"{p97_tuned.short_text(gain)}{p97_tuned.floor_note(tuned_rows)}."
+        f"{wording.p97.short_text(gain)}{wording.p97.floor_note(tuned_rows)}."
     )
     return Verdict(word, headline, sentence)
 
@@ -248,11 +248,11 @@ def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
     parts, details = [], []
     for task, a in judged.items():
         endpoint, row = fr.TASKS[task][1], a["tuned_baseline"]
-        word = fr.result_text(row, endpoint).split(",")[0]
+        word = wording.routing.result_text(row, endpoint).split(",")[0]
         parts.append(f"{fr.TASK_PHRASES[task]}: {word}, {row['mean']:+.3g} {endpoint.unit}")
         detail = [
-            f"{label('stiefel')} − {label('baseline')}: {fr.result_text(a['tuned_baseline'], endpoint)}",
-            f"{label('qk_norm')} − {label('stiefel')}: {fr.result_text(a['qk_norm'], endpoint)}",
+            f"{label('stiefel')} − {label('baseline')}: {wording.routing.result_text(a['tuned_baseline'], endpoint)}",
+            f"{label('qk_norm')} − {label('stiefel')}: {wording.routing.result_text(a['qk_norm'], endpoint)}",
         ]
         details.append(f"{fr.TASK_NAMES[task]}: " + "; ".join(detail) + ".")  # two results a sentence
         if task != "charlm":
@@ -318,7 +318,7 @@ def regimes_verdict(
     tuned = decay_map_findings.tuned_cells(tuned_map, task, rules)
     if tuned is None:
         headline = f"map: {count_short(cells)}; the preprint's mechanism {status}"
-        found = f"On grokking, {decay_map_findings.count_text(cells)}"
+        found = f"On grokking, {wording.regimes.count_text(cells)}"
     else:
         headline = f"map at tuned lrs: {count_short(tuned)}; the preprint's mechanism {status}"
         found = (
@@ -330,14 +330,14 @@ def regimes_verdict(
         headline = headline.replace(
             "; the preprint's", f"; tuned at each decay: {count_short(per_decay)}; the preprint's"
         )
-        by_word = decay_map_findings.count_text(per_decay).split(": ", 1)[
+        by_word = wording.regimes.count_text(per_decay).split(": ", 1)[
             1
         ]  # "higher at none, lower at 1 (λ = 0), ..."
         found += f"; with each arm's rate tuned at each decay instead, it reads {by_word}"
     if tuned_readings is None:
         note = UNTUNED if tuned is None else CONTROLS_UNTUNED
         controls_text = (
-            f"The controls leave the preprint's mechanism {status} ({regimes.readings_text(readings)}); {note}"
+            f"The controls leave the preprint's mechanism {status} ({wording.regimes.readings_text(readings)}); {note}"
         )
     else:
         changed = [
@@ -347,7 +347,7 @@ def regimes_verdict(
         ]
         controls_text = (
             f"The controls at tuned rates leave the preprint's mechanism {status} "
-            f"({regimes.readings_text(tuned_readings)})"
+            f"({wording.regimes.readings_text(tuned_readings)})"
             + (f"; at the task's one rate, against an untuned AdamW, {'; '.join(changed)}" if changed else "")
         )
     return Verdict(word, headline, f"{found}. {controls_text}.")
@@ -371,7 +371,7 @@ def fair_fight_verdict(
         return PENDING
     sentence = (  # the Stiefel rule against AdamW at their tuned lrs, beside the same at the task's rate; scale alone
         f"With every arm at its own tuned W_Q, W_K learning rate (grokking at p = 31), "
-        f"{label('stiefel')} against {label('baseline')} is {fair_fight.result_text(row)}"
+        f"{label('stiefel')} against {label('baseline')} is {wording.fair_fight.result_text(row)}"
     )
     old = find(fair_fight.before_rows(before, margin, alpha), "stiefel", "baseline") if before else None
     if old is not None:
@@ -386,13 +386,13 @@ def fair_fight_verdict(
     headline = f"{row['verdict']}: {difference(row)}, at tuned lrs"
     if gain97 is not None:
         words.append("higher" if "higher" in (gain97["verdict"], gain97.get("final_word")) else gain97["verdict"])
-        headline += f" (p = 31); p = 97: {p97_tuned.short_text(gain97)}"
+        headline += f" (p = 31); p = 97: {wording.p97.short_text(gain97)}"
         sentence += (
             f" At p = 97 (20,000 epochs, {gain97['seeds']} paired seeds), each arm at its tuned rate, "
-            f"{label('stiefel')} against {label('baseline')}: {p97_tuned.short_text(gain97)}; "
+            f"{label('stiefel')} against {label('baseline')}: {wording.p97.short_text(gain97)}; "
             f"{label('qk_norm')} against {label('stiefel')}: "
-            f"{p97_tuned.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
-            f"{p97_tuned.floor_note(p97_rows)}."
+            f"{wording.p97.short_text(find(p97_rows, 'qk_norm', 'stiefel'))}"
+            f"{wording.p97.floor_note(p97_rows)}."
         )
     held = sum(w == "higher" for w in words)
     word = "reproduced" if held == len(words) else "partly" if held else "not reproduced"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import claim_measures, claim_verdicts, findings, preprint, protocol, results_files
+from . import claim_measures, claim_verdicts, findings, preprint, protocol, results_files, wording
 from .certify import certify_all
 from .checkout import checkout_root
 from .claim_box import PENDING, Verdict
@@ -126,7 +126,7 @@ def _from_results(measure: Callable[[dict], str], experiment: str) -> Callable[[
 
 
 def _rows_text(rows: list[dict]) -> str:
-    return "; ".join(findings.cifar10_family.row_text(r).replace("**", "") for r in rows)
+    return "; ".join(wording.cifar10.row_text(r).replace("**", "") for r in rows)
 
 
 def _cifar10_gain(results: dict) -> str:

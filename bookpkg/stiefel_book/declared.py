@@ -171,9 +171,10 @@ def routing() -> dict[str, list[dict]]:
 
 def routing_counts() -> dict[str, str]:
     """Per routing task whose family counts seeds past a threshold: the sentence that counts them
-    (:func:`findings.routing.count_text`), shown beside its verdicts."""
+    (:func:`wording.routing.count_text`), shown beside its verdicts."""
     from .findings import routing as fr
     from .labels import label
+    from .wording.routing import count_text
 
     out = {}
     for task, (family, endpoint) in fr.TASKS.items():
@@ -181,16 +182,17 @@ def routing_counts() -> dict[str, str]:
         if f.count_past is not None:
             metric = f.count_metric or endpoint.metric
             counts = fr.past(fr.finals(load_results(task, "full"), metric=metric), f.count_past)
-            out[task] = fr.count_text(counts, f.count_past, metric, label)
+            out[task] = count_text(counts, f.count_past, metric, label)
     return out
 
 
 def routing_notes() -> dict[str, str | None]:
     """Per routing task, the regime notes of its Stiefel − AdamW verdict: every seed of both at the
     ceiling of a family that counts seeds past a threshold of its endpoint
-    (:func:`findings.routing.ceiling_note`), or a decided difference under the declared margin
-    (:func:`findings.routing.margin_note`)."""
+    (:func:`wording.routing.ceiling_note`), or a decided difference under the declared margin
+    (:func:`wording.routing.margin_note`)."""
     from .findings import routing as fr
+    from .wording.routing import ceiling_note, margin_note
 
     out, rows = {}, routing()
     for task, (family, endpoint) in fr.TASKS.items():
@@ -198,9 +200,9 @@ def routing_notes() -> dict[str, str | None]:
         notes = []
         if f.count_past is not None and f.count_metric in (None, endpoint.metric):
             counts = fr.past(fr.finals(results, metric=endpoint.metric), f.count_past)
-            notes.append(fr.ceiling_note(counts, f.count_past))
+            notes.append(ceiling_note(counts, f.count_past))
         row = fr.answers(rows[task])["tuned_baseline"] if rows[task] else None
-        notes.append(fr.margin_note(row, f.margin, endpoint.unit))
+        notes.append(margin_note(row, f.margin, endpoint.unit))
         out[task] = "; ".join(n for n in notes if n) or None
     return out
 

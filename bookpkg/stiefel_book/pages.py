@@ -88,8 +88,8 @@ def what_we_found(dropdown: str | None = None) -> Markdown:
     with ``dropdown``, shut behind a toggle of that title."""
     from . import claim_verdicts, declared
     from .claims import CLAIMS, chapter_title
-    from .findings import routing_summary
     from .labels import label
+    from .wording.routing import summary
 
     verdicts = {c.claim: c.verdict() for c in CLAIMS}
     certificates = [verdicts[c.claim] for c in CLAIMS if c.claim.startswith("P")]
@@ -99,7 +99,7 @@ def what_we_found(dropdown: str | None = None) -> Markdown:
         [first[c] for c in measured], sum(v.word == "certified" for v in certificates), len(certificates)
     )
     items = [(chapter_title(c), c, s) for c, s in zip(measured, sentences)]
-    routed = routing_summary.summary(declared.routing(), label, notes=declared.routing_notes())
+    routed = summary(declared.routing(), label, notes=declared.routing_notes())
     if routed:  # after the title's question: the tasks where the mechanism and a fixed scale part ways
         routed = routed.removeprefix("Where attention must learn to route, ")  # the item's title says it
         items.insert(
@@ -151,8 +151,8 @@ def hero_caption() -> Markdown:
     """Figure 1's caption, saying which learning rates the map that :func:`hero_figure` draws used."""
     dmap, _ = _hero_map()
     if dmap is not None and "qk_lrs" in dmap["config"]:
-        from .findings.fair_fight import lr_text
         from .labels import label
+        from .wording.fair_fight import lr_text
 
         rates = ", ".join(f"{label(arm)} {lr_text(lr)}" for arm, lr in dmap["config"]["qk_lrs"])
         lrs = (

@@ -12,12 +12,11 @@ from .. import preprint
 from ..choices import decays_of, largest_gap_decay
 from ..experiments.cifar10 import SWEEP_FRACTIONS
 from ..families import as_dict, judge
-from ..labels import difference
 from ..results_reading import finished_starts, grid_arm, run_key
 from .cifar10 import movement_ratios, paired_gain
 from .long_sizes import start_gains
 
-__all__ = ["family_rows", "protocol_family", "long_family", "size_family", "row_text", "movement_by_lr"]
+__all__ = ["family_rows", "protocol_family", "long_family", "size_family", "movement_by_lr"]
 
 
 def family_rows(comparisons: list[tuple[str, np.ndarray]], family) -> list[dict]:
@@ -117,16 +116,6 @@ def size_family(sizes: dict | None, family) -> list[dict]:
 def _keyed(rows: list[dict], keys: list[tuple]) -> list[dict]:
     """Each row with ``key``, what it compares, for the tables that place it (:mod:`.long_training`)."""
     return [{**row, "key": key} for row, key in zip(rows, keys)]
-
-
-def row_text(row: dict | None, digits: int = 2) -> str:
-    """ "<what>: <verdict>, <mean> pp [<lo>, <hi>] over n starts (Holm p)"."""
-    if row is None:
-        return "not yet run"
-    return (
-        f"{row['what']}: **{row['verdict']}**, {difference(row, digits)} over {row['n']} starts "
-        f"(Holm p = {row['p_holm']:.2g})"
-    )
 
 
 def movement_by_lr(results: dict | None, lrs: np.ndarray | None = None) -> dict | None:

@@ -2,7 +2,8 @@
 arms at the runs' final epoch, judged under the family that ``book/protocol.yml`` declares
 (Holm across the family's cells, the paired TOST for equivalence). The epochs before the last
 are drawn as curves (:func:`curves`), not tested. :func:`count` is the one count of the map that
-every page quotes. Pure functions of results dicts whose arms are ``"<arm>@wd=<λ>"``.
+every page quotes (in words: :func:`stiefel_book.wording.regimes.count_text`). Pure functions of
+results dicts whose arms are ``"<arm>@wd=<λ>"``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..families import judge
-from ..labels import label
 from ..results_reading import LAST, paired
 from ..stats import VERDICTS, PairedComparison
 from .regimes import decay_budget, gain_over_time, grokking_lr_factors
@@ -24,7 +24,6 @@ __all__ = [
     "MapCell",
     "final_cells",
     "count",
-    "count_text",
     "curves",
     "tuned_cells",
     "regimes_cells",
@@ -137,24 +136,6 @@ def count(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") -> dict
         if (c.a, c.b) == (a, b):
             out[c.verdict].append(c)
     return out
-
-
-def count_text(cells: list[MapCell], a: str = "stiefel", b: str = "baseline") -> str:
-    """The count in words: "the Stiefel rule against AdamW, at the final epoch of each of the 5
-    decays: higher at 2 (λ = 0, 0.3), lower at none, equivalent at none, inconclusive at 3
-    (λ = ...)". Chapters: regimes, intro."""
-    groups = count(cells, a, b)
-    total = sum(map(len, groups.values()))
-
-    def part(word: str) -> str:
-        got = groups[word]
-        if not got:
-            return f"{word} at none"
-        return f"{word} at {len(got)} (λ = {', '.join(f'{c.weight_decay:g}' for c in got)})"
-
-    return f"{label(a)} against {label(b)}, at the final epoch of each of the {total} decays: " + ", ".join(
-        part(w) for w in VERDICTS
-    )
 
 
 def curves(results: dict, a: str, b: str, metric: str = "val_acc") -> dict[float, list[dict]]:

@@ -1,13 +1,13 @@
 """A fair fight (chapter "A fair fight"): every arm of the grokking task at its own tuned W_Q, W_K
 learning rate. Pure functions of the results dicts of ``grokking_qk_lr`` (the sweep),
 ``grokking_fair`` and ``grokking_fair_scale`` (the judged runs), read under the families that
-``book/protocol.yml`` declared before those runs."""
+``book/protocol.yml`` declared before those runs. Its rates and comparisons in words are
+:mod:`stiefel_book.wording.fair_fight`."""
 
 from __future__ import annotations
 
 from ..choices import late_scores, rung_scores
 from ..families import as_dict, find, judge
-from ..labels import difference, label, rate_text
 from ..protocol_fields import expand
 from ..results_reading import finals
 
@@ -18,10 +18,6 @@ __all__ = [
     "finals",
     "family_rows",
     "answers",
-    "sentence",
-    "result_text",
-    "lr_text",
-    "picks_text",
     "before_rows",
 ]
 
@@ -75,35 +71,6 @@ def answers(rows: list[dict]) -> dict[str, dict | None]:
         "qk_norm": find(rows, "qk_norm", "stiefel"),
         "sphere": find(rows, "sphere", "stiefel"),
     }
-
-
-def lr_text(lr: float | None) -> str:
-    return "not chosen yet" if lr is None else ("0 (frozen)" if lr == 0 else rate_text(lr))
-
-
-def picks_text(rows: list[dict], edge=lambda row: "still growing") -> str:
-    """ "AdamW 3e-4, the Stiefel rule 1e-4 (<edge(row)>)": each swept arm's chosen rate in ``rows``
-    (``arm``, ``chosen``, ``interior``, as the sweeps' findings rows), ``edge``'s note after one at its
-    grid's edge."""
-    return ", ".join(
-        f"{label(r['arm'])} {lr_text(r['chosen'])}" + ("" if r["interior"] else f" ({edge(r)})") for r in rows
-    )
-
-
-def result_text(row: dict | None) -> str:
-    """A comparison's verdict and numbers: "<verdict>, <mean> pp [lo, hi] over n paired seeds (seeds
-    past 90 %: x against y)"."""
-    if row is None:
-        return "not yet run"
-    return (
-        f"{row['verdict']}, {difference(row)} over {row['n']} paired seeds "
-        f"(seeds past 90 %: {row['past'][0]} against {row['past'][1]})"
-    )
-
-
-def sentence(row: dict | None, a: str, b: str) -> str:
-    """One comparison as a reader reads it: "<a> against <b>: <verdict>, <numbers>"."""
-    return f"{a} against {b}: {result_text(row)}"
 
 
 def before_rows(before: dict | None, margin: float, alpha: float = 0.05) -> list[dict]:

@@ -15,7 +15,7 @@ from ..stats import PairedComparison
 from ..tables import markdown_table
 from ..tasks.cifar10_config import CIFAR10Config, lr_factors
 from .cifar10 import movement_ratios, paired_gain
-from .long_sizes import FITS, family_cell, mean_accuracy, size_gains, size_readings
+from .long_sizes import FITS, family_cell, mean_accuracy, size_gains
 from .regimes import decay_budget
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "task_of",
     "FITS",
     "readings",
-    "departures_from_stated",
 ]
 
 PREPRINT_STARTS = 12  # the preprint's paired starts, run at the decay of largest gap
@@ -187,50 +186,3 @@ def readings(results: dict, long_rows: list[dict]) -> dict:
         **{m: {r["weight_decay"]: word(m, r["weight_decay"]) for r in rows} for m in ("freezing_cost", "decay_on_qk")},
         "frozen": {r["weight_decay"]: word("frozen", r["weight_decay"]) for r in rows},
     }
-
-
-def departures_from_stated(
-    results: dict, long_rows: list[dict], sizes: dict | None = None, size_rows: list[dict] | None = None
-) -> list[str]:
-    """The readings the CIFAR-10 and regimes chapters state in words, each that the families'
-    rows do not bear out (empty: all hold), so that a run which changes a verdict fails the
-    chapter instead of leaving its sentence wrong. Stated: both arms fit their training set at
-    two decays, and three starts decide the gain at neither (inconclusive); at every other decay
-    they do not fit, and the Stiefel rule is behind (lower); the preprint's protocol runs its
-    :data:`PREPRINT_STARTS` starts at the largest decay and is behind too; both arms reach their
-    best test accuracy there; a Stiefel step moves W_Q, W_K within 25 % as far as an AdamW step;
-    three starts decide neither the cost of freezing nor decay on W_Q, W_K alone at any decay
-    (inconclusive). With ``sizes`` (the size sweep, once it has a run), also: the Stiefel rule is
-    ahead at no size; the gap narrows with data (the gain at the largest size − at the smallest
-    reads lower); both arms fit their training set at the smallest size and neither at the
-    largest. Chapters: CIFAR-10 patches, regimes."""
-    r, rows = readings(results, long_rows), regime_rows(results)
-    wrong = []
-    if len(r["fitting"]) != 2 or set(r["fitting"].values()) != {"inconclusive"}:
-        wrong.append(f"both arms fit at two decays, the gain inconclusive there: {r['fitting']}")
-    if not r["held"] or set(r["held"].values()) != {"lower"}:
-        wrong.append(f"Stiefel behind where decay holds train accuracy down: {r['held']}")
-    decay, word, n = r["protocol"]
-    if word != "lower" or n != PREPRINT_STARTS or r["held"] and decay != max(r["held"]):
-        wrong.append(
-            f"the preprint's {PREPRINT_STARTS} starts run at the largest decay and are behind: {r['protocol']}"
-        )
-    for arm in ("baseline", "stiefel"):
-        test_acc = {row["weight_decay"]: row["accuracy"].get(arm, {}).get("test_acc", 0.0) for row in rows}
-        if not r["held"] or max(test_acc, key=test_acc.get) != max(r["held"]):
-            wrong.append(f"{arm}'s best test accuracy at the largest decay: {test_acc}")
-    if r["movement"] is None or not (0.8 < r["movement"][0] and r["movement"][1] < 1.25):
-        wrong.append(f"AdamW step / Stiefel step within 0.8x-1.25x: {r['movement']}")
-    for measure in ("freezing_cost", "decay_on_qk"):
-        if not r[measure] or set(r[measure].values()) != {"inconclusive"}:
-            wrong.append(f"{NAMES[measure]} inconclusive at every decay: {r[measure]}")
-    if sizes and sizes.get("runs"):
-        z = size_readings(sizes, size_rows or [])
-        if not z["gain"] or "higher" in z["gain"].values():
-            wrong.append(f"the Stiefel rule ahead at no size: {z['gain']}")
-        if z["widening"] != "lower":
-            wrong.append(f"the gap narrows with data: {z['widening']}")
-        fitting = z["fitting_arms"]
-        if not fitting or fitting[min(fitting)] != 2 or fitting[max(fitting)] != 0:
-            wrong.append(f"both arms fit at the smallest size, neither at the largest: {fitting}")
-    return wrong

@@ -13,7 +13,6 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from ..families import judge
-from ..labels import label
 from ..results_reading import LAST, finished_starts, metric_at, paired, runs_of  # noqa: F401  (metric_at: chapters)
 from ..stats import LogRank, PairedComparison, holm, permutation_logrank
 
@@ -37,7 +36,6 @@ __all__ = [
     "NEEDS",
     "STATUS",
     "supported_readings",
-    "readings_text",
     "trust_rows",
     "never_binds",
 ]
@@ -301,17 +299,6 @@ def supported_readings(rows: list[dict]) -> dict[str, bool | None]:
         else:
             out[name] = None
     return out
-
-
-def readings_text(readings: dict[str, bool | None]) -> str:
-    """The readings in words, grouped: "supported: ...; contradicted: ...; undecided: ..."
-    (a group with no reading is left out). Chapter: regimes."""
-    parts = []
-    for status in (True, False, None):
-        names = [label(k) for k, v in readings.items() if v is status]
-        if names:
-            parts.append(f"{STATUS[status]}: {', '.join(names)}")
-    return "; ".join(parts)
 
 
 # --- the trust region -------------------------------------------------------------------------

@@ -4,7 +4,8 @@ language model, each arm at its swept W_Q, W_K lr. Pure functions of the results
 the families ``routing_mqar``, ``routing_induction`` and ``routing_charlm`` of ``book/protocol.yml``.
 
 An endpoint's verdict word compares the metric itself: on induction (loss) and the language model
-(bits per character), *lower* is the better arm; on MQAR (accuracy), *higher*.
+(bits per character), *lower* is the better arm; on MQAR (accuracy), *higher*. The verdicts,
+counts and notes in words, and the summary across the tasks, are :mod:`stiefel_book.wording.routing`.
 """
 
 from __future__ import annotations
@@ -13,15 +14,14 @@ import numpy as np
 
 from ..choices import late_scores, metric_sign, sweep_row
 from ..families import Row, find
-from ..labels import interval
 from ..protocol_fields import Endpoint
 from ..results_reading import finals
 from .advice import TASKS as PHRASES
 
 __all__ = ["TASKS", "TASK_NAMES", "TASK_PHRASES", "SWEPT", "JUDGED_ARMS", "Endpoint", "finals"]
-__all__ += ["as_rows", "answers", "sanity", "result_text", "curves", "lr_decay_cells", "judged_first"]
+__all__ += ["as_rows", "answers", "sanity", "curves", "lr_decay_cells", "judged_first"]
 __all__ += ["committed_cells", "cell_curves", "sweep_rows"]
-__all__ += ["past", "count_text", "soft_solvers", "ceiling_note", "margin_note"]
+__all__ += ["past", "soft_solvers", "at_ceiling", "under_margin"]
 
 TASK_NAMES = {"mqar": "Associative recall (MQAR)", "induction": "Induction heads", "charlm": "The character model"}
 TASK_PHRASES = {task: PHRASES[task] for task in TASK_NAMES}  # a task named inside a sentence
@@ -75,18 +75,6 @@ def sanity(row: dict | None) -> str:
     if row is None:
         return "not yet run"
     return {"worse": "holds", "inconclusive": "not shown"}.get(row["reading"], "fails")
-
-
-def result_text(row: dict | None, endpoint: Endpoint) -> str:
-    """ "<verdict> (<better/worse>), <mean> <unit> [lo, hi] over n paired seeds", or "not yet run"."""
-    if row is None:
-        return "not yet run"
-    lo, hi = row["ci"]
-    reading = f" ({row['reading']})" if row["reading"] != row["verdict"] else ""
-    return (
-        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit}, {interval(lo, hi, '+.3g')} "
-        f"over {row['n']} paired seeds"
-    )
 
 
 def curves(results: dict | None, metric: str) -> dict[str, dict]:
@@ -190,18 +178,6 @@ def past(values: dict[str, dict[int, float]], threshold: float) -> dict[str, tup
     return {arm: (sum(v > threshold for v in seeds.values()), len(seeds)) for arm, seeds in values.items()}
 
 
-def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str, label) -> str:
-    """The sentence beside a task's verdicts that counts, per arm, its seeds past ``threshold`` of
-    ``metric`` (``counts`` as :func:`past` gives them); "" when no run has finished."""
-    if not counts:
-        return ""
-    order = sorted(counts, key=lambda arm: (JUDGED_ARMS + (arm,)).index(arm))  # the judged arms' order
-    words = ", ".join(f"{label(arm)} {counts[arm][0]} of {counts[arm][1]}" for arm in order)
-    if metric == "induction_max":
-        return f"Seeds with an induction head at the end (a head whose induction score is past {threshold:g}): {words}."
-    return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
-
-
 def soft_solvers(results: dict | None, accuracy: float = 0.9, head: float = 0.5) -> dict[str, tuple[int, float]]:
     """Induction runs that solve the repeat (final accuracy past ``accuracy``) with no head whose
     induction score passes ``head``: per arm with any, their count and their highest head score."""
@@ -215,21 +191,13 @@ def soft_solvers(results: dict | None, accuracy: float = 0.9, head: float = 0.5)
     return out
 
 
-def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | None:
-    """The regime of a bimodal endpoint's verdict when both AdamW and the Stiefel rule end past
-    ``threshold`` on every seed (``counts`` as :func:`past` gives them): then the final value cannot
-    tell which learns the task sooner."""
+def at_ceiling(counts: dict[str, tuple[int, int]]) -> bool:
+    """Whether both AdamW and the Stiefel rule end past a bimodal endpoint's threshold on every seed
+    (``counts`` as :func:`past` gives them): then the final value cannot tell which learns the task sooner."""
     b, s = counts.get("baseline"), counts.get("stiefel")
-    if b and s and b[0] == b[1] and s[0] == s[1]:
-        return (
-            f"every seed of both ends past {100 * threshold:.0f} %, so at this budget the final accuracy "
-            "cannot tell which learns to route sooner"
-        )
-    return None
+    return bool(b and s and b[0] == b[1] and s[0] == s[1])
 
 
-def margin_note(row: dict | None, margin: float, unit: str) -> str | None:
-    """The regime of a decided difference smaller than the family's declared margin."""
-    if row is None or row["verdict"] not in ("higher", "lower") or abs(row["mean"]) >= margin:
-        return None
-    return f"by less than the declared margin of ±{margin:g} {unit}, yet distinguishable from no difference"
+def under_margin(row: dict | None, margin: float) -> bool:
+    """Whether ``row`` is a decided difference (higher or lower) smaller than the family's declared margin."""
+    return row is not None and row["verdict"] in ("higher", "lower") and abs(row["mean"]) < margin

@@ -1,13 +1,63 @@
-"""The routing chapter's answer across its tasks, in a few sentences for the intro and the regimes
-chapter: each of the chapter's three questions answered once, the tasks grouped by their reading
-(the per-task paragraphs are the chapter's own). Pure functions of the
-families' rows (:func:`declared.routing`: the family reader's, as :func:`routing.as_rows`)."""
+"""The routing chapter's verdicts in words (the rows, counts and readings are
+:mod:`findings.routing`'s): a verdict with its numbers, the count of seeds past a threshold, the
+regime notes of a verdict, and the chapter's answer across its tasks in a few sentences for the
+intro and the regimes chapter (:func:`summary`: each of the chapter's three questions answered
+once, the tasks grouped by their reading; the per-task paragraphs are the chapter's own).
+Chapters: routing, regimes, intro; the claims table and :mod:`stiefel_book.declared`."""
 
 from __future__ import annotations
 
-from .routing import TASK_PHRASES, answers, sanity
+from ..findings.routing import JUDGED_ARMS, TASK_PHRASES, answers, at_ceiling, sanity, under_margin
+from ..labels import interval
+from ..protocol_fields import Endpoint
 
-__all__ = ["summary"]
+__all__ = ["result_text", "count_text", "ceiling_note", "margin_note", "summary"]
+
+
+def result_text(row: dict | None, endpoint: Endpoint) -> str:
+    """ "<verdict> (<better/worse>), <mean> <unit> [lo, hi] over n paired seeds", or "not yet run"."""
+    if row is None:
+        return "not yet run"
+    lo, hi = row["ci"]
+    reading = f" ({row['reading']})" if row["reading"] != row["verdict"] else ""
+    return (
+        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit}, {interval(lo, hi, '+.3g')} "
+        f"over {row['n']} paired seeds"
+    )
+
+
+def count_text(counts: dict[str, tuple[int, int]], threshold: float, metric: str, label) -> str:
+    """The sentence beside a task's verdicts that counts, per arm, its seeds past ``threshold`` of
+    ``metric`` (``counts`` as :func:`findings.routing.past` gives them); "" when no run has finished."""
+    if not counts:
+        return ""
+    order = sorted(counts, key=lambda arm: (JUDGED_ARMS + (arm,)).index(arm))  # the judged arms' order
+    words = ", ".join(f"{label(arm)} {counts[arm][0]} of {counts[arm][1]}" for arm in order)
+    if metric == "induction_max":
+        return f"Seeds with an induction head at the end (a head whose induction score is past {threshold:g}): {words}."
+    return f"Seeds past {100 * threshold:.0f} % at the end: {words}."
+
+
+def ceiling_note(counts: dict[str, tuple[int, int]], threshold: float) -> str | None:
+    """The regime of a bimodal endpoint's verdict when both AdamW and the Stiefel rule end past
+    ``threshold`` on every seed (:func:`findings.routing.at_ceiling`), else ``None``."""
+    if not at_ceiling(counts):
+        return None
+    return (
+        f"every seed of both ends past {100 * threshold:.0f} %, so at this budget the final accuracy "
+        "cannot tell which learns to route sooner"
+    )
+
+
+def margin_note(row: dict | None, margin: float, unit: str) -> str | None:
+    """The regime of a decided difference smaller than the family's declared margin
+    (:func:`findings.routing.under_margin`), else ``None``."""
+    if not under_margin(row, margin):
+        return None
+    return f"by less than the declared margin of ±{margin:g} {unit}, yet distinguishable from no difference"
+
+
+# --- the answer across the tasks -------------------------------------------------------------
 
 _BASELINE = {  # after "it beats the tuned AdamW on none of the tasks:", the least decided first
     "inconclusive": "cannot be told from it",
