@@ -116,7 +116,7 @@ def fake(scores: dict[float, dict[float, float]], seeds=(100,)) -> dict:
 
 
 def study() -> TemperatureStudy:
-    return TemperatureStudy(SWEEP, SWEEPS[SWEEP][0]["ci"])
+    return TemperatureStudy.of(SWEEP, SWEEPS[SWEEP][0]["ci"])
 
 
 PEAK = {1e-3: 0.2, 3e-3: 0.5, 1e-2: 0.3}  # an interior lr choice, 3e-3
@@ -128,27 +128,27 @@ def test_each_temperature_sweeps_its_lr_apart():
     results = fake({1.0: {3e-4: 0.1, 1e-3: 0.9, 3e-3: 0.2}, 3.0: {1e-3: 0.1, 3e-3: 0.4}})
     assert s.pending(results) == ["qk_norm@temp=3@qklr=0.01"]
     alone = fake({1.0: {3e-4: 0.1, 1e-3: 0.9, 3e-3: 0.2}})
-    assert s.study.chosen(results, cell(1.0)) == s.study.chosen(alone, cell(1.0))  # τ = 3's runs do not move τ = 1's
-    assert s.chosen(results) is not None and not s.chosen(results)["settled"]
+    assert s.chosen(results, cell(1.0)) == s.chosen(alone, cell(1.0))  # τ = 3's runs do not move τ = 1's
+    assert s.choice(results) is not None and not s.choice(results)["settled"]
     assert s.pending(results, arms=(cell(1.0),)) == []  # a shard of one cell: that cell's rungs alone
 
 
 def test_the_temperature_grows_past_an_edge_and_settles_when_interior():
     s = study()
     top = fake({1.0: PEAK, 3.0: {k: v + 0.1 for k, v in PEAK.items()}})  # the largest τ tried is best
-    assert s.chosen(top)["next"] == (10.0,)
+    assert s.choice(top)["next"] == (10.0,)
     assert s.pending(top) == ["qk_norm@temp=10@qklr=0.001", "qk_norm@temp=10@qklr=0.003"]
     settled = fake({1.0: PEAK, 3.0: {k: v + 0.1 for k, v in PEAK.items()}, 10.0: PEAK})
-    pick = s.chosen(settled)
+    pick = s.choice(settled)
     assert (pick["temperature"], pick["lr"], pick["interior"], pick["settled"]) == (3.0, 3e-3, True, True)
     assert s.pending(settled) == []
     bottom = fake({1.0: {k: v + 0.1 for k, v in PEAK.items()}, 3.0: PEAK})  # the smallest τ is best
-    assert s.chosen(bottom)["next"] == (0.3,)
+    assert s.choice(bottom)["next"] == (0.3,)
     tied = fake({0.3: PEAK, 1.0: PEAK, 3.0: PEAK})  # a flat grid: the τ nearest 1
-    assert (s.chosen(tied)["temperature"], s.chosen(tied)["settled"]) == (1.0, True)
-    end = TemperatureStudy(SWEEP, dataclasses.replace(SWEEPS[SWEEP][0]["ci"], temperatures=(300.0, 1000.0)))
+    assert (s.choice(tied)["temperature"], s.choice(tied)["settled"]) == (1.0, True)
+    end = TemperatureStudy.of(SWEEP, dataclasses.replace(SWEEPS[SWEEP][0]["ci"], temperatures=(300.0, 1000.0)))
     at_end = fake({300.0: PEAK, 1000.0: {k: v + 0.1 for k, v in PEAK.items()}})
-    assert end.chosen(at_end)["next"] == () and end.chosen(at_end)["settled"] and not end.chosen(at_end)["interior"]
+    assert end.choice(at_end)["next"] == () and end.choice(at_end)["settled"] and not end.choice(at_end)["interior"]
 
 
 def test_temperature_one_is_adopted_from_the_tasks_lr_sweep(tmp_path):
@@ -213,7 +213,7 @@ def test_a_ci_sweep_runs_from_the_command_line_and_settles(tmp_path):
     folders = ["--results", str(tmp_path), "--checkpoints", str(tmp_path / "ck")]
     assert main([*folders, "sweep", SWEEP, "--profile", "ci", "--no-progress"]) == 0
     results = load_results(SWEEP, "ci", tmp_path)
-    pick = study().chosen(results)
+    pick = study().choice(results)
     assert pick["settled"] and {1.0, 3.0} <= set(pick["cells"])
     assert all(run["qk_temperature"] == parse_cell(k.split("@qklr=")[0]) for k, run in results["runs"].items())
 

@@ -25,7 +25,7 @@ from ..tasks import grokking as grokking_task
 from . import cifar10, grokking
 from .registry import Experiment
 
-__all__ = ["ENTRIES", "CIFAR10_PROFILES", "GROKKING_PROFILES", "GROKKING_ARMS", "run_cifar10", "run_grokking"]
+__all__ = ["ENTRIES", "GROKKING_PROFILES", "run_cifar10", "run_grokking"]
 
 CIFAR10_PROFILES = {
     "full": cifar10.PROFILES["full"],  # the very configuration of cifar10, so the two files can merge

@@ -23,23 +23,12 @@ from ..choices import LADDER
 from ..nanogpt import GPTConfig
 from ..results_reading import grid_arm
 from ..tasks import charlm
-from .registry import Experiment
+from .registry import SWEEP_CI, Experiment, profiles
 from .routing_judged import ARMS_2X2
 from .routing_sweep import KEY, RoutingSweepConfig, resolver, study
 from .study import sweep_entry
 
-__all__ = [
-    "CharLMGPUConfig",
-    "STEPS",
-    "CPU_STEP_S",
-    "SELECTION_SEEDS",
-    "JUDGED_SEEDS",
-    "PROFILES",
-    "SWEEP_PROFILES",
-    "SWEEP",
-    "JUDGED",
-    "ENTRIES",
-]
+__all__ = ["STEPS", "SELECTION_SEEDS", "JUDGED_SEEDS", "PROFILES", "SWEEP_PROFILES", "SWEEP", "JUDGED", "ENTRIES"]
 
 SWEEP, JUDGED = "charlm_gpu_qk_lr", "charlm_gpu_2x2"
 
@@ -105,10 +94,9 @@ PROFILES = {
 }
 # the sweep's first grid: three rungs (one under the task's lr, it, one over; manifold Muon's around
 # its own 1e-2), then the ladder rule; the ci profile two rungs (one under, the lr)
-SWEEP_PROFILES = {
-    "full": RoutingSweepConfig(PROFILES["full"], "-val_bpc", SELECTION_SEEDS, start_below=1, start_above=1),
-    "ci": RoutingSweepConfig(PROFILES["ci"], "-val_bpc", SELECTION_SEEDS, start_below=1, start_above=0),
-}
+SWEEP_PROFILES = profiles(
+    RoutingSweepConfig, PROFILES, SWEEP_CI, metric="-val_bpc", seeds=SELECTION_SEEDS, start_below=1, start_above=1
+)
 
 
 def _study(config: RoutingSweepConfig):

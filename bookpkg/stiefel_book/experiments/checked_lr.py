@@ -13,6 +13,7 @@ from ..results import load_results
 
 __all__ = ["at_checked_lr"]
 
+
 def at_checked_lr(check: str, task, then: Callable | None = None, choose: Callable = long_choice) -> Callable:
     """The ``resolve`` of runs made at the model lr a check chose: a config whose task is ``task``
     (seeds aside) is refused unless the check's results file has chosen ``task.lr`` by its declared

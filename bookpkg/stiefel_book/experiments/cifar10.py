@@ -15,16 +15,14 @@ from .registry import Experiment
 
 __all__ = [
     "ARMS",
-    "CONTROL_ONLY_ARMS",
     "SWEEP_ARMS",
     "SWEEP_FRACTIONS",
     "SWEEP_ARM_NAMES",
     "PROFILES",
-    "SWEEP_PROFILES",
     "ENTRIES",
     "run",
     "run_sweep",
-    "sweep_arm",
+    "PREPRINT",
 ]
 
 ARMS = ("baseline", "stiefel", "fixed_step", "frozen")

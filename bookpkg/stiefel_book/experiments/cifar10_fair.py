@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import cell_choices, widest
@@ -35,9 +35,10 @@ from ..results import load_results
 from ..tasks import cifar10
 from . import maps
 from .fair_fight import CENTERS
-from .grid import grid_arms
+from .grid import cell_run_names, grid_arms, in_cells
 from .maps import MapConfig
-from .study import Study, at_rate, cell_run_names, in_cells, judged_entry, sweep_entry
+from .registry import JUDGED_CI, profiles
+from .study import Study, at_rate, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -47,17 +48,10 @@ __all__ = [
     "study",
     "train",
     "PEERS",
-    "PeerSweepConfig",
     "PEER_SWEEP_PROFILES",
     "peer_study",
-    "CifarFairConfig",
-    "PROFILES",
-    "PEER_PROFILES",
     "resolve",
     "decay_choices",
-    "largest_gap",
-    "DecayFairConfig",
-    "DECAY_PROFILES",
     "resolve_decay",
 ]
 
@@ -65,6 +59,7 @@ SWEPT = ("baseline", "stiefel")  # the core arms, swept at each λ; frozen frame
 PEERS = tuple(RELATIVES)  # muon, muon_no_decay, geoopt_radam, per_entry, orthogonal_param
 WEIGHT_DECAY = 1.0  # the decay of the preprint's twelve starts
 SWEEP = "cifar10_qk_lr"
+AT_ONE = maps.long_tasks(weight_decay=WEIGHT_DECAY)  # the long protocol at the preprint's decay
 
 
 # --- the core sweep ---------------------------------------------------------------------------
@@ -84,7 +79,7 @@ def train(task, arm, seed, device, checkpoint, progress, qk_lr, *, what: str = "
 def study(config: MapConfig) -> Study:
     """``cifar10_qk_lr`` at a profile: each (arm, λ) cell, the late test accuracy, three first rungs."""
     cells = grid_arms(SWEPT, "wd", config.weight_decays)
-    return Study(SWEEP, config.task, cells, config.seeds, in_cells(train, SWEPT), "test_acc", start=(1, 1), frozen=None)
+    return Study.at(SWEEP, config, cells, in_cells(train, SWEPT), metric="test_acc", start=(1, 1), frozen=None)
 
 
 SWEEP_ARMS = cell_run_names(study, SWEPT, SWEEP_PROFILES)  # lr 0: frozen frames
@@ -95,34 +90,20 @@ SWEEP_ARMS = cell_run_names(study, SWEPT, SWEEP_PROFILES)  # lr 0: frozen frames
 
 @dataclass(frozen=True)
 class PeerSweepConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=WEIGHT_DECAY))
+    task: cifar10.CIFAR10Config
     arms: tuple[str, ...] = PEERS
     seeds: tuple[int, ...] = (100, 101)  # selection starts, apart from the judged 0-11
 
 
-PEER_SWEEP_PROFILES = {
-    "full": PeerSweepConfig(),
-    "ci": PeerSweepConfig(task=maps.long_task("ci", weight_decay=WEIGHT_DECAY), seeds=(100,)),
-}
+PEER_SWEEP_PROFILES = profiles(PeerSweepConfig, AT_ONE, {"seeds": (100,)})
 
 
 def peer_study(config: PeerSweepConfig) -> Study:
     """``cifar10_peers_qk_lr`` at a profile: three first rungs around each relative's center, the late
     test accuracy; no lr 0 (the relatives have no frozen run of their own)."""
     train_peer = functools.partial(train, what="relatives' W_Q, W_K lr sweep")
-    centers = tuple(CENTERS.items())
-    return Study(
-        "cifar10_peers_qk_lr",
-        config.task,
-        config.arms,
-        config.seeds,
-        train_peer,
-        "test_acc",
-        start=(1, 1),
-        centers=centers,
-        frozen=None,
-        floor=False,
-    )
+    options = dict(metric="test_acc", start=(1, 1), centers=CENTERS, frozen=None, floor=False)
+    return Study.at("cifar10_peers_qk_lr", config, config.arms, train_peer, **options)
 
 
 # --- the judged runs at λ = 1 -----------------------------------------------------------------
@@ -130,7 +111,7 @@ def peer_study(config: PeerSweepConfig) -> Study:
 
 @dataclass(frozen=True)
 class CifarFairConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=WEIGHT_DECAY))
+    task: cifar10.CIFAR10Config
     arms: tuple[str, ...] = SWEPT  # the swept arms it judges (frozen frames run beside the core)
     sweep: str = SWEEP  # the sweep whose choices the arms take
     sweep_profile: str = "full"
@@ -138,11 +119,8 @@ class CifarFairConfig:
     seeds: tuple[int, ...] = tuple(range(12))  # the judged starts, the preprint's twelve
 
 
-PROFILES = {
-    "full": CifarFairConfig(),
-    "ci": CifarFairConfig(task=maps.long_task("ci", weight_decay=WEIGHT_DECAY), sweep_profile="ci", seeds=(0,)),
-}
-PEER_PROFILES = {name: dataclasses.replace(c, arms=PEERS, sweep="cifar10_peers_qk_lr") for name, c in PROFILES.items()}
+PROFILES = profiles(CifarFairConfig, AT_ONE, JUDGED_CI)
+PEER_PROFILES = profiles(dataclasses.replace, PROFILES, arms=PEERS, sweep="cifar10_peers_qk_lr")
 
 
 def resolve(config: CifarFairConfig, directory=None) -> CifarFairConfig:
@@ -179,7 +157,7 @@ def largest_gap(choices: dict[float, dict[str, dict]]) -> tuple[float, dict[floa
 
 @dataclass(frozen=True)
 class DecayFairConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
+    task: cifar10.CIFAR10Config
     arms: tuple[str, ...] = SWEPT
     sweep_profile: str = "full"
     gaps: tuple[tuple[float, float], ...] = ()  # resolved: each decay's gap on the selection starts
@@ -187,10 +165,7 @@ class DecayFairConfig:
     seeds: tuple[int, ...] = tuple(range(12))  # the judged starts, paired with cifar10_fair's
 
 
-DECAY_PROFILES = {
-    "full": DecayFairConfig(),
-    "ci": DecayFairConfig(task=maps.long_task("ci"), sweep_profile="ci", seeds=(0,)),
-}
+DECAY_PROFILES = profiles(DecayFairConfig, maps.long_tasks(), JUDGED_CI)
 
 
 def resolve_decay(config: DecayFairConfig, directory=None) -> DecayFairConfig:

@@ -16,16 +16,16 @@ patches, regimes.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..choices import largest_gap_decay
 from ..results import load_results
 from ..results_reading import parse_size_arm, size_arm
 from ..tasks import cifar10
 from . import maps
-from .registry import Experiment
+from .registry import Experiment, profiles
 
-__all__ = ["ENTRIES", "SizeConfig", "PROFILES", "SIZE_ARMS", "ARMS", "arm_names", "chosen_decay", "run"]
+__all__ = ["ENTRIES", "chosen_decay"]
 
 SIZE_ARMS = ("baseline", "stiefel")
 SIZES = (2_500, 5_000, 10_000, 20_000)
@@ -36,17 +36,14 @@ class SizeConfig:
     """The data-size sweep: its task, the training-set sizes, the decay (``None``: the long
     grid's choice), the starts. Chapter: regimes."""
 
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full"))
+    task: cifar10.CIFAR10Config
     sizes: tuple[int, ...] = SIZES
     weight_decay: float | None = None  # None: chosen from cifar10_long's results (see the module)
     seeds: tuple[int, ...] = (0, 1, 2)
 
 
-PROFILES = {
-    "full": SizeConfig(),
-    # the machinery in seconds: two small sizes, a fixed decay
-    "ci": SizeConfig(task=maps.long_task("ci"), sizes=(500, 1_000), weight_decay=1.0, seeds=(0,)),
-}
+# ci: the machinery in seconds, two small sizes, a fixed decay
+PROFILES = profiles(SizeConfig, maps.long_tasks(), {"sizes": (500, 1_000), "weight_decay": 1.0, "seeds": (0,)})
 
 
 def chosen_decay(config: SizeConfig, long_results: dict | None = None) -> float:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model_lr import check_choice
 from ..results import load_results
@@ -35,26 +35,11 @@ from ..tasks import cifar10
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_fair, maps
 from .checked_lr import at_checked_lr
-from .study import Study, adopted, in_cells, judged_entry, sweep_entry
+from .grid import in_cells
+from .registry import JUDGED_CI, profiles
+from .study import Study, adopted, judged_entry, sweep_entry
 
-__all__ = [
-    "ENTRIES",
-    "CHECKED_LR",
-    "VAL_SIZE",
-    "QK_CENTER",
-    "SWEPT",
-    "CONTROLS",
-    "LOW",
-    "ValSweepConfig",
-    "SWEEP_PROFILES",
-    "ValJudgedConfig",
-    "CONTROL_PROFILES",
-    "FAIR_PROFILES",
-    "study",
-    "cells",
-    "resolve",
-    "adopt",
-]
+__all__ = ["ENTRIES", "CHECKED_LR", "VAL_SIZE", "study", "cells", "resolve", "adopt", "CHECKED_MARGIN"]
 
 VAL_SIZE = 10_000  # as many images as the test set: the validation score is as precise as the test score it replaces
 QK_CENTER = 1e-3  # every cell's first rungs: 3e-4, 1e-3, 3e-3 (the task's lr and its neighbours, as cifar10_qk_lr)
@@ -67,28 +52,22 @@ CHECKED_LR = 3e-4  # cifar10_model_lr's choice (tests/test_checked_lrs.py ties i
 CHECKED_MARGIN = 0.005  # cifar10_model_lr's margin (0.5 pp of validation accuracy)
 
 
+VERDICT_CELLS = ((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS)))  # (λ, the arms swept apart at λ)
+
+
 @dataclass(frozen=True)
 class ValSweepConfig:
-    task: cifar10.CIFAR10Config = field(
-        default_factory=lambda: with_validation(maps.long_task("full", lr=CHECKED_LR), VAL_SIZE)
-    )
-    # (λ, the arms swept apart at λ): the cells that decided a verdict, the controls, the grid past its edges
-    cells: tuple[tuple[float, tuple[str, ...]], ...] = (
-        (HIGH, SWEPT),
-        (LOW, (*SWEPT, *CONTROLS)),
-        (3.0, SWEPT),
-        (0.01, SWEPT),
-    )
+    task: cifar10.CIFAR10Config
+    # the cells that decided a verdict, the controls, the grid past its edges
+    cells: tuple[tuple[float, tuple[str, ...]], ...] = (*VERDICT_CELLS, (3.0, SWEPT), (0.01, SWEPT))
     seeds: tuple[int, ...] = (100, 101, 102)  # selection starts, apart from the judged 0-11
 
 
-SWEEP_PROFILES = {
-    "full": ValSweepConfig(),
-    # the machinery in seconds: 1,000 training and 500 validation images, 4 epochs, one start
-    "ci": ValSweepConfig(
-        task=with_validation(maps.long_task("ci"), 500), cells=((HIGH, SWEPT), (LOW, (*SWEPT, *CONTROLS))), seeds=(100,)
-    ),
+VAL_TASKS = {  # ci: the machinery in seconds, 1,000 training and 500 validation images, 4 epochs, one start
+    "full": with_validation(maps.long_task("full", lr=CHECKED_LR), VAL_SIZE),
+    "ci": with_validation(maps.long_task("ci"), 500),
 }
+SWEEP_PROFILES = profiles(ValSweepConfig, VAL_TASKS, {"cells": VERDICT_CELLS, "seeds": (100,)})
 
 
 def cells(config: ValSweepConfig) -> tuple[str, ...]:
@@ -99,19 +78,11 @@ def cells(config: ValSweepConfig) -> tuple[str, ...]:
 def study(config: ValSweepConfig) -> Study:
     """``cifar10_val_qk_lr`` at a profile: each cell scored by its late validation accuracy, every
     ladder starting at three rungs around :data:`QK_CENTER`, lr 0 (frozen frames) per cell."""
-    names = cells(config)
-    return Study(
-        SWEEP,
-        config.task,
-        names,
-        config.seeds,
-        in_cells(cifar10_fair.train, (*SWEPT, *CONTROLS)),
-        "val_acc",
-        start=(1, 1),
-        centers=tuple((name, QK_CENTER) for name in names),
-        frozen=None,
-        judged_seeds=tuple(range(12)),
+    names, train = cells(config), in_cells(cifar10_fair.train, (*SWEPT, *CONTROLS))
+    options = dict(
+        start=(1, 1), centers={name: QK_CENTER for name in names}, frozen=None, judged_seeds=tuple(range(12))
     )
+    return Study.at(SWEEP, config, names, train, metric="val_acc", **options)
 
 
 # --- the judged runs --------------------------------------------------------------------------
@@ -119,7 +90,7 @@ def study(config: ValSweepConfig) -> Study:
 
 @dataclass(frozen=True)
 class ValJudgedConfig:
-    task: cifar10.CIFAR10Config = field(default_factory=lambda: maps.long_task("full", weight_decay=LOW, lr=CHECKED_LR))
+    task: cifar10.CIFAR10Config
     arms: tuple[str, ...] = (*SWEPT, *CONTROLS)  # judged at their cells' validation choices; frozen frames beside
     source: str = "cifar10_fair_decay"  # the judged runs of these cells chosen on test images: adopted where unmoved
     rejudge_only: bool = False  # refused when no arm's choice moved (a re-judgement with nothing to re-judge)
@@ -128,10 +99,11 @@ class ValJudgedConfig:
     seeds: tuple[int, ...] = tuple(range(12))  # the judged starts, paired with the source's
 
 
-CONTROL_PROFILES = {
-    "full": ValJudgedConfig(),
-    "ci": ValJudgedConfig(task=maps.long_task("ci", weight_decay=LOW), sweep_profile="ci", seeds=(0,)),
+LOW_TASKS = {
+    "full": maps.long_task("full", weight_decay=LOW, lr=CHECKED_LR),
+    "ci": maps.long_task("ci", weight_decay=LOW),
 }
+CONTROL_PROFILES = profiles(ValJudgedConfig, LOW_TASKS, JUDGED_CI)
 FAIR_PROFILES = {
     name: dataclasses.replace(
         c, task=dataclasses.replace(c.task, weight_decay=HIGH), arms=SWEPT, source="cifar10_fair", rejudge_only=True

@@ -16,27 +16,18 @@ elsewhere. Here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..results_reading import parse_grid_arm
 from ..tasks import grokking
 from . import fair_fight
-from .grid import Cell, Grid, grid_arms
+from .grid import Grid, cell_run_names, grid_arms, in_cells
 from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
 from .maps import WEIGHT_DECAYS
-from .study import Study, cell_run_names, in_cells, judged_run, resolve_lrs, same_rate, sweep_entry
+from .registry import JUDGED_CI, SWEEP_CI, profiles
+from .study import Study, resolve_lrs, same_rate, sweep_entry
 
-__all__ = [
-    "ENTRIES",
-    "SWEPT",
-    "DecaySweepConfig",
-    "SWEEP_PROFILES",
-    "PerDecayConfig",
-    "PROFILES",
-    "study",
-    "resolve",
-    "run_cell",
-]
+__all__ = ["ENTRIES", "SWEEP_PROFILES", "study", "resolve"]
 
 SWEPT = ("baseline", "stiefel")
 AT_ONE = 1.0  # the decay whose choice grokking_qk_lr holds
@@ -45,35 +36,22 @@ ADOPTED_FROM = "grokking_decay_map_tuned"
 
 @dataclass(frozen=True)
 class DecaySweepConfig:
-    task: grokking.GrokkingConfig = field(default_factory=lambda: MAP_PROFILES["full"].task)
+    task: grokking.GrokkingConfig
     weight_decays: tuple[float, ...] = tuple(w for w in WEIGHT_DECAYS if w != AT_ONE)
     seeds: tuple[int, ...] = fair_fight.SWEEP_PROFILES["full"].seeds  # grokking_qk_lr's selection seeds
     start_below: int = 2  # the first grid, as grokking_qk_lr's: two rungs under the task's lr, one over
     start_above: int = 1
 
 
-SWEEP_PROFILES = {
-    "full": DecaySweepConfig(),
-    "ci": DecaySweepConfig(
-        task=MAP_PROFILES["ci"].task, weight_decays=(0.0,), seeds=(100,), start_below=1, start_above=0
-    ),
-}
+MAP_TASKS = {profile: config.task for profile, config in MAP_PROFILES.items()}
+SWEEP_PROFILES = profiles(DecaySweepConfig, MAP_TASKS, {**SWEEP_CI, "weight_decays": (0.0,)})
 _train = in_cells(fair_fight.train, SWEPT)  # a cell "<arm>@wd=<λ>" at W_Q, W_K lr qk_lr (0: frozen frames)
 
 
 def study(config: DecaySweepConfig) -> Study:
     """``grokking_decay_qk_lr`` at a profile: each (arm, λ) cell as ``grokking_qk_lr`` sweeps an arm."""
-    start = (config.start_below, config.start_above)
-    return Study(
-        "grokking_decay_qk_lr",
-        config.task,
-        grid_arms(SWEPT, "wd", config.weight_decays),
-        config.seeds,
-        _train,
-        start=start,
-        frozen=None,
-        diverged=True,
-    )
+    cells = grid_arms(SWEPT, "wd", config.weight_decays)
+    return Study.at("grokking_decay_qk_lr", config, cells, _train, frozen=None, diverged=True)
 
 
 SWEEP_ARMS = cell_run_names(study, SWEPT, SWEEP_PROFILES)  # lr 0: frozen frames
@@ -81,17 +59,14 @@ SWEEP_ARMS = cell_run_names(study, SWEPT, SWEEP_PROFILES)  # lr 0: frozen frames
 
 @dataclass(frozen=True)
 class PerDecayConfig:
-    task: grokking.GrokkingConfig = field(default_factory=lambda: MAP_PROFILES["full"].task)
+    task: grokking.GrokkingConfig
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
     seeds: tuple[int, ...] = tuple(range(10))  # paired with the map's
     sweep_profile: str = "full"
     qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs: one per cell "<arm>@wd=<λ>"
 
 
-PROFILES = {
-    "full": PerDecayConfig(),
-    "ci": PerDecayConfig(task=MAP_PROFILES["ci"].task, weight_decays=(0.0, 1.0), seeds=(0,), sweep_profile="ci"),
-}
+PROFILES = profiles(PerDecayConfig, MAP_TASKS, {**JUDGED_CI, "weight_decays": (0.0, 1.0)})
 
 
 PER_DECAY = Grid(SWEPT)  # the map's cells "<arm>@wd=<λ>"
@@ -110,12 +85,6 @@ def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     return resolve_lrs(config, sweep_of, None, directory, arms=PER_DECAY.names(config))
 
 
-def run_cell(config: PerDecayConfig, cell: Cell, device, checkpoint=None, progress=True) -> dict:
-    """One judged run: a cell ``"<arm>@wd=<λ>"`` from its seed at its resolved lr (a run that
-    diverges scores 0, as in the sweep)."""
-    return judged_run(_train, config, cell.arm, cell.seed, device, checkpoint, progress, diverged=True)
-
-
 ENTRIES = (  # this module's experiments, collected by the runner
     sweep_entry(
         "grokking_decay_qk_lr",
@@ -128,8 +97,10 @@ ENTRIES = (  # this module's experiments, collected by the runner
     PER_DECAY.entry(
         "grokking_decay_map_per_decay",
         PROFILES,
-        run_cell,
+        fair_fight.train,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds), AdamW and the Stiefel rule each at its lr tuned at that decay",
+        rate="cell",  # a cell from its seed at its resolved lr
+        diverged=True,  # a run that diverges scores 0, as in the sweep
         resolve=resolve,
         adopt=same_rate(ADOPTED_FROM),  # a cell at the lr grokking_decay_map_tuned already ran: its run
     ),

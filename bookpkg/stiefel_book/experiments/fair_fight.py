@@ -22,12 +22,13 @@ hundreds of runs stay a few MB.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model_lr import check_choice
 from ..tasks import grokking
 from . import ablation
 from .checked_lr import at_checked_lr
+from .registry import JUDGED_CI, SWEEP_CI, profiles
 from .study import Study, at_rate, judged_entry, sweep_entry
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
     "SCALE_ARMS",
     "PEER_ARMS",
     "VARIANT_ARMS",
-    "SWEPT_ARMS",
-    "SweepConfig",
     "SWEEP_PROFILES",
     "FairConfig",
     "PROFILES",
@@ -48,9 +47,7 @@ __all__ = [
     "KEPT_METRICS",
     "CHECKED_LR",
     "CHECKED_MARGIN",
-    "CHECKED_ARMS",
-    "CHECKED_SWEEP_PROFILES",
-    "CHECKED_PROFILES",
+    "CENTERS",
 ]
 
 FAIR_ARMS = ("baseline", "no_decay_qk", "stiefel")  # the headline and the preprint's mechanism control
@@ -81,16 +78,14 @@ def _task(lr: float | None = None) -> grokking.GrokkingConfig:
 
 @dataclass(frozen=True)
 class SweepConfig:
-    task: grokking.GrokkingConfig = field(default_factory=_task)
+    task: grokking.GrokkingConfig
     seeds: tuple[int, ...] = (100, 101, 102, 103, 104)  # selection seeds, apart from the judged 0-19
     start_below: int = 2  # the first grid: two rungs under the center, one over it
     start_above: int = 1
 
 
 def _sweep_profiles(lr: float | None = None) -> dict:
-    task = _task(lr)
-    ci = SweepConfig(task=dataclasses.replace(task, epochs=100), seeds=(100,), start_below=1, start_above=0)
-    return {"full": SweepConfig(task=task), "ci": ci}
+    return profiles(SweepConfig, {"full": _task(lr), "ci": dataclasses.replace(_task(lr), epochs=100)}, SWEEP_CI)
 
 
 SWEEP_PROFILES = _sweep_profiles()
@@ -109,23 +104,19 @@ def train(task, arm: str, seed: int, device, checkpoint, progress, qk_lr: float,
 
 def study(config: SweepConfig, name: str = "grokking_qk_lr", arms: tuple[str, ...] = SWEPT_ARMS) -> Study:
     """Sweep ``name`` (of ``arms``) at a profile: the late validation accuracy, diverged runs scored 0."""
-    start, centers = (config.start_below, config.start_above), tuple(CENTERS.items())
-    return Study(name, config.task, arms, config.seeds, train, start=start, centers=centers, diverged=True)
+    return Study.at(name, config, arms, train, centers=CENTERS, diverged=True)
 
 
 @dataclass(frozen=True)
 class FairConfig:
-    task: grokking.GrokkingConfig = field(default_factory=_task)
+    task: grokking.GrokkingConfig
     arms: tuple[str, ...] = FAIR_ARMS  # the swept arms it judges (beside frozen)
     sweep_profile: str = "full"  # the profile of grokking_qk_lr whose choices the arms take
     qk_lrs: tuple[tuple[str, float], ...] = ()  # resolved before the runs (:func:`resolve`)
     seeds: tuple[int, ...] = tuple(range(20))
 
 
-PROFILES = {
-    "full": FairConfig(),
-    "ci": FairConfig(task=ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
-}
+PROFILES = profiles(FairConfig, ablation.GROKKING_PROFILES, {"seeds": (0,)})  # ci: at the full sweep's choices
 
 
 resolve = study(SWEEP_PROFILES["full"]).resolve  # (config, directory) -> config with every arm's chosen lr
@@ -137,10 +128,8 @@ CHECKED_LR = 1e-2  # grokking_model_lr's choice (tests/test_checked_lrs.py ties 
 CHECKED_MARGIN = 0.02  # grokking_model_lr's margin (2 pp of validation accuracy)
 CHECKED_ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")
 CHECKED_SWEEP_PROFILES = _sweep_profiles(CHECKED_LR)
-CHECKED_PROFILES = {
-    "full": FairConfig(task=_task(CHECKED_LR), arms=CHECKED_ARMS, seeds=tuple(range(40))),
-    "ci": FairConfig(CHECKED_SWEEP_PROFILES["ci"].task, CHECKED_ARMS, sweep_profile="ci", seeds=(0,)),
-}
+CHECKED_TASKS = {p: c.task for p, c in CHECKED_SWEEP_PROFILES.items()}
+CHECKED_PROFILES = profiles(FairConfig, CHECKED_TASKS, JUDGED_CI, arms=CHECKED_ARMS, seeds=tuple(range(40)))
 _guard = at_checked_lr("grokking_model_lr", _task(CHECKED_LR), choose=check_choice(CHECKED_MARGIN))
 
 
@@ -179,7 +168,7 @@ ENTRIES = (  # this module's experiments, collected by the runner
     *(
         judged_entry(
             name,
-            {profile: dataclasses.replace(config, arms=arms) for profile, config in PROFILES.items()},
+            profiles(dataclasses.replace, PROFILES, arms=arms),
             (*arms, *beside),
             train,
             f"grokking at p = 31, {what}",

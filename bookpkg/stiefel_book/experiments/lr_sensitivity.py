@@ -30,23 +30,11 @@ from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import charlm, cifar10, routing
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_val, fair_fight, maps
-from .registry import Experiment
+from .registry import Experiment, profiles
 from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
 from .study import resolve_lrs, train_or_diverge
 
-__all__ = [
-    "ARMS",
-    "CHECKS",
-    "KEY",
-    "RUNGS",
-    "TASKS",
-    "Check",
-    "LRSensitivityConfig",
-    "arm_names",
-    "runner",
-    "resolver",
-    "ENTRIES",
-]
+__all__ = ["CHECKS", "RUNGS", "ENTRIES", "SENSITIVITY"]
 
 ARMS = ("baseline", "muon", "stiefel", "qk_norm")  # AdamW, Muon on W_Q, W_K, the Stiefel rule, QK-norm
 KEY = "lr"
@@ -89,20 +77,18 @@ def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
     return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
+def _log_vocab(task) -> float:  # a uniform prediction's loss over the task's tokens
+    return math.log(task.vocab_size)
+
+
 TASKS = {
     "charlm": Task(
         CHARLM_PROFILES, charlm.run, lambda task: math.log2(charlm.corpus().vocab_size), "val_bpc", "charlm_qk_lr"
     ),
-    "induction": Task(
-        INDUCTION_PROFILES,
-        routing.run_induction,
-        lambda task: math.log(task.vocab_size),
-        "val_loss",
-        "induction_qk_lr",
-    ),
-    "mqar": Task(MQAR_PROFILES, routing.run_mqar, lambda task: math.log(task.vocab_size), "val_acc", "mqar_qk_lr"),
+    "induction": Task(INDUCTION_PROFILES, routing.run_induction, _log_vocab, "val_loss", "induction_qk_lr"),
+    "mqar": Task(MQAR_PROFILES, routing.run_mqar, _log_vocab, "val_acc", "mqar_qk_lr"),
     "grokking": Task(
-        {"full": fair_fight.SWEEP_PROFILES["full"].task, "ci": fair_fight.SWEEP_PROFILES["ci"].task},
+        {profile: config.task for profile, config in fair_fight.SWEEP_PROFILES.items()},
         _grokking_run,
         lambda task: math.log(task.p),
         "val_acc",
@@ -163,40 +149,6 @@ def resolver(task: Task) -> Callable:
     return resolve
 
 
-def _profiles(task: Task) -> dict:
-    tasks = task.profiles
-    full = LRSensitivityConfig(tasks["full"], task.metric, task.sweep)
-    if task.horizon == "steps":
-        small = dataclasses.replace(tasks["ci"], steps=20, log_every=10, checkpoint_every=10, warmup_steps=5)
-    else:
-        shorter = {"epochs": 20, "log_every": 10, "checkpoint_every": 10, "warmup_epochs": 5}
-        names = {f.name for f in dataclasses.fields(tasks["ci"])}
-        small = dataclasses.replace(tasks["ci"], **{k: v for k, v in shorter.items() if k in names})
-    ci = LRSensitivityConfig(
-        small,
-        task.metric,
-        task.sweep,
-        rungs=(1e-3, 1e-1),
-        seeds=(200,),
-        qk_lrs=tuple((arm, 1e-2) for arm in ARMS),  # fixed: a ci run reads no sweep
-        tuned_at=1e-3,
-    )
-    return {"full": full, "ci": ci}
-
-
-def _entry(name: str, task: Task) -> Experiment:
-    probe = LRSensitivityConfig(None, task.metric, task.sweep)
-    return Experiment(
-        f"{name}_lr_sensitivity",
-        _profiles(task),
-        arm_names(probe),
-        runner(task),
-        f"{name}: the model lr over 1e-4 ... 1e-1 (7 rungs), four arms at their tuned W_Q, W_K ratio, seeds 200-202",
-        arms_of=arm_names,
-        resolve=resolver(task),
-    )
-
-
 # The model-lr checks (issue 52: every task's model lr checked for AdamW before its W_Q, W_K sweeps
 # and judged runs; ``book/protocol.yml``, sweeps ``*_model_lr``): AdamW alone, W_Q, W_K at its tuned
 # ratio to the model lr, on selection seeds; four rungs first, the ladder's others run only when named
@@ -206,45 +158,52 @@ def _entry(name: str, task: Task) -> Experiment:
 
 @dataclass(frozen=True)
 class Check:
+    """An experiment of the engine: ``arms`` over the model lr on task ``task``, seeds ``seeds``, the rungs
+    ``start`` first, the ladder's others run only when named: a model-lr check (AdamW alone), or a
+    tuning-budget sweep (four arms, every rung)."""
+
     name: str  # the experiment and its results file
     task: str  # a key of :data:`TASKS`
     start: tuple[float, ...]  # the first rungs
-    seeds: tuple[int, ...]  # selection seeds
+    seeds: tuple[int, ...]  # a check's selection seeds; a sweep's, apart from the selection and judged ones
     replace: tuple[tuple[str, object], ...] = ()  # the task's full config changed so (a longer run)
     fixed: tuple[tuple[str, float], ...] = ()  # AdamW's W_Q, W_K lr fixed at declaration, else resolved
     tuned_at: float | None = None  # the model lr ``fixed`` was chosen at
+    arms: tuple[str, ...] = ("baseline",)  # a check's: AdamW alone
 
     def profiles(self) -> dict:
-        task = TASKS[self.task]
-        fixed = {"qk_lrs": self.fixed, "tuned_at": self.tuned_at} if self.fixed else {}
-        full = LRSensitivityConfig(
-            dataclasses.replace(task.profiles["full"], **dict(self.replace)),
-            task.metric,
-            task.sweep,
-            arms=("baseline",),
-            seeds=self.seeds,
-            **fixed,
-        )
-        ci = dataclasses.replace(
-            _profiles(task)["ci"], arms=("baseline",), seeds=self.seeds[:1], qk_lrs=(("baseline", 1e-2),)
-        )
-        return {"full": full, "ci": ci}
+        """The full profile, and a ci one: two rungs of a shorter run, W_Q, W_K's lrs fixed (it reads no sweep)."""
+        task, fixed = TASKS[self.task], {"qk_lrs": self.fixed, "tuned_at": self.tuned_at} if self.fixed else {}
+        small = task.profiles["ci"]
+        shorter = {task.horizon: 20, "log_every": 10, "checkpoint_every": 10, "warmup_steps": 5, "warmup_epochs": 5}
+        shorter = {k: v for k, v in shorter.items() if k in {f.name for f in dataclasses.fields(small)}}
+        full = dataclasses.replace(task.profiles["full"], **dict(self.replace))
+        tasks = {"full": full, "ci": dataclasses.replace(small, **shorter)}
+        ci = {"rungs": (1e-3, 1e-1), "seeds": self.seeds[:1], "tuned_at": 1e-3}
+        ci["qk_lrs"] = tuple((arm, 1e-2) for arm in self.arms)
+        both = {"metric": task.metric, "sweep": task.sweep, "arms": self.arms, "seeds": self.seeds, **fixed}
+        return profiles(LRSensitivityConfig, tasks, ci, **both)
 
     def first(self, config: LRSensitivityConfig) -> tuple[str, ...]:
         """The arms a profile runs: the first rungs at full scale, every rung of a smaller profile."""
-        return tuple(grid_arm("baseline", KEY, lr) for lr in config.rungs if lr in self.start or config.rungs != RUNGS)
+        rungs = tuple(lr for lr in config.rungs if lr in self.start or config.rungs != RUNGS)
+        return tuple(grid_arm(arm, KEY, lr) for arm in config.arms for lr in rungs)
 
     def entry(self) -> Experiment:
         profiles = self.profiles()
         full = profiles["full"]
         lrs = ", ".join(f"{lr:g}" for lr in self.start)
+        what = (
+            f"AdamW's model lr on {lrs} (grown by the ladder), W_Q, W_K at its tuned ratio, selection seeds"
+            if self.arms == ("baseline",)
+            else "the model lr over 1e-4 ... 1e-1 (7 rungs), four arms at their tuned W_Q, W_K ratio, seeds"
+        )
         return Experiment(
             self.name,
             profiles,
             self.first(full),
             runner(TASKS[self.task]),
-            f"{self.task}: AdamW's model lr on {lrs} (grown by the ladder), W_Q, W_K at its tuned ratio, "
-            f"selection seeds {self.seeds[0]}-{self.seeds[-1]}",
+            f"{self.task}: {what} {self.seeds[0]}-{self.seeds[-1]}",
             optional_arms=tuple(a for a in arm_names(full) if a not in self.first(full)),
             arms_of=self.first,
             resolve=None if self.fixed else resolver(TASKS[self.task]),
@@ -273,4 +232,5 @@ CHECKS = (
     ),
 )
 
-ENTRIES = (*(_entry(name, TASKS[name]) for name in SENSITIVITY), *(check.entry() for check in CHECKS))
+SWEEPS = tuple(Check(f"{task}_lr_sensitivity", task, RUNGS, (200, 201, 202), arms=ARMS) for task in SENSITIVITY)
+ENTRIES = tuple(check.entry() for check in (*SWEEPS, *CHECKS))

@@ -32,33 +32,30 @@ Chapter: regimes.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
+from ..results_reading import grid_arm
 from ..tasks import cifar10, grokking
 from ..tasks.routing import run_induction
 from . import ablation, fair_fight
 from .cifar10 import PROFILES as CIFAR10_PROFILES
-from .grid import Cell, Grid
+from .grid import Grid
 from .routing_sweep import INDUCTION_PROFILES, resolver
-from .study import at_task_rate, resolved_lr
+from .study import at_task_rate
 
 __all__ = [
     "MapConfig",
-    "MAP_ARMS",
     "WEIGHT_DECAYS",
-    "MAP",
     "DECAY_MAP_PROFILES",
-    "DecayMapTunedConfig",
     "LONG_ARMS",
     "LONG_WEIGHT_DECAYS",
-    "LONG_PROFILES",
     "long_task",
-    "TrustRegionConfig",
     "DECAY_MAP_ENTRIES",
     "LONG_ENTRIES",
     "TRUST_REGION_ENTRIES",
     "INDUCTION_ENTRIES",
+    "long_tasks",
 ]
 
 
@@ -84,16 +81,12 @@ DECAY_MAP_PROFILES = {
 }
 
 
-def _grokking_cell(config: MapConfig, cell: Cell, device, checkpoint, progress) -> dict:
-    return grokking.run(cell.task, cell.base, cell.seed, device, checkpoint, progress)
-
-
 TUNED_SWEPT = ("baseline", "stiefel", "no_decay_qk")  # the map's arms with a W_Q, W_K lr (frozen frames have none)
 
 
 @dataclass(frozen=True)
 class DecayMapTunedConfig:
-    task: grokking.GrokkingConfig = field(default_factory=lambda: DECAY_MAP_PROFILES["full"].task)
+    task: grokking.GrokkingConfig
     weight_decays: tuple[float, ...] = WEIGHT_DECAYS
     seeds: tuple[int, ...] = tuple(range(10))  # paired with grokking_decay_map's
     arms: tuple[str, ...] = TUNED_SWEPT
@@ -107,24 +100,19 @@ TUNED_PROFILES = {
 }
 
 
-def _tuned_cell(config: DecayMapTunedConfig, cell: Cell, device, checkpoint, progress) -> dict:
-    """W_Q, W_K at the arm's resolved lr (frozen frames: none)."""
-    lr = 0.0 if cell.base == "frozen" else resolved_lr(config, cell.base)
-    return {**fair_fight.train(cell.task, cell.base, cell.seed, device, checkpoint, progress, lr), "qk_lr": lr}
-
-
 DECAY_MAP_ENTRIES = (
     MAP.entry(
         "grokking_decay_map",
         DECAY_MAP_PROFILES,
-        _grokking_cell,
+        grokking.run,
         "grokking at ci scale over weight decays 0-3, four arms, 10 seeds",
     ),
     MAP.entry(
         "grokking_decay_map_tuned",
         TUNED_PROFILES,
-        _tuned_cell,
+        fair_fight.train,
         "grokking's decay map (p = 31, λ 0-3, 10 seeds) with each arm's W_Q, W_K at its lr tuned at λ = 1",
+        rate="arm",  # W_Q, W_K at the arm's resolved lr (frozen frames: none)
         resolve=fair_fight.resolve,  # each swept arm's lr chosen by grokking_qk_lr (refused until final)
         # grokking_decay_map's run where it is this one's computation: frozen frames, or an arm at the task's lr
         adopt=at_task_rate("grokking_decay_map", fair_fight.compact, base=lambda c, a, seed: MAP.cell(c, a, seed).base),
@@ -160,16 +148,21 @@ def long_task(profile: str, **changes) -> cifar10.CIFAR10Config:
     return dataclasses.replace(LONG_PROFILES[profile].task, **changes)
 
 
-def _long_cell(config: MapConfig, cell: Cell, device, checkpoint, progress) -> dict:
-    description = f"cifar10 long {cell.arm} start {cell.seed}"
-    return cifar10.train_arm(cell.task, cell.base, cell.seed, device, checkpoint, progress, description=description)
+def long_tasks(**changes) -> dict:
+    """``{profile: its long task, changes applied}`` (:func:`long_task`)."""
+    return {profile: long_task(profile, **changes) for profile in LONG_PROFILES}
+
+
+def _long_run(task, arm: str, seed: int, device, checkpoint, progress) -> dict:
+    description = f"cifar10 long {grid_arm(arm, 'wd', task.weight_decay)} start {seed}"
+    return cifar10.train_arm(task, arm, seed, device, checkpoint, progress, description=description)
 
 
 LONG_ENTRIES = (
     Grid(LONG_ARMS).entry(
         "cifar10_long",
         LONG_PROFILES,
-        _long_cell,
+        _long_run,
         "CIFAR-10 patches, 100 epochs on 10,000 images, λ 0.05-1, four arms, 3 paired starts",
     ),
 )
@@ -190,16 +183,15 @@ def _resolve_induction(config: MapConfig, directory=None) -> MapConfig:
     return dataclasses.replace(config, task=resolver("induction_qk_lr")(task, directory))
 
 
-def _induction_cell(config: MapConfig, cell: Cell, device, checkpoint, progress) -> dict:
-    outcome = run_induction(cell.task, cell.base, cell.seed, device, checkpoint, progress)
-    return {**outcome, "weight_decay": cell.value}
+def _induction_run(task, arm: str, seed: int, device, checkpoint, progress) -> dict:
+    return {**run_induction(task, arm, seed, device, checkpoint, progress), "weight_decay": task.weight_decay}
 
 
 INDUCTION_ENTRIES = (
     MAP.entry(
         "induction_decay_map",
         INDUCTION_PROFILES_MAP,
-        _induction_cell,
+        _induction_run,
         "induction heads over weight decays 0-3 and training length, four arms at their tuned W_Q, W_K lrs, "
         "10 paired seeds",
         resolve=_resolve_induction,
@@ -228,16 +220,13 @@ TRUST_REGION_PROFILES = {
 }
 
 
-def _trust_region_cell(config: TrustRegionConfig, cell: Cell, device, checkpoint, progress) -> dict:
-    return grokking.run(cell.task, cell.base, cell.seed, device, checkpoint, progress, qk_lr=cell.value)
-
-
 TRUST_REGION_ENTRIES = (
     Grid(TR_ARMS, "flr", "qk_lrs", sets=None).entry(
         "grokking_trust_region",
         TRUST_REGION_PROFILES,
-        _trust_region_cell,
+        grokking.run,
         "grokking at ci scale, frames at raised lrs where the trust region binds: full rule vs no trust region, 10 "
         "seeds",
+        value_as="qk_lr",
     ),
 )

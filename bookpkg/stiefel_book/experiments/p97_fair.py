@@ -20,25 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import fair_fight, grokking
+from .registry import JUDGED_CI, profiles
 from .study import Study, at_task_rate, judged_entry, same_rate, sweep_entry
 
-__all__ = [
-    "ENTRIES",
-    "ARMS",
-    "THRESHOLD",
-    "SweepConfig",
-    "SWEEP_PROFILES",
-    "study",
-    "FairConfig",
-    "PROFILES",
-    "resolve",
-    "adopt",
-    "PRIMARY_ARMS",
-    "PRIMARY_PROFILES",
-]
+__all__ = ["ENTRIES", "ARMS", "SWEEP_PROFILES", "study", "resolve", "adopt"]
 
 ARMS = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # swept; frozen frames are judged beside them
 THRESHOLD = 0.9
@@ -46,39 +34,29 @@ THRESHOLD = 0.9
 
 @dataclass(frozen=True)
 class SweepConfig:
-    task: grokking.GrokkingConfig = field(
-        default_factory=lambda: dataclasses.replace(grokking.PROFILES["full"], epochs=10_000)
-    )
+    task: grokking.GrokkingConfig
     arms: tuple[str, ...] = ARMS
     seeds: tuple[int, ...] = (100, 101)  # selection seeds, apart from the judged 0-5
     threshold: float = THRESHOLD
 
 
 _CI_TASK = dataclasses.replace(grokking.PROFILES["ci"], epochs=200)
-SWEEP_PROFILES = {"full": SweepConfig(), "ci": SweepConfig(task=_CI_TASK, seeds=(100,))}
+SWEEP_PROFILES = {
+    "full": SweepConfig(dataclasses.replace(grokking.PROFILES["full"], epochs=10_000)),
+    "ci": SweepConfig(_CI_TASK, seeds=(100,)),
+}
 
 
 def study(config: SweepConfig) -> Study:
     """``grokking_p97_qk_lr`` at a profile: scored by time to the threshold, the first grid the task's
     lr, a third and a tenth of it; a run stops where its score is fixed; diverged runs never grok."""
     stopping = functools.partial(fair_fight.train, stop_at=config.threshold)
-    return Study(
-        "grokking_p97_qk_lr",
-        config.task,
-        config.arms,
-        config.seeds,
-        stopping,
-        metric="time",
-        start=(2, 0),
-        diverged=True,
-    )
+    return Study.at("grokking_p97_qk_lr", config, config.arms, stopping, metric="time", start=(2, 0), diverged=True)
 
 
 FairConfig = fair_fight.FairConfig  # the judged runs' config, as at p = 31: the swept arms, frozen frames beside
-PROFILES = {
-    "full": FairConfig(grokking.PROFILES["full"], ARMS, seeds=tuple(range(6))),
-    "ci": FairConfig(_CI_TASK, ARMS, sweep_profile="ci", seeds=(0,)),
-}
+TASKS = {"full": grokking.PROFILES["full"], "ci": _CI_TASK}
+PROFILES = profiles(FairConfig, TASKS, JUDGED_CI, arms=ARMS, seeds=tuple(range(6)))
 
 
 resolve = study(SWEEP_PROFILES["full"]).resolve  # (config, directory) -> config with every arm's chosen lr
@@ -93,10 +71,7 @@ adopt = at_task_rate(ADOPTED_FROM, fair_fight.compact, whole_config=True)
 
 
 PRIMARY_ARMS = ("baseline", "stiefel")
-PRIMARY_PROFILES = {
-    name: dataclasses.replace(config, arms=PRIMARY_ARMS, seeds=tuple(range(12 if name == "full" else 1)))
-    for name, config in PROFILES.items()
-}
+PRIMARY_PROFILES = profiles(dataclasses.replace, PROFILES, {"seeds": (0,)}, arms=PRIMARY_ARMS, seeds=tuple(range(12)))
 
 ENTRIES = (  # this module's experiments, collected by the runner
     sweep_entry(

@@ -35,23 +35,9 @@ from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import cifar10, grokking
 from . import ablation, maps
-from .registry import Experiment, stored_config
+from .registry import Experiment, profiles, stored_config
 
-__all__ = [
-    "ENTRIES",
-    "SWEPT_ARMS",
-    "PEER_ARMS",
-    "LrSweepConfig",
-    "PeersConfig",
-    "SWEEP_PROFILES",
-    "PROFILES",
-    "CIFAR10_PROFILES",
-    "sweep_arm_names",
-    "SWEEP_ARMS",
-    "run_sweep",
-    "run",
-    "run_cifar10",
-]
+__all__ = ["ENTRIES", "PEER_ARMS", "sweep_arm_names", "run_sweep"]
 
 SWEPT_ARMS = ("stiefel", *RELATIVES)  # every arm whose W_Q, W_K lr is chosen by the sweep
 PEER_ARMS = ("baseline", *SWEPT_ARMS)
@@ -97,15 +83,10 @@ SWEEP_PROFILES = {
 }
 SWEEP_ARMS = tuple(dict.fromkeys(name for profile in SWEEP_PROFILES.values() for name in sweep_arm_names(profile)))
 
-PROFILES = {
-    "full": PeersConfig(ablation.GROKKING_PROFILES["full"]),  # the very task of grokking_ablation
-    # one seed at 600 epochs, at the lrs the full sweep chose: a live run for the chapter
-    "ci": PeersConfig(ablation.GROKKING_PROFILES["ci"], seeds=(0,)),
-}
-CIFAR10_PROFILES = {  # the "at least 3 paired starts"
-    "full": PeersConfig(maps.long_task("full", weight_decay=1.0), seeds=(0, 1, 2)),
-    "ci": PeersConfig(maps.long_task("ci", weight_decay=1.0), seeds=(0,)),
-}
+# the very task of grokking_ablation; ci: one seed at 600 epochs, at the full sweep's lrs (the chapter's live run)
+PROFILES = profiles(PeersConfig, ablation.GROKKING_PROFILES, {"seeds": (0,)})
+# the "at least 3 paired starts"
+CIFAR10_PROFILES = profiles(PeersConfig, maps.long_tasks(weight_decay=1.0), {"seeds": (0,)}, seeds=(0, 1, 2))
 
 
 def run_sweep(config: LrSweepConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:

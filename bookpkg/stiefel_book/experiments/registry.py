@@ -9,9 +9,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["PROFILES", "Experiment", "UnknownNameError", "collect", "stored_config"]
+__all__ = [
+    "PROFILES",
+    "Experiment",
+    "UnknownNameError",
+    "collect",
+    "stored_config",
+    "profiles",
+    "SWEEP_CI",
+    "JUDGED_CI",
+]
 
 PROFILES = ("ci", "full")
+SWEEP_CI = {"seeds": (100,), "start_below": 1, "start_above": 0}  # a sweep's ci profile: one seed, two first rungs
+JUDGED_CI = {"sweep_profile": "ci", "seeds": (0,)}  # judged runs' ci profile: one seed, at the ci sweep's choices
 
 
 class UnknownNameError(ValueError):
@@ -39,6 +50,13 @@ class Experiment:
 
     def default_arms(self, config) -> tuple[str, ...]:
         return tuple(self.arms_of(config)) if self.arms_of else self.arms
+
+
+def profiles(make: Callable, tasks: dict, ci: dict | None = None, **both) -> dict:
+    """An experiment's two profiles, each made from its task's profile (``tasks``; or, by ``dataclasses.replace``,
+    from another experiment's): ``make(task, **both)``, with ``ci``'s fields changed so at ``ci`` (:data:`SWEEP_CI`,
+    :data:`JUDGED_CI`)."""
+    return {"full": make(tasks["full"], **both), "ci": make(tasks["ci"], **{**both, **(ci or {})})}
 
 
 def stored_config(config) -> dict:

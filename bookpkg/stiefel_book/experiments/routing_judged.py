@@ -16,18 +16,18 @@ from __future__ import annotations
 import dataclasses
 
 from ..tasks import charlm, routing
-from .registry import Experiment
+from .registry import Experiment, profiles
 from .routing_sweep import (
     CHARLM_LONG_PROFILES,
     CHARLM_PROFILES,
     INDUCTION_PROFILES,
     MQAR_CHECKED_PROFILES,
     MQAR_PROFILES,
-    SWEPT_ARMS,
     resolver,
 )
+from .study import FROZEN
 
-__all__ = ["ARMS_2X2", "SEEDS_2X2", "MQAR_2X2_PROFILES", "INDUCTION_2X2_PROFILES", "ENTRIES", "ENTRIES_2X2"]
+__all__ = ["ARMS_2X2", "MQAR_2X2_PROFILES", "INDUCTION_2X2_PROFILES", "ENTRIES", "ENTRIES_2X2"]
 
 ARMS_2X2 = ("baseline", "muon", "stiefel", "manifold_muon")  # {Adam, Muon} x {free, frames}
 SEEDS_2X2 = tuple(range(50, 60))  # fresh: none of 0-9, 20-49, 100-104, 200-202 (routing_2x2's judged seeds)
@@ -35,79 +35,45 @@ SEEDS_2X2 = tuple(range(50, 60))  # fresh: none of 0-9, 20-49, 100-104, 200-202 
 
 def _seeded(task_profiles: dict, seeds: tuple[int, ...]) -> dict:
     """``task_profiles`` judged on ``seeds`` (the ``ci`` profile on the first)."""
-    return {
-        "full": dataclasses.replace(task_profiles["full"], seeds=seeds),
-        "ci": dataclasses.replace(task_profiles["ci"], seeds=seeds[:1]),
-    }
+    return profiles(dataclasses.replace, task_profiles, {"seeds": seeds[:1]}, seeds=seeds)
 
 
 MQAR_2X2_PROFILES = _seeded(MQAR_CHECKED_PROFILES, SEEDS_2X2)  # at MQAR's checked model lr (amended)
 INDUCTION_2X2_PROFILES = _seeded(INDUCTION_PROFILES, SEEDS_2X2)
-OPTIONAL = routing.OPTIONAL_ARMS  # run only when named
+MQAR_FRESH_PROFILES = _seeded(MQAR_CHECKED_PROFILES, tuple(range(20, 50)))
+SIX, OPTIONAL = routing.ARMS, routing.OPTIONAL_ARMS  # the optional arms run only when named
+CHARLM_LONG_ARMS = (*charlm.ARMS, "manifold_muon")
+
+# Each experiment: its profiles, its arms (then those run only when named), the task's run, and the sweep whose
+# choices each arm but frozen frames takes. mqar_fresh (routing_mqar_fresh, amended): at MQAR's checked model lr,
+# 30 fresh seeds; charlm_long (book/protocol.yml): 4,500 steps at the checked model lr, manifold Muon among the arms
+JUDGED = {
+    "mqar": (MQAR_PROFILES, SIX, OPTIONAL, routing.run_mqar, "mqar_qk_lr"),
+    "mqar_fresh": (MQAR_FRESH_PROFILES, SIX, (), routing.run_mqar, "mqar_checked_qk_lr"),
+    "induction": (INDUCTION_PROFILES, SIX, OPTIONAL, routing.run_induction, "induction_qk_lr"),
+    "charlm": (CHARLM_PROFILES, charlm.ARMS, OPTIONAL, charlm.run, "charlm_qk_lr"),
+    "charlm_long": (CHARLM_LONG_PROFILES, CHARLM_LONG_ARMS, (), charlm.run, "charlm_long_qk_lr"),
+    "mqar_2x2": (MQAR_2X2_PROFILES, ARMS_2X2, (), routing.run_mqar, "mqar_checked_qk_lr"),
+    "induction_2x2": (INDUCTION_2X2_PROFILES, ARMS_2X2, (), routing.run_induction, "induction_qk_lr"),
+}
+_TUNED = "at their tuned W_Q, W_K lrs"
+_2X2 = "2x2 of update direction and constraint on W_Q, W_K, four arms at their tuned lrs, 10 fresh seeds"
+DESCRIPTIONS = {
+    "mqar": "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
+    "mqar_fresh": f"multi-query associative recall at its checked model lr, the six arms of mqar {_TUNED}, "
+    "30 fresh paired seeds",
+    "induction": "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
+    "charlm": "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
+    "charlm_long": f"character-level LM over 4,500 steps at its checked model lr, seven arms {_TUNED}, 10 paired seeds",
+    "mqar_2x2": f"MQAR's {_2X2}",
+    "induction_2x2": f"induction's {_2X2}",
+}
 
 
-ENTRIES = (
-    Experiment(
-        "mqar",
-        MQAR_PROFILES,
-        routing.ARMS,
-        routing.run_mqar,
-        "multi-query associative recall, 2-layer nanoGPT-style model, six arms, 10 paired seeds",
-        OPTIONAL,
-        resolve=resolver("mqar_qk_lr"),
-    ),
-    Experiment(  # routing_mqar_fresh (book/protocol.yml, amended): at MQAR's checked model lr, 30 fresh seeds
-        "mqar_fresh",
-        _seeded(MQAR_CHECKED_PROFILES, tuple(range(20, 50))),
-        routing.ARMS,
-        routing.run_mqar,
-        "multi-query associative recall at its checked model lr, the six arms of mqar at their tuned W_Q, W_K lrs, "
-        "30 fresh paired seeds",
-        resolve=resolver("mqar_checked_qk_lr"),
-    ),
-    Experiment(
-        "induction",
-        INDUCTION_PROFILES,
-        routing.ARMS,
-        routing.run_induction,
-        "induction heads on repeated random tokens, 2-layer attention-only, six arms, 10 paired seeds",
-        OPTIONAL,
-        resolve=resolver("induction_qk_lr"),
-    ),
-    Experiment(
-        "charlm",
-        CHARLM_PROFILES,
-        charlm.ARMS,
-        charlm.run,
-        "character-level LM on Gutenberg texts (nanoGPT + stiefelize), six arms, 5 paired seeds",
-        OPTIONAL,
-        resolve=resolver("charlm_qk_lr"),
-    ),
-    Experiment(  # charlm_long (book/protocol.yml): 4,500 steps at the checked model lr, manifold Muon among the arms
-        "charlm_long",
-        CHARLM_LONG_PROFILES,
-        (*charlm.ARMS, "manifold_muon"),
-        charlm.run,
-        "character-level LM over 4,500 steps at its checked model lr, seven arms at their tuned W_Q, W_K lrs, "
-        "10 paired seeds",
-        resolve=resolver("charlm_long_qk_lr", (*SWEPT_ARMS, "manifold_muon")),
-    ),
-)
-ENTRIES_2X2 = (
-    Experiment(
-        "mqar_2x2",
-        MQAR_2X2_PROFILES,
-        ARMS_2X2,
-        routing.run_mqar,
-        "MQAR's 2x2 of update direction and constraint on W_Q, W_K, four arms at their tuned lrs, 10 fresh seeds",
-        resolve=resolver("mqar_checked_qk_lr", ARMS_2X2),
-    ),
-    Experiment(
-        "induction_2x2",
-        INDUCTION_2X2_PROFILES,
-        ARMS_2X2,
-        routing.run_induction,
-        "induction's 2x2 of update direction and constraint on W_Q, W_K, four arms at their tuned lrs, 10 fresh seeds",
-        resolve=resolver("induction_qk_lr", ARMS_2X2),
-    ),
-)
+def _entry(name: str, profiles: dict, arms: tuple, optional: tuple, run, sweep: str) -> Experiment:
+    resolve = resolver(sweep, tuple(arm for arm in arms if arm != FROZEN))
+    return Experiment(name, profiles, arms, run, DESCRIPTIONS[name], optional, resolve=resolve)
+
+
+ENTRIES = tuple(_entry(name, *row) for name, row in JUDGED.items() if not name.endswith("_2x2"))
+ENTRIES_2X2 = tuple(_entry(name, *row) for name, row in JUDGED.items() if name.endswith("_2x2"))

@@ -32,36 +32,29 @@ from dataclasses import dataclass
 from .. import choices
 from ..results_reading import grid_arm, parse_grid_arm, split_key
 from ..tasks import routing
-from .registry import Experiment
+from .registry import SWEEP_CI, Experiment, profiles
 from .routing_sweep import INDUCTION_PROFILES, MQAR_CHECKED_PROFILES, SweepError, checked, sweep_file, task_setting
-from .study import FROZEN, KEY, Study, grow, stored_run, sweep_entry
+from .study import FROZEN, KEY, Study, stored_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
-    "TEMPERATURE_KEY",
+    "TUNED_ENTRIES",
     "TEMPERATURES",
-    "TEMPERATURE_LADDER",
     "TempSweepConfig",
     "SWEEPS",
     "temperature_grid",
     "cell",
     "parse_cell",
-    "temperature_choice",
     "TemperatureStudy",
-    "TUNED_ARM",
-    "TunedConfig",
     "TUNED_PROFILES",
+    "adopter",
     "resolver",
-    "runner",
 ]
 
 TEMPERATURE_KEY = "temp"  # a cell's key: "qk_norm@temp=3"
 TEMPERATURES = (1.0, 3.0, 10.0, 30.0)  # the declared first grid (book/protocol.yml, routing_qk_temp)
 TEMPERATURE_LADDER = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)  # where the grid may grow
 ARM = "qk_norm"
-# τ = 1's runs, adopted. MQAR's sweep is made at its checked model lr (routing_qk_temp, amended), so its
-# τ = 1 cell is QK-norm as mqar_checked_qk_lr swept it there
-SOURCES = {"mqar_qk_temp": "mqar_checked_qk_lr", "induction_qk_temp": "induction_qk_lr"}
 
 
 def temperature_grid(values) -> tuple[float, ...]:
@@ -124,30 +117,35 @@ def temperature_choice(scores: dict[float, float]) -> dict:
     return {"temperature": best, "interior": choices.is_interior(scores, best), "next": tuple(grow_to)}
 
 
+def qk_norm_run(run_task: Callable, task, seed, device, checkpoint, progress, qk_lr: float, temperature) -> dict:
+    """QK-norm from ``seed`` by a routing task's run (:func:`stiefel_book.tasks.routing.task_run`) at W_Q, W_K lr
+    ``qk_lr`` and initial temperature ``temperature`` (lr 0: frozen frames, without a temperature)."""
+    if qk_lr == 0.0:
+        return run_task(task, FROZEN, seed, device, checkpoint, progress)
+    return run_task(task, ARM, seed, device, checkpoint, progress, qk_lr=qk_lr, qk_temperature=temperature)
+
+
 @dataclass(frozen=True)
-class TemperatureStudy:
-    """The sweep ``name`` of QK-norm's (initial temperature, W_Q, W_K lr) at ``config``: each cell's
-    lr by :class:`.study.Study`'s rule, the temperatures by :func:`temperature_choice`."""
+class TemperatureStudy(Study):
+    """The sweep of QK-norm's (initial temperature, W_Q, W_K lr) over the cells :data:`CELLS`: each cell's
+    lr by :class:`.study.Study`'s rule (:meth:`chosen`), the temperatures, from the first grid ``temperatures``
+    on, by :func:`temperature_choice` (:meth:`choice`)."""
 
-    name: str
-    config: TempSweepConfig
-    run_task: Callable | None = None  # a routing task's run (:func:`stiefel_book.tasks.routing.task_run`)
+    temperatures: tuple[float, ...] = TEMPERATURES
 
-    @property
-    def study(self) -> Study:
-        c = self.config
-        start = (c.start_below, c.start_above)
-        return Study(self.name, c.task, CELLS, c.seeds, self._train, c.metric, "steps", start=start)
+    @classmethod
+    def of(cls, name: str, config: TempSweepConfig, run_task: Callable | None = None) -> TemperatureStudy:
+        """Sweep ``name`` at a profile, a cell's run made by ``run_task``."""
 
-    def _train(self, task, name, seed, device, checkpoint, progress, qk_lr):
-        if qk_lr == 0.0:
-            return self.run_task(task, FROZEN, seed, device, checkpoint, progress)
-        t = parse_cell(name)
-        return self.run_task(task, ARM, seed, device, checkpoint, progress, qk_lr=qk_lr, qk_temperature=t)
+        def train(task, name, seed, device, checkpoint, progress, qk_lr):
+            temperature = parse_cell(name) if qk_lr else None
+            return qk_norm_run(run_task, task, seed, device, checkpoint, progress, qk_lr, temperature)
+
+        return cls.at(name, config, CELLS, train, temperatures=config.temperatures)
 
     def tried(self, results: dict | None) -> tuple[float, ...]:
         """The temperatures swept so far: the first grid's and those the file's runs name."""
-        found = set(self.config.temperatures)
+        found = set(self.temperatures)
         for key in (results or {}).get("runs", {}):
             arm = split_key(key)[0]
             if arm != FROZEN:
@@ -156,23 +154,15 @@ class TemperatureStudy:
 
     def start_arms(self, with_frozen: bool = False) -> tuple[str, ...]:
         """Every first-grid cell's first lr rungs (then ``frozen``, lr 0, when ``with_frozen``)."""
-        study, cells = self.study, [cell(t) for t in self.config.temperatures]
-        first = tuple(study.run_name(c, lr) for c in cells for lr in study.start_rungs(c))
-        return (*first, FROZEN) if with_frozen else first
+        return Study.start_arms(dataclasses.replace(self, arms=tuple(map(cell, self.temperatures))), with_frozen)
 
-    def run_names(self) -> tuple[str, ...]:
-        return self.study.run_names()
-
-    def run(self, name: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-        return self.study.run(name, seed, device, checkpoint, progress)
-
-    def chosen(self, results: dict | None, required: bool = False) -> dict | None:
+    def choice(self, results: dict | None, required: bool = False) -> dict | None:
         """``{"temperature", "lr", "score", "interior", "settled", "next", "cells"}``: the chosen
         cell and its lr; ``settled`` once every tried cell's lr choice is final and the temperature's
         is interior or at the ladder's end. ``None`` (``required``: refused) while a tried cell has
         no rung with every selection seed."""
-        study, temps = self.study, self.tried(results)
-        cells = {t: (study.chosen(results, cell(t)) if results else None) for t in temps}
+        temps = self.tried(results)
+        cells = {t: (self.chosen(results, cell(t)) if results else None) for t in temps}
         if any(c is None for c in cells.values()):
             if required:
                 missing = [t for t, c in cells.items() if c is None]
@@ -180,7 +170,7 @@ class TemperatureStudy:
             return None
         pick = temperature_choice({t: c["score"] for t, c in cells.items()})
         best = cells[pick["temperature"]]
-        lrs_final = not study.pending(results, tuple(cell(t) for t in temps))
+        lrs_final = not super().pending(results, tuple(cell(t) for t in temps))
         return {
             **pick,
             "lr": best["lr"],
@@ -192,38 +182,33 @@ class TemperatureStudy:
     def pending(self, results: dict | None, arms: tuple[str, ...] | None = None) -> list[str]:
         """The sweep's next round: the tried cells' pending lr rungs (only ``arms``' where named: a
         shard, which never grows the temperatures), else the first rungs of the temperatures the rule adds."""
-        study = self.study
         cells = tuple(arms) if arms else tuple(cell(t) for t in self.tried(results))
         for name in cells:
             parse_cell(name)
-        names = study.pending(results, cells)
+        names = super().pending(results, cells)
         if names or arms:
             return names
-        pick = self.chosen(results, required=True)
-        return [study.run_name(cell(t), lr) for t in pick["next"] for lr in study.start_rungs(cell(t))]
-
-    def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
-        """Run the pending rounds until the choice is settled (resumable)."""
-        return grow(run_experiment, self.name, profile, lambda results: self.pending(results, arms), **options)
+        pick = self.choice(results, required=True)
+        return [self.run_name(cell(t), lr) for t in pick["next"] for lr in self.start_rungs(cell(t))]
 
 
-def _profiles(task_profiles: dict) -> dict:
-    return {
-        "full": TempSweepConfig(task_profiles["full"]),
-        "ci": TempSweepConfig(task_profiles["ci"], temperatures=(1.0, 3.0), seeds=(100,), start_below=1, start_above=0),
-    }
-
-
+# each task: its profiles (MQAR's sweep is made at its checked model lr: routing_qk_temp, amended), its run, the
+# sweep whose τ = 1 runs are adopted (QK-norm as that file swept it) and the judged seeds (MQAR's at its checked
+# model lr, mqar_fresh's, amended)
+TASKS = {
+    "mqar": (MQAR_CHECKED_PROFILES, routing.run_mqar, "mqar_checked_qk_lr", tuple(range(20, 50))),
+    "induction": (INDUCTION_PROFILES, routing.run_induction, "induction_qk_lr", tuple(range(10))),
+}
 SWEEPS = {  # sweep name -> (its profiles, the task's run)
-    "mqar_qk_temp": (_profiles(MQAR_CHECKED_PROFILES), routing.run_mqar),
-    "induction_qk_temp": (_profiles(INDUCTION_PROFILES), routing.run_induction),
+    f"{task}_qk_temp": (profiles(TempSweepConfig, tasks, {**SWEEP_CI, "temperatures": (1.0, 3.0)}), run)
+    for task, (tasks, run, _, _) in TASKS.items()
 }
 
 
 def adopter(name: str) -> Callable:
-    """The ``adopt`` of sweep ``name``: a run of the cell τ = 1 (or ``frozen``) is ``SOURCES[name]``'s
+    """The ``adopt`` of sweep ``name``: a run of the cell τ = 1 (or ``frozen``) is the task's lr sweep's
     run of QK-norm at the same lr and seed on the same task, where that file holds it."""
-    profiles = SWEEPS[name][0]
+    profiles, source = SWEEPS[name][0], TASKS[name.removesuffix("_qk_temp")][2]
 
     def adopt(config: TempSweepConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
         profile = next((p for p, c in profiles.items() if task_setting(c.task) == task_setting(config.task)), None)
@@ -236,10 +221,10 @@ def adopter(name: str) -> Callable:
             if parse_cell(name_of_cell) != 1.0:
                 return None
             key = f"{grid_arm(ARM, KEY, float(lr))}/{seed}"
-        run = stored_run(SOURCES[name], profile, directory, config.task, key)
+        run = stored_run(source, profile, directory, config.task, key)
         if run is None:
             return None
-        return ({**run} if arm == FROZEN else {**run, "qk_temperature": 1.0}), f"{SOURCES[name]}-{profile}"
+        return ({**run} if arm == FROZEN else {**run, "qk_temperature": 1.0}), f"{source}-{profile}"
 
     return adopt
 
@@ -248,7 +233,7 @@ ENTRIES = tuple(
     sweep_entry(
         name,
         profiles,
-        lambda config, name=name, run_task=run_task: TemperatureStudy(name, config, run_task),
+        lambda config, name=name, run_task=run_task: TemperatureStudy.of(name, config, run_task),
         f"{name.removesuffix('_qk_temp')}: QK-norm's initial temperature swept with its W_Q, W_K lr, "
         "5 selection seeds, until both choices are interior",
         with_frozen=True,
@@ -262,7 +247,6 @@ ENTRIES = tuple(
 # --- QK-norm judged at its tuned initial temperature ---------------------------------------------------------
 
 TUNED_ARM = "qk_norm_tuned"
-SWEEP_OF = {"mqar_qk_norm_tuned": "mqar_qk_temp", "induction_qk_norm_tuned": "induction_qk_temp"}
 
 
 @dataclass(frozen=True)
@@ -274,13 +258,9 @@ class TunedConfig:
     qk_lr: float | None = None
 
 
-FRESH_SEEDS = tuple(range(20, 50))  # MQAR's judged seeds at its checked model lr (mqar_fresh's), amended
 TUNED_PROFILES = {
-    name: {"full": TunedConfig(tasks["full"], seeds), "ci": TunedConfig(tasks["ci"], seeds[:1], sweep_profile="ci")}
-    for name, tasks, seeds in (
-        ("mqar_qk_norm_tuned", MQAR_CHECKED_PROFILES, FRESH_SEEDS),
-        ("induction_qk_norm_tuned", INDUCTION_PROFILES, tuple(range(10))),
-    )
+    f"{task}_qk_norm_tuned": profiles(TunedConfig, tasks, {"seeds": seeds[:1], "sweep_profile": "ci"}, seeds=seeds)
+    for task, (tasks, _, _, seeds) in TASKS.items()
 }
 
 
@@ -289,14 +269,14 @@ def resolver(name: str) -> Callable:
     temperature sweep's chosen ``qk_temperature`` and ``qk_lr`` (a config that has both is kept).
     Refused, with the command to run, while the sweep is missing, of another setting or unsettled,
     and where the judged seeds are its selection seeds."""
-    sweep = SWEEP_OF[name]
+    sweep = name.replace("_qk_norm_tuned", "_qk_temp")
 
     def resolve(config: TunedConfig, directory=None) -> TunedConfig:
         if config.qk_temperature is not None and config.qk_lr is not None:
             return config
         profiles = SWEEPS[sweep][0]
         results, command = sweep_file(sweep, profiles, config.task, config.seeds, directory, config.sweep_profile)
-        pick = TemperatureStudy(sweep, profiles[config.sweep_profile]).chosen(results)
+        pick = TemperatureStudy.of(sweep, profiles[config.sweep_profile]).choice(results)
         if pick is None or not pick["settled"]:
             raise SweepError(f"{sweep} has not settled its temperature and lr: grow it with {command} first")
         return dataclasses.replace(config, qk_temperature=pick["temperature"], qk_lr=pick["lr"])
@@ -313,13 +293,9 @@ def runner(run_task: Callable) -> Callable:
             raise ValueError(f"unknown arm {arm!r}: these experiments run {TUNED_ARM!r} alone")
         if config.qk_temperature is None or config.qk_lr is None:
             raise ValueError("the temperature and lr are not resolved: run it through run_experiment (resolve first)")
-        task = dataclasses.replace(config.task, seeds=(seed,))
-        if config.qk_lr == 0.0:
-            outcome = run_task(task, FROZEN, seed, device, checkpoint, progress)
-        else:
-            tuned = {"qk_lr": config.qk_lr, "qk_temperature": config.qk_temperature}
-            outcome = run_task(task, "qk_norm", seed, device, checkpoint, progress, **tuned)
-        return {**outcome, "qk_lr": config.qk_lr, "qk_temperature": config.qk_temperature}
+        task, lr, temperature = dataclasses.replace(config.task, seeds=(seed,)), config.qk_lr, config.qk_temperature
+        outcome = qk_norm_run(run_task, task, seed, device, checkpoint, progress, lr, temperature)
+        return {**outcome, "qk_lr": lr, "qk_temperature": temperature}
 
     return run
 
@@ -329,10 +305,10 @@ TUNED_ENTRIES = tuple(
         name,
         TUNED_PROFILES[name],
         (TUNED_ARM,),
-        runner(run_task),
+        runner(TASKS[name.removesuffix("_qk_norm_tuned")][1]),
         f"{name.removesuffix('_qk_norm_tuned')}: QK-norm at its tuned initial temperature and W_Q, W_K lr, "
         "judged seeds 0-9 (paired with the task's judged runs)",
         resolve=resolver(name),
     )
-    for name, run_task in (("mqar_qk_norm_tuned", routing.run_mqar), ("induction_qk_norm_tuned", routing.run_induction))
+    for name in TUNED_PROFILES
 )

@@ -17,6 +17,7 @@ from ..results import load_results
 from ..tasks import charlm, routing
 from ..tasks.charlm import CharLMConfig
 from ..tasks.routing import InductionConfig, MQARConfig
+from .registry import SWEEP_CI, profiles
 from .study import KEY, Study, SweepError, at_rate, resolve_lrs, sweep_entry
 
 __all__ = [
@@ -28,18 +29,18 @@ __all__ = [
     "CHARLM_LONG_STEPS",
     "CHARLM_LONG_LR",
     "CHARLM_LONG_PROFILES",
-    "ENTRIES",
     "SWEPT_ARMS",
-    "OPTIONAL_SWEPT_ARMS",
-    "START_AROUND",
     "KEY",
+    "READER",
     "RoutingSweepConfig",
     "study",
     "sweep_file",
     "chosen",
     "resolver",
+    "checked",
     "SweepError",
     "SWEEPS",
+    "ENTRIES",
     "task_setting",
 ]
 
@@ -104,11 +105,8 @@ def study(
 ) -> Study:
     """Sweep ``name`` at a profile: each of ``arms`` (the optional ones grown only when named), the
     late ``config.metric`` over the task's steps."""
-
-    start = (config.start_below, config.start_above)
-    centers = tuple(START_AROUND.items())
-    train, optional = at_rate(run_task), tuple(a for a in arms if a in OPTIONAL_SWEPT_ARMS)
-    return Study(name, config.task, arms, config.seeds, train, config.metric, "steps", start, centers, optional)
+    optional = tuple(a for a in arms if a in OPTIONAL_SWEPT_ARMS)
+    return Study.at(name, config, arms, at_rate(run_task), centers=START_AROUND, optional=optional)
 
 
 # reads a sweep's file: the metric, seeds and task lr it records are the file's
@@ -175,21 +173,18 @@ def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS, profiles: dict
     return resolve
 
 
-def _profiles(task_profiles: dict, metric: str, seeds: tuple[int, ...] = (100, 101, 102, 103, 104)) -> dict:
-    return {
-        "full": RoutingSweepConfig(task_profiles["full"], metric, seeds),
-        "ci": RoutingSweepConfig(task_profiles["ci"], metric, seeds=(100,), start_below=1, start_above=0),
-    }
+def _profiles(tasks: dict, metric: str = "val_acc", **fields) -> dict:
+    return profiles(RoutingSweepConfig, tasks, SWEEP_CI, metric=metric, **fields)
 
 
 SWEEPS = {  # sweep name -> (its profiles, the task's run)
-    "mqar_qk_lr": (_profiles(MQAR_PROFILES, "val_acc"), routing.run_mqar),
-    "induction_qk_lr": (_profiles(INDUCTION_PROFILES, "val_acc"), routing.run_induction),
+    "mqar_qk_lr": (_profiles(MQAR_PROFILES), routing.run_mqar),
+    "induction_qk_lr": (_profiles(INDUCTION_PROFILES), routing.run_induction),
     "charlm_qk_lr": (_profiles(CHARLM_PROFILES, "-val_bpc"), charlm.run),
     # MQAR at its checked model lr (mqar_checked_qk_lr)
-    "mqar_checked_qk_lr": (_profiles(MQAR_CHECKED_PROFILES, "val_acc"), routing.run_mqar),
+    "mqar_checked_qk_lr": (_profiles(MQAR_CHECKED_PROFILES), routing.run_mqar),
     # the character model at 4,500 steps and its checked model lr (charlm_long_qk_lr): 3 selection seeds
-    "charlm_long_qk_lr": (_profiles(CHARLM_LONG_PROFILES, "-val_bpc", (100, 101, 102)), charlm.run),
+    "charlm_long_qk_lr": (_profiles(CHARLM_LONG_PROFILES, "-val_bpc", seeds=(100, 101, 102)), charlm.run),
 }
 
 

@@ -25,14 +25,13 @@ from .. import choices
 from ..arms import QK_LR_KEY
 from ..choices import LADDER, ladder_around
 from ..results import load_results
-from ..results_reading import grid_arm, parse_grid_arm, without_seeds
+from ..results_reading import grid_arm, without_seeds
 from .registry import Experiment
 
 __all__ = [
     "KEY",
     "FROZEN",
     "Study",
-    "grow",
     "SweepError",
     "resolve_lrs",
     "judged_run",
@@ -42,9 +41,6 @@ __all__ = [
     "same_rate",
     "at_task_rate",
     "at_rate",
-    "in_cells",
-    "cell_run_names",
-    "diverged_outcome",
     "train_or_diverge",
     "sweep_entry",
     "judged_entry",
@@ -83,6 +79,18 @@ class Study:
         shared = sorted(set(self.seeds) & set(self.judged_seeds))
         if shared:
             raise ValueError(f"{self.name}: judged seeds {shared} are its selection seeds: judge on other seeds")
+
+    @classmethod
+    def at(cls, name: str, config, arms: tuple[str, ...], train: Train | None = None, **fields) -> Study:
+        """Sweep ``name`` of ``arms`` at a profile ``config``: its task and selection seeds, its first grid
+        (``start_below``, ``start_above``) and ``metric`` where it sets them, the horizon its task's length
+        (``steps`` where it counts them); ``fields``: the others (``centers`` a dict)."""
+        if hasattr(config, "start_below"):
+            fields.setdefault("start", (config.start_below, config.start_above))
+        fields.setdefault("metric", getattr(config, "metric", "val_acc"))
+        fields.setdefault("horizon", "steps" if hasattr(config.task, "steps") else "epochs")
+        fields["centers"] = tuple(dict(fields.get("centers", {})).items())
+        return cls(name, config.task, arms, config.seeds, train, **fields)
 
     # --- the grid ------------------------------------------------------------------------------
 
@@ -164,8 +172,14 @@ class Study:
         return lambda results, arm: self.chosen(results, grid_arm(arm, key, value))
 
     def grow(self, run_experiment: Callable, profile: str, arms: tuple[str, ...] | None = None, **options) -> dict:
-        """Run the pending rounds of ``arms`` (default all) until every choice is final (resumable)."""
-        return grow(run_experiment, self.name, profile, lambda results: self.pending(results, arms), **options)
+        """Run the pending rounds of ``arms`` (default all) with ``run_experiment`` until every choice is final,
+        each round reading the results file (a stopped sweep resumes); the sweep's results."""
+        while True:
+            results = load_results(self.name, profile, options.get("directory"))
+            names = list(dict.fromkeys(self.pending(results, arms)))
+            if not names:
+                return results
+            run_experiment(self.name, profile, arms=names, **options)
 
     # --- runs ----------------------------------------------------------------------------------
 
@@ -178,19 +192,6 @@ class Study:
     def resolve(self, config, directory=None, choose: Callable[[dict, str], dict | None] | None = None):
         """``config`` with each of its arms' rates chosen from this sweep's file (:func:`resolve_lrs`)."""
         return resolve_lrs(config, self.name, choose or self.chosen, directory)
-
-
-def grow(
-    run_experiment: Callable, name: str, profile: str, pending_arms: Callable[[dict | None], list[str]], **options
-) -> dict:
-    """Run ``pending_arms(results)`` of sweep ``name`` with ``run_experiment`` until it names none,
-    each round reading the results file (a stopped sweep resumes); the sweep's results."""
-    while True:
-        results = load_results(name, profile, options.get("directory"))
-        names = list(dict.fromkeys(pending_arms(results)))
-        if not names:
-            return results
-        run_experiment(name, profile, arms=names, **options)
 
 
 class SweepError(ValueError):
@@ -323,24 +324,6 @@ def at_rate(run: Callable, **fixed) -> Train:
         return run(task, FROZEN if qk_lr == 0.0 else arm, seed, device, checkpoint, progress, **rate, **fixed)
 
     return train
-
-
-def cell_run_names(study_of: Callable, arms: tuple[str, ...], profiles: dict) -> tuple[str, ...]:
-    """Every run a sweep of cells ``"<arm>@wd=<λ>"`` may make: each of ``arms`` at each decay of any profile
-    (arm-major, decays ascending), every rung and lr 0 (:meth:`Study.run_names`)."""
-    decays = sorted({w for profile in profiles.values() for w in profile.weight_decays})
-    return study_of(profiles["full"]).run_names(tuple(grid_arm(arm, "wd", w) for arm in arms for w in decays))
-
-
-def in_cells(train: Train, arms: tuple[str, ...]) -> Train:
-    """``train`` of a cell ``"<arm>@wd=<λ>"`` (the arm one of ``arms``): the arm, on the task at decay λ."""
-
-    def run(task, cell, seed, device, checkpoint, progress, qk_lr):
-        arm, weight_decay = parse_grid_arm(cell, "wd", arms)
-        task = dataclasses.replace(task, weight_decay=weight_decay)
-        return train(task, arm, seed, device, checkpoint, progress, qk_lr)
-
-    return run
 
 
 def diverged_outcome(epochs: int, error: Exception) -> dict:
