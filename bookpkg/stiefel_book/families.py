@@ -110,33 +110,26 @@ def read_family(name: str, results: dict | None = None, *, path=None) -> list[Ro
     family = _structured(name, path)
     e = family.measure
     files = _load(family.results + family.reads, results)
+    shared = dict(  # what both rules take from the family
+        correction=family.correction,
+        unit=e.unit,
+        regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
+        higher_is_better=e.higher_is_better,
+        family=name,
+    )
     if e.test == "mcnemar":
-        return judge_counts(
-            paired_values(family, files, family.count_metric),
-            family.pairs,
-            family.count_past,
-            family.alpha,
-            primary=family.primary,
-            correction=family.correction,
-            unit=e.unit,
-            regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
-            higher_is_better=e.higher_is_better,
-            family=name,
-        )
+        values = paired_values(family, files, family.count_metric)
+        return judge_counts(values, family.pairs, family.count_past, family.alpha, primary=family.primary, **shared)
     counted = paired_values(family, files, family.count_metric) if family.count_past is not None else None
     return judge(
         paired_values(family, files),
         family.pairs,
         family.margin,
         family.alpha,
-        correction=family.correction,
         scale=e.scale,
-        unit=e.unit,
-        regime=e.at if isinstance(e.at, str) else f"epoch {e.at}",
-        higher_is_better=e.higher_is_better,
-        family=name,
         count_past=family.count_past,
         counted=counted,
+        **shared,
     )
 
 
