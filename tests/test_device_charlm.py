@@ -17,9 +17,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from stiefel_book import protocol  # noqa: E402
 from stiefel_book.arms.routing_arms import build  # noqa: E402
+from stiefel_book.engine.study import SweepError  # noqa: E402
 from stiefel_book.experiments import EXPERIMENTS, charlm_gpu, get_config  # noqa: E402
 from stiefel_book.experiments.routing_judged import ARMS_2X2  # noqa: E402
-from stiefel_book.experiments.study import SweepError  # noqa: E402
 from stiefel_book.nanogpt import GPT  # noqa: E402
 from stiefel_book.results import results_path, write_results  # noqa: E402
 from stiefel_book.tasks import charlm  # noqa: E402

@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from stiefel_book.choices import LADDER, choice, is_interior, late_score, next_rungs
+from stiefel_book.engine.grid import grid_arm
 from stiefel_book.experiments import fair_fight, run_experiment
-from stiefel_book.experiments.grid import grid_arm
 from stiefel_book.results import results_path, write_results
 
 

@@ -3,7 +3,8 @@ at the top or inside a function), and no import runs against the layers: the lib
 (``stiefel_core``) never imports the book's package (``stiefel_book``) nor anything but torch;
 in the book, experiments never read findings, findings never read the wording of their numbers
 (nor do experiments, tasks or arms), tasks (what is trained) never read the experiments
-that run them, arms (the optimizers of W_Q, W_K) read neither, plots draw what they are handed,
+that run them, arms (the optimizers of W_Q, W_K) read neither, the engine (what an experiment
+is, its runner, the one study) reads no task and no experiment, plots draw what they are handed,
 and nothing below the explorers needs them. Read from the source with ``ast``, so an import hidden in a function
 counts too."""
 
@@ -123,6 +124,10 @@ FORBIDDEN = (  # (importer's layer, imported layer, why)
     ("tasks", "experiments", "a task trains what it is handed; which runs to make is the experiments' to declare"),
     ("arms", "tasks", "an arm is a value and its optimizer factory, whatever task trains it"),
     ("arms", "experiments", "an arm is a value and its optimizer factory, whatever experiment runs it"),
+    ("engine", "experiments", "the engine runs what an experiment declares; the catalogue of them is above it"),
+    ("engine", "tasks", "the engine sweeps, judges and runs whatever a declaration hands it"),
+    ("engine", "findings", "the engine applies the rule in choices; findings read what it wrote"),
+    ("engine", "wording", "the engine runs and records"),
 )
 
 
@@ -190,6 +195,8 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
         "stiefel_book.wording.routing": set(),
         "stiefel_book.tasks.mqar": {"stiefel_book.wording"},
         "stiefel_book.wording": set(),
+        "stiefel_book.engine.study": {"stiefel_book.tasks.routing"},
+        "stiefel_book.tasks.routing": set(),
     }
     assert cycles(made_up) == [
         ["stiefel_book.experiments.grokking", "stiefel_book.tasks.grokking"],
@@ -205,6 +212,7 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
         "stiefel_book.arms.variants -> stiefel_book.experiments.ablation",  # nor an experiment
         "stiefel_book.findings.routing -> stiefel_book.wording.routing",  # findings never word their numbers
         "stiefel_book.tasks.mqar -> stiefel_book.wording",
+        "stiefel_book.engine.study -> stiefel_book.tasks.routing",  # the engine knows no task
     }
     package = tmp_path / "stiefel_core"
     (package / "sub").mkdir(parents=True)

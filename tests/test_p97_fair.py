@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from stiefel_book.choices import epochs_to
+from stiefel_book.engine.study import judged_run
 from stiefel_book.experiments import fair_fight, get_config, p97_fair, run_experiment
-from stiefel_book.experiments.study import judged_run
 from stiefel_book.results import write_results
 
 FULL = p97_fair.study(p97_fair.SWEEP_PROFILES["full"])  # the sweep as the judged runs read it

@@ -18,6 +18,7 @@ from stiefel_book import families, protocol, results_files
 from stiefel_book.__main__ import main
 from stiefel_book.arms import key, parse
 from stiefel_book.arms.routing_arms import build
+from stiefel_book.engine.study import SweepError
 from stiefel_book.experiments import routing_qk_temp, run_experiment
 from stiefel_book.experiments.routing_qk_temp import (
     SWEEPS,
@@ -31,7 +32,6 @@ from stiefel_book.experiments.routing_qk_temp import (
     temperature_grid,
 )
 from stiefel_book.experiments.routing_sweep import MQAR_CHECKED_LR, MQAR_PROFILES, task_setting
-from stiefel_book.experiments.study import SweepError
 from stiefel_book.nanogpt import GPTConfig, recording_logits
 from stiefel_book.results import load_results, results_path, write_results
 from stiefel_book.tasks import routing

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from stiefel_book.engine.study import SweepError
 from stiefel_book.experiments import routing_sweep, run_experiment
 from stiefel_book.experiments.routing_sweep import SWEEPS, SWEPT_ARMS, resolver
-from stiefel_book.experiments.study import SweepError
 from stiefel_book.results import results_path, write_results
 
 TASKS = {"mqar": "mqar_qk_lr", "induction": "induction_qk_lr", "charlm": "charlm_qk_lr"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import extras
 from .checkout import checkout_root
-from .experiments.registry import PROFILES, UnknownNameError
+from .engine.registry import PROFILES, UnknownNameError
 from .results_files import ResultsFileError
 
 # a user's condition, not a bug: one ``error:`` line naming it and its remedy, no traceback (with

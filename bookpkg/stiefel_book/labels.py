@@ -59,7 +59,7 @@ FAMILIES = {  # book/protocol.yml's families -> their titles
     "cifar10_best_cells": "CIFAR-10, each arm at its best decay and rate",
 }
 
-SETTINGS = {  # the grid arms' setting (experiments.grid) -> its symbol
+SETTINGS = {  # the grid arms' setting (engine.grid) -> its symbol
     "wd": "λ",
     "flr": "frame lr",
     "lr": "lr",

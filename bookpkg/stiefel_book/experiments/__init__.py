@@ -18,8 +18,8 @@ import importlib
 # them: they load on first use, so that the light modules of this package (grid, registry, the configs)
 # import without torch.
 _HOMES = {
-    "Experiment": ".registry",
-    "PROFILES": ".registry",
+    "Experiment": "..engine.registry",
+    "PROFILES": "..engine.registry",
     "EXPERIMENTS": ".runner",
     "default_profile": ".runner",
     "get_config": ".runner",

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..arms.variants import ABLATION_ARMS, CONTROL_ARMS
+from ..engine.registry import Experiment
 from ..tasks import cifar10 as cifar10_task
 from ..tasks import grokking as grokking_task
 from . import cifar10, grokking
-from .registry import Experiment
 
 __all__ = ["ENTRIES", "GROKKING_PROFILES", "run_cifar10", "run_grokking"]
 

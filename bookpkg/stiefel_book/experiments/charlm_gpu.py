@@ -8,7 +8,7 @@ document). The corpus is not Shakespeare's plays: nanoGPT's numbers on ``shakesp
 
 Its 2x2 (family ``charlm_gpu_2x2`` of ``book/protocol.yml``, declared before any run): the sweep
 ``charlm_gpu_qk_lr`` of the four corners' W_Q, W_K lr on a selection seed by the declared ladder
-rule (:class:`.study.Study`, :func:`.routing_sweep.study`), then ``charlm_gpu_2x2``, the four arms on
+rule (:class:`..engine.study.Study`, :func:`.routing_sweep.study`), then ``charlm_gpu_2x2``, the four arms on
 fresh paired seeds at the rates the sweep chose (:func:`.routing_sweep.resolver`). Made on a lent GPU
 by the device check (``tools/device_charlm.py``); on the CPU only timed (a step at this size,
 :data:`CPU_STEP_S`) and rehearsed at the ``ci`` size.
@@ -20,13 +20,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..choices import LADDER
+from ..engine.registry import SWEEP_CI, Experiment, profiles
+from ..engine.study import sweep_entry
 from ..nanogpt import GPTConfig
 from ..results_reading import grid_arm
 from ..tasks import charlm
-from .registry import SWEEP_CI, Experiment, profiles
 from .routing_judged import ARMS_2X2
 from .routing_sweep import KEY, RoutingSweepConfig, resolver, study
-from .study import sweep_entry
 
 __all__ = ["STEPS", "SELECTION_SEEDS", "JUDGED_SEEDS", "PROFILES", "SWEEP_PROFILES", "SWEEP", "JUDGED", "ENTRIES"]
 

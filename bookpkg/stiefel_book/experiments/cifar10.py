@@ -10,8 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import preprint
+from ..engine.registry import Experiment
 from ..tasks.cifar10_config import CIFAR10Config
-from .registry import Experiment
 
 __all__ = [
     "ARMS",

@@ -1,4 +1,4 @@
-"""CIFAR-10's fair fight (issue 28), by :mod:`.study`, in the long protocol of :mod:`.maps`
+"""CIFAR-10's fair fight (issue 28), by :mod:`..engine.study`, in the long protocol of :mod:`.maps`
 (``cifar10_long``: 100 epochs, 10,000 images):
 
 - ``cifar10_qk_lr``: the AdamW baseline's and the Stiefel rule's W_Q, W_K learning rate swept in a
@@ -31,14 +31,14 @@ from dataclasses import dataclass
 
 from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import cell_choices, widest
+from ..engine.grid import cell_run_names, grid_arms, in_cells
+from ..engine.registry import JUDGED_CI, profiles
+from ..engine.study import Study, at_rate, judged_entry, sweep_entry
 from ..results import load_results
 from ..tasks import cifar10
 from . import maps
 from .fair_fight import CENTERS
-from .grid import cell_run_names, grid_arms, in_cells
 from .maps import MapConfig
-from .registry import JUDGED_CI, profiles
-from .study import Study, at_rate, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",

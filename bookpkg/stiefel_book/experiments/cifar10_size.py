@@ -19,11 +19,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..choices import largest_gap_decay
+from ..engine.registry import Experiment, profiles
 from ..results import load_results
 from ..results_reading import parse_size_arm, size_arm
 from ..tasks import cifar10
 from . import maps
-from .registry import Experiment, profiles
 
 __all__ = ["ENTRIES", "chosen_decay"]
 

@@ -3,8 +3,8 @@
 
 ``cifar10_qk_lr`` scored its sweep on the test images that then judged the choices. Here:
 
-- ``cifar10_val_qk_lr``: the same study (:mod:`.study`, three first rungs) on selection starts 100-102, scored on a
-  validation split of :data:`VAL_SIZE` images carved from the training images (the next ones of
+- ``cifar10_val_qk_lr``: the same study (:mod:`..engine.study`, three first rungs) on selection starts 100-102,
+  scored on a validation split of :data:`VAL_SIZE` images carved from the training images (the next ones of
   the balanced order after the 10,000 the runs train on): the cells λ = 1 and λ = 0.05 of AdamW
   and the Stiefel rule, the decay grid past its edges (λ = 3, λ = 0.01), and at λ = 0.05 the
   controls QK-norm and AdamW without decay on W_Q, W_K. Every cell's ladder starts around
@@ -28,6 +28,9 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..engine.grid import in_cells
+from ..engine.registry import JUDGED_CI, profiles
+from ..engine.study import Study, adopted, judged_entry, sweep_entry
 from ..model_lr import check_choice
 from ..results import load_results
 from ..results_reading import grid_arm
@@ -35,9 +38,6 @@ from ..tasks import cifar10
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_fair, maps
 from .checked_lr import at_checked_lr
-from .grid import in_cells
-from .registry import JUDGED_CI, profiles
-from .study import Study, adopted, judged_entry, sweep_entry
 
 __all__ = ["ENTRIES", "CHECKED_LR", "VAL_SIZE", "study", "cells", "resolve", "adopt", "CHECKED_MARGIN"]
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..engine.grid import Grid, cell_run_names, grid_arms, in_cells
+from ..engine.registry import JUDGED_CI, SWEEP_CI, profiles
+from ..engine.study import Study, resolve_lrs, same_rate, sweep_entry
 from ..results_reading import parse_grid_arm
 from ..tasks import grokking
 from . import fair_fight
-from .grid import Grid, cell_run_names, grid_arms, in_cells
 from .maps import DECAY_MAP_PROFILES as MAP_PROFILES
 from .maps import WEIGHT_DECAYS
-from .registry import JUDGED_CI, SWEEP_CI, profiles
-from .study import Study, resolve_lrs, same_rate, sweep_entry
 
 __all__ = ["ENTRIES", "SWEEP_PROFILES", "study", "resolve"]
 
@@ -74,7 +74,8 @@ PER_DECAY = Grid(SWEPT)  # the map's cells "<arm>@wd=<λ>"
 
 def resolve(config: PerDecayConfig, directory=None) -> PerDecayConfig:
     """``config`` with each cell's lr: its decay's choice in ``grokking_decay_qk_lr``, λ = 1's in
-    ``grokking_qk_lr`` (:func:`.study.resolve_lrs`: refused, with the command that grows the sweep, while open)."""
+    ``grokking_qk_lr`` (:func:`..engine.study.resolve_lrs`: refused, with the command that grows the sweep,
+    while open)."""
 
     def sweep_of(cell: str) -> tuple[str, Callable, str]:
         base, weight_decay = parse_grid_arm(cell, "wd", SWEPT)

@@ -1,4 +1,4 @@
-"""A fair fight (issue 28): every arm at its own tuned W_Q, W_K learning rate, by :mod:`.study`.
+"""A fair fight (issue 28): every arm at its own tuned W_Q, W_K learning rate, by :mod:`..engine.study`.
 
 - ``grokking_qk_lr``: the sweep, on the ablation's task (p = 31, 1,500 epochs, model lr 3e-3), on
   selection seeds 100-104 (geoopt's and Cayley Adam's ladders centred 30x higher: their second moment
@@ -24,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..engine.registry import JUDGED_CI, SWEEP_CI, profiles
+from ..engine.study import Study, at_rate, judged_entry, sweep_entry
 from ..model_lr import check_choice
 from ..tasks import grokking
 from . import ablation
 from .checked_lr import at_checked_lr
-from .registry import JUDGED_CI, SWEEP_CI, profiles
-from .study import Study, at_rate, judged_entry, sweep_entry
 
 __all__ = [
     "ENTRIES",

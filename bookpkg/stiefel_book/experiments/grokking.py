@@ -9,8 +9,8 @@ import dataclasses
 
 import torch
 
+from ..engine.registry import Experiment
 from ..tasks.grokking import GrokkingConfig, run
-from .registry import Experiment
 
 ARMS = ("baseline", "stiefel")
 

@@ -24,15 +24,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from ..engine.registry import Experiment, profiles
+from ..engine.study import resolve_lrs, train_or_diverge
 from ..nanogpt import recording_logits
 from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import charlm, cifar10, routing
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_val, fair_fight, maps
-from .registry import Experiment, profiles
 from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
-from .study import resolve_lrs, train_or_diverge
 
 __all__ = ["CHECKS", "RUNGS", "ENTRIES", "SENSITIVITY"]
 
@@ -134,7 +134,7 @@ def runner(task: Task) -> Callable:
 
 def resolver(task: Task) -> Callable:
     """``(config, directory) -> config`` with each arm's chosen W_Q, W_K lr and the model lr it was
-    chosen at, read from the task's sweep file (:func:`.study.resolve_lrs`); a config that has them is
+    chosen at, read from the task's sweep file (:func:`..engine.study.resolve_lrs`); a config that has them is
     kept. Refused, with the command to run, while the sweep is missing or a choice is not interior."""
 
     def resolve(config: LRSensitivityConfig, directory=None) -> LRSensitivityConfig:

@@ -1,4 +1,4 @@
-"""The maps: a task over a grid of one setting (:class:`.grid.Grid`), arm names ``"<arm>@wd=<λ>"``
+"""The maps: a task over a grid of one setting (:class:`..engine.grid.Grid`), arm names ``"<arm>@wd=<λ>"``
 (``"stiefel@wd=0.3"``; λ the decoupled decay of every decayed parameter, and of W_Q, W_K in the
 baseline) or ``"<arm>@flr=<qk_lr>"``, each run's logged history the map's second axis, training length.
 
@@ -35,14 +35,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..engine.grid import Grid
+from ..engine.study import at_task_rate
 from ..results_reading import grid_arm
 from ..tasks import cifar10, grokking
 from ..tasks.routing import run_induction
 from . import ablation, fair_fight
 from .cifar10 import PROFILES as CIFAR10_PROFILES
-from .grid import Grid
 from .routing_sweep import INDUCTION_PROFILES, resolver
-from .study import at_task_rate
 
 __all__ = [
     "MapConfig",

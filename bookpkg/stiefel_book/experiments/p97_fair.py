@@ -3,7 +3,7 @@ one-layer model, task lr 1e-3, weight decay 1):
 
 - ``grokking_p97_qk_lr``: AdamW's, AdamW's without decay on W_Q, W_K, the Stiefel rule's and
   QK-norm's W_Q, W_K lr at the task's lr, a third and a tenth of it (1e-3, 3e-4, 1e-4), on selection
-  seeds 100-101, 10,000 epochs a run at most, by :mod:`.study`. A run's score is how fast it groks:
+  seeds 100-101, 10,000 epochs a run at most, by :mod:`..engine.study`. A run's score is how fast it groks:
   minus the epochs to 90 % validation accuracy (never: 10,000); a run stops once its score is fixed.
 - ``grokking_p97_fair``: those arms and frozen frames at the chosen lrs, 20,000 epochs, judged seeds 0-5.
 - ``grokking_p97_primary``: the fight sized to decide (issue 52; family ``grokking_p97_primary``): AdamW
@@ -22,9 +22,9 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from ..engine.registry import JUDGED_CI, profiles
+from ..engine.study import Study, at_task_rate, judged_entry, same_rate, sweep_entry
 from . import fair_fight, grokking
-from .registry import JUDGED_CI, profiles
-from .study import Study, at_task_rate, judged_entry, same_rate, sweep_entry
 
 __all__ = ["ENTRIES", "ARMS", "SWEEP_PROFILES", "study", "resolve", "adopt"]
 

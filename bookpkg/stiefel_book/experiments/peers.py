@@ -31,11 +31,11 @@ from typing import ClassVar
 
 from ..arms.relatives import RELATIVES, without_parametrized_steps
 from ..choices import chosen_lr, swept_lrs
+from ..engine.registry import Experiment, profiles, stored_config
 from ..results import load_results
 from ..results_reading import grid_arm, parse_grid_arm
 from ..tasks import cifar10, grokking
 from . import ablation, maps
-from .registry import Experiment, profiles, stored_config
 
 __all__ = ["ENTRIES", "PEER_ARMS", "sweep_arm_names", "run_sweep"]
 

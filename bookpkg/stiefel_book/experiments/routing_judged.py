@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..engine.registry import Experiment, profiles
+from ..engine.study import FROZEN
 from ..tasks import charlm, routing
-from .registry import Experiment, profiles
 from .routing_sweep import (
     CHARLM_LONG_PROFILES,
     CHARLM_PROFILES,
@@ -25,7 +26,6 @@ from .routing_sweep import (
     MQAR_PROFILES,
     resolver,
 )
-from .study import FROZEN
 
 __all__ = ["ARMS_2X2", "MQAR_2X2_PROFILES", "INDUCTION_2X2_PROFILES", "ENTRIES", "ENTRIES_2X2"]
 

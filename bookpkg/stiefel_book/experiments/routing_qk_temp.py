@@ -4,7 +4,7 @@
 QK-norm's logits are ``τ_h q̂·k̂ / √d_head`` (:mod:`stiefel_book.nanogpt`), q̂, k̂ of unit RMS: a
 head's logits lie within ± τ √d_head, so τ's initial value (1 in every earlier run) caps how sharp
 attention is before τ has trained. Each initial temperature is a cell ``"qk_norm@temp=<τ>"``
-swept apart, as a decay cell ``"<arm>@wd=<λ>"`` is (:mod:`.study`): its W_Q, W_K lr by the
+swept apart, as a decay cell ``"<arm>@wd=<λ>"`` is (:mod:`..engine.study`): its W_Q, W_K lr by the
 ladder rule of ``routing_qk_lr`` (:mod:`.routing_sweep`) on selection seeds 100-104, a run
 ``"qk_norm@temp=<τ>@qklr=<lr>"``, lr 0 the shared ``frozen`` run. The temperature's choice is the
 cell whose chosen lr scores best (ties to the τ nearest 1, then the smaller); while it is the
@@ -30,11 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import choices
+from ..engine.registry import SWEEP_CI, Experiment, profiles
+from ..engine.study import FROZEN, KEY, Study, stored_run, sweep_entry
 from ..results_reading import grid_arm, parse_grid_arm, split_key
 from ..tasks import routing
-from .registry import SWEEP_CI, Experiment, profiles
 from .routing_sweep import INDUCTION_PROFILES, MQAR_CHECKED_PROFILES, SweepError, checked, sweep_file, task_setting
-from .study import FROZEN, KEY, Study, stored_run, sweep_entry
 
 __all__ = [
     "ENTRIES",
@@ -128,7 +128,7 @@ def qk_norm_run(run_task: Callable, task, seed, device, checkpoint, progress, qk
 @dataclass(frozen=True)
 class TemperatureStudy(Study):
     """The sweep of QK-norm's (initial temperature, W_Q, W_K lr) over the cells :data:`CELLS`: each cell's
-    lr by :class:`.study.Study`'s rule (:meth:`chosen`), the temperatures, from the first grid ``temperatures``
+    lr by :class:`..engine.study.Study`'s rule (:meth:`chosen`), the temperatures, from the first grid ``temperatures``
     on, by :func:`temperature_choice` (:meth:`choice`)."""
 
     temperatures: tuple[float, ...] = TEMPERATURES

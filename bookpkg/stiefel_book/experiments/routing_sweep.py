@@ -1,6 +1,6 @@
 """The routing tasks' profiles (MQAR, induction, the character model; the tasks themselves:
 :mod:`stiefel_book.tasks.routing`, :mod:`stiefel_book.tasks.charlm`) and their W_Q, W_K lr sweeps
-(``mqar_qk_lr``, ``induction_qk_lr``, ``charlm_qk_lr``, and those at a checked model lr) by :mod:`.study`,
+(``mqar_qk_lr``, ``induction_qk_lr``, ``charlm_qk_lr``, and those at a checked model lr) by :mod:`..engine.study`,
 on selection seeds 100-104, scored by the late validation accuracy (the language model: minus the bits per
 character); their judged experiments' resolve step (:func:`resolver`) and the checks it makes of the
 sweep's file (:func:`sweep_file`).
@@ -13,12 +13,12 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from ..engine.registry import SWEEP_CI, profiles
+from ..engine.study import KEY, Study, SweepError, at_rate, resolve_lrs, sweep_entry
 from ..results import load_results
 from ..tasks import charlm, routing
 from ..tasks.charlm import CharLMConfig
 from ..tasks.routing import InductionConfig, MQARConfig
-from .registry import SWEEP_CI, profiles
-from .study import KEY, Study, SweepError, at_rate, resolve_lrs, sweep_entry
 
 __all__ = [
     "MQAR_PROFILES",
@@ -155,7 +155,7 @@ def sweep_file(sweep: str, profiles: dict, task, seeds, directory=None, profile:
 
 def resolver(sweep_name: str, arms: tuple[str, ...] = SWEPT_ARMS, profiles: dict | None = None) -> Callable:
     """The ``resolve`` of the experiment judged by sweep ``sweep_name``: ``(config, directory) ->
-    config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`.study.resolve_lrs`, a
+    config`` with each of ``arms``' chosen W_Q, W_K lr in ``qk_lrs`` (:func:`..engine.study.resolve_lrs`, a
     config that has them kept); refused as :func:`sweep_file` refuses, and while a choice is unsettled.
     ``profiles``: the sweep's, where it is not one of :data:`SWEEPS`."""
 
