@@ -135,8 +135,14 @@ def test_the_model_lr_check_moves_only_to_an_interior_rung_better_by_more_than_t
 
 
 def test_off_best_is_the_loss_some_rungs_under_and_over_the_best_rung_minus_the_best():
-    losses = {1e-4: [4.0, 4.2], 3e-4: [3.5, 3.5], 1e-3: [3.0, 3.2], 3e-3: [2.0, 2.2], 1e-2: [2.5, 2.5],
-              3e-2: [math.nan, 9.0]}
+    losses = {
+        1e-4: [4.0, 4.2],
+        3e-4: [3.5, 3.5],
+        1e-3: [3.0, 3.2],
+        3e-3: [2.0, 2.2],
+        1e-2: [2.5, 2.5],
+        3e-2: [math.nan, 9.0],
+    }
     results = _results({"stiefel": losses})
     off = ls.off_best(results, "stiefel")  # a decade: two rungs
     assert off["best_lr"] == 3e-3 and off["best"] == pytest.approx(2.1)
@@ -160,7 +166,8 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
 def test_the_engine_has_one_entry_per_sensitivity_task_and_per_model_lr_check():
     names = {e.name for e in lr_sensitivity.ENTRIES}
     checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr", "cifar10_model_lr"}
-    assert names == {f"{task}_lr_sensitivity" for task in lr_sensitivity.SENSITIVITY} | checks
+    sweeps = {f"{task}_{over}_sensitivity" for task in lr_sensitivity.SENSITIVITY for over in ("lr", "decay")}
+    assert names == sweeps | checks
 
 
 def test_every_model_lr_check_is_declared_before_its_runs():
@@ -255,3 +262,102 @@ def test_the_cifar10_check_chooses_on_held_out_images_at_adamws_tuned_ratio():
     assert config.task.val_size == 10_000 and config.task.weight_decay == 1.0 and config.seeds == (100, 101, 102)
     sweep = load_results("cifar10_qk_lr", "full")
     assert config.qk_lr("baseline", config.tuned_at) == cell_choices(sweep, ["baseline"], 1.0)["baseline"]["lr"]
+
+
+# --- the tuning budget over weight decay (charlm_decay_sensitivity, induction_decay_sensitivity) ------------
+
+DECAY = "induction_decay_sensitivity"
+
+
+def _source(tmp_path, losses: dict, qk_ratio: float = 10.0) -> dict:
+    """``induction_lr_sensitivity-full`` in ``tmp_path``, hand-made on the full task: ``losses[arm][lr]``."""
+    from stiefel_book.experiments import _as_json
+    from stiefel_book.results import results_path, write_results
+
+    results = _results(losses)
+    results["config"]["task"] = _as_json(experiments.get_config(DECAY, "full").task)
+    for key, run in results["runs"].items():
+        run["qk_lr"] = parse_grid_arm(key.split("/")[0], "lr", ("baseline", "stiefel"))[1] * qk_ratio
+    write_results(results, results_path("induction_lr_sensitivity", "full", tmp_path))
+    return results
+
+
+def test_an_arm_runs_its_decays_at_its_best_rung_and_adopts_the_tasks_own_decay(tmp_path, monkeypatch):
+    losses = {"stiefel": {1e-3: [3.0, 3.2, 3.1], 3e-3: [2.0, 2.6, 2.1], 1e-2: [2.5, 2.4, 2.3]}}
+    source = _source(tmp_path, losses)
+    config = dataclasses.replace(experiments.get_config(DECAY, "full"), seeds=(200,))
+    lr, qk_lr, _ = lr_sensitivity.at_best(config, "stiefel", tmp_path)
+    assert (lr, qk_lr) == (3e-3, pytest.approx(3e-2))  # lowest mean over the seeds, not the best single run
+    seen = []
+
+    def fake_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
+        seen.append((arm, task.lr, task.weight_decay, qk_lr))
+        return {"final": {"val_loss": 1.0}, "history": [{"epoch": task.steps, "val_loss": 1.0}]}
+
+    task = dataclasses.replace(lr_sensitivity.TASKS["induction"], run=fake_run)
+    monkeypatch.setitem(lr_sensitivity.TASKS, "induction", task)
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    experiment = dataclasses.replace(experiments.EXPERIMENTS[DECAY], run=lr_sensitivity.decay_runner(task))
+    monkeypatch.setitem(experiments.EXPERIMENTS, DECAY, experiment)
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False, config=config)
+    results = run_experiment(DECAY, "full", arms=["stiefel@wd=0", "stiefel@wd=0.1"], **folders)
+    assert seen == [("stiefel", 3e-3, 0.0, pytest.approx(3e-2))]  # λ = 0.1 is not rerun
+    made, adopted = results["runs"]["stiefel@wd=0/200"], results["runs"]["stiefel@wd=0.1/200"]
+    initial = math.log(config.task.vocab_size)
+    assert (made["model_lr"], made["weight_decay"], made["initial_loss"]) == (3e-3, 0.0, pytest.approx(initial))
+    assert adopted["final"] == source["runs"]["stiefel@lr=0.003/200"]["final"] and adopted["weight_decay"] == 0.1
+    assert adopted["provenance"]["adopted_from"] == "induction_lr_sensitivity-full"
+
+
+def test_a_best_rung_is_read_only_from_a_complete_ladder_of_the_same_task(tmp_path):
+    losses = {"stiefel": {1e-3: [3.0, 3.2, 3.1], 3e-3: [2.0, 2.6, 2.1]}}
+    source = _source(tmp_path, losses)
+    config = experiments.get_config(DECAY, "full")
+    from stiefel_book.engine.study import SweepError
+    from stiefel_book.results import results_path, write_results
+
+    with pytest.raises(SweepError, match="every rung of 'baseline'.*run `python -m stiefel_book run"):
+        lr_sensitivity.at_best(config, "baseline", tmp_path)
+    del source["runs"]["stiefel@lr=0.003/202"]
+    write_results(source, results_path("induction_lr_sensitivity", "full", tmp_path))
+    with pytest.raises(SweepError, match="every rung of 'stiefel'"):
+        lr_sensitivity.at_best(config, "stiefel", tmp_path)
+    with pytest.raises(SweepError, match="--arms manifold_muon@lr=0.0001"):  # an added arm is named in the command
+        lr_sensitivity.at_best(config, "manifold_muon", tmp_path)
+    source = _source(tmp_path, losses)
+    source["config"]["task"]["steps"] += 1
+    write_results(source, results_path("induction_lr_sensitivity", "full", tmp_path))
+    with pytest.raises(SweepError, match="another task"):
+        lr_sensitivity.at_best(config, "stiefel", tmp_path)
+
+
+def test_the_decay_ci_profile_runs_end_to_end_at_its_fixed_rates(tmp_path):
+    folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False)
+    results = run_experiment(DECAY, "ci", arms=["stiefel@wd=0.3"], **folders)
+    run = results["runs"]["stiefel@wd=0.3/200"]
+    assert (run["model_lr"], run["qk_lr"], run["weight_decay"]) == (1e-3, 1e-2, 0.3)
+    assert all("max_logit/0" in record for record in run["history"])
+    with pytest.raises(ValueError, match="not a declared decay"):
+        experiments.EXPERIMENTS[DECAY].run(
+            experiments.get_config(DECAY, "ci"), "stiefel@wd=1", 200, torch.device("cpu")
+        )
+
+
+def test_the_decay_sensitivity_is_the_mean_over_decays_minus_the_best():
+    results = _results({"stiefel": {1e-3: [3.0], 1e-2: [2.0]}})
+    runs = {key.replace("@lr=0.001", "@wd=0").replace("@lr=0.01", "@wd=1"): run for key, run in results["runs"].items()}
+    decays = {"config": {**results["config"], "decays": [0.0, 1.0]}, "runs": runs}
+    del decays["config"]["rungs"]
+    assert ls.sensitivity(decays, "stiefel").per_seed == {200: pytest.approx(0.5)}
+    from stiefel_book.model_lr import best_rung
+
+    assert best_rung(decays, "stiefel") == 1.0 and best_rung(decays, "baseline") is None
+
+
+def test_an_added_arm_reads_its_ratio_from_the_sweep_at_its_run(tmp_path):
+    config = experiments.EXPERIMENTS[NAME].resolve(experiments.get_config(NAME, "full"), None)
+    from stiefel_book.engine.study import SweepError
+
+    with pytest.raises(SweepError, match="no interior choice for 'manifold_muon'.*--arms manifold_muon"):
+        config.qk_lr("manifold_muon", 1e-3, tmp_path)  # an empty folder: no sweep of it
+    assert "manifold_muon@lr=0.001" in experiments.EXPERIMENTS[NAME].optional_arms

@@ -8,11 +8,86 @@ from __future__ import annotations
 
 import math
 
-from . import choices
+from . import choices, results_reading
 
-__all__ = ["KEY", "ladder_check", "ladder_choice", "TIES", "long_choice", "check_choice"]
+__all__ = [
+    "KEY",
+    "DECAY_KEY",
+    "grid_of",
+    "run_score",
+    "by_value",
+    "scores",
+    "rung_means",
+    "best_rung",
+    "ladder_check",
+    "ladder_choice",
+    "TIES",
+    "long_choice",
+    "check_choice",
+]
 
 KEY = "lr"  # a check's run name: "<arm>@lr=<model lr>"
+DECAY_KEY = "wd"  # a decay-sensitivity run's: "<arm>@wd=<λ>"
+
+
+# --- the tuning budget's scores (charlm_lr_sensitivity and the sweeps declared as it) ------------
+
+
+def grid_of(results: dict) -> tuple[str, list[float]]:
+    """``(the run names' key, the declared values)`` of a tuning-budget file: over the model lr
+    (``"lr"``, its ``rungs``) or, a decay-sensitivity file, over the weight decay (``"wd"``, its ``decays``)."""
+    config = results["config"]
+    if "decays" in config:
+        return DECAY_KEY, [float(v) for v in config["decays"]]
+    return KEY, [float(r) for r in config["rungs"]]
+
+
+def run_score(run: dict, metric: str) -> float:
+    """A tuning-budget run's score, lower better: its final ``metric``, capped at the task's initial loss
+    (a uniform prediction, which the run records); a diverged run (not finite) scores the initial loss."""
+    initial = float(run["initial_loss"])
+    loss = float(run["final"].get(metric, math.nan))
+    return min(loss, initial) if math.isfinite(loss) else initial
+
+
+def by_value(results: dict, arm: str, value) -> dict[float, dict[int, float]]:
+    """``{grid value: {seed: value(run)}}`` of ``arm``'s runs, values in order."""
+    key, _ = grid_of(results)
+    out: dict[float, dict[int, float]] = {}
+    for name, run in results["runs"].items():
+        cell, seed = results_reading.split_key(name)
+        if cell.partition(f"@{key}=")[0] == arm:  # the file's arms and those added after (manifold Muon)
+            at = results_reading.parse_grid_arm(cell, key, (arm,))[1]
+            out.setdefault(at, {})[seed] = value(run)
+    return dict(sorted(out.items()))
+
+
+def scores(results: dict, arm: str) -> dict[float, dict[int, float]]:
+    """``{grid value: {seed: score}}`` of ``arm`` (``"baseline"``, ...) (:func:`run_score`); refused without runs."""
+    out = by_value(results, arm, lambda run: run_score(run, results["config"]["metric"]))
+    if not out:
+        raise ValueError(f"no runs of arm {arm!r} in this results file (arms: {results['config']['arms']})")
+    return out
+
+
+def rung_means(results: dict, arm: str) -> dict[float, float]:
+    """``{grid value: mean score over its seeds}`` for the values every declared seed has run."""
+    seeds = set(results["config"]["seeds"])
+    return {at: sum(s.values()) / len(s) for at, s in scores(results, arm).items() if seeds <= set(s)}
+
+
+def best_rung(results: dict, arm: str) -> float | None:
+    """The declared "best model lr" of ``arm`` in a tuning-budget file (charlm_decay_sensitivity's task): the rung
+    of lowest mean score over the declared seeds (ties to the smaller), once every rung holds every seed; else
+    ``None``."""
+    _, rungs = grid_of(results)
+    try:
+        means = rung_means(results, arm)
+    except ValueError:
+        return None
+    if any(r not in means for r in rungs):
+        return None
+    return min(rungs, key=lambda r: (means[r], r))
 
 
 def _ladder(results: dict, arm: str, late: bool) -> tuple[dict[float, float], list[float], float]:

@@ -25,18 +25,20 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..engine.registry import Experiment, profiles
-from ..engine.study import resolve_lrs, train_or_diverge
+from ..engine.study import SweepError, resolve_lrs, train_or_diverge
+from ..model_lr import best_rung
 from ..nanogpt import recording_logits
-from ..results import load_results
-from ..results_reading import grid_arm, parse_grid_arm
+from ..results import json_safe, load_results
+from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from ..tasks import charlm, cifar10, routing
 from ..tasks.cifar10_config import with_validation
 from . import cifar10_val, fair_fight, maps
 from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
 
-__all__ = ["CHECKS", "RUNGS", "ENTRIES", "SENSITIVITY"]
+__all__ = ["CHECKS", "RUNGS", "DECAYS", "ENTRIES", "SENSITIVITY", "at_best"]
 
 ARMS = ("baseline", "muon", "stiefel", "qk_norm")  # AdamW, Muon on W_Q, W_K, the Stiefel rule, QK-norm
+ADDED = ("manifold_muon",)  # joined after the runs (arms_added in book/protocol.yml): run only when named
 KEY = "lr"
 RUNGS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # the declared half-decade ladder: 3 decades
 
@@ -54,9 +56,12 @@ class LRSensitivityConfig:
     tuned_at: float | None = None
     sweep_profile: str = "full"
 
-    def qk_lr(self, arm: str, lr: float) -> float:
-        """``arm``'s W_Q, W_K lr at model lr ``lr``: its tuned ratio kept."""
+    def qk_lr(self, arm: str, lr: float, directory=None) -> float:
+        """``arm``'s W_Q, W_K lr at model lr ``lr``: its tuned ratio kept. An arm added after the runs
+        (:data:`ADDED`) reads its ratio from the sweep's file at its run (:func:`added_ratio`)."""
         chosen = dict(self.qk_lrs)
+        if arm in ADDED and arm not in chosen and self.qk_lrs:
+            return lr * added_ratio(self, arm, directory)
         if arm not in chosen or self.tuned_at is None:
             raise ValueError(f"no tuned W_Q, W_K lr for {arm!r}: resolve the config from {self.sweep} first")
         return lr * chosen[arm] / self.tuned_at
@@ -111,9 +116,22 @@ TASKS["cifar10"] = Task(
 SENSITIVITY = ("charlm", "induction")  # the tasks of the declared tuning-budget sweeps
 
 
-def arm_names(config: LRSensitivityConfig) -> tuple[str, ...]:
-    """Every arm at every rung, arm-major (``"baseline@lr=0.0001"`` ...)."""
-    return tuple(grid_arm(arm, KEY, lr) for arm in config.arms for lr in config.rungs)
+def arm_names(config: LRSensitivityConfig, arms: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Every arm (``arms``, default the config's) at every rung, arm-major (``"baseline@lr=0.0001"`` ...)."""
+    return tuple(grid_arm(arm, KEY, lr) for arm in arms or config.arms for lr in config.rungs)
+
+
+def added_ratio(config: LRSensitivityConfig, arm: str, directory=None) -> float:
+    """The W_Q, W_K lr of an arm added after the runs (:data:`ADDED`) over the model lr it was chosen at: its
+    interior choice in the task's sweep file (``config.sweep``); refused, with the command, while it has none."""
+    from .routing_sweep import READER
+
+    sweep = load_results(config.sweep, config.sweep_profile, directory)
+    chosen = READER.chosen(sweep, arm) if sweep else None
+    if chosen is None or not chosen["interior"]:
+        command = f"python -m stiefel_book sweep {config.sweep} --profile {config.sweep_profile} --arms {arm}"
+        raise SweepError(f"{config.sweep} has no interior choice for {arm!r} yet: run `{command}` first")
+    return chosen["lr"] / float(sweep["config"]["task"]["lr"])
 
 
 def runner(task: Task) -> Callable:
@@ -121,15 +139,21 @@ def runner(task: Task) -> Callable:
     the arm's ratio, logits recorded; the outcome adds ``model_lr`` and ``initial_loss``."""
 
     def run(config: LRSensitivityConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
-        base, lr = parse_grid_arm(arm, KEY, config.arms)
+        base, lr = parse_grid_arm(arm, KEY, config.arms + ADDED)
         if lr not in config.rungs:
             raise ValueError(f"{arm!r}: model lr {lr:g} is not a declared rung {config.rungs}")
         task_config = dataclasses.replace(config.task, lr=lr, seeds=(seed,))
-        with recording_logits():
-            outcome = task.run(task_config, base, seed, device, checkpoint, progress, qk_lr=config.qk_lr(base, lr))
-        return {**outcome, "model_lr": lr, "initial_loss": task.initial_loss(task_config)}
+        return recorded(task, task_config, base, seed, device, checkpoint, progress, config.qk_lr(base, lr))
 
     return run
+
+
+def recorded(task: Task, task_config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float) -> dict:
+    """The task's run of ``arm`` on ``task_config`` at W_Q, W_K lr ``qk_lr``, its attention logits recorded; the
+    outcome adds its ``model_lr``, ``qk_lr`` and ``initial_loss`` (a uniform prediction's, the findings' cap)."""
+    with recording_logits():
+        outcome = task.run(task_config, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
+    return {**outcome, "model_lr": task_config.lr, "qk_lr": qk_lr, "initial_loss": task.initial_loss(task_config)}
 
 
 def resolver(task: Task) -> Callable:
@@ -192,6 +216,7 @@ class Check:
     def entry(self) -> Experiment:
         profiles = self.profiles()
         full = profiles["full"]
+        added = arm_names(full, ADDED) if self.arms == ARMS else ()
         lrs = ", ".join(f"{lr:g}" for lr in self.start)
         what = (
             f"AdamW's model lr on {lrs} (grown by the ladder), W_Q, W_K at its tuned ratio, selection seeds"
@@ -204,7 +229,7 @@ class Check:
             self.first(full),
             runner(TASKS[self.task]),
             f"{self.task}: {what} {self.seeds[0]}-{self.seeds[-1]}",
-            optional_arms=tuple(a for a in arm_names(full) if a not in self.first(full)),
+            optional_arms=tuple(a for a in arm_names(full) if a not in self.first(full)) + added,
             arms_of=self.first,
             resolve=None if self.fixed else resolver(TASKS[self.task]),
         )
@@ -234,3 +259,97 @@ CHECKS = (
 
 SWEEPS = tuple(Check(f"{task}_lr_sensitivity", task, RUNGS, (200, 201, 202), arms=ARMS) for task in SENSITIVITY)
 ENTRIES = tuple(check.entry() for check in (*SWEEPS, *CHECKS))
+
+
+# The tuning budget over weight decay (issue 49, item 3; ``book/protocol.yml``, sweeps ``*_decay_sensitivity``):
+# each arm at its best model lr in the task's sweep above (W_Q, W_K at its ratio there), the decay λ of every
+# decayed parameter over :data:`DECAYS`, on that sweep's seeds; the task's own λ (0.1) is that sweep's run at the
+# arm's best rung, adopted. An arm's best rung is read from the file at its first run and recorded in every run.
+
+DECAYS = (0.0, 0.1, 0.3, 1.0, 3.0)
+DECAY_KEY = "wd"
+
+
+@dataclass(frozen=True)
+class DecaySensitivityConfig:
+    task: object  # the task's config (the source sweep's task); a run sets the arm's best model lr and its λ
+    metric: str  # as the source sweep's
+    source: str  # the tuning-budget sweep over the model lr whose best rung and W_Q, W_K lr each arm takes
+    decays: tuple[float, ...] = DECAYS
+    arms: tuple[str, ...] = ARMS
+    seeds: tuple[int, ...] = (200, 201, 202)
+    sweep_profile: str = "full"
+    fixed: tuple[tuple[str, float, float], ...] = ()  # (arm, model lr, W_Q, W_K lr) fixed here (ci), else read
+
+
+def at_best(config: DecaySensitivityConfig, arm: str, directory=None) -> tuple[float, float, dict]:
+    """``(model lr, W_Q, W_K lr, the source file)`` of ``arm``: its best rung in ``config.source`` (the rung of
+    lowest mean final score over the declared seeds, :func:`stiefel_book.model_lr.best_rung`) and the W_Q, W_K lr
+    its run there had. Refused, with the command, while that file lacks a rung or seed of the arm."""
+    fixed = {a: (lr, qk_lr) for a, lr, qk_lr in config.fixed}
+    if fixed:
+        if arm not in fixed:
+            raise ValueError(f"no fixed model lr for {arm!r} in this profile: it has {sorted(fixed)}")
+        return (*fixed[arm], {})
+    source = load_results(config.source, config.sweep_profile, directory)
+    best = best_rung(source, arm) if source else None
+    if best is None:
+        named = f" --arms {' '.join(arm_names(LRSensitivityConfig(None, '', '', arms=(arm,))))}" * (arm in ADDED)
+        command = f"python -m stiefel_book run {config.source} --profile {config.sweep_profile}{named}"
+        raise SweepError(f"{config.source} does not hold every rung of {arm!r} on every seed yet: run `{command}`")
+    if without_seeds(source["config"]["task"]) != without_seeds(json_safe(dataclasses.asdict(config.task))):
+        raise SweepError(f"{config.source} ({config.sweep_profile}) ran another task than this sweep's")
+    run = source["runs"][f"{grid_arm(arm, KEY, best)}/{config.seeds[0]}"]
+    return best, float(run["qk_lr"]), source
+
+
+def decay_runner(task: Task) -> Callable:
+    """The run of ``"<arm>@wd=<λ>"`` from a seed: the task's run at the arm's best model lr and W_Q, W_K lr
+    (:func:`at_best`) and decay λ, logits recorded; the outcome adds ``weight_decay`` to :func:`recorded`'s."""
+
+    def run(config: DecaySensitivityConfig, arm: str, seed: int, device, checkpoint=None, progress=True) -> dict:
+        base, decay = parse_grid_arm(arm, DECAY_KEY, config.arms + ADDED)
+        if decay not in config.decays:
+            raise ValueError(f"{arm!r}: λ = {decay:g} is not a declared decay {config.decays}")
+        lr, qk_lr, _ = at_best(config, base)
+        task_config = dataclasses.replace(config.task, lr=lr, weight_decay=decay, seeds=(seed,))
+        outcome = recorded(task, task_config, base, seed, device, checkpoint, progress, qk_lr)
+        return {**outcome, "weight_decay": decay}
+
+    return run
+
+
+def decay_adopter(config: DecaySensitivityConfig, arm: str, seed: int, directory=None) -> tuple[dict, str] | None:
+    """The cell at the task's own λ is the source sweep's run of the arm at its best rung, the same computation:
+    ``({**that run, "weight_decay": λ}, "<source>-<profile>")``; another cell, or a fixed profile: ``None``."""
+    base, decay = parse_grid_arm(arm, DECAY_KEY, config.arms + ADDED)
+    if config.fixed or decay != config.task.weight_decay:
+        return None
+    lr, _, source = at_best(config, base, directory)
+    run = source["runs"].get(f"{grid_arm(base, KEY, lr)}/{seed}")
+    return run and ({**run, "weight_decay": decay}, f"{config.source}-{config.sweep_profile}")
+
+
+def decay_entry(task_name: str) -> Experiment:
+    """``<task>_decay_sensitivity``: its full profile on the source sweep's task and seeds; a ci one of two decays,
+    one seed and 20 steps at fixed rates (it reads no file)."""
+    task, source = TASKS[task_name], f"{task_name}_lr_sensitivity"
+    sweep = {c.name: c for c in SWEEPS}[source].profiles()
+    ci = {"decays": (0.0, 0.3), "seeds": (200,), "fixed": tuple((a, 1e-3, 1e-2) for a in ARMS)}
+    profiles_ = {p: c.task for p, c in sweep.items()}
+    profiles_ = profiles(DecaySensitivityConfig, profiles_, ci, metric=task.metric, source=source)
+    names = lambda config, arms=ARMS: tuple(grid_arm(a, DECAY_KEY, d) for a in arms for d in config.decays)  # noqa: E731
+    return Experiment(
+        f"{task_name}_decay_sensitivity",
+        profiles_,
+        names(profiles_["full"]),
+        decay_runner(task),
+        f"{task_name}: the weight decay over 0 ... 3 (5 values), four arms at their best model lr and W_Q, W_K ratio "
+        "in its lr sensitivity sweep, seeds 200-202",
+        optional_arms=names(profiles_["full"], ADDED),
+        arms_of=names,
+        adopt=decay_adopter,
+    )
+
+
+ENTRIES = (*ENTRIES, *(decay_entry(task) for task in SENSITIVITY))

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model_lr import ladder_check, ladder_choice
-from ..results_reading import parse_grid_arm, split_key
+from ..model_lr import by_value, grid_of, ladder_check, ladder_choice, rung_means, scores
 from ..stats import paired_comparison
 
 __all__ = [
@@ -41,39 +40,7 @@ __all__ = [
     "off_best",
 ]
 
-KEY = "lr"
 CONFIDENCE = 0.95
-
-
-def _score(run: dict, metric: str) -> float:
-    initial = float(run["initial_loss"])
-    loss = float(run["final"].get(metric, math.nan))
-    return min(loss, initial) if math.isfinite(loss) else initial
-
-
-def _by_rung(results: dict, arm: str, value) -> dict[float, dict[int, float]]:
-    """``{model lr: {seed: value(run)}}`` of ``arm``'s runs, rungs in order."""
-    out: dict[float, dict[int, float]] = {}
-    for key, run in results["runs"].items():
-        name, seed = split_key(key)
-        base, lr = parse_grid_arm(name, KEY, tuple(results["config"]["arms"]))
-        if base == arm:
-            out.setdefault(lr, {})[seed] = value(run)
-    return dict(sorted(out.items()))
-
-
-def scores(results: dict, arm: str) -> dict[float, dict[int, float]]:
-    """``{model lr: {seed: score}}`` of ``arm`` (``"baseline"``, ...), diverged runs at the initial loss."""
-    out = _by_rung(results, arm, lambda run: _score(run, results["config"]["metric"]))
-    if not out:
-        raise ValueError(f"no runs of arm {arm!r} in this results file (arms: {results['config']['arms']})")
-    return out
-
-
-def rung_means(results: dict, arm: str) -> dict[float, float]:
-    """``{model lr: mean score over its seeds}`` for the rungs every declared seed has run."""
-    seeds = set(results["config"]["seeds"])
-    return {lr: float(np.mean(list(s.values()))) for lr, s in scores(results, arm).items() if seeds <= set(s)}
 
 
 @dataclass(frozen=True)
@@ -92,9 +59,9 @@ class Sensitivity:
 
 
 def sensitivity(results: dict, arm: str) -> Sensitivity:
-    """Wortsman et al.'s LR sensitivity of ``arm`` over the file's declared rungs, per seed that has
-    them all; refused while no seed has."""
-    rungs = [float(r) for r in results["config"]["rungs"]]
+    """Wortsman et al.'s LR sensitivity of ``arm`` over the file's declared rungs (a decay-sensitivity file: its
+    decays), per seed that has them all; refused while no seed has."""
+    rungs = grid_of(results)[1]
     by_rung = scores(results, arm)
     seeds = sorted({s for runs in by_rung.values() for s in runs})
     per_seed = {}
@@ -152,7 +119,7 @@ def logit_peak(run: dict) -> float:
 
 def logit_peaks(results: dict, arm: str) -> dict[float, dict[int, float]]:
     """``{model lr: {seed: the run's logit peak}}`` of ``arm``."""
-    return _by_rung(results, arm, logit_peak)
+    return by_value(results, arm, logit_peak)
 
 
 def top_rung(results: dict, arm: str) -> dict:
