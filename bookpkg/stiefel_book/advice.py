@@ -33,8 +33,8 @@ def facts() -> dict:
     score is across rates), ``routing`` (the other arms on the routing tasks), ``grokking_scale``
     (QK-norm against AdamW at p = 31), ``cifar10_muon`` (Muon against AdamW), ``cifar10_frozen``
     (frozen frames against the rule), ``cifar10_decay`` (CIFAR-10 away from its decay), ``reach``
-    (models, seeds, devices), ``cost`` (:func:`step_cost`) and ``charlm_lr`` (the character
-    model's model-lr check: :func:`charlm_model_lr`)."""
+    (models, seeds, devices), ``cost`` (:func:`step_cost`), ``charlm_lr`` (the character
+    model's model-lr check: :func:`charlm_model_lr`) and ``mqar_fresh`` (:func:`mqar_fresh`)."""
     from .findings import fair_fight as ff
     from .findings import peers
 
@@ -86,6 +86,26 @@ def facts() -> dict:
         "charlm_lr": charlm_model_lr(),
         "model_lrs": model_lr_checks(),
         "charlm_long_lr": charlm_long_model_lr(),
+        "mqar_fresh": mqar_fresh(),
+    }
+
+
+def mqar_fresh() -> dict | None:
+    """Associative recall judged again at its checked model lr (``mqar_fresh``, family ``routing_mqar_fresh``):
+    ``{"n" (paired seeds), "model_lr", "all_solved" (every trained arm solved every seed), "frozen" (seeds frozen
+    frames solved)}``, or ``None`` before its runs."""
+    rows = declared.mqar_fresh()["counts"]
+    results = load_results("mqar_fresh", "full")
+    if not rows or results is None:
+        return None
+    solved = {r.arm: r.past[0] for r in rows} | {r.reference: r.past[1] for r in rows}
+    n = rows[0].n
+    trained = [a for a in solved if a != "frozen"]
+    return {
+        "n": n,
+        "model_lr": float(results["config"]["lr"]),  # the task config itself
+        "all_solved": all(solved[a] == n for a in trained),
+        "frozen": solved.get("frozen"),
     }
 
 

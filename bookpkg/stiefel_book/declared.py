@@ -21,6 +21,8 @@ __all__ = [
     "peers_cifar10",
     "routing",
     "routing_notes",
+    "judged_file",
+    "CURRENT",
     "mqar_fresh",
 ]
 
@@ -159,14 +161,28 @@ def peers_cifar10() -> list[dict]:
     return p.family_peer_rows(rows)
 
 
-def routing() -> dict[str, list[dict]]:
+def routing(current: bool = True) -> dict[str, list[dict]]:
     """The routing chapter's rows per task (``mqar``, ``induction``, ``charlm``): each task's
     family (``routing_<task>``) read by the family reader (:func:`families.read_family`) over its
-    judged runs, as the chapter's sentences read them (:func:`findings.routing.as_rows`)."""
+    judged runs, as the chapter's sentences read them (:func:`findings.routing.as_rows`). ``current``:
+    a task judged again at its checked model lr reads that judgement instead (:data:`CURRENT`: MQAR's
+    30 fresh seeds, on mean query accuracy against routing_mqar's margin, :func:`mqar_fresh`)."""
     from .families import read_family
     from .findings import routing as fr
 
-    return {task: fr.as_rows(read_family(family)) for task, (family, _) in fr.TASKS.items()}
+    rows = {task: fr.as_rows(read_family(family)) for task, (family, _) in fr.TASKS.items()}
+    if current and (fresh := mqar_fresh()["accuracy"]):
+        rows["mqar"] = fr.as_rows(fresh)
+    return rows
+
+
+# task -> the results file of its judged runs at its checked model lr, where they were judged again
+CURRENT = {"mqar": "mqar_fresh"}
+
+
+def judged_file(task: str) -> str:
+    """The results file whose judged runs a routing task's current rows read (:func:`routing`)."""
+    return CURRENT[task] if task in CURRENT and load_results(CURRENT[task], "full") else task
 
 
 def routing_counts() -> dict[str, str]:
@@ -181,7 +197,7 @@ def routing_counts() -> dict[str, str]:
         f = families()[family]
         if f.count_past is not None:
             metric = f.count_metric or endpoint.metric
-            counts = fr.past(fr.finals(load_results(task, "full"), metric=metric), f.count_past)
+            counts = fr.past(fr.finals(load_results(judged_file(task), "full"), metric=metric), f.count_past)
             out[task] = count_text(counts, f.count_past, metric, label)
     return out
 
@@ -196,7 +212,7 @@ def routing_notes() -> dict[str, str | None]:
 
     out, rows = {}, routing()
     for task, (family, endpoint) in fr.TASKS.items():
-        f, results = families()[family], load_results(task, "full")
+        f, results = families()[family], load_results(judged_file(task), "full")
         notes = []
         if f.count_past is not None and f.count_metric in (None, endpoint.metric):
             counts = fr.past(fr.finals(results, metric=endpoint.metric), f.count_past)

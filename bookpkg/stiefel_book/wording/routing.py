@@ -86,15 +86,19 @@ def _tasks(tasks: list[str], every: int) -> str:
     return "on " + (" and ".join(phrases) if len(phrases) < 3 else ", ".join(phrases[:-1]) + " and " + phrases[-1])
 
 
-def _grouped(readings: dict[str, str], phrases: dict[str, str], every: int, notes: dict | None = None) -> str:
-    """``"does worse than X on a (note); cannot be told from X on b and c"``, in the phrases' order."""
+def _grouped(
+    readings: dict[str, str], phrases: dict[str, str], every: int, notes: dict | None = None, subject: str = "it"
+) -> str:
+    """``"does worse than X on a (note), and cannot be told from X on b and c"``, in the phrases' order: at most
+    two results a sentence, a third in a sentence of its own (``"…. It is equivalent to X on d"``)."""
     parts = []
     for word, phrase in phrases.items():
         tasks = [t for t, r in readings.items() if r == word]
         if tasks:
             noted = [f" ({notes[t]})" for t in tasks if (notes or {}).get(t)]
             parts.append(f"{phrase} {_tasks(tasks, every)}" + "".join(noted))
-    return ", and ".join(parts) if len(parts) == 2 else "; ".join(parts)
+    pairs = [", and ".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+    return f". {subject.capitalize()} ".join(pairs)
 
 
 def summary(rows_by_task: dict[str, list[dict]], label, notes: dict[str, str | None] | None = None) -> str:
@@ -124,7 +128,7 @@ def summary(rows_by_task: dict[str, list[dict]], label, notes: dict[str, str | N
         phrases = {w: p.format(s=stiefel) for w, p in _SCALE.items()}
         out.append(f"Scale alone ({label('qk_norm')}) " + _grouped(scale, phrases, every) + ".")
     if frozen:
-        out.append("Frozen frames " + _grouped(frozen, _FROZEN, every) + ".")
+        out.append("Frozen frames " + _grouped(frozen, _FROZEN, every, subject="they") + ".")
     others: dict[str, dict[str, str]] = {}  # the other arms decided against the Stiefel rule: a sentence an arm
     for t, rows in rows_by_task.items():
         for r in rows:
