@@ -22,6 +22,7 @@ __all__ = [
     "routing",
     "routing_notes",
     "judged_file",
+    "judged_sweep",
     "CURRENT",
     "mqar_fresh",
 ]
@@ -176,13 +177,19 @@ def routing(current: bool = True) -> dict[str, list[dict]]:
     return rows
 
 
-# task -> the results file of its judged runs at its checked model lr, where they were judged again
-CURRENT = {"mqar": "mqar_fresh"}
+# task -> (the results file of its judged runs at its checked model lr, the sweep that chose their rates), where
+# they were judged again
+CURRENT = {"mqar": ("mqar_fresh", "mqar_checked_qk_lr")}
 
 
 def judged_file(task: str) -> str:
     """The results file whose judged runs a routing task's current rows read (:func:`routing`)."""
-    return CURRENT[task] if task in CURRENT and load_results(CURRENT[task], "full") else task
+    return CURRENT[task][0] if task in CURRENT and load_results(CURRENT[task][0], "full") else task
+
+
+def judged_sweep(task: str) -> str:
+    """The W_Q, W_K sweep whose choices those judged runs (:func:`judged_file`) took."""
+    return CURRENT[task][1] if judged_file(task) != task else f"{task}_qk_lr"
 
 
 def routing_counts() -> dict[str, str]:
