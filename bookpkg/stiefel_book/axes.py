@@ -11,6 +11,7 @@ from . import declared, protocol
 from .claim_box import Axis
 from .experiments import get_config, load_results
 from .families import find
+from .wording.routing import verdict_words
 
 __all__ = ["grokking", "fair_fight", "cifar10", "movement", "ablation", "regimes", "routing"]
 
@@ -194,6 +195,6 @@ def routing() -> tuple[ca.Reading, ...]:
         if row is None:
             readings.append(ca.Reading(fr.TASK_PHRASES[task], "pending", "", "not yet run"))
             continue
-        shown = row["verdict"] + (f" ({row['reading']})" if row["reading"] != row["verdict"] else "")
+        shown = verdict_words(row)
         readings.append(ca.Reading(fr.TASK_PHRASES[task], row["verdict"], shown, f"{row['mean']:+.3g} {endpoint.unit}"))
     return tuple(readings)

@@ -248,7 +248,7 @@ def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
     parts, details = [], []
     for task, a in judged.items():
         endpoint, row = fr.TASKS[task][1], a["tuned_baseline"]
-        word = wording.routing.result_text(row, endpoint).split(",")[0]
+        word = wording.routing.verdict_words(row)
         parts.append(f"{fr.TASK_PHRASES[task]}: {word}, {row['mean']:+.3g} {endpoint.unit}")
         detail = [
             f"{label('stiefel')} − {label('baseline')}: {wording.routing.result_text(a['tuned_baseline'], endpoint)}",

@@ -11,7 +11,12 @@ from ..findings.routing import JUDGED_ARMS, TASK_PHRASES, answers, at_ceiling, s
 from ..labels import interval
 from ..protocol_fields import Endpoint
 
-__all__ = ["result_text", "count_text", "ceiling_note", "margin_note", "summary"]
+__all__ = ["verdict_words", "result_text", "count_text", "ceiling_note", "margin_note", "summary"]
+
+
+def verdict_words(row: dict) -> str:
+    """``"<verdict>"``, or ``"<verdict> (<better/worse>)"`` where the reading says which way is better."""
+    return row["verdict"] + (f" ({row['reading']})" if row["reading"] != row["verdict"] else "")
 
 
 def result_text(row: dict | None, endpoint: Endpoint) -> str:
@@ -19,9 +24,8 @@ def result_text(row: dict | None, endpoint: Endpoint) -> str:
     if row is None:
         return "not yet run"
     lo, hi = row["ci"]
-    reading = f" ({row['reading']})" if row["reading"] != row["verdict"] else ""
     return (
-        f"{row['verdict']}{reading}, {row['mean']:+.3g} {endpoint.unit}, {interval(lo, hi, '+.3g')} "
+        f"{verdict_words(row)}, {row['mean']:+.3g} {endpoint.unit}, {interval(lo, hi, '+.3g')} "
         f"over {row['n']} paired seeds"
     )
 
