@@ -77,8 +77,9 @@ def test_the_size_sweep_trains_every_size_for_the_same_epochs_from_paired_starts
 
 def test_regime_rows_give_each_decay_its_budget_and_comparisons():
     from stiefel_book.experiments import _as_json
-    from stiefel_book.findings.long_training import regime_rows, regime_table
+    from stiefel_book.findings.long_training import regime_rows
     from stiefel_book.tasks.cifar10_config import lr_factors
+    from stiefel_book.wording.long_training import regime_table
 
     config = get_config("cifar10_long", "full")
     results = {"config": {**_as_json(config), "weight_decays": [0.3]}, "runs": {}}
@@ -141,7 +142,9 @@ def test_the_long_family_reads_equivalent_and_inconclusive_where_the_numbers_say
     assert cells[("freezing_cost", 1.0)]["verdict"] == "higher"
     assert cells[("freezing_cost", 0.05)]["verdict"] == "equivalent"  # frozen = Stiefel in every start
     assert ("decay_on_qk", 1.0) not in cells  # no such arm ran
-    line = long_training.regime_table(long_training.regime_rows(results), rows).splitlines()[3]
+    from stiefel_book.wording.long_training import regime_table
+
+    line = regime_table(long_training.regime_rows(results), rows).splitlines()[3]
     assert line.startswith("| 1 |") and ", 12 starts, Holm TOST p = " in line and ": equivalent |" in line
     assert ": higher |" in line and line.count(" | - |") == 1  # the missing control reads "-"
 

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from stiefel_book import family_power, protocol
-from stiefel_book.findings.detectable import effect_text
+from stiefel_book.wording.power import effect_text
 
 
 def lines(name: str) -> list[str]:

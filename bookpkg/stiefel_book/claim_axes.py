@@ -2,7 +2,7 @@
 untuned W_Q, W_K rate, the preprint's protocol) and at tuned rates (each arm at the rate its sweep
 chose), each one of the four words, with the regime it was read in. Where a family could never reach
 its margin, an *inconclusive* reads "not shown (smallest detectable effect X)" instead
-(:func:`detectable.not_shown`); a claim reads ✗ only where an axis decided against it.
+(:func:`wording.power.not_shown`); a claim reads ✗ only where an axis decided against it.
 Comparisons set after the runs on a knob the preprint never tuned (CIFAR-10's λ = 0.05 and the best
 cells) are on neither axis. Pure functions of the families' rows. Chapters: intro and every
 chapter with a verdict box."""
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from .claim_box import Axis
 from .findings import decay_map
-from .findings.detectable import Power, not_shown, row_power, time_power
+from .findings.detectable import Power, row_power, time_power
+from .wording.power import not_shown
 
 __all__ = ["Reading", "axis", "row_reading", "time_reading", "map_reading", "overall", "first_to"]
 

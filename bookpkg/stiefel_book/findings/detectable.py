@@ -3,8 +3,9 @@ effect of a comparison (:func:`stats.power.smallest_detectable_effect` at Holm's
 80 % power, from the comparison's pairs and the spread of its paired differences), the smallest
 equivalence margin it could have established, and for a time endpoint tested exactly (the paired
 permutation log-rank) the floor of its adjusted p. A comparison that reads *inconclusive* because
-its family could never reach its margin is "not shown", not failed (:func:`not_shown`). Pure
-functions of the rows the chapters read. Chapters: intro and every chapter with a verdict box.
+its family could never reach its margin is "not shown", not failed (worded by
+:func:`stiefel_book.wording.power.not_shown`). Pure functions of the rows the chapters read.
+Chapters: intro and every chapter with a verdict box.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from ..stats import power
 
-__all__ = ["Power", "spread", "row_power", "time_power", "not_shown", "effect_text"]
+__all__ = ["Power", "spread", "row_power", "time_power"]
 
 
 @dataclass(frozen=True)
@@ -84,22 +85,3 @@ def time_power(pairs: int, m: int, alpha: float = 0.05) -> Power:
     """The power of a time endpoint tested by the paired permutation log-rank on ``pairs`` seeds in an
     ``m``-comparison family: only its floor counts (the smallest adjusted p it can reach)."""
     return Power(pairs, None, m, None, None, power.holm_floor(pairs, m), None, alpha, "")
-
-
-def _number(x: float) -> str:
-    return f"{x:.2g}" if abs(x) < 1 else f"{x:.0f}" if abs(x) >= 10 else f"{x:.1f}"
-
-
-def effect_text(p: Power) -> str:
-    """ "smallest detectable effect 11 pp" or, for a time endpoint, "lowest reachable p 0.22"."""
-    if p.floor is not None:
-        return f"lowest reachable p {p.floor:.2g}"
-    return f"smallest detectable effect {_number(p.sde)} {p.unit}".rstrip()
-
-
-def not_shown(word: str, p: Power | None) -> str | None:
-    """ "not shown (smallest detectable effect X)" for an *inconclusive* comparison whose family could
-    never reach its margin (:attr:`Power.could_decide`); ``None`` otherwise (the word stands)."""
-    if word != "inconclusive" or p is None or p.could_decide:
-        return None
-    return f"not shown ({effect_text(p)})"

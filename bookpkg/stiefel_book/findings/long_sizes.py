@@ -16,8 +16,6 @@ __all__ = [
     "FITS",
     "size_gains",
     "mean_accuracy",
-    "holm_p",
-    "family_cell",
     "size_cells",
     "start_gains",
     "widening",
@@ -44,23 +42,6 @@ def mean_accuracy(results: dict, key: str) -> dict[str, float] | None:
     Chapters: CIFAR-10 patches, regimes."""
     runs = list(runs_of(results, key).values())
     return {m: 100 * float(np.mean([r["final"][m] for r in runs])) for m in ("train_acc", "test_acc")} if runs else None
-
-
-def holm_p(row: dict) -> str:
-    """The Holm-corrected p that decides ``row``'s word: the equivalence test's (TOST) for
-    *equivalent*, else the paired t test's. Chapters: CIFAR-10 patches, regimes."""
-    if row["verdict"] == "equivalent":
-        return f"Holm TOST p = {row['tost_p_holm']:.2g}"
-    return f"Holm p = {row['p_holm']:.2g}"
-
-
-def family_cell(row: dict | None) -> str:
-    """One comparison of a declared family in a table cell: mean, 95 % interval, starts, the
-    Holm-corrected p (:func:`holm_p`) and the word. Chapters: CIFAR-10 patches, regimes."""
-    if row is None:
-        return "-"
-    lo, hi = row["ci_pp"]
-    return f"{row['mean_pp']:+.2f} [{lo:+.2f}, {hi:+.2f}], {row['n']} starts, {holm_p(row)}: {row['verdict']}"
 
 
 def size_cells(size_rows: list[dict] | None) -> dict[tuple, dict]:
@@ -129,5 +110,3 @@ def size_readings(sizes: dict | None, size_rows: list[dict]) -> dict:
         "fitting_arms": {r["train_size"]: fitting_arms(r["weight_decay"], r["train_size"]) for r in rows},
         "widening": cells[("widening",)]["verdict"] if ("widening",) in cells else None,
     }
-
-

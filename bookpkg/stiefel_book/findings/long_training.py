@@ -12,17 +12,15 @@ import numpy as np
 from ..choices import decays_of, largest_gap_decay, paired_gain_at  # noqa: F401  (the chapters read these here)
 from ..results_reading import finished_starts, grid_arm, parse_size_arm, size_arm  # noqa: F401  (tests read these here)
 from ..stats import PairedComparison
-from ..tables import markdown_table
 from ..tasks.cifar10_config import CIFAR10Config, lr_factors
 from .cifar10 import movement_ratios, paired_gain
-from .long_sizes import FITS, family_cell, mean_accuracy, size_gains
+from .long_sizes import FITS, mean_accuracy, size_gains
 from .regimes import decay_budget
 
 __all__ = [
     "size_gains",
     "regime_rows",
     "long_cells",
-    "regime_table",
     "PREPRINT_STARTS",
     "protocol_comparison",
     "task_of",
@@ -94,55 +92,6 @@ def long_cells(long_rows: list[dict] | None) -> dict[tuple[str, float], dict]:
         if (a, b) in MEASURES and (starts == "every start" or (MEASURES[(a, b)], decay) not in cells):
             cells[(MEASURES[(a, b)], decay)] = row
     return cells
-
-
-def _numbers(c: PairedComparison | None) -> str:
-    return "-" if c is None else f"{c.mean_difference:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}], {c.wins}/{c.n}"
-
-
-def regime_table(rows: list[dict], long_rows: list[dict] | None = None) -> str:
-    """:func:`regime_rows` as a Markdown table: per decay its budget, the accuracies reached
-    (train / test, %), each comparison in points, and the movement ratio. With ``long_rows`` (the
-    family ``cifar10_long``) a comparison is the family's row (:func:`long_cells`): interval,
-    starts, Holm p and verdict; else its interval and wins over every finished start, no verdict.
-    Chapters: CIFAR-10 patches, regimes."""
-    cells = long_cells(long_rows)
-
-    def reached(row, arm):
-        acc = row["accuracy"].get(arm)
-        return "-" if acc is None else f"{acc['train_acc']:.1f} / {acc['test_acc']:.1f}"
-
-    def compared(row, measure):
-        if long_rows is None:
-            return _numbers(row[measure])
-        return family_cell(cells.get((measure, row["weight_decay"])))
-
-    body = [
-        [
-            f"{r['weight_decay']:g}",
-            f"{r['budget']:.3g}",
-            reached(r, "baseline"),
-            reached(r, "stiefel"),
-            len(r["starts"]),
-            *(compared(r, m) for m in ("gain", "freezing_cost", "decay_on_qk")),
-            "-" if r["movement_ratio"] is None else f"{r['movement_ratio']:.2f}x",
-        ]
-        for r in rows
-    ]
-    return markdown_table(
-        [
-            "λ",
-            "Σ lr·λ",
-            "AdamW train / test (%)",
-            "Stiefel train / test (%)",
-            "pairs",
-            "Stiefel − AdamW, pp (unadjusted 95 % CI)",
-            "Stiefel − frozen, pp (unadjusted 95 % CI)",
-            "no decay on W_Q, W_K − AdamW, pp (unadjusted 95 % CI)",
-            "AdamW step / Stiefel step",
-        ],
-        body,
-    )
 
 
 def protocol_comparison(
