@@ -126,7 +126,7 @@ def test_routing_families_equal_findings_routing(files, task):
     rows = read(name, files)
     same(rows, old, "mean", "ci")
     assert [r.reading for r in rows] == [o["reading"] for o in old]
-    assert declared.routing()[task] == fr.as_rows(rows)  # what the chapter reads is the reader's rows
+    assert declared.routing(current=False)[task] == fr.as_rows(rows)  # the family as the reader reads it
     assert (endpoint.metric, endpoint.unit, endpoint.scale, endpoint.higher_is_better) == (
         f.measure.metric,
         f.measure.unit,
@@ -391,3 +391,17 @@ def test_a_malformed_count_family_is_refused(tmp_path, change, message):
     text = write(tmp_path, compare="{arms: [a, b], references: [r], primary: [a, r]}")
     with pytest.raises(protocol.ProtocolError, match="with the mcnemar test"):
         protocol.load(text)
+
+
+def test_a_task_judged_again_at_its_checked_rate_reads_that_judgement():
+    """MQAR's current rows are its 30 fresh seeds' (routing_mqar_fresh, on accuracy against routing_mqar's
+    margin); the other tasks' are their own families'."""
+    from stiefel_book import declared
+    from stiefel_book.findings import routing as fr
+
+    current, own = declared.routing(), declared.routing(current=False)
+    assert current["mqar"] == fr.as_rows(declared.mqar_fresh()["accuracy"]) != own["mqar"]
+    assert {r["n"] for r in current["mqar"]} == {30} and {r["n"] for r in own["mqar"]} == {10}
+    assert current["induction"] == own["induction"] and current["charlm"] == own["charlm"]
+    assert declared.judged_file("mqar") == "mqar_fresh" and declared.judged_sweep("mqar") == "mqar_checked_qk_lr"
+    assert declared.judged_file("induction") == "induction" and declared.judged_sweep("induction") == "induction_qk_lr"
