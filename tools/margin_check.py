@@ -3,8 +3,9 @@ before the judged runs: on the selection seeds of the task's W_Q, W_K lr sweep, 
 its best complete rung, the spread of the paired differences of the judged endpoint (the final
 value) between every two arms; from it, the smallest margin that two arms differing by that spread
 could meet by the two one-sided tests on the family's judged seeds, uncorrected and at the
-strictest Holm level (α over the family's size). Written to ``tools/margin_check.json``; a tool of
-the checkout.
+strictest Holm level (α over the family's size). A task judged again at its checked model lr
+(:func:`stiefel_book.declared.judged_file`) is read at that rate: its sweep there and its fresh seeds.
+Written to ``tools/margin_check.json``; a tool of the checkout.
 
     python tools/margin_check.py charlm      # or mqar, induction
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from stiefel_book import protocol
+from stiefel_book import declared, protocol
 from stiefel_book.choices import late_scores
 from stiefel_book.findings import routing as fr
 from stiefel_book.results import load_results
@@ -43,9 +44,10 @@ def best_rungs(sweep: dict) -> dict[str, float]:
 def check(task: str) -> dict:
     family_name, endpoint = fr.TASKS[task]
     family = protocol.family(family_name)
-    sweep = load_results(f"{task}_qk_lr", "full")
+    name = declared.judged_sweep(task)  # the sweep whose choices the task's current judged runs took
+    sweep = load_results(name, "full")
     if not sweep:
-        raise SystemExit(f"no sweep {task}_qk_lr yet: run `python -m stiefel_book sweep {task}_qk_lr --profile full`")
+        raise SystemExit(f"no sweep {name} yet: run `python -m stiefel_book sweep {name} --profile full`")
     rungs = best_rungs(sweep)
     finals = {
         arm: {
@@ -55,7 +57,9 @@ def check(task: str) -> dict:
         }
         for arm, lr in rungs.items()
     }
-    n, alpha = len(family.judged_seeds), family.alpha
+    judged = load_results(declared.judged_file(task), "full")  # a task judged again: its fresh seeds
+    n = len(judged["config"]["seeds"]) if judged else len(family.judged_seeds)
+    alpha = family.alpha
     m = len(fr.JUDGED_ARMS) * 2 - 3  # each arm against AdamW and the Stiefel rule, the pair counted once
     pairs = {}
     for a, b in itertools.combinations(finals, 2):
@@ -76,6 +80,7 @@ def check(task: str) -> dict:
         "declared_margin": family.margin,
         "unit": family.margin_unit,
         "judged_seeds": n,
+        "sweep": name,
         "rungs": rungs,
         "median_sd": float(np.median(sds)),
         "median_meetable_margin": float(np.median([p["meetable_margin"] for p in pairs.values()])),
