@@ -22,6 +22,7 @@ __all__ = [
     "routing",
     "routing_notes",
     "judged_file",
+    "qk_norm_tuned",
     "judged_sweep",
     "CURRENT",
     "mqar_fresh",
@@ -228,6 +229,25 @@ def routing_notes() -> dict[str, str | None]:
         notes.append(margin_note(row, f.margin, endpoint.unit))
         out[task] = "; ".join(n for n in notes if n) or None
     return out
+
+
+def qk_norm_tuned(task: str) -> dict | None:
+    """QK-norm judged at the initial temperature and W_Q, W_K lr its task's temperature sweep chose (family
+    ``routing_<task>_qk_norm_tuned``): ``{"rows"`` (against AdamW, then the Stiefel rule), ``"temperature"``,
+    ``"qk_lr"``, ``"solved"`` (its seeds past the family's count threshold), ``"n"}``; ``None`` before its runs."""
+    from .families import read_family
+
+    results = load_results(f"{task}_qk_norm_tuned", "full")
+    rows = read_family(f"routing_{task}_qk_norm_tuned")
+    if results is None or not rows or not rows[0].n:
+        return None
+    return {
+        "rows": rows,
+        "temperature": float(results["config"]["qk_temperature"]),
+        "qk_lr": float(results["config"]["qk_lr"]),
+        "solved": rows[0].past[0],
+        "n": rows[0].n,
+    }
 
 
 def mqar_fresh() -> dict[str, list]:
