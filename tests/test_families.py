@@ -405,3 +405,17 @@ def test_a_task_judged_again_at_its_checked_rate_reads_that_judgement():
     assert current["induction"] == own["induction"] and current["charlm"] == own["charlm"]
     assert declared.judged_file("mqar") == "mqar_fresh" and declared.judged_sweep("mqar") == "mqar_checked_qk_lr"
     assert declared.judged_file("induction") == "induction" and declared.judged_sweep("induction") == "induction_qk_lr"
+
+
+def test_qk_norm_at_its_tuned_temperature_is_read_by_its_family():
+    """induction_qk_norm_tuned's runs at the temperature sweep's choice, read against AdamW and the Stiefel rule."""
+    from stiefel_book import declared
+    from stiefel_book.results import load_results
+
+    tuned = declared.qk_norm_tuned("induction")
+    config = load_results("induction_qk_norm_tuned", "full")["config"]
+    assert (tuned["temperature"], tuned["qk_lr"]) == (config["qk_temperature"], config["qk_lr"])
+    pairs = [(r.arm, r.reference) for r in tuned["rows"]]
+    assert pairs == [("qk_norm_tuned", "baseline"), ("qk_norm_tuned", "stiefel")]
+    assert tuned["n"] == 10 and 0 <= tuned["solved"] <= 10
+    assert declared.qk_norm_tuned("charlm") is None  # no such family's runs: nothing to read

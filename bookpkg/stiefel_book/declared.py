@@ -238,8 +238,8 @@ def qk_norm_tuned(task: str) -> dict | None:
     from .families import read_family
 
     results = load_results(f"{task}_qk_norm_tuned", "full")
-    rows = read_family(f"routing_{task}_qk_norm_tuned")
-    if results is None or not rows or not rows[0].n:
+    rows = read_family(f"routing_{task}_qk_norm_tuned") if results is not None else []
+    if not rows or not rows[0].n:
         return None
     return {
         "rows": rows,
