@@ -25,6 +25,13 @@ def test_a_panel_a_task_a_line_an_arm_at_the_seeds_mean_and_no_point_where_all_d
     assert [round(float(y), 9) for y in lines["the Stiefel rule"].get_ydata()] == [2.5, 2.0, 2.3]
 
 
+def test_the_legend_names_an_arm_that_only_a_later_panel_has():
+    runs = {"stiefel": {1e-3: {0: 2.5}, 1e-2: {0: 2.1}}}
+    fig = against_rate({"one": runs, "two": {**runs, "manifold_muon": runs["stiefel"]}}, "loss")
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["the Stiefel rule", "manifold Muon"]
+
+
 def test_the_top_rung_reads_the_best_rate_the_highest_rate_and_its_largest_logit():
     from stiefel_book.findings.lr_sensitivity import top_rung
 

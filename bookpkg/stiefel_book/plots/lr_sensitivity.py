@@ -25,7 +25,7 @@ def _ordered(arms):
 def against_rate(panels: dict[str, dict], ylabel: str, *, log_y: bool = False) -> Figure:
     """One panel a task (``{title: {arm: {lr: {seed: value}}}}``), side by side: each arm's mean over
     its seeds at every rung, as a line with markers, its band the smallest to the largest seed. A
-    rung with a non-finite value draws no point. One legend under the panels."""
+    rung with a non-finite value draws no point. One legend under the panels, naming every arm of any panel."""
     with style():
         width, height = figsize(1, len(panels), (3.4, 2.6))
         fig, axes = plt.subplots(1, len(panels), figsize=(width, height + 0.5), squeeze=False, layout="constrained")
@@ -47,6 +47,9 @@ def against_rate(panels: dict[str, dict], ylabel: str, *, log_y: bool = False) -
             ax.set_xlabel("the model's learning rate", fontsize=8)
             ax.set_ylabel(ylabel, fontsize=8)
             ax.tick_params(labelsize=7)
-        handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7, frameon=False)
+        legend = {}  # every arm of any panel, once (an arm may be in one panel only)
+        for ax in axes[0]:
+            for handle, name in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(name, handle)
+        fig.legend(list(legend.values()), list(legend), loc="outside lower center", ncol=4, fontsize=7, frameon=False)
     return fig
