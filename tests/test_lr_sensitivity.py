@@ -361,3 +361,38 @@ def test_an_added_arm_reads_its_ratio_from_the_sweep_at_its_run(tmp_path):
     with pytest.raises(SweepError, match="no interior choice for 'manifold_muon'.*--arms manifold_muon"):
         config.qk_lr("manifold_muon", 1e-3, tmp_path)  # an empty folder: no sweep of it
     assert "manifold_muon@lr=0.001" in experiments.EXPERIMENTS[NAME].optional_arms
+
+
+def test_the_tuned_qk_norm_runs_as_qk_norm_at_its_temperature_sweeps_choice(tmp_path, monkeypatch):
+    from stiefel_book.engine.study import SweepError
+
+    config = experiments.EXPERIMENTS[NAME].resolve(experiments.get_config(NAME, "full"), None)
+    with pytest.raises(SweepError, match="induction_qk_temp has not settled.*sweep induction_qk_temp"):
+        lr_sensitivity.added_setting(config, "qk_norm_tuned", tmp_path)  # no temperature sweep in this folder
+    charlm = experiments.EXPERIMENTS["charlm_lr_sensitivity"].resolve(
+        experiments.get_config("charlm_lr_sensitivity", "full"), None
+    )
+    with pytest.raises(ValueError, match="needs a temperature sweep"):
+        charlm.qk_lr("qk_norm_tuned", 1e-3)
+    ratio, extra = lr_sensitivity.added_setting(config, "qk_norm_tuned")  # the committed sweep
+    from stiefel_book.experiments.routing_qk_temp import SWEEPS, TemperatureStudy
+
+    sweep = experiments.load_results("induction_qk_temp", "full")
+    pick = TemperatureStudy.of("induction_qk_temp", SWEEPS["induction_qk_temp"][0]["full"]).choice(sweep)
+    assert pick["settled"] and extra == {"qk_temperature": pick["temperature"]}
+    assert ratio == pytest.approx(pick["lr"] / sweep["config"]["task"]["lr"])
+    seen = []
+
+    def fake_run(task, arm, seed, device, checkpoint, progress, *, qk_lr, qk_temperature=None):
+        seen.append((arm, task.lr, qk_lr, qk_temperature))
+        return {"final": {"val_loss": 1.0}, "history": [{"epoch": task.steps, "val_loss": 1.0}]}
+
+    task = dataclasses.replace(lr_sensitivity.TASKS["induction"], run=fake_run)
+    out = lr_sensitivity.runner(task)(config, "qk_norm_tuned@lr=0.001", 200, torch.device("cpu"))
+    assert seen == [("qk_norm", 1e-3, pytest.approx(1e-3 * ratio), pick["temperature"])]
+    assert (
+        out["qk_temperature"] == pick["temperature"]
+        and "qk_norm_tuned@lr=0.001" in experiments.EXPERIMENTS[NAME].optional_arms
+    )
+    with pytest.raises(ValueError, match="runs at its chosen temperature"):
+        lr_sensitivity.task_arm("qk_norm_tuned", {})

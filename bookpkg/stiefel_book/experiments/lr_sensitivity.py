@@ -38,7 +38,10 @@ from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILE
 __all__ = ["CHECKS", "RUNGS", "DECAYS", "ENTRIES", "SENSITIVITY", "at_best"]
 
 ARMS = ("baseline", "muon", "stiefel", "qk_norm")  # AdamW, Muon on W_Q, W_K, the Stiefel rule, QK-norm
-ADDED = ("manifold_muon",)  # joined after the runs (arms_added in book/protocol.yml): run only when named
+# Joined after the runs (arms_added in book/protocol.yml), run only when named: manifold Muon, and QK-norm at the
+# initial temperature and ratio its task's temperature sweep chose (run as QK-norm at that temperature)
+ADDED = ("manifold_muon", "qk_norm_tuned")
+TUNED_QK_NORM = "qk_norm_tuned"
 KEY = "lr"
 RUNGS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # the declared half-decade ladder: 3 decades
 
@@ -58,10 +61,10 @@ class LRSensitivityConfig:
 
     def qk_lr(self, arm: str, lr: float, directory=None) -> float:
         """``arm``'s W_Q, W_K lr at model lr ``lr``: its tuned ratio kept. An arm added after the runs
-        (:data:`ADDED`) reads its ratio from the sweep's file at its run (:func:`added_ratio`)."""
+        (:data:`ADDED`) reads its ratio from its sweep's file at its run (:func:`added_setting`)."""
         chosen = dict(self.qk_lrs)
         if arm in ADDED and arm not in chosen and self.qk_lrs:
-            return lr * added_ratio(self, arm, directory)
+            return lr * added_setting(self, arm, directory)[0]
         if arm not in chosen or self.tuned_at is None:
             raise ValueError(f"no tuned W_Q, W_K lr for {arm!r}: resolve the config from {self.sweep} first")
         return lr * chosen[arm] / self.tuned_at
@@ -121,17 +124,45 @@ def arm_names(config: LRSensitivityConfig, arms: tuple[str, ...] | None = None) 
     return tuple(grid_arm(arm, KEY, lr) for arm in arms or config.arms for lr in config.rungs)
 
 
-def added_ratio(config: LRSensitivityConfig, arm: str, directory=None) -> float:
-    """The W_Q, W_K lr of an arm added after the runs (:data:`ADDED`) over the model lr it was chosen at: its
-    interior choice in the task's sweep file (``config.sweep``); refused, with the command, while it has none."""
+def added_setting(config: LRSensitivityConfig, arm: str, directory=None) -> tuple[float, dict]:
+    """``(ratio, the task run's extra arguments)`` of an arm added after the runs (:data:`ADDED`): its W_Q, W_K lr
+    over the model lr it was chosen at, read from its sweep's file. Manifold Muon's is its interior choice in the
+    task's W_Q, W_K sweep (``config.sweep``); the tuned QK-norm's is the settled (temperature, lr) of the task's
+    temperature sweep (``<task>_qk_temp``), its temperature passed on as ``qk_temperature``. Refused, with the
+    command, while the choice is missing or unsettled, and on a task without a temperature sweep."""
     from .routing_sweep import READER
 
+    if arm == TUNED_QK_NORM:
+        from .routing_qk_temp import SWEEPS as TEMPERATURE_SWEEPS
+        from .routing_qk_temp import TemperatureStudy
+
+        name = config.sweep.replace("_qk_lr", "_qk_temp")
+        if name not in TEMPERATURE_SWEEPS:
+            raise ValueError(
+                f"{arm!r} needs a temperature sweep; {config.sweep}'s task has none (only {sorted(TEMPERATURE_SWEEPS)})"
+            )
+        sweep = load_results(name, config.sweep_profile, directory)
+        study = TemperatureStudy.of(name, TEMPERATURE_SWEEPS[name][0][config.sweep_profile])
+        pick = study.choice(sweep) if sweep else None
+        if pick is None or not pick["settled"]:
+            command = f"python -m stiefel_book sweep {name} --profile {config.sweep_profile}"
+            raise SweepError(f"{name} has not settled QK-norm's temperature and lr yet: run `{command}` first")
+        return pick["lr"] / float(sweep["config"]["task"]["lr"]), {"qk_temperature": pick["temperature"]}
     sweep = load_results(config.sweep, config.sweep_profile, directory)
     chosen = READER.chosen(sweep, arm) if sweep else None
     if chosen is None or not chosen["interior"]:
         command = f"python -m stiefel_book sweep {config.sweep} --profile {config.sweep_profile} --arms {arm}"
         raise SweepError(f"{config.sweep} has no interior choice for {arm!r} yet: run `{command}` first")
-    return chosen["lr"] / float(sweep["config"]["task"]["lr"])
+    return chosen["lr"] / float(sweep["config"]["task"]["lr"]), {}
+
+
+def task_arm(arm: str, extra: dict) -> str:
+    """The task's own arm that runs ``arm``: the tuned QK-norm is QK-norm at its temperature (``extra``)."""
+    if arm != TUNED_QK_NORM:
+        return arm
+    if "qk_temperature" not in extra:
+        raise ValueError(f"{arm!r} runs at its chosen temperature, and none was found for it")
+    return "qk_norm"
 
 
 def runner(task: Task) -> Callable:
@@ -143,17 +174,26 @@ def runner(task: Task) -> Callable:
         if lr not in config.rungs:
             raise ValueError(f"{arm!r}: model lr {lr:g} is not a declared rung {config.rungs}")
         task_config = dataclasses.replace(config.task, lr=lr, seeds=(seed,))
-        return recorded(task, task_config, base, seed, device, checkpoint, progress, config.qk_lr(base, lr))
+        extra = added_setting(config, base)[1] if base in ADDED and base not in dict(config.qk_lrs) else {}
+        qk_lr = config.qk_lr(base, lr)
+        return recorded(task, task_config, task_arm(base, extra), seed, device, checkpoint, progress, qk_lr, **extra)
 
     return run
 
 
-def recorded(task: Task, task_config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float) -> dict:
-    """The task's run of ``arm`` on ``task_config`` at W_Q, W_K lr ``qk_lr``, its attention logits recorded; the
-    outcome adds its ``model_lr``, ``qk_lr`` and ``initial_loss`` (a uniform prediction's, the findings' cap)."""
+def recorded(task: Task, task_config, arm: str, seed: int, device, checkpoint, progress, qk_lr: float, **extra) -> dict:
+    """The task's run of ``arm`` on ``task_config`` at W_Q, W_K lr ``qk_lr`` (and ``extra``: QK-norm's
+    ``qk_temperature``), its attention logits recorded; the outcome adds its ``model_lr``, ``qk_lr``, ``extra``
+    and ``initial_loss`` (a uniform prediction's, the findings' cap)."""
     with recording_logits():
-        outcome = task.run(task_config, arm, seed, device, checkpoint, progress, qk_lr=qk_lr)
-    return {**outcome, "model_lr": task_config.lr, "qk_lr": qk_lr, "initial_loss": task.initial_loss(task_config)}
+        outcome = task.run(task_config, arm, seed, device, checkpoint, progress, qk_lr=qk_lr, **extra)
+    return {
+        **outcome,
+        "model_lr": task_config.lr,
+        "qk_lr": qk_lr,
+        **extra,
+        "initial_loss": task.initial_loss(task_config),
+    }
 
 
 def resolver(task: Task) -> Callable:
@@ -294,7 +334,7 @@ def at_best(config: DecaySensitivityConfig, arm: str, directory=None) -> tuple[f
     source = load_results(config.source, config.sweep_profile, directory)
     best = best_rung(source, arm) if source else None
     if best is None:
-        named = f" --arms {' '.join(arm_names(LRSensitivityConfig(None, '', '', arms=(arm,))))}" * (arm in ADDED)
+        named = f" --arms {' '.join(grid_arm(arm, KEY, lr) for lr in RUNGS)}" * (arm in ADDED)
         command = f"python -m stiefel_book run {config.source} --profile {config.sweep_profile}{named}"
         raise SweepError(f"{config.source} does not hold every rung of {arm!r} on every seed yet: run `{command}`")
     if without_seeds(source["config"]["task"]) != without_seeds(json_safe(dataclasses.asdict(config.task))):
@@ -311,9 +351,11 @@ def decay_runner(task: Task) -> Callable:
         base, decay = parse_grid_arm(arm, DECAY_KEY, config.arms + ADDED)
         if decay not in config.decays:
             raise ValueError(f"{arm!r}: λ = {decay:g} is not a declared decay {config.decays}")
-        lr, qk_lr, _ = at_best(config, base)
+        lr, qk_lr, source = at_best(config, base)
+        there = source.get("runs", {}).get(f"{grid_arm(base, KEY, lr)}/{config.seeds[0]}", {})
+        extra = {"qk_temperature": there["qk_temperature"]} if "qk_temperature" in there else {}  # the tuned QK-norm's
         task_config = dataclasses.replace(config.task, lr=lr, weight_decay=decay, seeds=(seed,))
-        outcome = recorded(task, task_config, base, seed, device, checkpoint, progress, qk_lr)
+        outcome = recorded(task, task_config, task_arm(base, extra), seed, device, checkpoint, progress, qk_lr, **extra)
         return {**outcome, "weight_decay": decay}
 
     return run
