@@ -134,6 +134,16 @@ def test_the_model_lr_check_moves_only_to_an_interior_rung_better_by_more_than_t
         ls.model_lr_check(unfinished, margin=0.02)
 
 
+def test_costs_are_each_values_mean_minus_the_best_over_the_values_every_seed_ran():
+    results = _results({"stiefel": {1e-3: [3.0, 3.2], 1e-2: [2.0, 2.2], 3e-2: [math.nan, 2.5]}})
+    del results["runs"]["stiefel@lr=0.03/201"]  # a value not every seed has run does not count
+    out = ls.costs(results, "stiefel")
+    assert out["best_at"] == 1e-2 and out["best"] == pytest.approx(2.1)
+    assert out["cost"] == {1e-3: pytest.approx(1.0), 1e-2: 0.0}
+    with pytest.raises(ValueError, match="'baseline'"):
+        ls.costs({**results, "runs": {}}, "baseline")
+
+
 def test_off_best_is_the_loss_some_rungs_under_and_over_the_best_rung_minus_the_best():
     losses = {
         1e-4: [4.0, 4.2],

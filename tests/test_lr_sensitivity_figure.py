@@ -32,6 +32,14 @@ def test_the_legend_names_an_arm_that_only_a_later_panel_has():
     assert [t.get_text() for t in legend.get_texts()] == ["the Stiefel rule", "manifold Muon"]
 
 
+def test_a_grid_holding_zero_is_drawn_on_a_symmetric_log_axis_with_every_value_ticked():
+    runs = {"baseline": {0.0: {0: 5.5}, 0.1: {0: 0.2}, 1.0: {0: 0.3}, 3.0: {0: 5.2}}}
+    fig = against_rate({"one": runs}, "loss", xlabel="the weight decay")
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "symlog" and ax.get_xlabel() == "the weight decay"
+    assert list(ax.get_xticks()) == [0.0, 0.1, 1.0, 3.0] and list(ax.get_lines()[0].get_xdata()) == [0.0, 0.1, 1.0, 3.0]
+
+
 def test_the_top_rung_reads_the_best_rate_the_highest_rate_and_its_largest_logit():
     from stiefel_book.findings.lr_sensitivity import top_rung
 

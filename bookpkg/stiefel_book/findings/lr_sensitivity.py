@@ -14,6 +14,8 @@ names in ``book/protocol.yml``). Pure functions of a results dict.
 - Each run's largest attention logit over layers and logged steps (:func:`logit_peaks`).
 - What a rate a half-decade or a decade off its best costs an arm (:func:`off_best`): a
   description chosen after the runs (labelled so where a page prints it), with no verdict drawn.
+- The same readings of a decay-sensitivity file (``*_decay_sensitivity``), over its decays instead of its
+  rungs: :func:`sensitivity`, and what each decay costs against the arm's best (:func:`costs`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "logit_peaks",
     "top_rung",
     "off_best",
+    "costs",
 ]
 
 CONFIDENCE = 0.95
@@ -158,3 +161,14 @@ def off_best(results: dict, arm: str, steps: int = 2) -> dict:
         return means[rungs[j]] - means[best_lr] if 0 <= j < len(rungs) and rungs[j] in means else math.nan
 
     return {"best_lr": best_lr, "best": means[best_lr], "below": cost(i - steps), "above": cost(i + steps)}
+
+
+def costs(results: dict, arm: str) -> dict:
+    """What each value of the file's grid (its rungs, or a decay file's decays) costs ``arm``: ``{"best_at"
+    (the value of lowest mean score), "best" (that mean), "cost": {value: its mean minus the best}}``, over the
+    values every declared seed has run; refused while none has."""
+    means = rung_means(results, arm)
+    if not means:
+        raise ValueError(f"no value of {arm!r}'s grid has run on every seed {results['config']['seeds']} yet")
+    best_at = min(means, key=means.get)
+    return {"best_at": best_at, "best": means[best_at], "cost": {v: m - means[best_at] for v, m in means.items()}}

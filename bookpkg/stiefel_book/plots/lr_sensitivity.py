@@ -22,10 +22,14 @@ def _ordered(arms):
     return sorted(arms, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER))
 
 
-def against_rate(panels: dict[str, dict], ylabel: str, *, log_y: bool = False) -> Figure:
+def against_rate(
+    panels: dict[str, dict], ylabel: str, *, log_y: bool = False, xlabel: str = "the model's learning rate"
+) -> Figure:
     """One panel a task (``{title: {arm: {lr: {seed: value}}}}``), side by side: each arm's mean over
     its seeds at every rung, as a line with markers, its band the smallest to the largest seed. A
-    rung with a non-finite value draws no point. One legend under the panels, naming every arm of any panel."""
+    rung with a non-finite value draws no point. One legend under the panels, naming every arm of any panel.
+    The x axis is logarithmic; a grid that holds 0 (the weight decay) is drawn on a symmetric log axis,
+    linear below its smallest positive value, so that 0 has a place."""
     with style():
         width, height = figsize(1, len(panels), (3.4, 2.6))
         fig, axes = plt.subplots(1, len(panels), figsize=(width, height + 0.5), squeeze=False, layout="constrained")
@@ -40,11 +44,17 @@ def against_rate(panels: dict[str, dict], ylabel: str, *, log_y: bool = False) -
                 low = [min(values[i]) for i in keep]
                 high = [max(values[i]) for i in keep]
                 ax.fill_between(x, low, high, color=color(arm), alpha=0.15, lw=0)
-            ax.set_xscale("log")
+            values = sorted({x for arm in arms.values() for x in arm})
+            if values and values[0] <= 0:
+                smallest = min(x for x in values if x > 0)
+                ax.set_xscale("symlog", linthresh=smallest, linscale=0.5)
+                ax.set_xticks(values, [f"{x:g}" for x in values])
+            else:
+                ax.set_xscale("log")
             if log_y:
                 ax.set_yscale("log")
             ax.set_title(title, fontsize=9)
-            ax.set_xlabel("the model's learning rate", fontsize=8)
+            ax.set_xlabel(xlabel, fontsize=8)
             ax.set_ylabel(ylabel, fontsize=8)
             ax.tick_params(labelsize=7)
         legend = {}  # every arm of any panel, once (an arm may be in one panel only)
