@@ -406,3 +406,16 @@ def test_the_tuned_qk_norm_runs_as_qk_norm_at_its_temperature_sweeps_choice(tmp_
     )
     with pytest.raises(ValueError, match="runs at its chosen temperature"):
         lr_sensitivity.task_arm("qk_norm_tuned", {})
+
+
+def test_rates_are_the_one_pair_an_arms_runs_recorded_and_a_mixed_arm_is_refused():
+    results = _results({"stiefel": {1e-3: [3.0, 3.2], 1e-2: [2.0, 2.2]}})
+    for run in results["runs"].values():
+        run.update(model_lr=3e-2, qk_lr=1e-1)
+    assert ls.rates(results, "stiefel") == {"model_lr": 3e-2, "qk_lr": 1e-1}
+    results["runs"]["stiefel@lr=0.01/201"]["model_lr"] = 3e-3
+    with pytest.raises(ValueError, match="do not share one"):
+        ls.rates(results, "stiefel")
+    del results["runs"]["stiefel@lr=0.01/201"]["model_lr"]
+    with pytest.raises(ValueError, match="do not share one"):
+        ls.rates(results, "stiefel")

@@ -15,7 +15,8 @@ names in ``book/protocol.yml``). Pure functions of a results dict.
 - What a rate a half-decade or a decade off its best costs an arm (:func:`off_best`): a
   description chosen after the runs (labelled so where a page prints it), with no verdict drawn.
 - The same readings of a decay-sensitivity file (``*_decay_sensitivity``), over its decays instead of its
-  rungs: :func:`sensitivity`, and what each decay costs against the arm's best (:func:`costs`).
+  rungs: :func:`sensitivity`, what each decay costs against the arm's best (:func:`costs`), and the rates its
+  runs trained at (:func:`rates`: each arm at its own best model lr, so the decay's pull, rate x decay, differs).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "top_rung",
     "off_best",
     "costs",
+    "rates",
 ]
 
 CONFIDENCE = 0.95
@@ -172,3 +174,14 @@ def costs(results: dict, arm: str) -> dict:
         raise ValueError(f"no value of {arm!r}'s grid has run on every seed {results['config']['seeds']} yet")
     best_at = min(means, key=means.get)
     return {"best_at": best_at, "best": means[best_at], "cost": {v: m - means[best_at] for v, m in means.items()}}
+
+
+def rates(results: dict, arm: str) -> dict:
+    """``{"model_lr", "qk_lr"}``: the rates every run of ``arm`` recorded (a decay-sensitivity file runs an arm at
+    one pair); refused where its runs disagree or recorded none."""
+    runs = by_value(results, arm, lambda run: (run.get("model_lr"), run.get("qk_lr")))
+    pairs = {pair for by_seed in runs.values() for pair in by_seed.values()}
+    if len(pairs) != 1 or None in next(iter(pairs), (None,)):
+        raise ValueError(f"{arm!r}'s runs do not share one recorded (model lr, W_Q, W_K lr): {sorted(pairs, key=str)}")
+    model_lr, qk_lr = pairs.pop()
+    return {"model_lr": float(model_lr), "qk_lr": float(qk_lr)}
