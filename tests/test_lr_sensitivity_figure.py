@@ -58,3 +58,10 @@ def test_the_top_rung_reads_the_best_rate_the_highest_rate_and_its_largest_logit
     read = top_rung(results, "baseline")
     assert read["best_lr"] == 0.01 and abs(read["best"] - 2.55) < 1e-12
     assert read["top"] == 0.1 and read["at_top"] == 6.0 and read["peak"] == 2e5  # a diverged run scores a uniform guess
+
+
+def test_every_arm_of_the_tuning_budget_has_its_own_colour_and_marker():
+    from stiefel_book.plots.routing import MARKERS, ORDER, color
+
+    drawn = [a for a in ORDER if a != "frozen"]  # frozen frames train no W_Q, W_K: no rate to sweep
+    assert len({color(a) for a in drawn}) == len(drawn) and len({MARKERS[a] for a in drawn}) == len(drawn)

@@ -62,6 +62,7 @@ ARM_COLORS = {
     "fixed_step_matched": "#005A41",  # a darker bluish green: the fixed step, at the matched step size
     # scale against orthonormality (arms.scale_arms), from Tol's palette; stiefel_temp a darker Stiefel blue
     "qk_norm": "#CC6677",
+    "qk_norm_tuned": "#882255",  # Tol's wine: QK-norm at its tuned initial temperature
     "sphere": "#44AA99",
     "stiefel_temp": "#003F72",
     "cayley_adam": "#AA4499",

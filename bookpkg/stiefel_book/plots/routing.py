@@ -12,8 +12,16 @@ from . import ARM_COLORS, figsize, rates, style
 
 __all__ = ["color", "learning_curves", "seed_curves", "draw_cell", "sweep_figure"]
 
-ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "muon", "manifold_muon")
-MARKERS = {"baseline": "s", "stiefel": "o", "no_decay_qk": "X", "qk_norm": "*", "muon": "D", "manifold_muon": "P"}
+ORDER = ("baseline", "stiefel", "frozen", "no_decay_qk", "qk_norm", "qk_norm_tuned", "muon", "manifold_muon")
+MARKERS = {
+    "baseline": "s",
+    "stiefel": "o",
+    "no_decay_qk": "X",
+    "qk_norm": "*",
+    "qk_norm_tuned": "v",
+    "muon": "D",
+    "manifold_muon": "P",
+}
 
 
 def color(arm: str) -> str:
