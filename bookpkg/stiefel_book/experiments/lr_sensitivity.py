@@ -60,14 +60,20 @@ class LRSensitivityConfig:
     sweep_profile: str = "full"
 
     def qk_lr(self, arm: str, lr: float, directory=None) -> float:
-        """``arm``'s W_Q, W_K lr at model lr ``lr``: its tuned ratio kept. An arm added after the runs
-        (:data:`ADDED`) reads its ratio from its sweep's file at its run (:func:`added_setting`)."""
+        """``arm``'s W_Q, W_K lr at model lr ``lr``: its tuned ratio kept (:meth:`setting`)."""
+        return self.setting(arm, lr, directory)[0]
+
+    def setting(self, arm: str, lr: float, directory=None) -> tuple[float, dict]:
+        """``(arm's W_Q, W_K lr at model lr lr, the task run's extra arguments)``: its tuned ratio kept. An arm
+        added after the runs (:data:`ADDED`) reads its ratio, and the tuned QK-norm its temperature, from its
+        sweep's file at its run (:func:`added_setting`)."""
         chosen = dict(self.qk_lrs)
         if arm in ADDED and arm not in chosen and self.qk_lrs:
-            return lr * added_setting(self, arm, directory)[0]
+            ratio, extra = added_setting(self, arm, directory)
+            return lr * ratio, extra
         if arm not in chosen or self.tuned_at is None:
             raise ValueError(f"no tuned W_Q, W_K lr for {arm!r}: resolve the config from {self.sweep} first")
-        return lr * chosen[arm] / self.tuned_at
+        return lr * chosen[arm] / self.tuned_at, {}
 
 
 @dataclass(frozen=True)
@@ -174,8 +180,7 @@ def runner(task: Task) -> Callable:
         if lr not in config.rungs:
             raise ValueError(f"{arm!r}: model lr {lr:g} is not a declared rung {config.rungs}")
         task_config = dataclasses.replace(config.task, lr=lr, seeds=(seed,))
-        extra = added_setting(config, base)[1] if base in ADDED and base not in dict(config.qk_lrs) else {}
-        qk_lr = config.qk_lr(base, lr)
+        qk_lr, extra = config.setting(base, lr)
         return recorded(task, task_config, task_arm(base, extra), seed, device, checkpoint, progress, qk_lr, **extra)
 
     return run
