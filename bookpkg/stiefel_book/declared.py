@@ -6,7 +6,7 @@ every experiment chapter (through :mod:`claims` and :mod:`pages`)."""
 from __future__ import annotations
 
 from . import protocol
-from .results import full_results, load_results
+from .results import full_results, load_results, results_path
 
 __all__ = [
     "families",
@@ -185,7 +185,7 @@ CURRENT = {"mqar": ("mqar_fresh", "mqar_checked_qk_lr")}
 
 def judged_file(task: str) -> str:
     """The results file whose judged runs a routing task's current rows read (:func:`routing`)."""
-    return CURRENT[task][0] if task in CURRENT and load_results(CURRENT[task][0], "full") else task
+    return CURRENT[task][0] if task in CURRENT and results_path(CURRENT[task][0], "full").exists() else task
 
 
 def judged_sweep(task: str) -> str:
