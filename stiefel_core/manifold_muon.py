@@ -48,11 +48,12 @@ def _sym(X: Tensor) -> Tensor:
     return 0.5 * (X + X.mT)
 
 
-def _inverse_sqrt(H: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _inverse_sqrt(H: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(V, q, Q)``: ``H = V diag(h) Vᵀ`` and ``Q = V diag(q) Vᵀ`` with ``q = h^(-1/2)``, a
-    pseudo-inverse: eigenvalues below ``r · eps · max(h)`` (rank-deficient momenta) get ``q = 0``."""
+    pseudo-inverse: eigenvalues below ``r · eps · max(h)`` (rank-deficient momenta) get ``q = 0``;
+    ``eps``: the precision ``H``'s inputs were computed in (not the solve's)."""
     h, V = torch.linalg.eigh(H)
-    floor = h.amax(-1, keepdim=True).clamp_min(torch.finfo(h.dtype).tiny) * (H.shape[-1] * torch.finfo(h.dtype).eps)
+    floor = h.amax(-1, keepdim=True).clamp_min(torch.finfo(h.dtype).tiny) * (H.shape[-1] * eps)
     q = torch.where(h > floor, h.clamp_min(torch.finfo(h.dtype).tiny).rsqrt(), torch.zeros_like(h))
     return V, q, (V * q[..., None, :]) @ V.mT
 
@@ -103,13 +104,13 @@ def dual_direction(W: Tensor, M: Tensor, *, max_steps: int = 8, tol: float = 1e-
     F, d, r = W.shape
     B = W.mT @ M  # (F, r, r)
     C = M - W @ B  # (F, d, r): the part of M normal to the frame's span
-    sd = SOLVE_DTYPE
+    sd, eps = SOLVE_DTYPE, torch.finfo(W.dtype).eps
     P = (C.mT @ C).to(sd) if d > r else torch.zeros(F, r, r, dtype=sd, device=W.device)
     K = _skew(B.to(sd))
     X = K  # S = 0: msign(P_W M)
     taken, best = 0, None
     while True:
-        V, q, Q = _inverse_sqrt(X.mT @ X + P)
+        V, q, Q = _inverse_sqrt(X.mT @ X + P, eps)
         Y = X @ Q  # WᵀA
         residual = torch.linalg.matrix_norm(_sym(Y)) / r  # (F,)
         # the exact tangent projection (P_W(W Y + C Q) = W skew(Y) + C Q, as WᵀC = 0), then the cap
@@ -124,7 +125,13 @@ def dual_direction(W: Tensor, M: Tensor, *, max_steps: int = 8, tol: float = 1e-
         taken += 1
     _, Y, Q = best
     A = torch.baddbmm(C @ Q.to(W.dtype), W, Y.to(W.dtype))
-    return A, taken
+    # In exact arithmetic A is tangent with ‖A‖₂ <= 1. In W's precision it need not be: where M lies
+    # nearly in the frame's span, or has low rank, C is mostly rounding, which Q amplifies; such an A
+    # would take a large step off the manifold. So project it onto the tangent space, and cap it by
+    # its own spectral norm (eigenvalues of the r x r AᵀA, in the solve's precision).
+    A = A - W @ _sym(W.mT @ A)
+    norm = torch.linalg.eigvalsh((A.mT @ A).to(sd))[..., -1].clamp_min(0).sqrt()  # ‖A‖₂ (F,)
+    return A * (1.0 / norm.clamp_min(1.0)).to(W.dtype)[:, None, None], taken
 
 
 class ManifoldMuon(FrameOptimizer):

@@ -89,6 +89,27 @@ def test_the_direction_is_tangent_unit_and_within_1_percent_of_the_float64_optim
     assert (M * A0).sum() < alignment.sum()
 
 
+@pytest.mark.parametrize("kind", ["in the span, rank 2", "rank 1"])
+def test_a_float32_momentum_of_low_rank_or_in_the_frames_span_gives_a_feasible_step(kind):
+    """The character model at a high rate: a momentum nearly in the frame's span, or of low rank,
+    leaves its part normal to the frame mostly rounding. Amplified, that rounding once gave a
+    direction off the tangent space with ‖A‖₂ = 1.29, and a step of 0.3 left the manifold."""
+    g = torch.Generator().manual_seed(5)
+    W = frames(8, d=64, r=16, seed=3, dtype=torch.float32)
+    low = torch.randn(8, 16, 2, generator=g) @ torch.randn(8, 2, 16, generator=g)
+    if kind == "rank 1":
+        M = torch.randn(8, 64, 1, generator=g) @ torch.randn(8, 1, 16, generator=g)
+    else:
+        M = W @ low + 1e-7 * torch.randn(8, 64, 16, generator=g)
+    A, _ = dual_direction(W, M)
+    assert torch.linalg.matrix_norm(W.mT @ A + A.mT @ W).max() <= 1e-5  # tangent, to float32 rounding
+    assert torch.linalg.matrix_norm(A.double(), ord=2).max() <= 1 + 1e-5
+    bound = dual_upper_bound(W.double(), M.double())
+    assert ((M.double() * A.double()).sum((-2, -1)) >= 0.99 * bound).all()
+    path = run(W, [M] * 5, lr=0.3)
+    assert orthonormality_error(path).max() <= 1e-5  # it left the manifold by 0.89 before the fix
+
+
 def test_the_first_step_is_the_polar_retraction_of_the_direction():
     W0 = frames(3)
     G = gradients(W0.shape, steps=1)[0]

@@ -99,7 +99,7 @@ def test_the_2x2s_declared_power_is_what_the_stats_compute_from_the_judged_routi
 def made(task: str, effects: dict[str, float], seeds=range(50, 60), noise: float = 0.0) -> dict:
     """A 2x2 results dict of ``task`` whose arms' final endpoint is a seed's base plus ``effects``
     (arm -> shift, in the metric's own scale), plus a small seed-dependent wobble times ``noise``."""
-    metric = "val_acc" if task == "mqar" else "val_loss"
+    metric = {"mqar": "val_acc", "charlm": "val_bpc"}.get(task, "val_loss")
     rng = np.random.default_rng(0)
     runs = {}
     for s in seeds:
@@ -129,6 +129,27 @@ def test_the_2x2_reads_two_main_effects_and_their_interaction_holm_over_six():
         assert r.p_corrected >= r.p_raw or math.isnan(r.p_raw)
     assert all(r.verdict == "inconclusive" and r.n == 0 and r.p_corrected == 1 for r in rows if r.task == "mqar")
     assert got["mqar", "constraint"].unit == "pp" and got["mqar", "constraint"].margin == 2.0
+
+
+def test_the_character_models_2x2_is_a_family_of_three_read_on_its_judged_seeds_alone():
+    from stiefel_book.findings import two_by_two
+
+    # Muon's direction lowers bits per character by 0.05 under both constraints; frames change nothing
+    charlm = made("charlm", {"muon": -0.05, "manifold_muon": -0.05}, seeds=range(10), noise=0.002)
+    charlm["runs"]["frozen/0"] = {"final": {"val_bpc": 9.0}, "history": []}  # another arm of charlm_long: ignored
+    charlm["runs"]["stiefel/100"] = {"final": {"val_bpc": 9.0}, "history": []}  # a selection seed: ignored
+    for arm in ("baseline", "muon", "manifold_muon"):
+        charlm["runs"][f"{arm}/100"] = {"final": {"val_bpc": 0.5}, "history": []}
+    rows = two_by_two.read({"charlm": charlm}, family="charlm_2x2")
+    assert [(r.task, r.contrast) for r in rows] == [("charlm", c) for c in ("constraint", "direction", "interaction")]
+    got = {r.contrast: r for r in rows}
+    assert all(r.n == 10 and r.unit == "bits per character" and r.margin == 0.02 for r in rows)
+    assert got["direction"].estimate == pytest.approx(-0.05, abs=0.005) and got["direction"].verdict == "lower"
+    assert got["constraint"].verdict == "equivalent" and abs(got["constraint"].estimate) < 0.005
+    with pytest.raises(ValueError, match="charlm_2x2 reads"):
+        two_by_two.read({"mqar": None, "induction": None}, family="charlm_2x2")
+    with pytest.raises(ValueError, match="unknown 2x2 family"):
+        two_by_two.read({"charlm": charlm}, family="charlm_3x3")
 
 
 def test_a_contrast_uses_only_seeds_with_every_arm_and_scales_to_the_unit():

@@ -1,13 +1,14 @@
-"""The 2x2 of update direction and constraint (family ``routing_2x2``, ``book/protocol.yml``):
-per routing task, the constraint effect, the direction effect and their interaction, each a
-contrast of the four arms' endpoints on the same seed, tested as a paired contrast (a two-sided
-one-sample t test of the per-seed values), Holm over the family's six, read in one of the four
-words within each task's declared margin.
+"""The 2x2 of update direction and constraint (families ``routing_2x2`` and ``charlm_2x2``,
+``book/protocol.yml``): per task, the constraint effect, the direction effect and their
+interaction, each a contrast of the four arms' endpoints on the same seed, tested as a paired
+contrast (a two-sided one-sample t test of the per-seed values), Holm over the family's contrasts
+(six on MQAR and induction, three on the character model), read in one of the four words within
+each task's declared margin.
 
 The family reader (:mod:`stiefel_book.families`) pairs one arm with one reference; a contrast of
 contrasts is read here, by the same tests (:mod:`stiefel_book.stats`). Each task's endpoint
 (metric, scale, unit, direction) and margin come from its declared family (``routing_mqar``,
-``routing_induction``). Pure: results dicts in, rows out."""
+``routing_induction``, ``charlm_long``). Pure: results dicts in, rows out."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .. import protocol
 from ..results_reading import split_key, value_at
 from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
-__all__ = ["FAMILY", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "read"]
+__all__ = ["FAMILY", "FAMILIES", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "read"]
 
 FAMILY = "routing_2x2"
 # Each contrast's weights on the arms' endpoints (per seed). Arms: AdamW (baseline), Muon (muon),
@@ -30,7 +31,12 @@ CONTRASTS = {
     "direction": {"muon": 0.5, "baseline": -0.5, "manifold_muon": 0.5, "stiefel": -0.5},
     "interaction": {"manifold_muon": 1.0, "muon": -1.0, "stiefel": -1.0, "baseline": 1.0},
 }
-TASKS = {"mqar": "routing_mqar", "induction": "routing_induction"}  # task -> the family declaring its endpoint
+# family -> {task: the family declaring the task's endpoint and margin}
+FAMILIES = {
+    "routing_2x2": {"mqar": "routing_mqar", "induction": "routing_induction"},
+    "charlm_2x2": {"charlm": "charlm_long"},  # the character model at 4,500 steps, a family of its own
+}
+TASKS = FAMILIES[FAMILY]
 
 
 @dataclass(frozen=True)
@@ -51,32 +57,42 @@ class Contrast:
     higher_is_better: bool
 
 
-def contrast_values(results: dict | None, weights: dict[str, float], metric: str, scale: float = 1.0) -> np.ndarray:
+def contrast_values(
+    results: dict | None, weights: dict[str, float], metric: str, scale: float = 1.0, seeds=None
+) -> np.ndarray:
     """The per-seed values of the contrast ``weights`` (arm -> weight) of ``metric`` (final record,
-    times ``scale``), over the seeds every weighted arm finished, in seed order."""
+    times ``scale``), over the seeds every weighted arm finished (of ``seeds``, where given), in seed order."""
     by_seed: dict[int, dict[str, float]] = {}
     for key, run in ((results or {}).get("runs") or {}).items():
         arm, seed = split_key(key)
-        if arm in weights:
+        if arm in weights and (seeds is None or seed in seeds):
             by_seed.setdefault(seed, {})[arm] = scale * float(value_at(run, metric))
-    seeds = sorted(s for s, arms in by_seed.items() if set(weights) <= set(arms))
-    return np.array([sum(w * by_seed[s][a] for a, w in weights.items()) for s in seeds], dtype=np.float64)
+    complete = sorted(s for s, arms in by_seed.items() if set(weights) <= set(arms))
+    return np.array([sum(w * by_seed[s][a] for a, w in weights.items()) for s in complete], dtype=np.float64)
 
 
-def read(results: dict[str, dict | None], alpha: float | None = None, path=None) -> list[Contrast]:
-    """The family's six rows (task by task, contrast by contrast) from ``results`` (task -> its
-    2x2 results dict, ``None`` before its runs): a contrast with fewer than three seeds keeps its
-    place with p = 1 and reads inconclusive, so the family keeps its declared size."""
-    missing = set(TASKS) - set(results)
+def read(
+    results: dict[str, dict | None], alpha: float | None = None, path=None, family: str = FAMILY
+) -> list[Contrast]:
+    """``family``'s rows (task by task, contrast by contrast) from ``results`` (task -> its 2x2
+    results dict, ``None`` before its runs): a contrast with fewer than three seeds keeps its
+    place with p = 1 and reads inconclusive, so the family keeps its declared size. Only the
+    family's judged seeds count (the character model's results file holds other arms' runs too)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown 2x2 family {family!r}: choose one of {sorted(FAMILIES)}")
+    tasks = FAMILIES[family]
+    missing = set(tasks) - set(results)
     if missing:
-        raise ValueError(f"{FAMILY} reads {sorted(TASKS)}; results lacks {sorted(missing)} (None: no runs yet)")
-    alpha = protocol.family(FAMILY, path).alpha if alpha is None else alpha
+        raise ValueError(f"{family} reads {sorted(tasks)}; results lacks {sorted(missing)} (None: no runs yet)")
+    declared = protocol.family(family, path)
+    alpha = declared.alpha if alpha is None else alpha
     cells = []
-    for task, declaring in TASKS.items():
+    for task, declaring in tasks.items():
         f = protocol.family(declaring, path)
         m = f.measure
         for name, weights in CONTRASTS.items():
-            cells.append((task, name, m, f.margin, contrast_values(results[task], weights, m.metric, m.scale)))
+            values = contrast_values(results[task], weights, m.metric, m.scale, seeds=declared.judged_seeds)
+            cells.append((task, name, m, f.margin, values))
     tested = [len(v) >= 3 for *_, v in cells]
     p = np.array([paired_t_p(v) if t else math.nan for (*_, v), t in zip(cells, tested, strict=True)])
     tost_p = np.array([tost(c[4], c[3], alpha).p_value if t else math.nan for c, t in zip(cells, tested, strict=True)])
