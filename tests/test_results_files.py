@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import compact_results  # noqa: E402
+import drop_runs  # noqa: E402
 import pending_results  # noqa: E402
 
 RESULTS = {
@@ -150,6 +151,19 @@ def test_the_stash_and_the_seed_never_leave_two_forms_of_one_name(tmp_path):
     fresh = tmp_path / "fresh"
     assert sorted(pending_results.seed(fresh, book, pending)) == ["a-full.json.gz", "b-full.json.gz", "c-full.json"]
     assert set(results_files.read(fresh / "a-full.json.gz")["runs"]) == {"s/0", "s/1"}  # the stash came first
+
+
+def test_dropping_an_arm_removes_its_runs_at_every_grid_point_and_nothing_else(tmp_path, capsys):
+    path = tmp_path / "sweep-full.json.gz"
+    runs = {"manifold_muon@qklr=0.01/100": {}, "manifold_muon/3": {}, "muon@qklr=0.01/100": {}, "muon/3": {}}
+    write_results({"config": {"lr": 0.01}, "runs": runs}, path)
+    assert drop_runs.main(["manifold_muon", str(path)]) == 0
+    assert set(results_files.read(path)["runs"]) == {"muon@qklr=0.01/100", "muon/3"}
+    assert results_files.read(path)["config"] == {"lr": 0.01}
+    before = path.read_bytes()
+    assert drop_runs.drop(path, "manifold_muon") == [] and path.read_bytes() == before  # none left: untouched
+    assert drop_runs.main(["muon", str(tmp_path / "missing-full.json.gz")]) == 1  # one clear error, nothing dropped
+    assert "no such results file" in capsys.readouterr().err and len(results_files.read(path)["runs"]) == 2
 
 
 def test_the_tracked_checkout_is_at_most_60_mib():
