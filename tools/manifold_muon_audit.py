@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -55,16 +56,22 @@ def audit(name: str, arm: str, seed: int) -> dict:
         return A, taken
 
     mm.dual_direction = both
+    before = os.environ.get("STIEFEL_RESULTS")
     try:
         folder = Path(tempfile.mkdtemp())  # the sweeps the runs read (pending ones first), not this file
         pending = Path(__file__).parents[1] / "pending_results"
         for f in [*pending.glob("*-full.json*"), *results_dir().glob("*-full.json*")]:
             if not f.name.startswith(f"{name}-full.") and not (folder / f.name).exists():
                 shutil.copy(f, folder / f.name)
+        os.environ["STIEFEL_RESULTS"] = str(folder)  # where a grid's added arm reads its sweep
         run_experiment(name, "full", arms=[arm], seeds=[seed], directory=folder, progress=False,
                        checkpoints=folder / "ckpt")
     finally:
         mm.dual_direction = new
+        if before is None:
+            os.environ.pop("STIEFEL_RESULTS", None)
+        else:
+            os.environ["STIEFEL_RESULTS"] = before
     large = [i for i, c in enumerate(steps) if c > 1e-3]
     return {"seed": seed, "solves": len(steps), "worst": worst, "solves_changed_over_1e-3": len(large),
             "first_changed_solve": large[0] if large else None}

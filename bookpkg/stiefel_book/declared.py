@@ -168,19 +168,22 @@ def routing(current: bool = True) -> dict[str, list[dict]]:
     family (``routing_<task>``) read by the family reader (:func:`families.read_family`) over its
     judged runs, as the chapter's sentences read them (:func:`findings.routing.as_rows`). ``current``:
     a task judged again at its checked model lr reads that judgement instead (:data:`CURRENT`: MQAR's
-    30 fresh seeds, on mean query accuracy against routing_mqar's margin, :func:`mqar_fresh`)."""
+    30 fresh seeds, on mean query accuracy against routing_mqar's margin, :func:`mqar_fresh`; the
+    character model's ten seeds at 4,500 steps, family ``charlm_long``)."""
     from .families import read_family
     from .findings import routing as fr
 
     rows = {task: fr.as_rows(read_family(family)) for task, (family, _) in fr.TASKS.items()}
     if current and (fresh := mqar_fresh()["accuracy"]):
         rows["mqar"] = fr.as_rows(fresh)
+    if current and judged_file("charlm") != "charlm":
+        rows["charlm"] = fr.as_rows(read_family("charlm_long"))
     return rows
 
 
 # task -> (the results file of its judged runs at its checked model lr, the sweep that chose their rates), where
-# they were judged again
-CURRENT = {"mqar": ("mqar_fresh", "mqar_checked_qk_lr")}
+# they were judged again (a file enters book/results once all its runs are in)
+CURRENT = {"mqar": ("mqar_fresh", "mqar_checked_qk_lr"), "charlm": ("charlm_long", "charlm_long_qk_lr")}
 
 
 def judged_file(task: str) -> str:
