@@ -17,8 +17,9 @@ from stiefel_book.results import DamagedResultsError, load_results, results_path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-import compact_results  # noqa: E402
 import drop_runs  # noqa: E402
+
+import compact_results  # noqa: E402
 import pending_results  # noqa: E402
 
 RESULTS = {

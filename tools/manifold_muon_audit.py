@@ -30,8 +30,13 @@ BEFORE = "3ed9cd8^"  # the library before the fix
 
 
 def old_dual_direction():
-    source = subprocess.run(["git", "show", f"{BEFORE}:stiefel_core/manifold_muon.py"], capture_output=True,
-                            text=True, check=True, cwd=Path(__file__).parent).stdout
+    source = subprocess.run(
+        ["git", "show", f"{BEFORE}:stiefel_core/manifold_muon.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parent,
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "old_manifold_muon.py"
     path.write_text(source.replace("from .", "from stiefel_core."))
     spec = importlib.util.spec_from_file_location("old_manifold_muon", path)
@@ -64,8 +69,9 @@ def audit(name: str, arm: str, seed: int) -> dict:
             if not f.name.startswith(f"{name}-full.") and not (folder / f.name).exists():
                 shutil.copy(f, folder / f.name)
         os.environ["STIEFEL_RESULTS"] = str(folder)  # where a grid's added arm reads its sweep
-        run_experiment(name, "full", arms=[arm], seeds=[seed], directory=folder, progress=False,
-                       checkpoints=folder / "ckpt")
+        run_experiment(
+            name, "full", arms=[arm], seeds=[seed], directory=folder, progress=False, checkpoints=folder / "ckpt"
+        )
     finally:
         mm.dual_direction = new
         if before is None:
@@ -73,8 +79,13 @@ def audit(name: str, arm: str, seed: int) -> dict:
         else:
             os.environ["STIEFEL_RESULTS"] = before
     large = [i for i, c in enumerate(steps) if c > 1e-3]
-    return {"seed": seed, "solves": len(steps), "worst": worst, "solves_changed_over_1e-3": len(large),
-            "first_changed_solve": large[0] if large else None}
+    return {
+        "seed": seed,
+        "solves": len(steps),
+        "worst": worst,
+        "solves_changed_over_1e-3": len(large),
+        "first_changed_solve": large[0] if large else None,
+    }
 
 
 if __name__ == "__main__":
