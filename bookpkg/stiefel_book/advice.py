@@ -123,15 +123,15 @@ def charlm_model_lr() -> dict | None:
 
 
 def model_lr_checks() -> dict[str, dict]:
-    """Each routing or grokking task's declared model-lr check read by its rule (``*_model_lr`` in
+    """Each task's declared model-lr check that reads by the ladder rule (``*_model_lr`` in
     ``book/protocol.yml``, :func:`stiefel_book.model_lr.ladder_check`), in the order the book
-    names them: ``{"grokking": ..., "MQAR": ...}`` with ``"current"``, ``"lr"`` (after the rule),
+    names them: ``{"grokking": ..., "MQAR": ..., "CIFAR-10": ...}`` with ``"current"``, ``"lr"`` (after the rule),
     ``"moves"``, ``"gain"``; a check without its runs yet is left out."""
     from .model_lr import ladder_check
 
     sweeps = protocol.load().sweeps
     out = {}
-    for task, name in (("grokking", "grokking_model_lr"), ("MQAR", "mqar_model_lr")):
+    for task, name in (("grokking", "grokking_model_lr"), ("MQAR", "mqar_model_lr"), ("CIFAR-10", "cifar10_model_lr")):
         results = load_results(name, "full")
         if results is not None:
             out[task] = ladder_check(results, float(sweeps[name]["margin"]))
