@@ -395,15 +395,21 @@ def test_a_malformed_count_family_is_refused(tmp_path, change, message):
 
 def test_a_task_judged_again_at_its_checked_rate_reads_that_judgement():
     """MQAR's current rows are its 30 fresh seeds' (routing_mqar_fresh, on accuracy against routing_mqar's
-    margin); the other tasks' are their own families'."""
+    margin); the character model's its ten seeds at 4,500 steps (charlm_long, manifold Muon among the arms);
+    induction's its own family's."""
     from stiefel_book import declared
+    from stiefel_book.families import read_family
     from stiefel_book.findings import routing as fr
 
     current, own = declared.routing(), declared.routing(current=False)
     assert current["mqar"] == fr.as_rows(declared.mqar_fresh()["accuracy"]) != own["mqar"]
     assert {r["n"] for r in current["mqar"]} == {30} and {r["n"] for r in own["mqar"]} == {10}
-    assert current["induction"] == own["induction"] and current["charlm"] == own["charlm"]
+    assert current["charlm"] == fr.as_rows(read_family("charlm_long")) != own["charlm"]
+    assert {r["n"] for r in current["charlm"]} == {10} and {r["n"] for r in own["charlm"]} == {5}
+    assert "manifold_muon" in {r["arm"] for r in current["charlm"]} - {r["arm"] for r in own["charlm"]}
+    assert current["induction"] == own["induction"]
     assert declared.judged_file("mqar") == "mqar_fresh" and declared.judged_sweep("mqar") == "mqar_checked_qk_lr"
+    assert declared.judged_file("charlm") == "charlm_long" and declared.judged_sweep("charlm") == "charlm_long_qk_lr"
     assert declared.judged_file("induction") == "induction" and declared.judged_sweep("induction") == "induction_qk_lr"
 
 
