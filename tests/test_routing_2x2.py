@@ -161,3 +161,22 @@ def test_a_contrast_uses_only_seeds_with_every_arm_and_scales_to_the_unit():
     assert values == pytest.approx([10.0, 10.0, 10.0])  # (20 + 0) / 2 pp, seed 53 dropped
     with pytest.raises(ValueError, match="induction"):
         two_by_two.read({"mqar": mqar})
+
+
+def test_the_2x2_says_which_judged_runs_it_still_lacks():
+    from stiefel_book.findings import two_by_two
+
+    mqar = made("mqar", {}, seeds=range(50, 60))
+    for seed in (57, 58, 59):
+        del mqar["runs"][f"manifold_muon/{seed}"]
+    mqar["runs"]["manifold_muon/100"] = {"final": {"val_acc": 1.0}, "history": []}  # a selection seed: no help
+    induction = made("induction", {}, seeds=range(50, 60))
+    assert two_by_two.missing({"mqar": mqar, "induction": induction}) == {"mqar": {"manifold_muon": [57, 58, 59]}}
+    assert two_by_two.missing({"mqar": None, "induction": induction})["mqar"] == {
+        arm: list(range(50, 60)) for arm in routing_judged.ARMS_2X2
+    }
+    charlm = made("charlm", {}, seeds=range(10))
+    charlm["runs"]["frozen/0"] = {"final": {"val_bpc": 9.0}, "history": []}  # another arm of the file: ignored
+    assert two_by_two.missing({"charlm": charlm}, family="charlm_2x2") == {}
+    with pytest.raises(ValueError, match="results lacks"):
+        two_by_two.missing({"mqar": mqar})

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import protocol
+from ..experiments.routing_judged import ARMS_2X2
 from ..results_reading import split_key, value_at
 from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
-__all__ = ["FAMILY", "FAMILIES", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "read"]
+__all__ = ["FAMILY", "FAMILIES", "ARMS_2X2", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "missing", "read"]
 
 FAMILY = "routing_2x2"
 # Each contrast's weights on the arms' endpoints (per seed). Arms: AdamW (baseline), Muon (muon),
@@ -71,6 +72,35 @@ def contrast_values(
     return np.array([sum(w * by_seed[s][a] for a, w in weights.items()) for s in complete], dtype=np.float64)
 
 
+def missing(results: dict[str, dict | None], family: str = FAMILY, path=None) -> dict[str, dict[str, list[int]]]:
+    """The judged runs ``family`` still lacks: ``{task: {arm: [seed, ...]}}``, only the tasks and
+    arms with a seed missing (empty once every arm of every task has every judged seed). Runs of
+    other arms or seeds in the same file (the character model's holds both) do not count."""
+    tasks = _tasks(results, family)
+    seeds = protocol.family(family, path).judged_seeds
+    out = {}
+    for task in tasks:
+        have: dict[str, set[int]] = {}
+        for key in ((results[task] or {}).get("runs") or {}):
+            arm, seed = split_key(key)
+            have.setdefault(arm, set()).add(seed)
+        lacking = {arm: [s for s in seeds if s not in have.get(arm, set())] for arm in ARMS_2X2}
+        lacking = {arm: s for arm, s in lacking.items() if s}
+        if lacking:
+            out[task] = lacking
+    return out
+
+
+def _tasks(results: dict, family: str) -> dict[str, str]:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown 2x2 family {family!r}: choose one of {sorted(FAMILIES)}")
+    tasks = FAMILIES[family]
+    absent = set(tasks) - set(results)
+    if absent:
+        raise ValueError(f"{family} reads {sorted(tasks)}; results lacks {sorted(absent)} (None: no runs yet)")
+    return tasks
+
+
 def read(
     results: dict[str, dict | None], alpha: float | None = None, path=None, family: str = FAMILY
 ) -> list[Contrast]:
@@ -78,12 +108,7 @@ def read(
     results dict, ``None`` before its runs): a contrast with fewer than three seeds keeps its
     place with p = 1 and reads inconclusive, so the family keeps its declared size. Only the
     family's judged seeds count (the character model's results file holds other arms' runs too)."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown 2x2 family {family!r}: choose one of {sorted(FAMILIES)}")
-    tasks = FAMILIES[family]
-    missing = set(tasks) - set(results)
-    if missing:
-        raise ValueError(f"{family} reads {sorted(tasks)}; results lacks {sorted(missing)} (None: no runs yet)")
+    tasks = _tasks(results, family)
     declared = protocol.family(family, path)
     alpha = declared.alpha if alpha is None else alpha
     cells = []
