@@ -207,6 +207,24 @@ def test_merge_adds_the_new_runs_keeps_the_committed_ones_and_refuses_another_co
         device_job.merge(source, target)
 
 
+def test_merge_takes_an_arms_new_setting_where_the_committed_file_holds_none_of_its_runs(tmp_path):
+    """An arm's runs dropped (a library fault) and made again after its sweep chose another lr: the
+    returned runs merge, and the file then records the lr they were made at; a changed setting of an
+    arm with committed runs is still refused."""
+    def with_lrs(runs, lrs):
+        return {**results_file(runs), "config": {"lr": 1e-3, "seeds": [0], "qk_lrs": [list(p) for p in lrs]}}
+
+    target, source = tmp_path / "grokking-full.json", tmp_path / "returned.json"
+    target.write_text(json.dumps(with_lrs({"baseline/0": 0.5}, [("baseline", 1e-3), ("manifold_muon", 3e-3)])))
+    source.write_text(json.dumps(with_lrs({"manifold_muon/0": 0.9}, [("baseline", 1e-3), ("manifold_muon", 1e-2)])))
+    assert device_job.merge(source, target)["added"] == ["manifold_muon/0"]
+    results = results_files.read(target.with_name("grokking-full.json.gz"))
+    assert results["config"]["qk_lrs"] == [["baseline", 1e-3], ["manifold_muon", 1e-2]]
+    source.write_text(json.dumps(with_lrs({"baseline/1": 0.9}, [("baseline", 3e-3), ("manifold_muon", 1e-2)])))
+    with pytest.raises(ValueError, match="another configuration"):
+        device_job.merge(source, target)
+
+
 def test_merge_takes_both_experiments_returned_files_each_into_its_own(tmp_path, capsys):
     returned, into = tmp_path / "runs", tmp_path / "results"
     returned.mkdir()

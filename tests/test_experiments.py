@@ -91,6 +91,20 @@ def test_a_profile_may_ask_for_more_seeds_without_mixing_configurations(isolated
         run_experiment("grokking", "ci", config=dataclasses.replace(config, seeds=(0, 1, 2), epochs=40), progress=False)
 
 
+def test_a_per_arm_setting_may_change_only_for_an_arm_with_no_runs_in_the_file():
+    """The engine's and the merge's rule (results_reading.shared_config): a per-arm lr of an arm with
+    no run in the file describes no run there, so a new choice for it does not mix configurations."""
+    from stiefel_book.results_reading import shared_config
+
+    held = {"config": {"lr": 1e-3, "seeds": [50], "qk_lrs": [["baseline", 1e-3], ["manifold_muon", 3e-3]]},
+            "runs": {"baseline/50": {}, "baseline@qklr=0.01/51": {}}}
+    moved = {"lr": 1e-3, "seeds": [50, 51], "qk_lrs": [["baseline", 1e-3], ["manifold_muon", 1e-2]]}
+    assert shared_config(held["config"], held) == shared_config(moved, held)
+    held["runs"]["manifold_muon/50"] = {}  # now a run was made at 3e-3: the new choice would mix
+    assert shared_config(held["config"], held) != shared_config(moved, held)
+    assert shared_config({**moved, "lr": 3e-3}, None) != shared_config(moved, None)  # the rest still counts
+
+
 def test_unknown_names_are_refused_clearly(isolated, monkeypatch):
     with pytest.raises(ValueError, match="unknown experiment"):
         run_experiment("nope", "ci")

@@ -254,7 +254,7 @@ def merge(source: Path, target: Path) -> dict:
     file of another experiment, profile or configuration. ``target`` names the file in either
     form (``NAME.json`` or ``NAME.json.gz``): the one there is read, and it is written as gzip."""
     from stiefel_book.results import write_results
-    from stiefel_book.results_reading import without_seeds
+    from stiefel_book.results_reading import shared_config
 
     new = results_files.read(source)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -265,13 +265,14 @@ def merge(source: Path, target: Path) -> dict:
         for key in ("experiment", "profile"):
             if old[key] != new[key]:
                 raise ValueError(f"{source} holds {key} {new[key]!r}, {target} {old[key]!r}: merge a file into its own")
-        if without_seeds(old["config"]) != without_seeds(new["config"]):
+        if shared_config(old["config"], old) != shared_config(new["config"], old):
             raise ValueError(
                 f"{source} was run with another configuration than {target}: the runs cannot be "
                 "mixed; rerun them at the committed code, or keep them apart"
             )
         added = sorted(set(new["runs"]) - set(old["runs"]))
         old["runs"].update({key: new["runs"][key] for key in added})
+        old["config"] = {**new["config"], "seeds": old["config"].get("seeds", [])}  # the new runs' settings too
         old["config"]["seeds"] = sorted(set(old["config"].get("seeds", [])) | set(new["config"].get("seeds", [])))
         write_results(old, target)
     return {"added": added, "already_there": sorted(set(new["runs"]) - set(added))}

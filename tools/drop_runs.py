@@ -1,7 +1,9 @@
 """Drop one arm's runs from results files, to make them again: where a fault of the library made
 them (each use is recorded in ``book/protocol.yml`` before the new runs). A run's arm is its key's
 part before ``@`` and ``/`` (``manifold_muon@qklr=0.01/100`` is ``manifold_muon``'s). The file is
-rewritten atomically, under the lock the runs take; the dropped keys are printed.
+rewritten atomically, under the lock the runs take; the dropped keys are printed. The file's
+per-arm settings of the dropped arm (its resolved W_Q, W_K lr) then describe no run, so the runs made
+again may be made at the arm's new choice (``stiefel_book.results_reading.shared_config``).
 
     python tools/drop_runs.py manifold_muon book/results/charlm_long_qk_lr-full.json.gz ...
 """

@@ -26,7 +26,7 @@ ARMS = {  # arm (arms.variants, arms.relatives) -> its label
     "geoopt_radam": "geoopt's Riemannian Adam",
     "orthogonal_param": "orthogonal parametrization",
     "qk_norm": "QK-norm with a learned scale",
-    "qk_norm_tuned": "QK-norm with its initial scale tuned",
+    "qk_norm_tuned": "QK-norm (temperature tuned)",
     "sphere": "the scale-free rule on the sphere",
     "stiefel_temp": "the Stiefel rule with a learned scale",
     "cayley_adam": "Cayley ADAM",
@@ -64,7 +64,7 @@ SETTINGS = {  # the grid arms' setting (engine.grid) -> its symbol
     "flr": "frame lr",
     "lr": "lr",
     "n": "images",
-    "temp": "initial scale",
+    "temp": "initial temperature",
 }
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "size_arm",
     "parse_size_arm",
     "without_seeds",
+    "shared_config",
     "runs_of",
     "finished_starts",
     "metric_at",
@@ -116,6 +117,24 @@ def without_seeds(config: dict) -> dict:
     list only says which runs a profile asks for, so it may grow without mixing configurations.
     Chapters: grokking, cifar10_patches, ablation, regimes."""
     return {k: v for k, v in config.items() if k != "seeds"}
+
+
+PER_ARM = ("qk_lrs",)  # a configuration's per-arm settings, ``[[arm, value], ...]``, resolved before the runs
+
+
+def shared_config(config: dict, results: dict | None) -> dict:
+    """What every run of ``results`` (a results file) shares with a run made at ``config``: the
+    configuration without its seed list (:func:`without_seeds`), its per-arm settings
+    (:data:`PER_ARM`) kept only for the arms that have runs in ``results``. A setting of an arm with
+    no run in the file describes no run there: where a fault's runs were dropped to be made again
+    (``tools/drop_runs.py``) and the arm's sweep chose again, the new runs may be made at the new
+    choice without mixing configurations. The engine and the merge of returned files compare by it."""
+    arms = {arm_of(key).split("@")[0] for key in (results or {}).get("runs", {})}
+    out = without_seeds(config)
+    for key in PER_ARM:
+        if isinstance(out.get(key), list):
+            out[key] = [list(pair) for pair in out[key] if pair[0] in arms]
+    return out
 
 
 def runs_of(results: dict | None, arm: str) -> dict[int, dict]:

@@ -21,7 +21,7 @@ from ..results import (
     results_path,
     write_results,
 )
-from ..results_reading import run_key, without_seeds
+from ..results_reading import run_key, shared_config
 from ..train import Interrupted, load_checkpoint, pick_device, stop_requested
 from .registry import Experiment, UnknownNameError, stored_config
 
@@ -78,7 +78,9 @@ def run(
     path = results_path(name, profile, directory)
     header = {"experiment": name, "profile": profile, "config": as_json(config)}
     existing = load_results(name, profile, directory)
-    if existing is not None and without_seeds(existing.get("config", {})) != without_seeds(header["config"]):
+    if existing is not None and shared_config(existing.get("config", {}), existing) != shared_config(
+        header["config"], existing
+    ):
         raise ValueError(
             f"{path} holds runs of another configuration; move it away (or pass another directory) "
             "before running this one, so that results of two configurations never mix."
