@@ -229,14 +229,16 @@ def test_the_checks_see_a_cycle_and_an_upward_edge(tmp_path):
 
 def test_the_light_modules_name_the_experiments_arms():
     """The arm names a light module keeps (so that it loads no torch) are the experiment's own."""
-    from stiefel_book.experiments import cifar10, grokking, peers
+    from stiefel_book.experiments import cifar10, grokking, peers, routing_judged
     from stiefel_book.findings import grokking as grokking_findings
     from stiefel_book.findings import peers as peers_findings
+    from stiefel_book.findings import two_by_two
     from stiefel_book.plots.cifar10 import CHAPTER_ARMS
 
     assert CHAPTER_ARMS == cifar10.ARMS
     assert grokking_findings.ARMS == grokking.ARMS
     assert peers_findings.ARMS == peers.PEER_ARMS
+    assert two_by_two.ARMS_2X2 == routing_judged.ARMS_2X2
 
 
 @pytest.mark.parametrize("module", ["stiefel_book.findings", "stiefel_book.results_reading", "stiefel_book.choices"])

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import protocol
-from ..experiments.routing_judged import ARMS_2X2
 from ..results_reading import split_key, value_at
 from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
@@ -32,6 +31,9 @@ CONTRASTS = {
     "direction": {"muon": 0.5, "baseline": -0.5, "manifold_muon": 0.5, "stiefel": -0.5},
     "interaction": {"manifold_muon": 1.0, "muon": -1.0, "stiefel": -1.0, "baseline": 1.0},
 }
+# The four arms, {Adam, Muon} x {free, frames}: experiments.routing_judged's, kept here so that this reader loads
+# no torch (tests/test_layers.py ties the two)
+ARMS_2X2 = ("baseline", "muon", "stiefel", "manifold_muon")
 # family -> {task: the family declaring the task's endpoint and margin}
 FAMILIES = {
     "routing_2x2": {"mqar": "routing_mqar", "induction": "routing_induction"},
