@@ -175,7 +175,7 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
 
 def test_the_engine_has_one_entry_per_sensitivity_task_and_per_model_lr_check():
     names = {e.name for e in lr_sensitivity.ENTRIES}
-    checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr", "cifar10_model_lr"}
+    checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr", "cifar10_model_lr", "grokking_p97_model_lr"}
     sweeps = {f"{task}_{over}_sensitivity" for task in lr_sensitivity.SENSITIVITY for over in ("lr", "decay")}
     assert names == sweeps | checks
 

@@ -92,10 +92,13 @@ def best_rung(results: dict, arm: str) -> float | None:
 
 def _ladder(results: dict, arm: str, late: bool) -> tuple[dict[float, float], list[float], float]:
     """``(means, tried, sign)`` of a model-lr check's file: each rung's mean score over the seeds (in
-    the sign that makes higher better), the rungs tried, and that sign."""
+    the sign that makes higher better), the rungs tried, and that sign. A file whose metric is ``"time"``
+    (``grokking_p97_model_lr``) scores a run as its task's W_Q, W_K sweep does, minus its epochs to the
+    file's ``threshold`` (the task's epochs if never: :func:`stiefel_book.choices.time_scores`), ``late``
+    aside; its means are epochs (sign -1)."""
     config = results["config"]
     metric = config["metric"]
-    sign = 1.0 if metric.endswith("acc") else -1.0  # accuracies are higher-better, losses lower-better
+    sign = 1.0 if metric.endswith("acc") else -1.0  # accuracies are higher-better, losses and times lower-better
     horizon = "steps" if "steps" in config["task"] else "epochs"
     length = config["task"][horizon]
 
@@ -103,7 +106,10 @@ def _ladder(results: dict, arm: str, late: bool) -> tuple[dict[float, float], li
         value = choices.late_score(history, length, metric) if late else history[-1].get(metric, math.nan)
         return sign * value if math.isfinite(value) else -math.inf
 
-    scores = choices.ladder_scores(results, arm, score, key=KEY)
+    if metric == "time":
+        scores = choices.time_scores(results, arm, key=KEY)
+    else:
+        scores = choices.ladder_scores(results, arm, score, key=KEY)
     return choices.rung_scores(scores, len(config["seeds"])), sorted(scores), sign
 
 
@@ -121,10 +127,11 @@ def _grow(results: dict, best: float, tried: list[float]) -> tuple[float, ...]:
 def ladder_check(results: dict, margin: float, arm: str = "baseline", *, late: bool = True) -> dict:
     """A declared model-lr check on a grown ladder (``*_model_lr`` in ``book/protocol.yml``): each
     rung's mean score over the selection seeds (``late``: a run's mean of the file's metric over the
-    last 20 % of training, else its final record), the best rung (ties to the task's lr, then the
-    smaller), ``grow``: the rungs to run next while the best is at an edge of the rungs tried short of
-    the ladder's (``()`` once settled), ``interior``, ``gain`` (the best's score minus the task's lr's,
-    in the metric's unit, positive: better) and ``moves`` (interior and ``gain`` over ``margin``):
+    last 20 % of training, else its final record; a file scored by ``"time"``: minus the epochs to its
+    threshold, :func:`_ladder`), the best rung (ties to the task's lr, then the smaller), ``grow``: the
+    rungs to run next while the best is at an edge of the rungs tried short of the ladder's (``()`` once
+    settled), ``interior``, ``gain`` (the best's score minus the task's lr's, in the metric's unit,
+    positive: better; by time, the epochs saved) and ``moves`` (interior and ``gain`` over ``margin``):
     ``{"current", "best", "means", "grow", "interior", "gain", "moves", "lr"}``. Refused while no
     rung, or not the task's lr's, holds every seed."""
     current = float(results["config"]["task"]["lr"])

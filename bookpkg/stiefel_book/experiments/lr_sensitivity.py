@@ -20,6 +20,7 @@ induction about 1.7); 4 arms x 7 rungs x 3 seeds = 84 runs a task.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -32,7 +33,7 @@ from ..results import json_safe, load_results
 from ..results_reading import grid_arm, parse_grid_arm, without_seeds
 from ..tasks import charlm, cifar10, routing
 from ..tasks.cifar10_config import with_validation
-from . import cifar10_val, fair_fight, maps
+from . import cifar10_val, fair_fight, maps, p97_fair
 from .routing_sweep import CHARLM_LONG_STEPS, CHARLM_PROFILES, INDUCTION_PROFILES, MQAR_PROFILES
 
 __all__ = ["CHECKS", "RUNGS", "DECAYS", "ENTRIES", "SENSITIVITY", "at_best"]
@@ -49,7 +50,7 @@ RUNGS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # the declared half-decade l
 @dataclass(frozen=True)
 class LRSensitivityConfig:
     task: object  # the task's config; its ``lr`` is the rung's, its ``seeds`` the run's
-    metric: str  # the endpoint, lower is better: ``val_bpc`` or ``val_loss``
+    metric: str  # the endpoint: ``val_bpc``, ``val_loss`` (lower better), ``val_acc``, or ``time`` (TimedConfig)
     sweep: str  # the W_Q, W_K sweep whose choices fix each arm's ratio
     rungs: tuple[float, ...] = RUNGS
     arms: tuple[str, ...] = ARMS
@@ -77,6 +78,14 @@ class LRSensitivityConfig:
 
 
 @dataclass(frozen=True)
+class TimedConfig(LRSensitivityConfig):
+    """A check scored by time (``metric`` ``"time"``): minus a run's epochs to validation accuracy ``threshold``
+    (:func:`stiefel_book.choices.time_scores`, as its task's W_Q, W_K sweep scores), its runs stopped there."""
+
+    threshold: float = p97_fair.THRESHOLD
+
+
+@dataclass(frozen=True)
 class Task:
     profiles: dict  # profile -> the task's config
     run: Callable  # the task's run (config, arm, seed, device, checkpoint, progress, *, qk_lr)
@@ -85,10 +94,12 @@ class Task:
     sweep: str
     choose: Callable | None = None  # (sweep results, arm) -> its choice; default the routing sweeps' rule
     horizon: str = "steps"  # the task config's length field
+    threshold: float | None = None  # a time-scored task's (metric "time"): its runs stop there (TimedConfig)
 
 
-def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr):
-    return train_or_diverge(fair_fight.train, task, arm, seed, device, checkpoint, progress, qk_lr)
+def _grokking_run(task, arm, seed, device, checkpoint, progress, *, qk_lr, stop_at=None):
+    train = functools.partial(fair_fight.train, stop_at=stop_at)
+    return train_or_diverge(train, task, arm, seed, device, checkpoint, progress, qk_lr)
 
 
 def _log_vocab(task) -> float:  # a uniform prediction's loss over the task's tokens
@@ -109,6 +120,16 @@ TASKS = {
         "grokking_qk_lr",
         fair_fight.study(fair_fight.SWEEP_PROFILES["full"]).chosen,
         "epochs",
+    ),
+    "grokking_p97": Task(  # as grokking_p97_qk_lr: 10,000 epochs, a run stopped at its first record past 90 %
+        {profile: config.task for profile, config in p97_fair.SWEEP_PROFILES.items()},
+        functools.partial(_grokking_run, stop_at=p97_fair.THRESHOLD),
+        lambda task: math.log(task.p),
+        "time",
+        "grokking_p97_qk_lr",
+        p97_fair.study(p97_fair.SWEEP_PROFILES["full"]).chosen,
+        "epochs",
+        p97_fair.THRESHOLD,
     ),
 }
 TASKS["cifar10"] = Task(
@@ -221,8 +242,8 @@ def resolver(task: Task) -> Callable:
 # The model-lr checks (issue 52: every task's model lr checked for AdamW before its W_Q, W_K sweeps
 # and judged runs; ``book/protocol.yml``, sweeps ``*_model_lr``): AdamW alone, W_Q, W_K at its tuned
 # ratio to the model lr, on selection seeds; four rungs first, the ladder's others run only when named
-# (a choice at an edge grows the grid by one rung). The findings read them
-# (:func:`stiefel_book.findings.lr_sensitivity.ladder_check`).
+# (a choice at an edge grows the grid by one rung: ``run <check> --arms baseline@lr=<rung>``). The findings read
+# them (:func:`stiefel_book.findings.lr_sensitivity.ladder_check`); p = 97's by time to 90 % (:class:`TimedConfig`).
 
 
 @dataclass(frozen=True)
@@ -251,6 +272,8 @@ class Check:
         ci = {"rungs": (1e-3, 1e-1), "seeds": self.seeds[:1], "tuned_at": 1e-3}
         ci["qk_lrs"] = tuple((arm, 1e-2) for arm in self.arms)
         both = {"metric": task.metric, "sweep": task.sweep, "arms": self.arms, "seeds": self.seeds, **fixed}
+        if task.threshold is not None:
+            return profiles(TimedConfig, tasks, ci, **both, threshold=task.threshold)
         return profiles(LRSensitivityConfig, tasks, ci, **both)
 
     def first(self, config: LRSensitivityConfig) -> tuple[str, ...]:
@@ -300,6 +323,7 @@ CHECKS = (
         fixed=(("baseline", 1e-3),),  # cifar10_qk_lr's choice for AdamW at λ = 1, at model lr 1e-3 (tested)
         tuned_at=1e-3,
     ),
+    Check("grokking_p97_model_lr", "grokking_p97", (3e-4, 1e-3, 3e-3, 1e-2), (100, 101, 102)),
 )
 
 SWEEPS = tuple(Check(f"{task}_lr_sensitivity", task, RUNGS, (200, 201, 202), arms=ARMS) for task in SENSITIVITY)
