@@ -53,3 +53,21 @@ def test_step_cost_reads_the_committed_record_and_refuses_a_changed_one(tmp_path
     monkeypatch.setattr(advice, "checkout_root", lambda: tmp_path)
     with pytest.raises(ValueError, match="the benchmark's output changed"):
         advice.step_cost()
+
+
+def test_the_two_by_two_reads_each_family_once_all_its_judged_runs_are_in(tmp_path, monkeypatch):
+    import shutil
+
+    from stiefel_book import advice
+    from stiefel_book.findings import two_by_two
+    from stiefel_book.results import results_dir
+
+    got = advice.two_by_two()  # the committed files: both families complete
+    assert set(got) == {"mqar", "induction", "charlm"} and all(set(v) == set(two_by_two.CONTRASTS) for v in got.values())
+    for row in (r for v in got.values() for r in v.values()):
+        assert row["verdict"] in ("higher", "lower", "equivalent", "inconclusive")
+    assert got["charlm"]["direction"]["better"] == (got["charlm"]["direction"]["estimate"] < 0)  # bits: lower is better
+    # the character model's file alone: the routing family is left out, not read on what it has
+    shutil.copy(results_dir() / "charlm_long-full.json.gz", tmp_path)
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    assert set(advice.two_by_two()) == {"charlm"}

@@ -34,7 +34,8 @@ def facts() -> dict:
     (QK-norm against AdamW at p = 31), ``cifar10_muon`` (Muon against AdamW), ``cifar10_frozen``
     (frozen frames against the rule), ``cifar10_decay`` (CIFAR-10 away from its decay), ``reach``
     (models, seeds, devices), ``cost`` (:func:`step_cost`), ``charlm_lr`` (the character
-    model's model-lr check: :func:`charlm_model_lr`) and ``mqar_fresh`` (:func:`mqar_fresh`)."""
+    model's model-lr check: :func:`charlm_model_lr`), ``mqar_fresh`` (:func:`mqar_fresh`) and ``two_by_two``
+    (the 2x2 of update direction and constraint: :func:`two_by_two`)."""
     from .findings import fair_fight as ff
     from .findings import peers
 
@@ -87,7 +88,31 @@ def facts() -> dict:
         "model_lrs": model_lr_checks(),
         "charlm_long_lr": charlm_long_model_lr(),
         "mqar_fresh": mqar_fresh(),
+        "two_by_two": two_by_two(),
     }
+
+
+def two_by_two() -> dict[str, dict[str, dict]]:
+    """The 2x2 of update direction and constraint (families ``routing_2x2`` and ``charlm_2x2``), per task and
+    contrast: ``{task: {contrast: {"estimate", "verdict", "margin", "unit", "better"}}}``, where ``better`` says
+    whether the contrast's second term (frames; Muon's direction) scored better, in the endpoint's sense. A
+    family whose judged runs are not all in is left out."""
+    from .findings import two_by_two as tbt
+
+    out: dict[str, dict[str, dict]] = {}
+    for family, tasks in tbt.FAMILIES.items():
+        results = {task: load_results(tbt.FILES[family][task], "full") for task in tasks}
+        if tbt.missing(results, family):
+            continue
+        for c in tbt.read(results, family=family):
+            out.setdefault(c.task, {})[c.contrast] = {
+                "estimate": c.estimate,
+                "verdict": c.verdict,
+                "margin": c.margin,
+                "unit": c.unit,
+                "better": (c.estimate > 0) == c.higher_is_better,
+            }
+    return out
 
 
 def mqar_fresh() -> dict | None:

@@ -21,7 +21,7 @@ from .. import protocol
 from ..results_reading import split_key, value_at
 from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
-__all__ = ["FAMILY", "FAMILIES", "ARMS_2X2", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "missing", "read"]
+__all__ = ["FAMILY", "FAMILIES", "FILES", "ARMS_2X2", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "missing", "read"]
 
 FAMILY = "routing_2x2"
 # Each contrast's weights on the arms' endpoints (per seed). Arms: AdamW (baseline), Muon (muon),
@@ -40,6 +40,11 @@ FAMILIES = {
     "charlm_2x2": {"charlm": "charlm_long"},  # the character model at 4,500 steps, a family of its own
 }
 TASKS = FAMILIES[FAMILY]
+# family -> {task: the results file that holds its judged runs}
+FILES = {
+    "routing_2x2": {"mqar": "mqar_2x2", "induction": "induction_2x2"},
+    "charlm_2x2": {"charlm": "charlm_long"},  # charlm_long's file: its other arms' runs too
+}
 
 
 @dataclass(frozen=True)
