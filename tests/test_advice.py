@@ -63,7 +63,8 @@ def test_the_two_by_two_reads_each_family_once_all_its_judged_runs_are_in(tmp_pa
     from stiefel_book.results import results_dir
 
     got = advice.two_by_two()  # the committed files: both families complete
-    assert set(got) == {"mqar", "induction", "charlm"} and all(set(v) == set(two_by_two.CONTRASTS) for v in got.values())
+    assert set(got) == {"mqar", "induction", "charlm"}
+    assert all(set(v) == set(two_by_two.CONTRASTS) for v in got.values())
     for row in (r for v in got.values() for r in v.values()):
         assert row["verdict"] in ("higher", "lower", "equivalent", "inconclusive")
     assert got["charlm"]["direction"]["better"] == (got["charlm"]["direction"]["estimate"] < 0)  # bits: lower is better

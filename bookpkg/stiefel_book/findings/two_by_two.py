@@ -21,7 +21,9 @@ from .. import protocol
 from ..results_reading import split_key, value_at
 from ..stats import holm, paired_comparison, paired_t_p, tost, verdict
 
-__all__ = ["FAMILY", "FAMILIES", "FILES", "ARMS_2X2", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "missing", "read"]
+__all__ = [
+    "FAMILY", "FAMILIES", "FILES", "ARMS_2X2", "CONTRASTS", "TASKS", "Contrast", "contrast_values", "missing", "read"
+]
 
 FAMILY = "routing_2x2"
 # Each contrast's weights on the arms' endpoints (per seed). Arms: AdamW (baseline), Muon (muon),
