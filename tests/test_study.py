@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from stiefel_book.arms.routing_arms import OPTIONAL_ARMS
 from stiefel_book.experiments.runner import EXPERIMENTS, get_config
 from stiefel_book.results import load_results
 
@@ -53,14 +54,16 @@ def test_the_engine_scores_grows_and_chooses_as_the_old_modules_did_on_the_commi
     study = studies(sweep)
     full = study["full"]
     results = load_results(sweep, "full", RESULTS)
-    keys = sorted(results["runs"])
+    expected = SNAPSHOT[sweep]["arms"]
+    # thinned over the runs of the arms the old modules swept: an arm swept later, only when named (manifold Muon),
+    # neither shifts which runs are left out nor is read
+    keys = sorted(k for k in results["runs"] if k.rpartition("/")[0].split("@")[0] not in OPTIONAL_ARMS)
     first = set(full.start_arms(with_frozen=True))
     files = {
         None: results,
-        "__thinned": _partial(results, lambda k: keys.index(k) % 7 != 3),
+        "__thinned": _partial(results, lambda k: k in keys and keys.index(k) % 7 != 3),
         "__start_only": _partial(results, lambda k: k.rpartition("/")[0] in first),
     }
-    expected = SNAPSHOT[sweep]["arms"]
     for part, file in files.items():
         want = expected[part] if part else {a: v for a, v in expected.items() if not a.startswith("__")}
         assert set(want) <= set(full.arms)  # the routing sweeps also name manifold Muon, swept when named
