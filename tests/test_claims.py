@@ -75,7 +75,7 @@ def test_without_results_every_verdict_is_certified_or_pending(without_results):
     body = short.splitlines()[2:]
     assert len(body) == len(claims.CLAIMS) and all(len(c.short) <= 40 for c in claims.CLAIMS)
     assert all(
-        cell.strip() in {"—", "higher", "lower", "equivalent", "inconclusive", "not shown", "mixed"}
+        cell.strip() in {"—", "higher", "lower", "equivalent", "inconclusive", "not shown"}
         for line in body
         for cell in line.split("|")[2:4]
     )

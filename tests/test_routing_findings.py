@@ -224,7 +224,8 @@ def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
     assert ClaimsTable._axis_words(v) == ("—", "inconclusive")
     assert ClaimsTable._axes(v) == ("— (not in the preprint)", "the readings")
     assert ClaimsTable._axis_words(Verdict("new", "higher", "")) == ("—", "—")
-    assert shared_word(["lower", "lower"]) == "lower" and shared_word(["lower", "higher"]) == "mixed"
+    assert shared_word({"a": "lower", "b": "lower"}) == "lower" and shared_word({}) == "—"
+    assert shared_word({"a": "lower", "b": "higher", "c": "lower"}) == "lower (a, c); higher (b)"
 
 
 def test_soft_solvers_are_the_runs_that_solve_the_repeat_with_no_head_past_the_threshold():

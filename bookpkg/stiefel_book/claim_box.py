@@ -28,8 +28,9 @@ MARKS = {
 @dataclass(frozen=True)
 class Axis:
     """One axis of a claim (against the preprint's own baseline, or at tuned rates): ``word``, one of
-    higher, lower, equivalent, inconclusive or "not shown" (or "mixed": a new result whose
-    comparisons read different words), and ``text``, the readings it rests on with their regimes
+    higher, lower, equivalent, inconclusive or "not shown" (or, for a new result whose comparisons
+    read different words, each word with what it reads: :func:`claim_verdicts.shared_word`), and
+    ``text``, the readings it rests on with their regimes
     and numbers; ``readings``, the same readings one by one (:class:`claim_axes.Reading`), for a
     verdict box that gives each result its own line."""
 
@@ -85,7 +86,7 @@ def _results(reading) -> list[tuple[str, str, str]]:
 
 def axis_lines(title: str, axis: Axis) -> tuple[str, list[str]]:
     """The axis's line, "title: **word** (the result that decided it)", and its other results, one
-    a line. An axis read as "mixed" leads with none; an axis without readings gives its text as the
+    a line. An axis whose comparisons differ leads with none; an axis without readings gives its text as the
     clause."""
     if not axis.readings:
         return f"{title}: **{axis.word}**" + (f" ({axis.text})." if axis.text else "."), []

@@ -233,7 +233,7 @@ def peers_verdict(rows: list[dict]) -> Verdict:
         headline,
         f"Against its relatives on grokking ({names}), each at its tuned W_Q, W_K lr: {said} of {len(against)} "
         "against the Stiefel rule (Holm across the declared family).",
-        tuned=Axis(shared_word(r["verdict"] for r in against), headline),
+        tuned=Axis(shared_word({label(r["arm"]): r["verdict"] for r in against}), headline),
     )
 
 
@@ -258,21 +258,28 @@ def routing_verdict(rows_by_task: dict[str, list[dict]]) -> Verdict:
         if task != "charlm":
             details.append(f"Its sanity check (frozen frames fall short): {fr.sanity(a['frozen'])}.")
     unrun = [fr.TASK_PHRASES[t] for t in rows_by_task if t not in judged]
+    read = {t: a for t, a in judged.items() if a["tuned_baseline"]}
     tail = f"; not yet run: {', '.join(unrun)}" if unrun else ""
     headline = "the Stiefel rule against a tuned AdamW: " + "; ".join(parts) + tail
     return Verdict(
         "new",
         headline,
         " ".join(details) + (f" Not yet run: {', '.join(unrun)}." if unrun else ""),
-        tuned=Axis(shared_word(a["tuned_baseline"]["verdict"] for a in judged.values() if a["tuned_baseline"]),
+        tuned=Axis(shared_word({fr.TASK_PHRASES[t]: a["tuned_baseline"]["verdict"] for t, a in read.items()}),
                    headline),
     )
 
 
-def shared_word(words) -> str:
-    """The one verdict word of a claim's comparisons, "mixed" where they differ (or "—" with none)."""
-    found = set(words)
-    return found.pop() if len(found) == 1 else "mixed" if found else "—"
+def shared_word(words: dict[str, str]) -> str:
+    """The verdict word of a claim's comparisons (``{what: word}``, ``what`` a task or an arm as a
+    sentence names it): their one word where they agree, else each word with what it reads, "inconclusive
+    (MQAR, induction); equivalent (the character model)" ("—" with none)."""
+    groups: dict[str, list[str]] = {}
+    for what, word in words.items():
+        groups.setdefault(word, []).append(what)
+    if len(groups) <= 1:
+        return next(iter(groups), "—")
+    return "; ".join(f"{word} ({', '.join(whats)})" for word, whats in groups.items())
 
 
 def certificate(passed: bool, headline: str, what: str) -> Verdict:
