@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from stiefel_book import experiments
-from stiefel_book.experiments import lr_sensitivity, run_experiment
+from stiefel_book.experiments import decay_sensitivity, lr_sensitivity, run_experiment
 from stiefel_book.findings import lr_sensitivity as ls
 from stiefel_book.nanogpt import GPT, GPTConfig, recording_logits
 from stiefel_book.results import load_results
@@ -174,7 +174,7 @@ def test_logit_peaks_take_the_largest_finite_logit_over_layers_and_records():
 
 
 def test_the_engine_has_one_entry_per_sensitivity_task_and_per_model_lr_check():
-    names = {e.name for e in lr_sensitivity.ENTRIES}
+    names = {e.name for e in (*lr_sensitivity.ENTRIES, *decay_sensitivity.ENTRIES)}
     checks = {"charlm_long_model_lr", "grokking_model_lr", "mqar_model_lr", "cifar10_model_lr", "grokking_p97_model_lr"}
     sweeps = {f"{task}_{over}_sensitivity" for task in lr_sensitivity.SENSITIVITY for over in ("lr", "decay")}
     assert names == sweeps | checks
@@ -296,7 +296,7 @@ def test_an_arm_runs_its_decays_at_its_best_rung_and_adopts_the_tasks_own_decay(
     losses = {"stiefel": {1e-3: [3.0, 3.2, 3.1], 3e-3: [2.0, 2.6, 2.1], 1e-2: [2.5, 2.4, 2.3]}}
     source = _source(tmp_path, losses)
     config = dataclasses.replace(experiments.get_config(DECAY, "full"), seeds=(200,))
-    lr, qk_lr, _ = lr_sensitivity.at_best(config, "stiefel", tmp_path)
+    lr, qk_lr, _ = decay_sensitivity.at_best(config, "stiefel", tmp_path)
     assert (lr, qk_lr) == (3e-3, pytest.approx(3e-2))  # lowest mean over the seeds, not the best single run
     seen = []
 
@@ -307,7 +307,7 @@ def test_an_arm_runs_its_decays_at_its_best_rung_and_adopts_the_tasks_own_decay(
     task = dataclasses.replace(lr_sensitivity.TASKS["induction"], run=fake_run)
     monkeypatch.setitem(lr_sensitivity.TASKS, "induction", task)
     monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
-    experiment = dataclasses.replace(experiments.EXPERIMENTS[DECAY], run=lr_sensitivity.decay_runner(task))
+    experiment = dataclasses.replace(experiments.EXPERIMENTS[DECAY], run=decay_sensitivity.decay_runner(task))
     monkeypatch.setitem(experiments.EXPERIMENTS, DECAY, experiment)
     folders = dict(directory=tmp_path, checkpoints=tmp_path / "ck", progress=False, config=config)
     results = run_experiment(DECAY, "full", arms=["stiefel@wd=0", "stiefel@wd=0.1"], **folders)
@@ -327,18 +327,18 @@ def test_a_best_rung_is_read_only_from_a_complete_ladder_of_the_same_task(tmp_pa
     from stiefel_book.results import results_path, write_results
 
     with pytest.raises(SweepError, match="every rung of 'baseline'.*run `python -m stiefel_book run"):
-        lr_sensitivity.at_best(config, "baseline", tmp_path)
+        decay_sensitivity.at_best(config, "baseline", tmp_path)
     del source["runs"]["stiefel@lr=0.003/202"]
     write_results(source, results_path("induction_lr_sensitivity", "full", tmp_path))
     with pytest.raises(SweepError, match="every rung of 'stiefel'"):
-        lr_sensitivity.at_best(config, "stiefel", tmp_path)
+        decay_sensitivity.at_best(config, "stiefel", tmp_path)
     with pytest.raises(SweepError, match="--arms manifold_muon@lr=0.0001"):  # an added arm is named in the command
-        lr_sensitivity.at_best(config, "manifold_muon", tmp_path)
+        decay_sensitivity.at_best(config, "manifold_muon", tmp_path)
     source = _source(tmp_path, losses)
     source["config"]["task"]["steps"] += 1
     write_results(source, results_path("induction_lr_sensitivity", "full", tmp_path))
     with pytest.raises(SweepError, match="another task"):
-        lr_sensitivity.at_best(config, "stiefel", tmp_path)
+        decay_sensitivity.at_best(config, "stiefel", tmp_path)
 
 
 def test_the_decay_ci_profile_runs_end_to_end_at_its_fixed_rates(tmp_path):
