@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from stiefel_book import claims, results_files
+from stiefel_book import claims, claims_table, results_files
 from stiefel_book.results import checkout_root
 from tools import readme as readme_tool
 
@@ -14,13 +14,14 @@ PACKAGE_ROOT = checkout_root()
 
 def _measured() -> tuple[list, list, list]:
     """Every claim measured once (rows, verdicts, short names), as claims_table does; a table of it takes any link."""
-    table = claims.claims_table()
+    table = claims_table.claims_table()
     return table.rows, table.verdicts, table.shorts
 
 
-def _table(measured, link=None) -> claims.ClaimsTable:
+def _table(measured, link=None) -> claims_table.ClaimsTable:
     rows, verdicts, shorts = measured
-    return claims.ClaimsTable(list(rows), link or (lambda chapter: f"{chapter}.ipynb"), list(verdicts), list(shorts))
+    link = link or (lambda chapter: f"{chapter}.ipynb")
+    return claims_table.ClaimsTable(list(rows), link, list(verdicts), list(shorts))
 
 
 @pytest.fixture(scope="module")

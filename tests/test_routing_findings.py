@@ -218,7 +218,7 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
 def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
     from stiefel_book.claim_box import Axis, Verdict
     from stiefel_book.claim_verdicts import shared_word
-    from stiefel_book.claims import ClaimsTable
+    from stiefel_book.claims_table import ClaimsTable
 
     v = Verdict("new", "higher here, lower there", "", tuned=Axis("inconclusive", "the readings"))
     assert ClaimsTable._axis_words(v) == ("—", "inconclusive")

@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from stiefel_book.claims import claims_table
+from stiefel_book.claims_table import claims_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

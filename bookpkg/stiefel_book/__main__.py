@@ -158,7 +158,7 @@ def _command(parser: argparse.ArgumentParser, args) -> int:
     if args.command == "claims":
         if args.write_readme:
             return _readme_tool()
-        from .claims import claims_table
+        from .claims_table import claims_table
 
         print(repr(claims_table()))
         return 0

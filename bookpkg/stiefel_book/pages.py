@@ -87,7 +87,8 @@ def what_we_found(dropdown: str | None = None) -> Markdown:
     question first, the routing tasks (no claim of the preprint) next, the propositions last;
     with ``dropdown``, shut behind a toggle of that title."""
     from . import claim_verdicts, declared
-    from .claims import CLAIMS, chapter_title
+    from .claims import CLAIMS
+    from .claims_table import chapter_title
     from .labels import label
     from .wording.routing import summary
 
