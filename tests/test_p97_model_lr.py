@@ -134,3 +134,49 @@ def test_the_check_is_listed_once_its_task_lr_has_every_seed(tmp_path, monkeypat
     write_results(_check({**FIRST, 3e-3: [3000, 3500, 4000]}), tmp_path / f"{NAME}-full.json")
     check = advice.model_lr_checks()["grokking (p = 97)"]
     assert check["moves"] and check["lr"] == 3e-3 and check["current"] == 1e-3
+
+
+CHECKED = ("grokking_p97_checked_qk_lr", "grokking_p97_checked")
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_the_runs_at_the_checked_lr_wait_for_the_check_and_follow_its_choice(tmp_path, name):
+    entry, config = EXPERIMENTS[name], get_config(name, "full")
+    assert config.task.lr == p97_fair.CHECKED_LR and config.task.p == 97
+    with pytest.raises(ValueError, match="has not chosen"):
+        entry.resolve(config, tmp_path)
+    write_results(_check({**FIRST, 1e-2: [400, 500, 450], 3e-2: [None] * 3}), tmp_path / f"{NAME}-full.json")
+    if name == "grokking_p97_checked_qk_lr":
+        assert entry.resolve(config, tmp_path) == config  # chosen 1e-2: the lr these runs are set at
+    else:
+        with pytest.raises(SweepError, match="grokking_p97_checked_qk_lr"):  # then the sweep's choices are needed
+            entry.resolve(config, tmp_path)
+    write_results(_check({**FIRST, 3e-3: [3000, 3500, 4000]}), tmp_path / f"{NAME}-full.json")  # chose 3e-3
+    with pytest.raises(ValueError, match="chose model lr 0.003"):
+        entry.resolve(config, tmp_path)
+    if name == "grokking_p97_checked_qk_lr":  # a smaller profile runs without the check
+        assert entry.resolve(get_config(name, "ci"), tmp_path) == get_config(name, "ci")
+
+
+def test_the_checked_sweep_starts_each_arm_at_its_ratio_from_the_lr_it_chose_at_1e_3():
+    from stiefel_book.findings.fair_fight import tuned_lrs
+    from stiefel_book.results import load_results
+
+    tuned = tuned_lrs(load_results("grokking_p97_fair", "full"))
+    task_lr = get_config("grokking_p97_fair", "full").task.lr
+    for arm, centre in p97_fair.CHECKED_CENTERS.items():
+        assert centre == pytest.approx(tuned[arm] * p97_fair.CHECKED_LR / task_lr)
+    study = EXPERIMENTS["grokking_p97_checked_qk_lr"].study(get_config("grokking_p97_checked_qk_lr", "full"))
+    assert study.start_rungs("baseline") == (1e-5, 3e-5, 1e-4) and study.seeds == (100, 101, 102)
+    assert study.metric == "time"
+
+
+def test_the_checked_lr_is_the_committed_checks_choice():
+    from stiefel_book.model_lr import check_choice
+    from stiefel_book.results import load_results
+
+    results = load_results(NAME, "full")
+    lr = check_choice(p97_fair.CHECKED_MARGIN)(results) if results else None
+    if lr is None:
+        pytest.skip(f"{NAME} has not finished in book/results yet")
+    assert lr == p97_fair.CHECKED_LR != get_config("grokking_p97_primary", "full").task.lr  # it moved
