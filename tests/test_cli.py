@@ -151,3 +151,13 @@ def test_ctrl_c_saves_the_run_in_progress_says_how_to_resume_and_the_resumed_run
     for process in (whole, stopped, resumed):
         for stream in (process.stdout, process.stderr):
             stream.close()
+
+
+def test_every_sweep_in_the_engine_is_a_sweep_command():
+    """A study's experiment (one that grows its grid) is named by `sweep`, and only such one is."""
+    from stiefel_book.__main__ import SWEEPS
+    from stiefel_book.experiments import EXPERIMENTS
+    from stiefel_book.experiments.routing_sweep import SWEEPS as ROUTING_SWEEPS
+
+    studies = {name for name, e in EXPERIMENTS.items() if e.study is not None}
+    assert studies == set(SWEEPS) | set(ROUTING_SWEEPS)

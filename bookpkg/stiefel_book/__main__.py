@@ -141,6 +141,7 @@ SWEEPS = [
     "induction_qk_temp",
     "cifar10_val_qk_lr",
     "grokking_checked_qk_lr",
+    "grokking_p97_checked_qk_lr",
     "charlm_gpu_qk_lr",
 ]
 
