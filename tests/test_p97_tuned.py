@@ -135,3 +135,21 @@ def test_the_controls_are_turned_to_the_regimes_orientation_with_their_words():
     flipped = {(r["a"], r["b"]): r for r in pt.control_rows(forced)}["stiefel", "frozen"]
     assert (flipped["verdict"], flipped["final_word"]) == ("higher", "lower")
     assert pt.control_rows([]) == []
+
+
+def test_the_primary_comparison_is_tested_alone_and_its_final_accuracy_only_behind_it():
+    """grokking_p97_checked's gatekeeping order: time first at the full α (no correction), then the final accuracy."""
+    sooner = {"runs": {}}
+    for s in range(12):
+        sooner["runs"][f"baseline/{s}"] = _run(None, 10_000)
+        sooner["runs"][f"stiefel/{s}"] = _run(2000 + 100 * s, 10_000)
+    row = pt.primary_row(sooner, 0.05, 0.02)
+    assert (row["a"], row["b"]) == ("stiefel", "baseline") and row["seeds"] == 12
+    assert row["verdict"] == "higher" and row["p_holm"] == row["p"] < 0.05  # alone: no correction
+    assert row["gate"] and row["final_word"] == "higher" and row["past"] == (12, 0)
+    tied = {"runs": {f"{arm}/{s}": _run(3000, 10_000) for arm in ("baseline", "stiefel") for s in range(12)}}
+    row = pt.primary_row(tied, 0.05, 0.02)
+    assert row["verdict"] == "inconclusive" and not row["gate"] and "final_word" not in row  # the gate stays shut
+    assert row["final"].mean_difference == 0  # the final accuracy is still shown beside it
+    one = {"runs": {"baseline/0": _run(3000), "stiefel/0": _run(2000)}}
+    assert pt.primary_row(one) is None and pt.primary_row(None) is None

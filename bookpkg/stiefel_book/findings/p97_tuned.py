@@ -31,6 +31,8 @@ __all__ = [
     "THRESHOLD",
     "sweep_rows",
     "fair_rows",
+    "primary_row",
+    "PRIMARY",
     "adopted_seeds",
     "time_word",
     "undecidable",
@@ -46,6 +48,8 @@ PAIRS = tuple(  # each arm against AdamW and against the Stiefel rule (protocol.
     )
     for arm in arms
 )
+
+PRIMARY = ("stiefel", "baseline", f"{label('stiefel')} against {label('baseline')}")  # p = 97's primary comparison
 
 
 def sweep_rows(sweep: dict | None) -> list[dict]:
@@ -79,16 +83,38 @@ def fair_rows(results: dict | None, alpha: float = 0.05, margin: float | None = 
     if margin is not None:  # the final accuracy beside the endpoint, in four words, Holm across the declared pairs
         words = {(r.arm, r.reference): r.verdict for r in judge(finals(results), [p[:2] for p in PAIRS], margin, alpha)}
     for row in rows:
-        a, b = runs_of(results, row["a"]), runs_of(results, row["b"])
-        seeds = sorted(set(a) & set(b))
-        fa = np.array([a[s]["final"]["val_acc"] for s in seeds])
-        fb = np.array([b[s]["final"]["val_acc"] for s in seeds])
-        row["final"] = paired_comparison(100 * fa, 100 * fb)
-        row["past"] = (int((fa >= THRESHOLD).sum()), int((fb >= THRESHOLD).sum()))
-        row["seen_before"] = set(seeds) <= set(adopted_seeds(results, row["a"])) & set(adopted_seeds(results, row["b"]))
+        _with_finals(results, row)
         if (row["a"], row["b"]) in words:
             row["final_word"] = words[row["a"], row["b"]]
     return rows
+
+
+def _with_finals(results: dict, row: dict) -> dict:
+    """``row`` with ``final``, ``past`` and ``seen_before`` (:func:`fair_rows`) over its arms' paired seeds."""
+    a, b = runs_of(results, row["a"]), runs_of(results, row["b"])
+    seeds = sorted(set(a) & set(b))
+    fa = np.array([a[s]["final"]["val_acc"] for s in seeds])
+    fb = np.array([b[s]["final"]["val_acc"] for s in seeds])
+    row["final"] = paired_comparison(100 * fa, 100 * fb)
+    row["past"] = (int((fa >= THRESHOLD).sum()), int((fb >= THRESHOLD).sum()))
+    row["seen_before"] = set(seeds) <= set(adopted_seeds(results, row["a"])) & set(adopted_seeds(results, row["b"]))
+    return row
+
+
+def primary_row(results: dict | None, alpha: float = 0.05, margin: float | None = None) -> dict | None:
+    """The primary comparison of the families ``grokking_p97_primary`` and ``grokking_p97_checked``, by their
+    gatekeeping order: :data:`PRIMARY` on time to 90 % first and alone at the full α, then its final accuracy,
+    tested only if time rejected. A :func:`fair_rows` row with ``gate`` (time rejected, so the final accuracy
+    was tested) and, with ``margin`` (a fraction) and the gate open, ``final_word``; ``None`` before two
+    paired seeds."""
+    rows = time_rows(results, THRESHOLD, alpha, pairs=(PRIMARY,), declared=1) if results else []
+    if not rows:
+        return None
+    row = _with_finals(results, rows[0])
+    row["gate"] = row["verdict"] != "inconclusive"
+    if row["gate"] and margin is not None:
+        row["final_word"] = judge(finals(results), [PRIMARY[:2]], margin, alpha)[0].verdict
+    return row
 
 
 def undecidable(rows: list[dict], alpha: float = 0.05) -> tuple[int, float] | None:
