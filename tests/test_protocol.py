@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stiefel_book import protocol, results_files
+from stiefel_book import protocol, protocol_audit, results_files
 from stiefel_book.results import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ EXISTING = [
 
 def test_the_books_protocol_holds():
     p = protocol.load()
-    assert protocol.violations(p, BOOK / "results", BOOK) == []
+    assert protocol_audit.violations(p, BOOK / "results", BOOK) == []
 
 
 def test_the_books_protocol_declares_its_families():
@@ -118,7 +118,7 @@ def write_chapter(tmp_path: Path, name: str, text: str) -> None:
 
 def check(tmp_path, *families, dates):
     loaded = protocol.load(write_protocol(tmp_path, *families))
-    return protocol.violations(loaded, write_results(tmp_path, dates), tmp_path)
+    return protocol_audit.violations(loaded, write_results(tmp_path, dates), tmp_path)
 
 
 def test_a_run_before_the_declaration_fails(tmp_path):
@@ -174,14 +174,14 @@ def test_a_run_adopted_from_a_file_the_family_adopts_is_exempt_and_no_other(tmp_
     folder.mkdir()
     (folder / "toy-full.json").write_text(json.dumps({"runs": runs}))
     family = family_text(adopts=["long-full"], amended="2026-12-02T10:00Z: runs of long-full are adopted")
-    problems = protocol.violations(protocol.load(write_protocol(tmp_path, family)), folder, tmp_path)
+    problems = protocol_audit.violations(protocol.load(write_protocol(tmp_path, family)), folder, tmp_path)
     assert [p.split()[3] for p in problems] == ["a/1", "a/2"]
     assert protocol.load(write_protocol(tmp_path, family)).families["toy"].adopts == ("long-full",)
 
 
 def test_a_missing_results_file_is_no_run(tmp_path):
     p = protocol.load(write_protocol(tmp_path, family_text()))
-    assert protocol.violations(p, tmp_path / "empty", tmp_path) == []
+    assert protocol_audit.violations(p, tmp_path / "empty", tmp_path) == []
 
 
 @pytest.mark.parametrize(
