@@ -305,7 +305,7 @@ def test_table_lays_out_every_row(tmp_path):
 
 
 def test_the_routing_words_from_the_readers_rows_are_those_of_the_old_rows(files):
-    from stiefel_book.claim_verdicts import routing_verdict
+    from stiefel_book.claim_new import routing_verdict
     from stiefel_book.findings import routing as fr
     from stiefel_book.labels import label
     from stiefel_book.wording.routing import result_text, summary

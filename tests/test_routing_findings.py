@@ -202,7 +202,7 @@ def test_the_count_beside_a_verdict_names_its_threshold_and_an_induction_head_in
 
 
 def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdict():
-    from stiefel_book.claim_verdicts import routing_verdict
+    from stiefel_book.claim_new import routing_verdict
 
     assert routing_verdict({"mqar": [], "induction": [], "charlm": []}).word == "pending"
     rng = np.random.default_rng(4)
@@ -217,7 +217,7 @@ def test_the_routing_claim_is_pending_before_any_run_then_names_each_tasks_verdi
 
 def test_a_new_results_tuned_word_is_its_axis_not_its_headline():
     from stiefel_book.claim_box import Axis, Verdict
-    from stiefel_book.claim_verdicts import shared_word
+    from stiefel_book.claim_new import shared_word
     from stiefel_book.claims_table import ClaimsTable
 
     v = Verdict("new", "higher here, lower there", "", tuned=Axis("inconclusive", "the readings"))

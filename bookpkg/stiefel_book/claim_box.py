@@ -29,7 +29,7 @@ MARKS = {
 class Axis:
     """One axis of a claim (against the preprint's own baseline, or at tuned rates): ``word``, one of
     higher, lower, equivalent, inconclusive or "not shown" (or, for a new result whose comparisons
-    read different words, each word with what it reads: :func:`claim_verdicts.shared_word`), and
+    read different words, each word with what it reads: :func:`claim_new.shared_word`), and
     ``text``, the readings it rests on with their regimes
     and numbers; ``readings``, the same readings one by one (:class:`claim_axes.Reading`), for a
     verdict box that gives each result its own line."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import claim_measures, claim_verdicts, findings, preprint, protocol, wording
+from . import claim_measures, claim_new, claim_verdicts, findings, preprint, protocol, wording
 from .certify import certify_all
 from .claim_box import PENDING, Verdict
 from .experiments import get_config
@@ -209,9 +209,9 @@ def _verdicts() -> dict[str, Callable[[], Verdict]]:
             fair_rows=declared.fair_rows(),
             per_decay_map=load_results("grokking_decay_map_per_decay", "full"),
         ),
-        "peers": lambda: claim_verdicts.peers_verdict(declared.peers()["rows"]),
+        "peers": lambda: claim_new.peers_verdict(declared.peers()["rows"]),
         "fair_fight": _fair_fight_verdict,
-        "routing": lambda: _routing_readings(claim_verdicts.routing_verdict(declared.routing())),
+        "routing": lambda: _routing_readings(claim_new.routing_verdict(declared.routing())),
     }
     two_axes = ("grokking", "cifar10", "movement", "ablation", "regimes", "fair_fight")
     return {name: _with_axes(v, name) if name in two_axes else v for name, v in found.items()}
