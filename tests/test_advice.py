@@ -72,3 +72,15 @@ def test_the_two_by_two_reads_each_family_once_all_its_judged_runs_are_in(tmp_pa
     shutil.copy(results_dir() / "charlm_long-full.json.gz", tmp_path)
     monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
     assert set(advice.two_by_two()) == {"charlm"}
+
+
+def test_judged_progress_counts_the_planned_runs_a_file_holds(tmp_path, monkeypatch):
+    from stiefel_book.results import write_results
+
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    assert advice.judged_progress("grokking_p97_checked") == (0, 24)  # no file: two arms, twelve seeds, none in
+    runs = {"baseline/0": {}, "stiefel/0": {}, "stiefel/99": {}, "frozen/1": {}}  # the last two are not planned
+    write_results({"config": {}, "runs": runs}, tmp_path / "grokking_p97_checked-full.json")
+    assert advice.judged_progress("grokking_p97_checked") == (2, 24)
+    done, planned = advice.judged_progress("grokking_p97_fair")  # the committed file: five arms, six seeds
+    assert planned == 30 and done == 0  # (this folder holds no such file)

@@ -20,7 +20,7 @@ from .checkout import checkout_root
 from .findings import advice as found
 from .results import load_results
 
-__all__ = ["facts", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count", "number_word"]
+__all__ = ["facts", "judged_progress", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count", "number_word"]
 
 BENCHMARK = "step_time-gpt2-small-cpu.json"  # benchmarks/results/: StiefelAdam against AdamW on GPT-2's frames
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # the fair fight's arms whose sweep the answer reads
@@ -174,6 +174,18 @@ def model_lr_checks() -> dict[str, dict]:
         except ValueError:  # ladder_check's refusal: the task's lr not yet on every seed (running)
             continue
     return out
+
+
+def judged_progress(name: str) -> tuple[int, int]:
+    """``(runs in, runs planned)`` of the judged experiment ``name`` at its full profile: the planned runs
+    are its default arms times its seeds (``"<arm>/<seed>"``), those in are the ones its results file
+    holds. A sentence that says a comparison is "under way" rests on ``in < planned``."""
+    from .experiments import EXPERIMENTS, get_config
+
+    config = get_config(name, "full")
+    planned = {f"{arm}/{seed}" for arm in EXPERIMENTS[name].default_arms(config) for seed in config.seeds}
+    results = load_results(name, "full")
+    return len(planned & set((results or {}).get("runs", {}))), len(planned)
 
 
 def charlm_long_model_lr() -> dict | None:
