@@ -44,6 +44,15 @@ def test_reach_counts_seeds_sizes_and_devices():
     assert got["sizes"] == {"mqar": (2, 64)} and got["seeds"] == {"mqar": 2} and got["devices"] == {"cpu", "cuda"}
 
 
+def test_reach_counts_the_seeds_of_the_runs_the_verdicts_read():
+    from stiefel_book import declared
+
+    seeds = advice.facts()["reach"]["seeds"]
+    for task, rows in declared.routing().items():  # a task judged again at its checked rate reads that judgement
+        row = next(r for r in rows if (r["arm"], r["reference"]) == ("stiefel", "baseline"))
+        assert seeds[task] == row["n"], (task, seeds[task], row["n"])
+
+
 def test_step_cost_reads_the_committed_record_and_refuses_a_changed_one(tmp_path, monkeypatch):
     cost = advice.step_cost()
     assert cost is not None and cost["ratio"] > 0 and cost["frames"] > 0
