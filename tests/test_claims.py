@@ -280,3 +280,35 @@ def test_no_line_of_a_verdict_box_holds_more_than_two_results(committed):
     assert sum("\n" in item for items in boxes.values() for item in items) >= 5  # the claims with axes: nested
     peers = pages.chapter_verdict("peers").data  # the chapter's box is these items
     assert all(item in peers for item in boxes["book/peers"])
+
+
+def test_p97_at_its_checked_rate_joins_the_tuned_axis_once_every_judged_run_is_in(tmp_path, monkeypatch):
+    """grokking_p97_checked: off the axis while running; then time first, the final accuracy only behind it."""
+    from stiefel_book import axes
+    from stiefel_book.results import write_results
+
+    def run(epoch_at_90, end):
+        history = [
+            {"epoch": e, "val_acc": end if epoch_at_90 is not None and e >= epoch_at_90 else 0.4}
+            for e in range(0, 10_001, 500)
+        ]
+        return {"history": history, "final": history[-1]}
+
+    def write(runs):
+        write_results({"config": {}, "runs": runs}, tmp_path / "grokking_p97_checked-full.json")
+
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    sooner = {f"stiefel/{s}": run(1000 + 10 * s, 1.0) for s in range(12)} | {
+        f"baseline/{s}": run(None, 0.4) for s in range(12)
+    }
+    write({k: v for k, v in sooner.items() if k != "baseline/11"})  # one run short: not read
+    assert axes._p97_checked() == []
+    write(sooner)
+    time, final = axes._p97_checked()
+    assert time.where == final.where == "p = 97 at the checked model rate"
+    assert time.word == "higher" and "first to 90 % on 12 of 12 seeds" in time.numbers
+    assert final.word == "higher" and "final accuracy +60.0 pp" in final.numbers
+    tied = {f"{arm}/{s}": run(2000, 1.0) for arm in ("stiefel", "baseline") for s in range(12)}
+    write(tied)
+    (time,) = axes._p97_checked()  # the gate stays shut: the final accuracy is not tested, so not on the axis
+    assert time.word == "inconclusive" and "first to 90 % on 0 of 12 seeds" in time.numbers
