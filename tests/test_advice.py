@@ -93,3 +93,29 @@ def test_judged_progress_counts_the_planned_runs_a_file_holds(tmp_path, monkeypa
     assert advice.judged_progress("grokking_p97_checked") == (2, 24)
     done, planned = advice.judged_progress("grokking_p97_fair")  # the committed file: five arms, six seeds
     assert planned == 30 and done == 0  # (this folder holds no such file)
+
+
+def test_a_task_reads_its_judgement_at_the_checked_rate_only_once_complete(tmp_path, monkeypatch):
+    import shutil
+
+    from stiefel_book.results import load_results, results_dir, write_results
+
+    assert advice.judged_runs("grokking") == "grokking_checked"  # committed: complete
+    assert advice.judged_runs("mqar") == "mqar_fresh" and advice.judged_runs("induction") == "induction"
+    shutil.copy(results_dir() / "grokking_fair-full.json.gz", tmp_path)
+    checked = load_results("grokking_checked", "full")
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    one_short = dict(list(checked["runs"].items())[1:])
+    write_results({**checked, "runs": one_short}, tmp_path / "grokking_checked-full.json")
+    assert advice.judged_runs("grokking") == "grokking_fair"  # a judgement still running is not read
+    write_results(checked, tmp_path / "grokking_checked-full.json")
+    assert advice.judged_runs("grokking") == "grokking_checked"
+
+
+def test_rate_ratios_read_adamws_rate_for_wq_wk_over_the_models():
+    def results(model_lr, qk_lr):
+        runs = {"baseline/0": {"qk_lr": qk_lr}, "stiefel/0": {"qk_lr": 1.0}}
+        return {"config": {"task": {"lr": model_lr}}, "runs": runs}
+
+    got = advice.rate_ratios({"a": results(1e-2, 3e-2), "b": results(1e-3, 3e-6), "c": None})
+    assert got["a"] == pytest.approx(3) and got["b"] == pytest.approx(0.003) and "c" not in got

@@ -20,7 +20,10 @@ from .checkout import checkout_root
 from .findings import advice as found
 from .results import load_results
 
-__all__ = ["facts", "judged_progress", "step_cost", "BENCHMARK", "listing", "tasks_where", "task_count", "number_word"]
+__all__ = [
+    "facts", "judged_progress", "judged_runs", "rate_ratios", "JUDGED", "step_cost", "BENCHMARK", "listing",
+    "tasks_where", "task_count", "number_word",
+]
 
 BENCHMARK = "step_time-gpt2-small-cpu.json"  # benchmarks/results/: StiefelAdam against AdamW on GPT-2's frames
 SWEPT = ("baseline", "no_decay_qk", "stiefel", "qk_norm")  # the fair fight's arms whose sweep the answer reads
@@ -34,8 +37,11 @@ def facts() -> dict:
     (QK-norm against AdamW at p = 31), ``cifar10_muon`` (Muon against AdamW), ``cifar10_frozen``
     (frozen frames against the rule), ``cifar10_decay`` (CIFAR-10 away from its decay), ``reach``
     (models, seeds, devices), ``cost`` (:func:`step_cost`), ``charlm_lr`` (the character
-    model's model-lr check: :func:`charlm_model_lr`), ``mqar_fresh`` (:func:`mqar_fresh`) and ``two_by_two``
-    (the 2x2 of update direction and constraint: :func:`two_by_two`)."""
+    model's model-lr check: :func:`charlm_model_lr`), ``mqar_fresh`` (:func:`mqar_fresh`), ``two_by_two``
+    (the 2x2 of update direction and constraint: :func:`two_by_two`), ``judged`` (per task, the judged runs
+    ``tuned`` and ``reach`` read: :func:`judged_runs`), ``rate_ratios`` (per task, AdamW's tuned W_Q, W_K rate
+    over the model's there: :func:`rate_ratios`) and ``grokking_scale_checked`` (QK-norm against AdamW at p = 31
+    at its checked model rate, ``None`` before those runs)."""
     from .findings import fair_fight as ff
     from .findings import peers
 
@@ -54,17 +60,14 @@ def facts() -> dict:
     p97_runs = load_results("grokking_p97_fair", "full")
     sweep = load_results("grokking_qk_lr", "full")
     sweep_rows = ff.sweep_rows(sweep, SWEPT, ff.tuned_lrs(fair, scale, fair_peers)) if sweep else []
-    judged = {
-        task: load_results(name, "full")
-        for task, name in (
-            ("grokking", "grokking_fair"),
-            ("grokking_p97", "grokking_p97_fair"),
-            ("cifar10", "cifar10_fair"),
-            *((task, declared.judged_file(task)) for task in ("mqar", "induction", "charlm")),  # as ``routing`` reads
-        )
-    }
+    names = {task: judged_runs(task) for task in found.TASKS}
+    judged = {task: load_results(name, "full") for task, name in names.items()}
+    now31 = declared.family_dicts("grokking_checked") if names["grokking"] == "grokking_checked" else tuned31
     return {
-        "tuned": found.tuned_readings(tuned31, p97, cifar["tuned"], routing),
+        "tuned": found.tuned_readings(now31, _p97_now(names["grokking_p97"], p97), cifar["tuned"], routing),
+        "judged": names,
+        "rate_ratios": rate_ratios(judged),
+        "grokking_scale_checked": found.word_of(now31, "qk_norm", "baseline") if now31 is not tuned31 else None,
         "task_rate": found.task_rate(
             before31,
             tuned31,
@@ -88,6 +91,48 @@ def facts() -> dict:
         "mqar_fresh": mqar_fresh(),
         "two_by_two": two_by_two(),
     }
+
+
+# task -> its judged runs, newest first: made again at the model rate the task's check chose, then at the
+# task's rate (the routing tasks: :func:`declared.judged_file`)
+JUDGED = {
+    "grokking": ("grokking_checked", "grokking_fair"),
+    "grokking_p97": ("grokking_p97_checked", "grokking_p97_fair"),
+    "cifar10": ("cifar10_fair",),
+}
+
+
+def judged_runs(task: str) -> str:
+    """The results file of ``task``'s judged runs that the answer reads (a task of :data:`findings.advice.TASKS`):
+    the newest of :data:`JUDGED` whose planned runs are all in (:func:`judged_progress`), so a task judged
+    again at its checked model rate reads that judgement once it is complete; a routing task's as
+    :func:`declared.judged_file`."""
+    if task in found.ROUTING:
+        return declared.judged_file(task)
+    return next((n for n in JUDGED[task] if (p := judged_progress(n))[1] and p[0] == p[1]), JUDGED[task][-1])
+
+
+def _p97_now(name: str, p97_fair: list[dict]) -> list[dict]:
+    """p = 97's rows for the answer: the primary comparison of ``grokking_p97_checked`` by its gatekeeping order
+    (:func:`findings.p97_tuned.primary_row`) where that is the judgement read, else ``grokking_p97_fair``'s."""
+    if name != "grokking_p97_checked":
+        return p97_fair
+    from .findings import p97_tuned
+
+    family = protocol.family(name)
+    return [p97_tuned.primary_row(load_results(name, "full"), family.alpha, family.margin / 100)]
+
+
+def rate_ratios(judged: dict[str, dict | None]) -> dict[str, float]:
+    """Per task, AdamW's W_Q, W_K rate in its judged runs over the model's rate there (``{task: results}``,
+    as :func:`judged_runs` names them): below 1 where its sweep chose a smaller rate for them."""
+    out = {}
+    for task, results in judged.items():
+        runs = [r for k, r in (results or {}).get("runs", {}).items() if k.split("/")[0] == "baseline"]
+        if runs:
+            config = results["config"]
+            out[task] = runs[0]["qk_lr"] / config.get("task", config)["lr"]
+    return out
 
 
 def two_by_two() -> dict[str, dict[str, dict]]:
