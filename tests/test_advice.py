@@ -119,3 +119,25 @@ def test_rate_ratios_read_adamws_rate_for_wq_wk_over_the_models():
 
     got = advice.rate_ratios({"a": results(1e-2, 3e-2), "b": results(1e-3, 3e-6), "c": None})
     assert got["a"] == pytest.approx(3) and got["b"] == pytest.approx(0.003) and "c" not in got
+
+
+def test_p97_at_its_checked_rate_is_read_by_its_gatekeeping_order_once_complete(tmp_path, monkeypatch):
+    import shutil
+
+    from stiefel_book.results import results_dir, write_results
+
+    def run(epoch_at_90):
+        history = [{"epoch": e, "val_acc": 1.0 if e >= epoch_at_90 else 0.4} for e in range(0, 10_001, 500)]
+        return {"history": history, "final": history[-1], "qk_lr": 1e-3}
+
+    shutil.copy(results_dir() / "grokking_p97_fair-full.json.gz", tmp_path)
+    monkeypatch.setenv("STIEFEL_RESULTS", str(tmp_path))
+    runs = {f"{arm}/{s}": run(1000 if arm == "stiefel" else 3000) for arm in ("baseline", "stiefel") for s in range(12)}
+    write_results({"config": {"task": {"lr": 1e-2}}, "runs": dict(list(runs.items())[1:])},
+                  tmp_path / "grokking_p97_checked-full.json")
+    assert advice.p97_checked() is None and advice.judged_runs("grokking_p97") == "grokking_p97_fair"
+    write_results({"config": {"task": {"lr": 1e-2}}, "runs": runs}, tmp_path / "grokking_p97_checked-full.json")
+    row = advice.p97_checked()
+    assert advice.judged_runs("grokking_p97") == "grokking_p97_checked"
+    assert (row["a"], row["b"], row["seeds"], row["verdict"]) == ("stiefel", "baseline", 12, "higher")
+    assert row["gate"] and row["final_word"] == "equivalent"  # both end at 100 %: within the 2 pp margin

@@ -153,3 +153,17 @@ def test_the_primary_comparison_is_tested_alone_and_its_final_accuracy_only_behi
     assert row["final"].mean_difference == 0  # the final accuracy is still shown beside it
     one = {"runs": {"baseline/0": _run(3000), "stiefel/0": _run(2000)}}
     assert pt.primary_row(one) is None and pt.primary_row(None) is None
+
+
+def test_the_gatekeeping_order_is_said_with_the_final_accuracy_tested_only_behind_time():
+    sooner = {"runs": {}}
+    for s in range(12):
+        sooner["runs"][f"baseline/{s}"] = _run(None, 10_000)
+        sooner["runs"][f"stiefel/{s}"] = _run(2000 + 100 * s, 10_000)
+    text = pw.gate_text(pt.primary_row(sooner, 0.05, 0.02))
+    assert text.startswith("time to 90 % sooner (median epoch 3,000 against never; 12 paired seeds, p = 0.00049)")
+    assert text.endswith("the final accuracy behind it reads higher (+59.0 pp)")
+    tied = {"runs": {f"{arm}/{s}": _run(3000, 10_000) for arm in ("baseline", "stiefel") for s in range(12)}}
+    text = pw.gate_text(pt.primary_row(tied, 0.05, 0.02))
+    assert "inconclusive" in text and text.endswith("so the final accuracy behind it was not tested (+0.0 pp)")
+    assert pw.gate_text(None) == "not yet run"

@@ -21,8 +21,8 @@ from .findings import advice as found
 from .results import load_results
 
 __all__ = [
-    "facts", "judged_progress", "judged_runs", "rate_ratios", "JUDGED", "step_cost", "BENCHMARK", "listing",
-    "tasks_where", "task_count", "number_word",
+    "facts", "judged_progress", "judged_runs", "p97_checked", "rate_ratios", "JUDGED", "step_cost", "BENCHMARK",
+    "listing", "tasks_where", "task_count", "number_word",
 ]
 
 BENCHMARK = "step_time-gpt2-small-cpu.json"  # benchmarks/results/: StiefelAdam against AdamW on GPT-2's frames
@@ -112,15 +112,23 @@ def judged_runs(task: str) -> str:
     return next((n for n in JUDGED[task] if (p := judged_progress(n))[1] and p[0] == p[1]), JUDGED[task][-1])
 
 
-def _p97_now(name: str, p97_fair: list[dict]) -> list[dict]:
-    """p = 97's rows for the answer: the primary comparison of ``grokking_p97_checked`` by its gatekeeping order
-    (:func:`findings.p97_tuned.primary_row`) where that is the judgement read, else ``grokking_p97_fair``'s."""
-    if name != "grokking_p97_checked":
-        return p97_fair
+def p97_checked() -> dict | None:
+    """p = 97 judged again at its checked model rate (family ``grokking_p97_checked``): its primary comparison,
+    the Stiefel rule − AdamW, by the family's gatekeeping order (:func:`findings.p97_tuned.primary_row`: time to
+    90 % first, the final accuracy only behind it), once every judged run is in; ``None`` before."""
     from .findings import p97_tuned
 
+    name = "grokking_p97_checked"
+    done, planned = judged_progress(name)
+    if done < planned:
+        return None
     family = protocol.family(name)
-    return [p97_tuned.primary_row(load_results(name, "full"), family.alpha, family.margin / 100)]
+    return p97_tuned.primary_row(load_results(name, "full"), family.alpha, family.margin / 100)
+
+
+def _p97_now(name: str, p97_fair: list[dict]) -> list[dict]:
+    """p = 97's rows for the answer: :func:`p97_checked` where that judgement is read, else ``grokking_p97_fair``'s."""
+    return [p97_checked()] if name == "grokking_p97_checked" else p97_fair
 
 
 def rate_ratios(judged: dict[str, dict | None]) -> dict[str, float]:

@@ -12,7 +12,9 @@ from ..labels import interval, label
 from ..stats.power import pairs_for_floor
 from .fair_fight import lr_text
 
-__all__ = ["median", "medians", "row_text", "short_text", "floor_text", "floor_note", "takeaway", "scale_text"]
+__all__ = [
+    "median", "medians", "row_text", "short_text", "gate_text", "floor_text", "floor_note", "takeaway", "scale_text"
+]
 
 
 def floor_text(rows: list[dict], alpha: float = 0.05) -> str | None:
@@ -76,6 +78,21 @@ def short_text(row: dict | None) -> str:
     word = time_word(row["verdict"])
     final = f"final accuracy {row['final_word']}" if row.get("final_word") else "final accuracy"
     return f"time to 90 % {word} ({medians(row)}), {final} ({row['final'].mean_difference:+.1f} pp)"
+
+
+def gate_text(row: dict | None) -> str:
+    """A primary comparison read in its gatekeeping order (:func:`findings.p97_tuned.primary_row`): "time to
+    90 % inconclusive (median epoch 400 against 420; 12 paired seeds, p = 0.62), so the final accuracy
+    behind it was not tested (+0.0 pp)"; where time decided, "..., and the final accuracy behind it reads
+    **word** (+d pp)"; "not yet run" before two paired seeds."""
+    if row is None:
+        return "not yet run"
+    seeds = f"{row['seeds']} paired seeds, p = {row['p']:.2g}"
+    time = f"time to 90 % {time_word(row['verdict'])} ({medians(row)}; {seeds})"
+    final = f"{row['final'].mean_difference:+.1f} pp"
+    if not row["gate"]:
+        return f"{time}, so the final accuracy behind it was not tested ({final})"
+    return f"{time}, and the final accuracy behind it reads {row.get('final_word', 'untested')} ({final})"
 
 
 def _before_text(before: dict | None, gain: dict) -> str:
